@@ -1,0 +1,126 @@
+"""Settings: one dataclass, built from arguments > PLANTSTUB_* environment > defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_JOURNAL_SIZE = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a running stub needs to know; shared by CLI, Stub, create_app and the fixture."""
+
+    spec: Path | None = None
+    scenarios: Path | None = None
+    scenario: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 4010
+    watch: bool = False
+    journal: Path | None = None
+    max_body: int = DEFAULT_MAX_BODY
+    journal_size: int = DEFAULT_JOURNAL_SIZE
+    log_format: str = "none"
+
+
+def _path(name: str, value: Any) -> Path | None:
+    if value in (None, ""):
+        return None
+    return Path(value)
+
+
+def _text(name: str, value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name}={value!r}: not a boolean (expected 1/0, true/false, yes/no, on/off)")
+
+
+def _int_in(low: int, high: int, what: str):
+    def convert(name: str, value: Any) -> int:
+        try:
+            number = int(str(value).strip()) if not isinstance(value, int) else value
+        except ValueError:
+            number = None
+        if number is None or isinstance(number, bool) or not low <= number <= high:
+            raise ConfigError(f"{name}={value!r}: not {what} (expected an integer {low}-{high})")
+        return number
+
+    return convert
+
+
+def _host(name: str, value: Any) -> str:
+    text = str(value).strip()
+    if not text:
+        raise ConfigError(f"{name}={value!r}: empty host (expected an address such as 127.0.0.1)")
+    return text
+
+
+def _log_format(name: str, value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("none", "text", "json"):
+        raise ConfigError(f"{name}={value!r}: unknown log format (expected none, text or json)")
+    return text
+
+
+_CONVERTERS = {
+    "spec": _path,
+    "scenarios": _path,
+    "scenario": _text,
+    "host": _host,
+    "port": _int_in(0, 65535, "a port"),
+    "watch": _bool,
+    "journal": _path,
+    "max_body": _int_in(1, 2**31 - 1, "a size in bytes"),
+    "journal_size": _int_in(1, 10_000_000, "a journal size"),
+    "log_format": _log_format,
+}
+FIELDS = tuple(_CONVERTERS)
+
+
+def env_name(field: str) -> str:
+    """The environment variable that sets `field`: PLANTSTUB_MAX_BODY for max_body."""
+    return "PLANTSTUB_" + field.upper()
+
+
+def build_settings(
+    explicit: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    fallback: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Merge explicit values > PLANTSTUB_* environment > fallback (e.g. pytest ini) > defaults.
+
+    `None` in `explicit` or `fallback` means "not given". Each bad value raises ConfigError
+    naming the setting, the value and what was expected.
+    """
+    env = os.environ if env is None else env
+    explicit = explicit or {}
+    fallback = fallback or {}
+    unknown = set(explicit) - set(FIELDS)
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))} (known: {', '.join(FIELDS)})")
+    values: dict[str, Any] = {}
+    for field, convert in _CONVERTERS.items():
+        if explicit.get(field) is not None:
+            values[field] = convert("--" + field.replace("_", "-"), explicit[field])
+        elif env.get(env_name(field)) not in (None, ""):
+            values[field] = convert(env_name(field), env[env_name(field)])
+        elif fallback.get(field) is not None:
+            values[field] = convert(field, fallback[field])
+    return dataclasses.replace(Settings(), **values)

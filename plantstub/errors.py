@@ -1,0 +1,34 @@
+"""Exceptions plantstub raises; every message reads on its own, first line first."""
+
+from __future__ import annotations
+
+
+class PlantstubError(Exception):
+    """Base of every error plantstub raises on purpose."""
+
+
+class SpecError(PlantstubError):
+    """The OpenAPI document cannot be loaded or is not OpenAPI 3.x."""
+
+
+class ConfigError(PlantstubError):
+    """A setting (flag, environment variable, argument) has a bad value."""
+
+
+class ScenarioError(PlantstubError):
+    """A scenario file is broken; `str()` is exactly `file:line: path: message`."""
+
+    def __init__(self, file: str, line: int | None, path: str, message: str) -> None:
+        self.file = file
+        self.line = line
+        self.path = path
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class CallAssertionError(AssertionError):
+    """A call assertion on the journal failed; the text shows expected, got, closest."""

@@ -1,0 +1,80 @@
+"""IncomingRequest: the small frozen view of an HTTP request that the rest of plantstub reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
+from typing import Any
+
+NO_BODY: Any = type("NoBody", (), {"__repr__": lambda self: "NO_BODY", "__bool__": lambda self: False})()
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingRequest:
+    """What a client sent. `query` keeps every value of a repeated name; header names are case-insensitive."""
+
+    method: str
+    path: str
+    query: Mapping[str, list[str]] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)  # a case-insensitive mapping in the app
+    raw: bytes = b""
+
+    @property
+    def content_type(self) -> str:
+        value = self.headers.get("Content-Type") or self.headers.get("content-type") or ""
+        return value.split(";", 1)[0].strip().lower()
+
+    def cookies(self) -> dict[str, str]:
+        header = self.headers.get("Cookie") or self.headers.get("cookie") or ""
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(header)
+        except CookieError:
+            return {}
+        return {name: morsel.value for name, morsel in jar.items()}
+
+    def query_first(self) -> dict[str, str]:
+        """One value per query name (the first), as scenario matching and templates see it."""
+        return {name: values[0] for name, values in self.query.items() if values}
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class BodyError(ValueError):
+    """The raw body could not be read as the declared media type."""
+
+
+def is_json_type(content_type: str) -> bool:
+    return content_type == "application/json" or content_type.endswith("+json")
+
+
+def decode_json(raw: bytes) -> Any:
+    """Parse a JSON body strictly: UTF-8 only, no NaN/Infinity, bounded nesting. Raises BodyError."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BodyError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise BodyError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # NaN, Infinity, or an integer too long to convert
+        raise BodyError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BodyError("nested too deeply to parse") from None
+
+
+def body_for_record(raw: bytes, content_type: str) -> Any:
+    """The body as a call shows it: parsed JSON when it parses, else text, else None when empty."""
+    if not raw:
+        return None
+    try:
+        return decode_json(raw)
+    except BodyError:
+        return raw.decode("utf-8", errors="replace")

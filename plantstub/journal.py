@@ -1,0 +1,140 @@
+"""The call journal: every request with its response, bounded in memory, optionally a JSON-lines file."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from .incoming import NO_BODY
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A recorded request and the response it got. `time` is seconds since the epoch, UTC."""
+
+    seq: int
+    time: float
+    method: str
+    path: str
+    query: dict[str, Any]
+    headers: dict[str, str]
+    body: Any
+    valid: bool
+    errors: tuple[str, ...]
+    scenario: str | None
+    rule: str | None
+    response: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> int:
+        return int(self.response.get("status", 0))
+
+    @property
+    def time_iso(self) -> str:
+        return datetime.fromtimestamp(self.time, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The call as the admin API and the journal file show it."""
+        return {
+            "seq": self.seq,
+            "time": self.time_iso,
+            "method": self.method,
+            "path": self.path,
+            "query": self.query,
+            "headers": self.headers,
+            "body": self.body,
+            "valid": self.valid,
+            "errors": list(self.errors),
+            "scenario": self.scenario,
+            "rule": self.rule,
+            "response": self.response,
+        }
+
+
+def response_record(status: int, headers: dict[str, str], body: Any) -> dict[str, Any]:
+    return {"status": status, "headers": headers, "body": None if body is NO_BODY else body}
+
+
+def dumps_call(call: Call) -> str:
+    """One JSON line; a body too deep for the encoder is shown as text rather than lost."""
+    data = call.to_dict()
+    try:
+        return json.dumps(data, ensure_ascii=False)
+    except (RecursionError, ValueError, TypeError):
+        data["body"] = repr(data["body"])[:10_000]
+        data["response"] = {**data["response"], "body": repr(data["response"].get("body"))[:10_000]}
+        return json.dumps(data, ensure_ascii=False)
+
+
+class Journal:
+    """Keeps the most recent `size` calls; numbers them; appends each to `file` when given.
+
+    Appends come from the event loop thread; readers (admin API, `Stub.calls` in another thread)
+    take a snapshot under the same lock, so a read never sees a half-made list.
+    """
+
+    def __init__(self, size: int = 10_000, file: Path | None = None) -> None:
+        self.size = size
+        self._calls: deque[Call] = deque(maxlen=size)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self.recorded = 0  # since the last clear
+        self.file = file
+        self._sink: IO[str] | None = None
+        if file is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            self._sink = open(file, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    def next_seq(self) -> int:
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    def append(self, call: Call) -> None:
+        with self._lock:
+            self._calls.append(call)
+            self.recorded += 1
+        if self._sink is not None:
+            # One write and flush per call: a SIGTERM right after a response loses nothing.
+            self._sink.write(dumps_call(call) + "\n")
+            self._sink.flush()
+
+    @property
+    def dropped(self) -> int:
+        """Calls pushed out of memory by the size cap since the last clear (still in the file)."""
+        return max(0, self.recorded - len(self._calls))
+
+    def snapshot(self) -> list[Call]:
+        with self._lock:
+            return list(self._calls)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._calls.clear()
+            self.recorded = 0
+
+    def close(self) -> None:
+        if self._sink is not None:
+            self._sink.flush()
+            self._sink.close()
+            self._sink = None
+
+    def filter(self, calls: Iterable[Call] | None = None, **criteria: Any) -> list[Call]:
+        """Calls whose method, path, status, valid, scenario or rule equal the given values."""
+        result = self.snapshot() if calls is None else list(calls)
+        for key, value in criteria.items():
+            if value is None:
+                continue
+            if key == "method":
+                result = [c for c in result if c.method == str(value).upper()]
+            elif key == "status":
+                result = [c for c in result if c.status == int(value)]
+            else:
+                result = [c for c in result if getattr(c, key) == value]
+        return result

@@ -1,0 +1,136 @@
+"""Build what the stub sends: Error records, and the spec's declared answers (examples or echo)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .generate import flatten, sample
+from .incoming import NO_BODY
+from .spec import MISSING, MediaType, Operation
+from .validation import SchemaCheck
+
+JSON = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A response ready to send: `body` is what the journal shows, `payload` the bytes on the wire."""
+
+    status: int
+    body: Any = NO_BODY
+    payload: bytes = b""
+    content_type: str | None = JSON
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def json_reply(status: int, body: Any, headers: dict[str, str] | None = None, content_type: str = JSON) -> Outgoing:
+    return Outgoing(status, body, json_bytes(body), content_type, headers or {})
+
+
+def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> Outgoing:
+    """An Error record, the spec's own error shape: {"error": status, "message": ...}."""
+    return json_reply(status, {"error": status, "message": message}, headers)
+
+
+def status_of(key: str) -> int:
+    """The HTTP status to send for a declared response key ("201", "2XX", "default")."""
+    if key.isdigit():
+        return int(key)
+    if key[:1].isdigit():
+        return int(key[0]) * 100
+    return 200
+
+
+def success_key(op: Operation) -> str | None:
+    """The first declared 2xx response (exact codes before 2XX), else `default`."""
+    keys = sorted(k for k in op.responses if k.startswith("2") and k.isdigit())
+    keys += [k for k in op.responses if k.upper() == "2XX"]
+    if keys:
+        return keys[0]
+    return "default" if "default" in op.responses else None
+
+
+def pick_media(content: dict[str, MediaType]) -> MediaType | None:
+    for media in content.values():
+        if media.name.split(";")[0].strip().lower() == JSON:
+            return media
+    for media in content.values():
+        if media.name.split(";")[0].strip().lower().endswith("+json"):
+            return media
+    return next(iter(content.values()), None)
+
+
+class Answer:
+    """One declared response of one operation, precomputed: example, or a generated body plus echo."""
+
+    def __init__(self, op: Operation, key: str) -> None:
+        self.status = status_of(key)
+        self.key = key
+        response = op.responses[key]
+        self.media = pick_media(response.content)
+        self.examples: dict[str, Any] = dict(self.media.examples) if self.media else {}
+        if self.media and self.media.example is not MISSING:
+            self.examples.setdefault("example", self.media.example)
+        self.base: Any = NO_BODY
+        self.echo: dict[str, SchemaCheck] = {}
+        if self.status == 204 or self.status == 304 or self.media is None:
+            return
+        if self.examples:
+            self.base = next(iter(self.examples.values()))
+        elif self.media.schema is not None:
+            schema = self.media.schema
+            defs = schema.get("$defs", {}) if isinstance(schema, dict) else {}
+            self.base = sample(schema, defs)
+            flat = flatten(schema, defs)
+            if isinstance(self.base, dict) and isinstance(flat, dict):
+                for name, sub in (flat.get("properties") or {}).items():
+                    sub_schema = {**sub, "$defs": defs} if isinstance(sub, dict) and defs else sub
+                    self.echo[name] = SchemaCheck(sub_schema, f"{op.label} response {key} property {name}")
+        self.content_type = self.media.name if self.media else None
+
+    def body_for(self, request_body: Any, example: str | None = None) -> Any:
+        """The body to send: a named example, or the base value with request fields echoed in."""
+        if example is not None and example in self.examples:
+            return self.examples[example]
+        if not self.echo or not isinstance(request_body, dict):
+            return self.base
+        body = dict(self.base)
+        for name, check in self.echo.items():
+            if name in request_body and check.is_valid(request_body[name]):
+                body[name] = request_body[name]
+        return body
+
+    def build(self, request_body: Any, example: str | None = None) -> Outgoing:
+        body = self.body_for(request_body, example)
+        if body is NO_BODY:
+            return Outgoing(self.status, NO_BODY, b"", None)
+        content_type = self.content_type or JSON
+        if isinstance(body, str) and not content_type.endswith("json"):
+            return Outgoing(self.status, body, body.encode("utf-8"), content_type)
+        return json_reply(self.status, body, content_type=content_type)
+
+
+class Answers:
+    """Lazily built Answer per (operation, declared response key)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[int, str], Answer] = {}
+
+    def get(self, op: Operation, key: str) -> Answer:
+        slot = (id(op), key)
+        answer = self._cache.get(slot)
+        if answer is None:
+            answer = self._cache[slot] = Answer(op, key)
+        return answer
+
+    def default(self, op: Operation, request_body: Any) -> Outgoing:
+        key = success_key(op)
+        if key is None:
+            return Outgoing(200, NO_BODY, b"", None)
+        return self.get(op, key).build(request_body)

@@ -1,0 +1,71 @@
+"""(method, path) -> Operation and path parameters, or why not: 404, or 405 with Allow."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from .spec import Operation, Spec
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A routing outcome: an operation with its raw path parameters, or a 404/405."""
+
+    operation: Operation | None
+    path_params: dict[str, str]
+    status: int = 200  # 200 matched, 404 no path, 405 path without this method
+    allow: tuple[str, ...] = ()
+
+
+def _compile(template: str) -> re.Pattern[str]:
+    pattern, last = "", 0
+    for m in re.finditer(r"\{([^}/]+)\}", template):
+        pattern += re.escape(template[last : m.start()]) + "([^/]+)"
+        last = m.end()
+    return re.compile(pattern + re.escape(template[last:]) + r"\Z")
+
+
+class Router:
+    """Matches concrete paths to the spec's path templates; literal paths win over templated ones."""
+
+    def __init__(self, spec: Spec) -> None:
+        by_path: dict[str, dict[str, Operation]] = {}
+        for op in spec.operations:
+            by_path.setdefault(op.path, {})[op.method] = op
+        self.literal = {path: ops for path, ops in by_path.items() if "{" not in path}
+        templated = [path for path in by_path if "{" in path]
+        # More literal characters first: /plants/mine beats /plants/{id} beats /{a}/{b}.
+        templated.sort(key=lambda p: (-len(re.sub(r"\{[^}]*\}", "", p)), p))
+        self.templated = []
+        for path in templated:
+            names = re.findall(r"\{([^}/]+)\}", path)
+            self.templated.append((_compile(path), names, by_path[path]))
+
+    def route(self, method: str, path: str) -> Route:
+        """Find the operation for `method path`; path parameters come back percent-decoded."""
+        method = method.upper()
+        ops = self.literal.get(path)
+        params: dict[str, str] = {}
+        if ops is None:
+            for regex, names, candidate in self.templated:
+                m = regex.match(path)
+                if m:
+                    ops = candidate
+                    params = {name: unquote(value) for name, value in zip(names, m.groups())}
+                    break
+        if ops is None:
+            return Route(None, {}, 404)
+        op = ops.get(method)
+        if op is None and method == "HEAD":
+            op = ops.get("GET")
+        if op is None:
+            allow = sorted(ops)
+            if "GET" in ops and "HEAD" not in ops:
+                allow = sorted([*allow, "HEAD"])
+            return Route(None, params, 405, tuple(allow))
+        return Route(op, params)
+
+    def templates(self) -> list[str]:
+        return [*self.literal, *(regex.pattern for regex, _, _ in self.templated)]
