@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from fnmatch import fnmatchcase
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -114,7 +115,9 @@ class SchemaCheck:
             return []
         try:
             found = sorted(self.slow.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
-            return [Violation(location_path(root, e.absolute_path), _short(e.message)) for e in found]
+            # allOf branches can report the same problem twice; say it once.
+            unique = dict.fromkeys(Violation(location_path(root, e.absolute_path), _short(e.message)) for e in found)
+            return list(unique)
         except RecursionError:
             return [Violation(root, "nested too deeply to check")]
 
@@ -286,11 +289,9 @@ class RequestCheck:
     def media_for(self, content_type: str) -> str | None:
         if content_type in self.bodies:
             return content_type
-        major = content_type.split("/", 1)[0]
-        for name in self.bodies:
-            if name == major + "/*" or name == "*/*":
-                return name
-        return None
+        # Wildcards (application/*+json, text/*, */*): the longest pattern that fits is the most specific.
+        fitting = [name for name in self.bodies if "*" in name and fnmatchcase(content_type, name)]
+        return max(fitting, key=len) if fitting else None
 
     def body_violations(self, request: IncomingRequest) -> tuple[list[Violation], Any]:
         if not self.bodies:

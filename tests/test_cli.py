@@ -1,0 +1,125 @@
+"""`plantstub serve` as a user runs it: a real process, a real socket, signals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import ServeProcess
+
+
+def http(url: str, method: str = "GET", body: bytes | None = None, headers: dict | None = None):
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), json.loads(exc.read() or b"null")
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "plantstub", *args], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, **(env or {})})
+
+
+def test_serve_prints_listening_line_and_answers(serve):
+    stub = serve("--port", "0")
+    assert stub.listening_line.startswith("plantstub listening on http://127.0.0.1:")
+    status, _, body = http(stub.url + "/plants", "POST", b'{"id": 1, "name": "Fern", "tag": "indoor"}',
+                           {"Authorization": "Bearer t", "Content-Type": "application/json"})
+    assert (status, body) == (200, {"name": "Fern", "tag": "indoor"})
+    assert http(stub.url + "/__plantstub/health")[0] == 200
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_serve_stops_cleanly_on_signal(serve, sig):
+    stub = serve("--port", "0")
+    assert stub.stop(sig, timeout=3) == 0
+    assert "Traceback" not in stub.stderr
+
+
+def test_serve_reads_port_and_host_from_environment(serve):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    stub = serve(env={"PLANTSTUB_PORT": str(free), "PLANTSTUB_HOST": "127.0.0.1"})
+    assert stub.url == f"http://127.0.0.1:{free}"
+
+
+def test_serve_flag_beats_environment(serve):
+    stub = serve("--port", "0", env={"PLANTSTUB_PORT": "not-a-port"})
+    assert stub.url.startswith("http://127.0.0.1:")
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ((), {"PLANTSTUB_PORT": "abc"}, "plantstub: PLANTSTUB_PORT='abc': not a port (expected an integer 0-65535)"),
+        (("--port", "70000"), {}, "plantstub: --port='70000': not a port (expected an integer 0-65535)"),
+        (("--max-body", "0"), {}, "plantstub: --max-body='0': not a size in bytes (expected an integer 1-2147483647)"),
+        ((), {"PLANTSTUB_WATCH": "perhaps"}, "plantstub: PLANTSTUB_WATCH='perhaps': not a boolean (expected 1/0, true/false, yes/no, on/off)"),
+    ],
+    ids=["env-port", "flag-port", "max-body", "env-watch"],
+)
+def test_serve_refuses_bad_settings(args, env, message):
+    result = run("serve", *args, env=env)
+    assert result.returncode == 1
+    assert result.stderr.strip() == message
+
+
+def test_serve_refuses_a_spec_that_is_not_openapi(tmp_path):
+    spec = tmp_path / "old.yaml"
+    spec.write_text("swagger: '2.0'\ninfo: {title: t, version: '1'}\npaths: {}\n")
+    result = run("serve", "--spec", str(spec), "--port", "0")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"plantstub: cannot use spec {spec}: this is a Swagger 2.0 document; plantstub reads OpenAPI 3.0 "
+        "and 3.1 (convert it first, e.g. with swagger2openapi)")
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_refuses_a_port_in_use(serve):
+    first = serve("--port", "0")
+    port = first.url.rsplit(":", 1)[1]
+    result = run("serve", "--port", port)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"plantstub: cannot listen on 127.0.0.1:{port}: ")
+
+
+def test_serve_answers_unparsable_request_in_json(serve):
+    stub = serve("--port", "0")
+    host, port = stub.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as conn:
+        conn.sendall(b"GARBAGE LINE\r\n\r\n")
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 400 ")  # aiohttp answers 1.0 when it cannot read the version
+    assert b"Content-Type: application/json" in head
+    answer = json.loads(body)
+    assert answer["error"] == 400
+    assert answer["message"].startswith("request: cannot be parsed as HTTP/1.1: ")
+    # The server keeps serving after it.
+    assert http(stub.url + "/__plantstub/health")[0] == 200
+
+
+def test_console_script_and_module_agree():
+    script = shutil.which("plantstub", path=str(Path(sys.executable).parent))
+    assert script is not None, "the console script `plantstub` is not installed next to python"
+    by_script = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=30)
+    by_module = run("--help")
+    assert by_script.returncode == by_module.returncode == 0
+    assert by_script.stdout == by_module.stdout
+    assert "serve" in by_module.stdout
