@@ -6,6 +6,7 @@ __version__ = "0.1.0"
 
 from .app import create_app  # noqa: E402
 from .errors import CallAssertionError, ConfigError, PlantstubError, ScenarioError, SpecError  # noqa: E402
+from .stub import Stub  # noqa: E402
 
 __all__ = [
     "CallAssertionError",
@@ -13,6 +14,7 @@ __all__ = [
     "PlantstubError",
     "ScenarioError",
     "SpecError",
+    "Stub",
     "__version__",
     "create_app",
 ]

@@ -2,46 +2,147 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from . import __version__
-from .replies import error_reply
+from .journal import Call, dumps_call
+from .matching import path_pattern
 
 if TYPE_CHECKING:
     from .control import Control
 
 ADMIN_PREFIX = "/__plantstub/"
+CALL_FILTERS = ("method", "path", "status", "valid", "scenario", "rule", "since", "limit")
 
 
-def _routes(control: Control) -> list[tuple[str, str, object]]:
-    async def health(request: web.Request) -> web.Response:
-        spec = control.spec
-        return web.json_response(
-            {"status": "ok", "version": __version__, "spec": {"title": spec.title, "version": spec.version,
-                                                              "operations": len(spec.operations)}}
-        )
-
+def _routes(admin: _Admin) -> list[tuple[str, str, Any]]:
     return [
-        ("GET", "health", health),
+        ("GET", "health", admin.health),
+        ("GET", "scenarios", admin.scenarios),
+        ("PUT", "scenario", admin.put_scenario),
+        ("GET", "calls", admin.calls),
+        ("DELETE", "calls", admin.delete_calls),
+        ("POST", "reset", admin.reset),
+        ("GET", "coverage", admin.coverage),
     ]
 
 
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": status, "message": message}, status=status, headers=headers)
+
+
+class _Admin:
+    def __init__(self, control: Control) -> None:
+        self.control = control
+
+    async def health(self, request: web.Request) -> web.Response:
+        spec = self.control.spec
+        return web.json_response({
+            "status": "ok",
+            "version": __version__,
+            "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations)},
+            "active": self.control.active,
+        })
+
+    async def scenarios(self, request: web.Request) -> web.Response:
+        c = self.control
+        return web.json_response({
+            "active": c.active,
+            "folder": str(c.scenarios_dir) if c.scenarios_dir else None,
+            "scenarios": [
+                {"name": s.name, "description": s.description, "file": s.file, "rules": len(s.rules),
+                 "validate_requests": s.validate_requests}
+                for s in sorted(c.scenarios.values(), key=lambda s: s.name)
+            ],
+            "errors": [str(e) for e in c.load_errors],
+        })
+
+    async def put_scenario(self, request: web.Request) -> web.Response:
+        try:
+            data = json.loads(await request.read() or b"null")
+        except (ValueError, RecursionError):
+            return _error(400, 'body: not valid JSON; send {"name": "SCENARIO"} or {"name": null}')
+        if not isinstance(data, dict) or "name" not in data or not isinstance(data["name"], (str, type(None))):
+            return _error(400, 'body: expected {"name": "SCENARIO"} (or {"name": null} for none)')
+        from .control import UnknownScenario
+
+        try:
+            self.control.use(data["name"])
+        except UnknownScenario as exc:
+            return _error(404, f"body.name: {exc}")
+        return web.json_response({"active": self.control.active})
+
+    def _filtered(self, request: web.Request) -> list[Call] | web.Response:
+        q = request.query
+        unknown = sorted(set(q) - set(CALL_FILTERS))
+        if unknown:
+            return _error(400, f"query.{unknown[0]}: unknown filter (known: {', '.join(CALL_FILTERS)})")
+        calls = self.control.journal.snapshot()
+        try:
+            if "method" in q:
+                calls = [c for c in calls if c.method == q["method"].upper()]
+            if "path" in q:
+                pattern = path_pattern(q["path"])
+                calls = [c for c in calls if pattern.match(c.path)]
+            if "status" in q:
+                status = int(q["status"])
+                calls = [c for c in calls if c.response.get("status") == status]
+            if "valid" in q:
+                if q["valid"] not in ("true", "false"):
+                    return _error(400, f"query.valid: {q['valid']!r} is not true or false")
+                calls = [c for c in calls if c.valid == (q["valid"] == "true")]
+            for name in ("scenario", "rule"):
+                if name in q:
+                    calls = [c for c in calls if getattr(c, name) == q[name]]
+            if "since" in q:
+                since = int(q["since"])
+                calls = [c for c in calls if c.seq > since]
+            if "limit" in q:
+                calls = calls[-int(q["limit"]):] if int(q["limit"]) > 0 else []
+        except ValueError:
+            bad = next(k for k in ("status", "since", "limit") if k in q and not q[k].lstrip("-").isdigit())
+            return _error(400, f"query.{bad}: {q[bad]!r} is not an integer")
+        return calls
+
+    async def calls(self, request: web.Request) -> web.Response:
+        found = self._filtered(request)
+        if isinstance(found, web.Response):
+            return found
+        journal = self.control.journal
+        headers = {"X-Plantstub-Recorded": str(journal.recorded), "X-Plantstub-Dropped": str(journal.dropped)}
+        text = "[" + ",".join(dumps_call(c) for c in found) + "]"
+        return web.Response(text=text, content_type="application/json", headers=headers)
+
+    async def delete_calls(self, request: web.Request) -> web.Response:
+        count = len(self.control.journal.snapshot())
+        self.control.journal.clear()
+        self.control.coverage.clear()
+        return web.json_response({"deleted": count})
+
+    async def reset(self, request: web.Request) -> web.Response:
+        self.control.reset()
+        return web.json_response({"reset": True, "active": self.control.active})
+
+    async def coverage(self, request: web.Request) -> web.Response:
+        return web.json_response(self.control.coverage_report())
+
+
 def add_admin_routes(app: web.Application, control: Control) -> None:
-    for method, name, handler in _routes(control):
-        app.router.add_route(method, ADMIN_PREFIX + name, handler)  # type: ignore[arg-type]
+    admin = _Admin(control)
+    for method, name, handler in _routes(admin):
+        app.router.add_route(method, ADMIN_PREFIX + name, handler)
 
 
 def admin_not_found(request: web.Request) -> web.Response:
     """An admin path or method that does not exist: JSON, never aiohttp's text page."""
-    resource = request.app.router.resources()
     allowed = sorted(
-        {route.method for res in resource if res.canonical == request.path for route in res}
+        {route.method for res in request.app.router.resources() if res.canonical == request.path for route in res}
     )
     if allowed:
         allow = ", ".join(allowed)
-        out = error_reply(405, f"method: {request.method} is not allowed on {request.path} (allowed: {allow})")
-        return web.json_response(out.body, status=405, headers={"Allow": allow})
-    out = error_reply(404, f"path: {request.path} is not an admin route (see GET {ADMIN_PREFIX}health)")
-    return web.json_response(out.body, status=404)
+        return _error(405, f"method: {request.method} is not allowed on {request.path} (allowed: {allow})",
+                      {"Allow": allow})
+    return _error(404, f"path: {request.path} is not an admin route (see GET {ADMIN_PREFIX}health)")

@@ -1,7 +1,12 @@
-"""create_app(): the aiohttp Application, whose one catch-all handler runs the request pipeline."""
+"""create_app(): the aiohttp Application, whose one catch-all handler runs the request pipeline.
+
+route -> read body -> pick scenario -> validate -> Prefer / rule / default answer -> send; the call
+is recorded in `finally`, on every path.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -10,14 +15,18 @@ from aiohttp import web
 
 from .admin import ADMIN_PREFIX, add_admin_routes, admin_not_found
 from .config import Settings, build_settings
-from .control import Control
+from .control import Control, UnknownScenario
+from .faults import Fault, send_fault
 from .incoming import NO_BODY, IncomingRequest, body_for_record
 from .journal import Call, response_record
-from .replies import Outgoing, error_reply
+from .matching import select_rule
+from .replies import Outgoing, error_reply, preferred, rule_reply
+from .requestlog import RequestLogger
 from .spec import Spec
 from .validation import challenge
 
 CONTROL_KEY = web.AppKey("control", Control)
+SCENARIO_HEADER = "X-Plantstub-Scenario"
 log = logging.getLogger("plantstub")
 
 
@@ -68,70 +77,127 @@ def _to_response(out: Outgoing, head: bool) -> web.Response:
     return web.Response(status=out.status, body=out.payload, headers=out.headers, content_type=out.content_type)
 
 
+class _Outcome:
+    """What the pipeline decided, filled in step by step and recorded at the end."""
+
+    __slots__ = ("out", "body", "errors", "scenario", "rule", "fault", "delay_ms", "op")
+
+    def __init__(self) -> None:
+        self.out: Outgoing | None = None
+        self.body: Any = None
+        self.errors: tuple[str, ...] = ()
+        self.scenario: str | None = None
+        self.rule: str | None = None
+        self.fault: Fault | None = None
+        self.delay_ms = 0
+        self.op: Any = None
+
+    def refuse(self, out: Outgoing) -> None:
+        self.out = out
+        self.errors = (out.body["message"],)
+
+
+def _decide(control: Control, request: web.Request, raw: bytes, query: dict[str, list[str]], done: _Outcome) -> None:
+    """Steps 1-5 of the pipeline, without I/O: fills `done`."""
+    method, path = request.method, request.path
+    route = control.router.route(method, request.rel_url.raw_path)
+    if route.status == 404:
+        return done.refuse(error_reply(404, f"path: no path in the spec matches {path}"))
+    if route.status == 405:
+        allow = ", ".join(route.allow)
+        return done.refuse(
+            error_reply(405, f"method: {method} is not allowed on {path} (allowed: {allow})", {"Allow": allow})
+        )
+    op = done.op = route.operation
+    name = request.headers.get(SCENARIO_HEADER) or control.active
+    scenario = None
+    if name is not None:
+        try:
+            scenario = control.scenario(name)
+        except UnknownScenario as exc:
+            return done.refuse(error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}"))
+        done.scenario = scenario.name
+    incoming = IncomingRequest(method, path, query, request.headers, raw)
+    violations, done.body = control.check_for(op).violations(incoming, route.path_params)
+    if violations:
+        done.errors = tuple(map(str, violations))
+        if scenario is None or scenario.validate_requests:
+            done.out = _violation_reply(op, violations)
+            return None
+    prefer = request.headers.get("Prefer")
+    if prefer:
+        out, problem = preferred(control.answers, op, prefer, done.body)
+        if problem is not None:
+            return done.refuse(out)
+        if out is not None:
+            done.out = out
+            return None
+    if scenario is not None:
+        chosen = select_rule(control.indexes[scenario.name], control.counters, incoming, done.body)
+        if chosen is not None:
+            rule, at = chosen
+            reply = rule.replies[at]
+            done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
+            done.delay_ms = reply.delay_ms
+            done.out, done.fault = rule_reply(reply, incoming, done.body)
+            return None
+    done.out = control.answers.default(op, done.body)
+    return None
+
+
 def _make_handler(control: Control):
-    router = control.router
     journal = control.journal
+    logger = RequestLogger(control.settings.log_format)
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        method = request.method
-        path = request.path
-        if path.startswith(ADMIN_PREFIX):
+        if request.path.startswith(ADMIN_PREFIX):
             return admin_not_found(request)
         started = time.time()
         raw = b""
-        body: Any = None
-        errors: tuple[str, ...] = ()
-        out: Outgoing | None = None
+        done = _Outcome()
         query = {k: request.query.getall(k) for k in request.query.keys()} if request.query else {}
         try:
-            route = router.route(method, request.rel_url.raw_path)
             raw = await request.read()
-            if route.status == 404:
-                out = error_reply(404, f"path: no path in the spec matches {path}")
-                errors = (out.body["message"],)
-            elif route.status == 405:
-                allow = ", ".join(route.allow)
-                out = error_reply(405, f"method: {method} is not allowed on {path} (allowed: {allow})", {"Allow": allow})
-                errors = (out.body["message"],)
-            else:
-                op = route.operation
-                incoming = IncomingRequest(method, path, query, request.headers, raw)
-                violations, body = control.check_for(op).violations(incoming, route.path_params)
-                if violations:
-                    errors = tuple(map(str, violations))
-                    out = _violation_reply(op, violations)
-                else:
-                    out = control.answers.default(op, body)
+            _decide(control, request, raw, query, done)
+            if done.delay_ms:
+                await asyncio.sleep(done.delay_ms / 1000)
+            if done.fault is not None:
+                return await send_fault(request, done.fault, done.out)
+            return _to_response(done.out, request.method == "HEAD")
         except web.HTTPRequestEntityTooLarge:
             limit = control.settings.max_body
-            out = error_reply(413, f"body: larger than the limit of {limit} bytes (--max-body)")
-            errors = (out.body["message"],)
+            done.refuse(error_reply(413, f"body: larger than the limit of {limit} bytes (--max-body)"))
+            return _to_response(done.out, False)
         except Exception as exc:  # a plantstub bug: answer in the Error shape, keep serving
-            log.exception("plantstub: internal error on %s %s", method, path)
-            out = error_reply(500, f"plantstub internal error: {type(exc).__name__}: {exc}")
-            errors = (out.body["message"],)
+            log.exception("plantstub: internal error on %s %s", request.method, request.path)
+            done.refuse(error_reply(500, f"plantstub internal error: {type(exc).__name__}: {exc}"))
+            return _to_response(done.out, False)
         finally:
-            # Record on every exit path: a crash or a fault must still reach the journal.
-            if out is None:
-                out = error_reply(499, "client went away before the answer")
+            # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
+            out = done.out or error_reply(499, "client went away before the answer")
+            body = done.body
             if body is None and raw:
                 body = body_for_record(raw, request.content_type)
-            journal.append(
-                Call(
-                    seq=journal.next_seq(),
-                    time=started,
-                    method=method,
-                    path=path,
-                    query={k: (v if len(v) > 1 else v[0]) for k, v in query.items()},
-                    headers={k: v for k, v in request.headers.items()},
-                    body=body,
-                    valid=not errors,
-                    errors=errors,
-                    scenario=None,
-                    rule=None,
-                    response=response_record(out.status, _sent_headers(out), out.body),
-                )
+            response = response_record(out.status, _sent_headers(out), out.body)
+            if done.fault is not None:
+                response = {"status": None, "headers": {}, "body": None, "fault": done.fault.kind}
+            call = Call(
+                seq=journal.next_seq(),
+                started=started,
+                method=request.method,
+                path=request.path,
+                query={k: (v if len(v) > 1 else v[0]) for k, v in query.items()},
+                headers=dict(request.headers),
+                body=body,
+                valid=not done.errors,
+                errors=done.errors,
+                scenario=done.scenario,
+                rule=done.rule,
+                response=response,
             )
-        return _to_response(out, method == "HEAD")
+            journal.append(call)
+            control.count(done.op, response["status"])
+            if logger.enabled:
+                logger.log(call)
 
     return handle

@@ -16,10 +16,10 @@ from .incoming import NO_BODY
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A recorded request and the response it got. `time` is seconds since the epoch, UTC."""
+    """A recorded request and the response it got; `started` is seconds since the epoch."""
 
     seq: int
-    time: float
+    started: float
     method: str
     path: str
     query: dict[str, Any]
@@ -36,14 +36,15 @@ class Call:
         return int(self.response.get("status", 0))
 
     @property
-    def time_iso(self) -> str:
-        return datetime.fromtimestamp(self.time, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    def time(self) -> str:
+        """When the request arrived, ISO 8601 UTC (as the admin API shows it)."""
+        return datetime.fromtimestamp(self.started, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def to_dict(self) -> dict[str, Any]:
         """The call as the admin API and the journal file show it."""
         return {
             "seq": self.seq,
-            "time": self.time_iso,
+            "time": self.time,
             "method": self.method,
             "path": self.path,
             "query": self.query,

@@ -134,3 +134,84 @@ class Answers:
         if key is None:
             return Outgoing(200, NO_BODY, b"", None)
         return self.get(op, key).build(request_body)
+
+
+def _prefer_tokens(prefer: str) -> dict[str, str]:
+    tokens = {}
+    for part in prefer.replace(";", ",").split(","):
+        name, _, value = part.strip().partition("=")
+        if name:
+            tokens[name.strip().lower()] = value.strip().strip('"')
+    return tokens
+
+
+def preferred(answers: Answers, op: Operation, prefer: str, request_body: Any) -> tuple[Outgoing | None, str | None]:
+    """Answer a `Prefer: code=NNN` / `example=NAME` header (as Prism does); (None, None) if it asks nothing.
+
+    Returns (error reply, problem) when it asks for a status or example the operation does not declare.
+    """
+    tokens = _prefer_tokens(prefer)
+    code, example = tokens.get("code"), tokens.get("example")
+    if code is None and example is None:
+        return None, None
+    declared = ", ".join(op.responses) or "none"
+    if code is not None:
+        key = code if code in op.responses else None
+        if key is None and code.isdigit() and op.response_for(int(code)) is not None:
+            key = op.response_for(int(code)).status
+        if key is None:
+            problem = f"headers.Prefer: code={code} is not declared for {op.label} (declared: {declared})"
+            return error_reply(400, problem), problem
+    else:
+        key = next((k for k in op.responses if example in answers.get(op, k).examples), None)
+        if key is None:
+            problem = f"headers.Prefer: example={example!r} is not declared for {op.label}"
+            return error_reply(400, problem), problem
+    answer = answers.get(op, key)
+    if example is not None and example not in answer.examples:
+        problem = f"headers.Prefer: example={example!r} is not declared for {op.label} response {key}"
+        return error_reply(400, problem), problem
+    out = answer.build(request_body, example)
+    if code is not None and code.isdigit() and out.status != int(code):
+        out = Outgoing(int(code), out.body, out.payload, out.content_type, out.headers)
+    return out, None
+
+
+_TEMPLATES: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
+
+
+def _compiled(reply: Any) -> tuple[Any, dict[str, Any]]:
+    entry = _TEMPLATES.get(id(reply))
+    if entry is None or entry[0] is not reply:
+        from .templating import compile_template
+
+        headers = {name: compile_template(value) for name, value in reply.headers.items()}
+        entry = _TEMPLATES[id(reply)] = (reply, compile_template(reply.body), headers)
+    return entry[1], entry[2]
+
+
+def rule_reply(reply: Any, request: Any, request_body: Any):
+    """The Outgoing a rule's reply describes, templates filled from the request; and its Fault, if any."""
+    from .faults import Fault
+
+    if reply.fault is not None and reply.fault != "malformed_body":
+        return Outgoing(reply.status, NO_BODY, b"", None), Fault(reply.fault)
+    body_template, header_templates = _compiled(reply)
+    view = {
+        "method": request.method,
+        "path": request.path,
+        "body": request_body,
+        "headers": request.headers,
+        "query": request.query_first(),
+    }
+    headers = {name: str(t.render(view)) for name, t in header_templates.items()}
+    body = body_template.render(view) if reply.body is not NO_BODY else NO_BODY
+    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+    headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+    fault = Fault(reply.fault) if reply.fault == "malformed_body" else None
+    if body is NO_BODY:
+        return Outgoing(reply.status, NO_BODY, b"", None, headers), fault
+    if isinstance(body, str) and not (content_type or "").endswith("json"):
+        # A string body is sent as that text: how a rule serves something that is not JSON.
+        return Outgoing(reply.status, body, body.encode("utf-8"), content_type or "text/plain", headers), fault
+    return json_reply(reply.status, body, headers, content_type or JSON), fault

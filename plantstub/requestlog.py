@@ -1,0 +1,33 @@
+"""One log line per request for CI logs: `text` for people, `json` for machines, `none` for speed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from .journal import Call
+
+
+class RequestLogger:
+    def __init__(self, log_format: str, stream: TextIO | None = None) -> None:
+        self.format = log_format
+        self.enabled = log_format in ("text", "json")
+        self.stream = stream
+
+    def log(self, call: Call) -> None:
+        stream = self.stream or sys.stderr
+        status = call.response.get("status")
+        shown = call.response.get("fault") if status is None else status
+        if self.format == "json":
+            line = json.dumps({
+                "time": call.time, "seq": call.seq, "method": call.method, "path": call.path,
+                "status": status, "fault": call.response.get("fault"), "scenario": call.scenario,
+                "rule": call.rule, "valid": call.valid, "errors": list(call.errors),
+            })
+        else:
+            verdict = "valid" if call.valid else "INVALID: " + "; ".join(call.errors)
+            rule = f"{call.scenario}/{call.rule}" if call.rule else (call.scenario or "-")
+            line = f"plantstub: #{call.seq} {call.method} {call.path} -> {shown} [{rule}] {verdict}"
+        stream.write(line + "\n")
+        stream.flush()

@@ -1,0 +1,178 @@
+"""Stub: the server on a free port in a background thread, for tests in any event loop (or none)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from .app import CONTROL_KEY, create_app
+from .assertions import Expectation, assert_all_valid, assert_called
+from .config import Settings, build_settings
+from .control import Control
+from .errors import PlantstubError
+from .incoming import NO_BODY
+from .journal import Call
+from .server import start
+
+
+class Stub:
+    """A running plantstub, each instance standing alone.
+
+    ``with Stub(scenarios="scenarios", scenario="flaky") as stub: ...`` (or ``async with``) starts it
+    on a free port; ``stub.url`` is its base URL.
+
+    :param spec: OpenAPI document to serve (default: the bundled Plant Store).
+    :param scenarios: folder of scenario files.
+    :param scenario: scenario active at start.
+    :param port: port to listen on (default 0: a free one; PLANTSTUB_PORT is not read here).
+    :param settings: a complete Settings instead of the keyword arguments.
+    :param options: other Settings fields (host, journal, journal_size, max_body, log_format).
+    """
+
+    __test__ = False
+
+    def __init__(
+        self,
+        *,
+        spec: str | Path | None = None,
+        scenarios: str | Path | None = None,
+        scenario: str | None = None,
+        port: int = 0,
+        settings: Settings | None = None,
+        **options: Any,
+    ) -> None:
+        if settings is None:
+            settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
+        self.settings = settings
+        self.url = ""
+        self._app: web.Application | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> Stub:
+        """Start serving (spec and scenario errors raise here, in the caller's thread)."""
+        if self._thread is not None:
+            return self
+        self._app = create_app(self.settings)
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = self._loop = asyncio.new_event_loop()
+            try:
+                runner, self.url = loop.run_until_complete(start(self._app, self.settings.host, self.settings.port))
+            except BaseException as exc:  # reported to the caller below
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            self._stop = asyncio.Event()
+            ready.set()
+            try:
+                loop.run_until_complete(self._stop.wait())
+            finally:
+                loop.run_until_complete(runner.cleanup())
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="plantstub", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread = None
+            exc = failure[0]
+            if isinstance(exc, OSError):
+                raise PlantstubError(f"cannot listen on {self.settings.host}:{self.settings.port}: {exc}") from exc
+            raise exc
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread (the journal file, if any, is flushed and closed)."""
+        if self._thread is None:
+            return
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+        self._thread = None
+
+    def __enter__(self) -> Stub:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Stub:
+        await asyncio.to_thread(self.start)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+    # -- control ----------------------------------------------------------------------------
+    @property
+    def control(self) -> Control:
+        if self._app is None:
+            raise PlantstubError("the stub is not started; use `with Stub(...) as stub:` or stub.start()")
+        return self._app[CONTROL_KEY]
+
+    def _in_loop(self, fn, *args):
+        # State belongs to the server's loop: mutate it there, and wait for it.
+        if self._loop is None or self._thread is None:
+            return fn(*args)
+
+        async def call():
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)
+
+    @property
+    def calls(self) -> list[Call]:
+        """The recorded calls, oldest first (a snapshot: safe while requests arrive)."""
+        return self.control.journal.snapshot()
+
+    def use(self, name: str | None) -> None:
+        """Make scenario `name` active (None: no scenario); its rule counters start again."""
+        self._in_loop(self.control.use, name)
+
+    def reset(self) -> None:
+        """Forget recorded calls and rule counters."""
+        self._in_loop(self.control.reset)
+
+    def coverage(self) -> dict[str, Any]:
+        return self._in_loop(self.control.coverage_report)
+
+    # -- assertions -------------------------------------------------------------------------
+    def assert_called(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        *,
+        body: Any = NO_BODY,
+        headers: dict[str, str] | None = None,
+        query: dict[str, Any] | None = None,
+        status: int | None = None,
+        times: int | None = None,
+    ) -> list[Call]:
+        """Assert calls like this were received: `times` exactly, or at least one when None.
+
+        :param body: partial JSON: each key given must equal the request's.
+        :returns: the matching calls.
+        :raises CallAssertionError: with expected, received and the closest calls, field by field.
+        """
+        __tracebackhide__ = True
+        expectation = Expectation(method, path, headers, query, body, status)
+        return assert_called(self.calls, expectation, times)
+
+    def assert_not_called(self, method: str | None = None, path: str | None = None, *, body: Any = NO_BODY) -> None:
+        __tracebackhide__ = True
+        assert_called(self.calls, Expectation(method, path, None, None, body), 0)
+
+    def assert_all_valid(self) -> None:
+        """Assert every recorded request kept the contract; the failure lists each one that did not."""
+        __tracebackhide__ = True
+        assert_all_valid(self.calls)

@@ -1,0 +1,153 @@
+"""The admin API over HTTP: calls with filters, reset, coverage, scenario switching."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from plantstub import create_app
+
+AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+async def client(aiohttp_client, tmp_path):
+    return await aiohttp_client(create_app(scenarios=str(tmp_path)))
+
+
+async def traffic(client):
+    await client.post("/plants", data=b'{"id": 1, "name": "Fern"}', headers=AUTH)
+    await client.post("/plants?dry_run=1&tag=a&tag=b", data=b'{"id": "x", "name": "Fern"}', headers=AUTH)
+    await client.get("/nope")
+    await client.post("/plants", data=b'{"id": 2, "name": "Ivy"}', headers={"Content-Type": "application/json"})
+
+
+async def get_calls(client, query=""):
+    response = await client.get("/__plantstub/calls" + query)
+    assert response.status == 200, await response.text()
+    return await response.json()
+
+
+async def test_calls_show_every_field(client):
+    await traffic(client)
+    calls = await get_calls(client)
+    assert [c["seq"] for c in calls] == [1, 2, 3, 4]
+    first = calls[0]
+    assert set(first) == {"seq", "time", "method", "path", "query", "headers", "body", "valid", "errors",
+                          "scenario", "rule", "response"}
+    assert first["time"].endswith("Z") and first["time"][10] == "T"
+    assert (first["method"], first["path"], first["body"], first["valid"], first["errors"]) == (
+        "POST", "/plants", {"id": 1, "name": "Fern"}, True, [])
+    assert first["headers"]["Authorization"] == "Bearer t"
+    assert first["response"] == {"status": 200, "headers": {"Content-Type": "application/json"},
+                                 "body": {"name": "Fern"}}
+    assert calls[1]["query"] == {"dry_run": "1", "tag": ["a", "b"]}
+    assert calls[1]["errors"] == ["body.id: 'x' is not of type 'integer'"]
+    assert calls[3]["response"]["status"] == 401
+
+
+@pytest.mark.parametrize(
+    ("query", "seqs"),
+    [
+        ("?method=post", [1, 2, 4]),
+        ("?method=GET", [3]),
+        ("?path=/plants", [1, 2, 4]),
+        ("?path=/{anything}", [1, 2, 3, 4]),
+        ("?status=400", [2]),
+        ("?valid=false", [2, 3, 4]),
+        ("?valid=true", [1]),
+        ("?method=POST&valid=false", [2, 4]),
+        ("?since=2", [3, 4]),
+        ("?limit=2", [3, 4]),
+    ],
+    ids=["method-lower", "method-get", "path", "path-template", "status", "invalid", "valid", "combined",
+         "since", "limit"],
+)
+async def test_calls_filters(client, query, seqs):
+    await traffic(client)
+    assert [c["seq"] for c in await get_calls(client, query)] == seqs
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("?stauts=400", "query.stauts: unknown filter (known: method, path, status, valid, scenario, rule, since, limit)"),
+        ("?status=abc", "query.status: 'abc' is not an integer"),
+        ("?valid=maybe", "query.valid: 'maybe' is not true or false"),
+    ],
+    ids=["unknown", "status-not-int", "valid-not-bool"],
+)
+async def test_calls_bad_filter_is_a_400(client, query, message):
+    response = await client.get("/__plantstub/calls" + query)
+    assert response.status == 400
+    assert await response.json() == {"error": 400, "message": message}
+
+
+async def test_delete_calls_and_reset_empty_the_journal(client):
+    await traffic(client)
+    response = await client.delete("/__plantstub/calls")
+    assert await response.json() == {"deleted": 4}
+    assert await get_calls(client) == []
+    await traffic(client)
+    assert [c["seq"] for c in await get_calls(client)] == [5, 6, 7, 8]  # numbers never repeat
+    response = await client.post("/__plantstub/reset")
+    assert response.status == 200
+    assert await get_calls(client) == []
+
+
+async def test_admin_requests_are_not_recorded(client):
+    await client.get("/__plantstub/health")
+    await client.get("/__plantstub/calls")
+    assert await get_calls(client) == []
+
+
+async def test_coverage_counts_calls_per_declared_response(client):
+    await traffic(client)
+    response = await client.get("/__plantstub/coverage")
+    assert await response.json() == {
+        "operations": [{
+            "operation": "POST /plants",
+            "operationId": "createPlant",
+            "responses": [{"status": "200", "calls": 1}, {"status": "400", "calls": 1}],
+            "undeclared": {"401": 1},
+        }],
+        "covered": 2, "total": 2, "percent": 100.0,
+    }
+
+
+async def test_coverage_shows_the_untested_400(client):
+    await client.post("/plants", data=b'{"id": 1, "name": "Fern"}', headers=AUTH)
+    report = await (await client.get("/__plantstub/coverage")).json()
+    assert report["operations"][0]["responses"] == [{"status": "200", "calls": 1}, {"status": "400", "calls": 0}]
+    assert (report["covered"], report["total"], report["percent"]) == (1, 2, 50.0)
+
+
+async def test_concurrent_clients_lose_and_duplicate_nothing(client):
+    async def one(i):
+        body = f'{{"id": {i}, "name": "P{i}"}}'.encode()
+        response = await client.post("/plants", data=body, headers=AUTH)
+        assert response.status == 200
+
+    await asyncio.gather(*(one(i) for i in range(300)))
+    calls = await get_calls(client)
+    assert len(calls) == 300
+    assert sorted(c["seq"] for c in calls) == list(range(1, 301))
+    assert sorted(c["body"]["id"] for c in calls) == list(range(300))
+
+
+async def test_journal_cap_keeps_the_newest_and_counts_the_dropped(aiohttp_client, tmp_path):
+    client = await aiohttp_client(create_app(scenarios=str(tmp_path), journal_size=3))
+    for i in range(5):
+        await client.post("/plants", data=f'{{"id": {i}, "name": "P"}}'.encode(), headers=AUTH)
+    response = await client.get("/__plantstub/calls")
+    assert [c["seq"] for c in await response.json()] == [3, 4, 5]
+    assert (response.headers["X-Plantstub-Recorded"], response.headers["X-Plantstub-Dropped"]) == ("5", "2")
+
+
+async def test_admin_wrong_method_is_json_405(client):
+    response = await client.post("/__plantstub/calls")
+    assert response.status == 405
+    assert response.headers["Allow"] == "DELETE, GET"
+    assert await response.json() == {
+        "error": 405, "message": "method: POST is not allowed on /__plantstub/calls (allowed: DELETE, GET)"}

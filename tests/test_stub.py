@@ -1,0 +1,157 @@
+"""The Python API: Stub in a background thread, its calls, and assertion texts pinned exactly."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import aiohttp
+import pytest
+
+from plantstub import CallAssertionError, PlantstubError, Stub
+
+AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+
+
+def post(url: str, body, headers=AUTH, path="/plants") -> int:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.fixture
+def stub(tmp_path):
+    with Stub(scenarios=tmp_path) as running:
+        yield running
+
+
+def test_stub_runs_on_a_free_port_and_records(stub):
+    assert stub.url.startswith("http://127.0.0.1:")
+    assert post(stub.url, {"id": 1, "name": "Fern"}) == 200
+    [call] = stub.calls
+    assert (call.seq, call.method, call.path, call.body, call.valid, call.status) == (
+        1, "POST", "/plants", {"id": 1, "name": "Fern"}, True, 200)
+    assert call.response["body"] == {"name": "Fern"}
+    assert call.time.endswith("Z")
+
+
+def test_stub_instances_stand_alone(tmp_path):
+    with Stub(scenarios=tmp_path) as one, Stub(scenarios=tmp_path) as two:
+        assert one.url != two.url
+        post(one.url, {"id": 1, "name": "A"})
+        assert len(one.calls) == 1 and two.calls == []
+
+
+def test_stub_stops_and_frees_its_port(tmp_path):
+    with Stub(scenarios=tmp_path) as stub:
+        url = stub.url
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url + "/__plantstub/health", timeout=2)
+
+
+def test_stub_reset_forgets_calls(stub):
+    post(stub.url, {"id": 1, "name": "A"})
+    stub.reset()
+    assert stub.calls == []
+
+
+def test_stub_ignores_plantstub_port_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANTSTUB_PORT", "1")
+    with Stub(scenarios=tmp_path) as stub:
+        assert not stub.url.endswith(":1")
+
+
+def test_stub_bad_spec_raises_in_the_callers_thread(tmp_path):
+    spec = tmp_path / "x.yaml"
+    spec.write_text("openapi: 4.0.0\n")
+    with pytest.raises(PlantstubError, match=r"openapi: '4.0.0' is not supported"):
+        Stub(spec=spec, scenarios=tmp_path).start()
+
+
+async def test_stub_works_inside_a_running_event_loop(tmp_path):
+    async with Stub(scenarios=tmp_path) as stub:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(stub.url + "/plants", json={"id": 3, "name": "Ivy"}, headers=AUTH) as response:
+                assert response.status == 200
+                assert await response.json() == {"name": "Ivy"}
+        stub.assert_called("POST", "/plants", body={"name": "Ivy"}, times=1)
+
+
+def test_assert_called_passes_and_returns_the_calls(stub):
+    post(stub.url, {"id": 1, "name": "Cactus"})
+    post(stub.url, {"id": 2, "name": "Cactus"})
+    found = stub.assert_called("POST", "/plants", body={"name": "Cactus"}, times=2)
+    assert [c.seq for c in found] == [1, 2]
+    stub.assert_called(path="/plants", status=200)
+
+
+def test_assert_called_failure_shows_expected_received_and_closest(stub):
+    post(stub.url, {"id": 1, "name": "Fern"})
+    post(stub.url, {"id": "x", "name": "Cactos"})
+    post(stub.url, {}, path="/plant")
+    with pytest.raises(CallAssertionError) as failure:
+        stub.assert_called("POST", "/plants", body={"name": "Cactus"}, times=1)
+    assert str(failure.value) == (
+        "plantstub: expected 1 call POST /plants with body {'name': 'Cactus'}; got 0.\n"
+        "3 calls recorded:\n"
+        "  #1 POST   /plants  200\n"
+        "  #2 POST   /plants  400  invalid: body.id: 'x' is not of type 'integer'\n"
+        "  #3 POST   /plant  404  invalid: path: no path in the spec matches /plant\n"
+        "Closest: #2 POST /plants\n"
+        "  method     'POST'        ok\n"
+        "  path       '/plants'     ok\n"
+        "  body.name  'Cactos'      expected 'Cactus'   <<<<<\n"
+        "Next: #1 POST /plants\n"
+        "  method     'POST'        ok\n"
+        "  path       '/plants'     ok\n"
+        "  body.name  'Fern'        expected 'Cactus'   <<<<<\n"
+        "Next: #3 POST /plant\n"
+        "  method     'POST'        ok\n"
+        "  path       '/plant'      expected '/plants'   <<<<<\n"
+        "  body.name  <absent>      expected 'Cactus'   <<<<<"
+    )
+
+
+def test_assert_called_with_no_calls_says_so(stub):
+    with pytest.raises(CallAssertionError) as failure:
+        stub.assert_called("POST", "/plants")
+    assert str(failure.value) == (
+        "plantstub: expected at least 1 call POST /plants; got 0.\nNo calls recorded.")
+
+
+def test_assert_called_too_many(stub):
+    post(stub.url, {"id": 1, "name": "A"})
+    post(stub.url, {"id": 2, "name": "A"})
+    with pytest.raises(CallAssertionError) as failure:
+        stub.assert_called("POST", "/plants", times=1)
+    assert str(failure.value) == (
+        "plantstub: expected 1 call POST /plants; got 2.\n"
+        "2 calls recorded:\n"
+        "  #1 POST   /plants  200\n"
+        "  #2 POST   /plants  200\n"
+        "Matching: #1, #2")
+
+
+def test_assert_not_called(stub):
+    stub.assert_not_called("DELETE", "/plants")
+    post(stub.url, {"id": 1, "name": "A"})
+    with pytest.raises(CallAssertionError, match=r"^plantstub: expected 0 calls POST /plants; got 1\."):
+        stub.assert_not_called("POST", "/plants")
+
+
+def test_assert_all_valid_lists_each_bad_request(stub):
+    post(stub.url, {"id": 1, "name": "A"})
+    stub.assert_all_valid()
+    post(stub.url, {"id": "x"})
+    post(stub.url, b"{", headers={"Content-Type": "application/json"})
+    with pytest.raises(CallAssertionError) as failure:
+        stub.assert_all_valid()
+    assert str(failure.value) == (
+        "plantstub: the code under test sent 2 requests that break the contract:\n"
+        "  #2 POST /plants -> 400: body: 'name' is a required property; body.id: 'x' is not of type 'integer'\n"
+        "  #3 POST /plants -> 401: headers.Authorization: missing; expected 'Bearer <credentials>' (bearerAuth)")
