@@ -45,6 +45,10 @@ def create_app(settings: Settings | None = None, *, spec: Spec | None = None, **
     add_admin_routes(app, control)
     app.router.add_route("*", "/{tail:.*}", _make_handler(control))
     app.on_cleanup.append(_close(control))
+    if settings.watch:
+        from .watch import enable_watch
+
+        enable_watch(app, control)
     return app
 
 

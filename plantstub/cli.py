@@ -35,6 +35,71 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"reload scenarios when their files change [env {env_name('watch')}]")
 
 
+def _health_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "health", help="exit 0 if a running stub answers its health route (for HEALTHCHECK)",
+        description="Ask a running stub for GET /__plantstub/health; exit 0 if it answers ok, else 1.",
+    )
+    p.add_argument("--url", help="base URL of the stub (default: http://127.0.0.1:$PLANTSTUB_PORT, port 4010)")
+    p.add_argument("--timeout", type=float, default=2.0, help="seconds to wait (default: 2)")
+
+
+def _health(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import urllib.request
+
+    url = args.url or f"http://127.0.0.1:{os.environ.get(env_name('port')) or 4010}"
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout) as response:
+            status = json.load(response).get("status")
+    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
+        print(f"plantstub: {url} is not healthy: {exc}", file=sys.stderr)
+        return 1
+    if status != "ok":
+        print(f"plantstub: {url} answered status {status!r}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _check_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check", help="check scenario files against the scenario schema and the spec",
+        description="Check scenario files; print each problem as file:line: path: message; exit 1 on any.",
+    )
+    p.add_argument("--spec", metavar="FILE", help=f"OpenAPI 3.0/3.1 document (default: the bundled Plant Store) [env {env_name('spec')}]")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a scenario file, or a folder of them (*.yaml, *.yml)")
+
+
+def _check(args: argparse.Namespace) -> int:
+    import os
+
+    from .scenario_loader import check_paths
+    from .spec import load_spec
+
+    spec = load_spec(args.spec or os.environ.get(env_name("spec")) or None)
+    errors, scenarios = check_paths(args.paths, spec)
+    for error in errors:
+        print(error, file=sys.stderr)
+    if errors:
+        files = len({error.file for error in errors})
+        print(f"plantstub: {_count(len(errors), 'error')} in {_count(files, 'file')}", file=sys.stderr)
+        return 1
+    print(f"plantstub: {_count(scenarios, 'scenario')} OK")
+    return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _schema_parser(sub: argparse._SubParsersAction) -> None:
+    sub.add_parser(
+        "schema", help="print the JSON Schema of scenario files",
+        description="Print the JSON Schema of scenario files (for editors: yaml-language-server, IDEs).",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="plantstub", description="A contract-checked stub of the Plant Store API."
@@ -42,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"plantstub {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _serve_parser(sub)
+    _health_parser(sub)
+    _check_parser(sub)
+    _schema_parser(sub)
     return parser
 
 
@@ -70,9 +138,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    options = {k: v for k, v in vars(args).items() if k != "command"}
+    if args.command == "health":
+        return _health(args)
+    if args.command == "schema":
+        from .scenario_loader import schema_text
+
+        sys.stdout.write(schema_text())
+        return 0
     try:
+        if args.command == "check":
+            return _check(args)
         if args.command == "serve":
+            options = {k: v for k, v in vars(args).items() if k != "command"}
             return asyncio.run(_serve(build_settings(options)))
     except PlantstubError as exc:
         print(f"plantstub: {exc}", file=sys.stderr)

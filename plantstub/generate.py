@@ -1,8 +1,20 @@
-"""Make a small value that satisfies a bundled schema: the body of a default answer."""
+"""Make a small value that satisfies a bundled schema: the body of a default answer.
+
+Each candidate (const, enum, examples, default, then values built from the type) is checked
+with jsonschema, so a spec example that breaks its own schema is passed over, not served.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import jsonschema
+
+try:  # the regular-expression parser behind `re`, used to build strings that match a pattern
+    from re import _parser as sre_parse  # Python 3.11+
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse  # type: ignore[no-redef]
 
 FORMAT_SAMPLES = {
     "date-time": "2024-01-01T00:00:00Z",
@@ -14,6 +26,7 @@ FORMAT_SAMPLES = {
     "uri": "https://example.com/",
     "uri-reference": "https://example.com/",
     "iri": "https://example.com/",
+    "iri-reference": "https://example.com/",
     "url": "https://example.com/",
     "hostname": "example.com",
     "idn-hostname": "example.com",
@@ -24,8 +37,12 @@ FORMAT_SAMPLES = {
     "duration": "P1D",
     "regex": ".*",
     "json-pointer": "/a",
+    "int32": "0",
+    "int64": "0",
 }
 MAX_DEPTH = 12
+_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
+_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 
 
 def resolve(schema: Any, defs: dict[str, Any]) -> Any:
@@ -40,7 +57,7 @@ def resolve(schema: Any, defs: dict[str, Any]) -> Any:
 
 
 def merge(parts: list[Any], defs: dict[str, Any]) -> Any:
-    """Merge an allOf list into one schema (properties and required united, first type wins)."""
+    """Merge an allOf list into one schema: properties and required united, the stricter bound kept."""
     out: dict[str, Any] = {}
     for part in parts:
         part = resolve(part, defs)
@@ -49,15 +66,44 @@ def merge(parts: list[Any], defs: dict[str, Any]) -> Any:
         if not isinstance(part, dict):
             continue
         if "allOf" in part:
-            part = {**{k: v for k, v in part.items() if k != "allOf"}, **_as_dict(merge(part["allOf"], defs))}
+            part = _as_dict(merge([{k: v for k, v in part.items() if k != "allOf"}, *part["allOf"]], defs))
         for key, value in part.items():
-            if key == "properties":
-                out["properties"] = {**out.get("properties", {}), **value}
-            elif key == "required":
-                out["required"] = [*out.get("required", []), *[r for r in value if r not in out.get("required", [])]]
-            elif key not in out:
+            if key not in out:
                 out[key] = value
+            elif key == "properties" and isinstance(value, dict):
+                props = dict(out[key])
+                for name, sub in value.items():
+                    props[name] = {"allOf": [props[name], sub]} if name in props else sub
+                out[key] = props
+            elif key == "required" and isinstance(value, list):
+                out[key] = [*out[key], *[r for r in value if r not in out[key]]]
+            elif key in _LOWER_BOUNDS and _numeric(value) and _numeric(out[key]):
+                out[key] = max(out[key], value)
+            elif key in _UPPER_BOUNDS and _numeric(value) and _numeric(out[key]):
+                out[key] = min(out[key], value)
+            elif key == "type":
+                out[key] = _meet_types(out[key], value)
+            elif key == "enum" and isinstance(value, list) and isinstance(out[key], list):
+                both = [v for v in out[key] if v in value]
+                out[key] = both or out[key]
+            elif key in ("items", "additionalProperties", "contains", "propertyNames"):
+                out[key] = False if False in (value, out[key]) else {"allOf": [out[key], value]}
     return out
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _meet_types(a: Any, b: Any) -> Any:
+    """The types both `a` and `b` allow (an integer is a number too); `a` when they share none."""
+    left, right = (t if isinstance(t, list) else [t] for t in (a, b))
+
+    def admits(kinds: list[Any], kind: Any) -> bool:
+        return kind in kinds or (kind == "integer" and "number" in kinds)
+
+    both = list(dict.fromkeys(t for t in [*left, "integer"] if admits(left, t) and admits(right, t)))
+    return (both[0] if len(both) == 1 else both) if both else a
 
 
 def _as_dict(schema: Any) -> dict[str, Any]:
@@ -73,48 +119,122 @@ def flatten(schema: Any, defs: dict[str, Any]) -> Any:
 
 
 def sample(schema: Any, defs: dict[str, Any] | None = None, depth: int = 0) -> Any:
-    """A value that satisfies `schema`: const, enum, example, default, else built from the type."""
+    """A small value that satisfies `schema` (a bundled schema; `defs` are its `$defs`)."""
     if defs is None:
         defs = schema.get("$defs", {}) if isinstance(schema, dict) else {}
-    schema = flatten(schema, defs)
-    if not isinstance(schema, dict):
-        return None if schema is False else {}
-    for key in ("const",):
-        if key in schema:
-            return schema[key]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    if isinstance(schema.get("examples"), list) and schema["examples"]:
-        return schema["examples"][0]
-    for key in ("example", "default"):
-        if key in schema:
-            return schema[key]
-    for key in ("oneOf", "anyOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            branches = [b for b in schema[key] if _kind(flatten(b, defs)) != "null"] or schema[key]
-            rest = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
-            return sample(merge([rest, branches[0]], defs) if rest else branches[0], defs, depth + 1)
-    kind = _kind(schema)
-    if kind == "object":
-        value = {}
-        props = schema.get("properties", {})
-        for name in schema.get("required", []):
-            value[name] = sample(props.get(name, {}), defs, depth + 1) if depth < MAX_DEPTH else None
-        return value
-    if kind == "array":
-        count = schema.get("minItems", 1 if depth < 3 else 0)
-        if isinstance(schema.get("maxItems"), int):
-            count = min(count, schema["maxItems"])
-        prefix = schema.get("prefixItems", [])
-        items = [sample(prefix[i] if i < len(prefix) else schema.get("items", {}), defs, depth + 1) for i in range(count)]
-        return items
-    if kind in ("integer", "number"):
-        return _number(schema, kind)
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    return _string(schema)
+    return _Sampler(defs).value(schema, depth)
+
+
+class _Sampler:
+    def __init__(self, defs: dict[str, Any]) -> None:
+        self.defs = defs
+        self.checks: dict[int, tuple[Any, jsonschema.Draft202012Validator]] = {}
+
+    def valid(self, value: Any, schema: Any) -> bool:
+        if isinstance(schema, bool):
+            return schema
+        entry = self.checks.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            from .validation import FORMATS  # the checks requests and replies get, so samples pass them
+
+            root = {**schema, "$defs": self.defs} if self.defs else schema
+            entry = self.checks[id(schema)] = (schema, jsonschema.Draft202012Validator(root, format_checker=FORMATS))
+        try:
+            return entry[1].is_valid(value)
+        except (RecursionError, jsonschema.exceptions.SchemaError, ValueError):
+            return False
+
+    def value(self, schema: Any, depth: int) -> Any:
+        """The first candidate that validates; the first built one when none does."""
+        given, built = self.candidates(schema, depth)
+        for candidate in given + built:
+            if self.valid(candidate, schema):
+                return candidate
+        return built[0] if built else given[0]
+
+    def candidates(self, schema: Any, depth: int) -> tuple[list[Any], list[Any]]:
+        """(values the spec gives: const, enum, examples, default; values built from the schema)."""
+        flat = flatten(schema, self.defs)
+        if flat is False or depth > 2 * MAX_DEPTH:
+            return [], [None]
+        if not isinstance(flat, dict):
+            return [], [{}]
+        given = [flat["const"]] if "const" in flat else []
+        given += flat["enum"] if isinstance(flat.get("enum"), list) else []
+        given += flat["examples"] if isinstance(flat.get("examples"), list) else []
+        given += [flat[key] for key in ("example", "default") if key in flat]
+        for key in ("oneOf", "anyOf"):
+            if isinstance(flat.get(key), list) and flat[key]:
+                rest = {k: v for k, v in flat.items() if k not in ("oneOf", "anyOf")}
+                built: list[Any] = []
+                for branch in sorted(flat[key], key=lambda b: _kind(flatten(b, self.defs)) == "null"):  # null last
+                    more, made = self.candidates(merge([rest, branch], self.defs) if rest else branch, depth + 1)
+                    built += more + made
+                return given, built
+        return given, self.build(flat, depth)
+
+    def build(self, schema: dict[str, Any], depth: int) -> list[Any]:
+        kind = _kind(schema)
+        if kind == "object":
+            return self.objects(schema, depth)
+        if kind == "array":
+            return [self.array(schema, depth)]
+        if kind in ("integer", "number"):
+            return _numbers(schema, kind)
+        if kind == "boolean":
+            return [True, False]
+        if kind == "null":
+            return [None]
+        return _strings(schema)
+
+    def objects(self, schema: dict[str, Any], depth: int) -> list[dict[str, Any]]:
+        """The smallest object, then one with every declared property (it tells oneOf branches apart)."""
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        extra = schema.get("additionalProperties", True)
+        value: dict[str, Any] = {}
+        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        wanted = [n for n in required if isinstance(n, str)]
+        least = schema.get("minProperties", 0) if _numeric(schema.get("minProperties")) else 0
+        wanted += [n for n in props if n not in wanted][: max(0, least - len(wanted))]
+        for name in wanted:
+            sub = props.get(name, extra if isinstance(extra, dict) else {})
+            value[name] = self.value(sub, depth + 1) if depth < MAX_DEPTH else None
+        n = 0
+        while len(value) < least and extra is not False:
+            n += 1
+            value.setdefault(f"key{n}", self.value(extra if isinstance(extra, dict) else {}, depth + 1))
+        optional = [n for n in props if n not in value]
+        if not optional or depth >= 3:
+            return [value]
+        return [value, {**value, **{n: self.value(props[n], depth + 1) for n in optional}}]
+
+    def array(self, schema: dict[str, Any], depth: int) -> list[Any]:
+        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        items = schema.get("items", {})
+        count = max(schema.get("minItems", 0) if _numeric(schema.get("minItems")) else 0, len(prefix))
+        if count == 0 and depth < 3 and items is not False:
+            count = 1  # one item shows the shape; deeper down, stay small
+        if _numeric(schema.get("maxItems")):
+            count = min(count, int(schema["maxItems"]))
+        if items is False:
+            count = min(count, len(prefix))
+        values = [self.value(prefix[i] if i < len(prefix) else items, depth + 1) for i in range(count)]
+        contains = schema.get("contains")
+        if contains is not None and not any(self.valid(v, contains) for v in values):
+            values = [self.value(contains, depth + 1), *values][: max(1, count)]
+        if schema.get("uniqueItems") is True and len(values) > 1:
+            values = self.distinct(values, items, depth)
+        return values
+
+    def distinct(self, values: list[Any], items: Any, depth: int) -> list[Any]:
+        """Replace repeated items by variants that still satisfy the item schema."""
+        flat = flatten(items, self.defs)
+        pool = list(flat.get("enum", [])) if isinstance(flat, dict) else []
+        out: list[Any] = []
+        for i, item in enumerate(values):
+            candidates = [item, *pool, *_variants(item, i)]
+            out.append(next((c for c in candidates if c not in out and self.valid(c, items)), item))
+        return out
 
 
 def _kind(schema: Any) -> str:
@@ -129,36 +249,150 @@ def _kind(schema: Any) -> str:
         return "object"
     if "items" in schema or "prefixItems" in schema:
         return "array"
-    if "minimum" in schema or "maximum" in schema:
+    if any(key in schema for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")):
         return "number"
-    return "string" if ("format" in schema or "pattern" in schema or "minLength" in schema) else "object"
+    return "string" if any(key in schema for key in ("format", "pattern", "minLength", "maxLength")) else "object"
 
 
-def _number(schema: dict[str, Any], kind: str) -> int | float:
-    low = schema.get("minimum")
-    if isinstance(schema.get("exclusiveMinimum"), (int, float)):
-        low = schema["exclusiveMinimum"] + (1 if kind == "integer" else 0.5)
-    high = schema.get("maximum")
-    if isinstance(schema.get("exclusiveMaximum"), (int, float)):
-        high = schema["exclusiveMaximum"] - (1 if kind == "integer" else 0.5)
-    value: int | float = 0
-    if isinstance(low, (int, float)) and value < low:
-        value = low
-    if isinstance(high, (int, float)) and value > high:
-        value = high
+def _variants(item: Any, i: int) -> list[Any]:
+    if isinstance(item, bool):
+        return [not item]
+    if isinstance(item, (int, float)):
+        return [item + i, item - i, item + i * 0.5]
+    if isinstance(item, str):
+        return [f"{item}{i}", item[:-1] + chr(ord("a") + i % 26) if item else str(i)]
+    if isinstance(item, dict):
+        return [{**item, f"key{i}": i}]
+    return []
+
+
+def _numbers(schema: dict[str, Any], kind: str) -> list[int | float]:
+    """Candidate numbers in order of preference: 0, then near the lower bound, the upper, the middle."""
+    low = max((schema[k] for k in ("minimum", "exclusiveMinimum") if _numeric(schema.get(k))), default=None)
+    high = min((schema[k] for k in ("maximum", "exclusiveMaximum") if _numeric(schema.get(k))), default=None)
+    points: list[float] = [0, 1, -1] + ([0.5] if kind == "number" else [])
+    if low is not None:
+        points += [low, low + 1, low + 0.5, math.floor(low) + 1]
+    if high is not None:
+        points += [high, high - 1, high - 0.5, math.ceil(high) - 1]
+    if low is not None and high is not None:
+        points.append((low + high) / 2)
     step = schema.get("multipleOf")
-    if isinstance(step, (int, float)) and step > 0 and value % step:
-        value = (value // step + 1) * step
-    if kind == "integer":
-        value = int(value) if value == int(value) else int(value) + 1
-    return value
+    if _numeric(step) and step > 0:
+        points = [p for q in points for p in (math.ceil(q / step) * step, math.floor(q / step) * step, round(q))]
+        points += [(math.ceil(low / step) + 1) * step] if low is not None else []
+    out: list[int | float] = []
+    for p in points:
+        if kind == "integer" or p == int(p):
+            p = int(p) if p == int(p) else math.ceil(p)
+        if p not in out:
+            out.append(p)
+    return out
 
 
-def _string(schema: dict[str, Any]) -> str:
-    text = FORMAT_SAMPLES.get(schema.get("format", ""), "string")
-    low, high = schema.get("minLength"), schema.get("maxLength")
-    if isinstance(low, int) and len(text) < low:
-        text = text + "x" * (low - len(text))
-    if isinstance(high, int) and len(text) > high:
-        text = text[:high]
-    return text
+def _strings(schema: dict[str, Any]) -> list[str]:
+    low = schema.get("minLength") if isinstance(schema.get("minLength"), int) else 0
+    high = schema.get("maxLength") if isinstance(schema.get("maxLength"), int) else None
+    found = []
+    if isinstance(schema.get("pattern"), str):
+        found += _from_pattern(schema["pattern"], low)
+    fmt = schema.get("format")
+    found.append(FORMAT_SAMPLES.get(fmt, "string") if isinstance(fmt, str) else "string")
+    out = []
+    for text in found:
+        if len(text) < low:
+            text += "x" * (low - len(text))
+        if high is not None and len(text) > high:
+            text = text[:high]
+        out.append(text)
+    return out
+
+
+def _from_pattern(pattern: str, min_length: int) -> list[str]:
+    """Strings built to match `pattern`: repeats at their minimum, then longer; lookaheads tried two ways."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except Exception:  # noqa: BLE001 - an ECMA-only regex; the schema check reports it
+        return []
+    out = []
+    for extra in sorted({0, 1, 2, 4, min(max(0, min_length), 64)}):
+        for inline in (True, False):
+            builder = _RegexBuilder(extra, inline)
+            text = builder.build(list(parsed)) + "".join(builder.tail)
+            if text not in out:
+                out.append(text)
+    return out
+
+
+class _RegexBuilder:
+    _CATEGORY = {"DIGIT": "0", "WORD": "a", "SPACE": " ", "NOT_DIGIT": "a", "NOT_WORD": "-", "NOT_SPACE": "a"}
+
+    def __init__(self, extra: int, inline: bool) -> None:
+        self.extra = extra
+        self.inline = inline  # a lookahead's text written in place (True) or after the rest (False)
+        self.groups: dict[int, str] = {}
+        self.tail: list[str] = []
+
+    def build(self, items: list[Any]) -> str:
+        return "".join(self.item(op.name, av) for op, av in items)
+
+    def item(self, name: str, av: Any) -> str:
+        if name == "LITERAL":
+            return chr(av)
+        if name == "NOT_LITERAL":
+            return "a" if chr(av) != "a" else "b"
+        if name == "ANY":
+            return "a"
+        if name == "IN":
+            return self.char(av)
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, sub = av
+            count = low + self.extra if high == sre_parse.MAXREPEAT else min(high, low + self.extra)
+            return "".join(self.build(list(sub)) for _ in range(count))
+        if name == "SUBPATTERN":
+            text = self.build(list(av[-1]))
+            if av[0] is not None:
+                self.groups[av[0]] = text
+            return text
+        if name == "ATOMIC_GROUP":
+            return self.build(list(av))
+        if name == "BRANCH":
+            return self.build(list(av[1][0]))
+        if name == "GROUPREF":
+            return self.groups.get(av, "")
+        if name == "GROUPREF_EXISTS":
+            return self.build(list(av[1]))
+        if name == "ASSERT" and av[0] == 1:  # positive lookahead
+            text = self.build(list(av[1]))
+            if self.inline:
+                return text
+            self.tail.append(text)
+        return ""  # anchors, lookbehinds, negative lookaheads: the candidate check decides
+
+    def char(self, items: list[Any]) -> str:
+        negate = bool(items) and items[0][0].name == "NEGATE"
+        if not negate:
+            op, av = items[0]
+            if op.name == "LITERAL":
+                return chr(av)
+            if op.name == "RANGE":
+                return chr(av[0])
+            if op.name == "CATEGORY":
+                return self._CATEGORY.get(av.name.replace("CATEGORY_", "").replace("UNI_", ""), "a")
+            return "a"
+        for candidate in "aA0_-. x":
+            if not any(_in_class(candidate, op.name, av) for op, av in items[1:]):
+                return candidate
+        return "\u00e9"
+
+
+def _in_class(ch: str, name: str, av: Any) -> bool:
+    if name == "LITERAL":
+        return ch == chr(av)
+    if name == "RANGE":
+        return av[0] <= ord(ch) <= av[1]
+    if name == "CATEGORY":
+        kind = av.name.replace("CATEGORY_", "").replace("UNI_", "")
+        tests = {"DIGIT": ch.isdigit(), "WORD": ch.isalnum() or ch == "_", "SPACE": ch.isspace()}
+        return tests.get(kind.replace("NOT_", ""), False) != kind.startswith("NOT_")
+    return False

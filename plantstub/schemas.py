@@ -10,7 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import unquote, urldefrag, urljoin
+
+import jsonschema
+from jsonschema.exceptions import best_match
+
+from .errors import SpecError
 
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
@@ -22,11 +27,27 @@ _SCHEMA_ONE = (
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 Lookup = Callable[[str, str, str], "tuple[Any, str]"]
+# The metaschema, with its formats asserted: a `pattern` Python cannot compile is refused at start.
+_META = jsonschema.Draft202012Validator(
+    jsonschema.Draft202012Validator.META_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+)
 
 
 def bundle_schema(node: Any, base: str, lookup: Lookup, *, legacy: bool, where: str) -> dict | bool:
-    """Bundle `node` (found at document URI `base`) into a self-contained 2020-12 schema."""
-    return _Bundler(lookup, legacy, where).bundle(node, base)
+    """Bundle `node` (found at document URI `base`) into a self-contained 2020-12 schema, and check it.
+
+    Raises SpecError naming `where` when a $ref cannot be followed or the result is not valid JSON Schema.
+    """
+    bundled = _Bundler(lookup, legacy, where).bundle(node, base)
+    error = best_match(_META.iter_errors(bundled))
+    if error is not None:
+        inside = ".".join(str(part) for part in error.absolute_path)
+        message = error.message
+        if error.validator == "format" and error.validator_value == "regex":
+            message = (f"{error.instance!r} is not a regular expression Python can run"
+                       " (ECMA-only syntax such as \\p{L} is not supported)")
+        raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")
+    return bundled
 
 
 class _Bundler:
@@ -39,6 +60,7 @@ class _Bundler:
 
     def bundle(self, node: Any, base: str) -> dict | bool:
         root = self.convert(node, base)
+        self.refuse_ref_loops(root)
         if self.defs:
             if isinstance(root, bool):
                 root = {} if root else {"not": {}}
@@ -56,9 +78,27 @@ class _Bundler:
             self.defs[key] = self.convert(contents, target_base)
         return "#/$defs/" + self.keys[target]
 
+    def refuse_ref_loops(self, root: Any) -> None:
+        """A chain of bare `$ref`s that comes back to itself describes no value at all."""
+        for start in [root, *self.defs.values()]:
+            seen: list[str] = []
+            node = start
+            while isinstance(node, dict) and set(node) == {"$ref"}:
+                key = node["$ref"].rsplit("/", 1)[-1]
+                if key in seen:
+                    chain = " -> ".join(self.source(k) for k in [*seen[seen.index(key):], key])
+                    raise SpecError(f"{self.where}: $ref loop with no schema in it: {chain}")
+                seen.append(key)
+                node = self.defs.get(key)
+
+    def source(self, key: str) -> str:
+        """The $ref target (as a fragment or file#fragment) that became `$defs` entry `key`."""
+        target = next(t for t, k in self.keys.items() if k == key)
+        return "#" + urldefrag(target)[1] if urldefrag(target)[1] else target.rsplit("/", 1)[-1]
+
     def new_key(self, target: str) -> str:
         uri, fragment = urldefrag(target)
-        name = fragment.rsplit("/", 1)[-1] or uri.rsplit("/", 1)[-1]
+        name = unquote(fragment.rsplit("/", 1)[-1]).replace("~1", "/").replace("~0", "~") or uri.rsplit("/", 1)[-1]
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "schema"
         key, n = name, 1
         while key in self.defs:
@@ -87,6 +127,10 @@ class _Bundler:
                 out[key] = [self.convert(sub, base) for sub in value]
             else:
                 out[key] = value
+        kind = out.get("type", "")
+        if kind is None or (isinstance(kind, list) and None in kind):
+            # YAML reads a bare `null` as no value; in a type it can only mean the "null" type.
+            out["type"] = "null" if kind is None else ["null" if k is None else k for k in kind]
         if self.legacy:
             out = _from_openapi30(out)
         bounds = INT_BOUNDS.get(out.get("format")) if isinstance(out.get("format"), str) else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -117,32 +118,44 @@ def load_spec(path: str | Path | None = None) -> Spec:
     """
     file = Path(path) if path is not None else bundled_spec_path()
     try:
-        return _Loader(file.resolve()).load()
+        return _Loader(file).load()
     except SpecError as exc:
-        raise SpecError(f"cannot use spec {file}: {exc}") from None
+        text = str(exc)
+        # A parse error already starts with `FILE:line:`; anything else gets the file in front.
+        raise SpecError(f"cannot use spec {text if text.startswith(str(file) + ':') else f'{file}: {text}'}") from None
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        # A safety net: a shape no check above foresaw still gets one readable paragraph.
+        raise SpecError(
+            f"cannot use spec {file}: the document has an unexpected shape ({type(exc).__name__}: {exc});"
+            " check it with an OpenAPI validator"
+        ) from None
+    except RecursionError:
+        raise SpecError(f"cannot use spec {file}: the document is nested too deeply") from None
 
 
-def _retrieve(uri: str) -> referencing.Resource:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        raise SpecError(f"$ref to {uri!r}: only local files can be referenced (no network)")
-    try:
-        contents = read_document(Path(unquote(parsed.path)))
-    except ValueError as exc:
-        raise SpecError(f"$ref target {exc}") from None
-    return referencing.Resource.opaque(contents)
+def _expect(kind: type, node: Any, where: str, what: str) -> Any:
+    """`node` if it is a `kind` (dict or list); absent (None) reads as empty."""
+    if node is None:
+        return kind()
+    if not isinstance(node, kind):
+        raise SpecError(f"{where}: expected {what}, found {type(node).__name__} {_short(node)}")
+    return node
+
+
+def _short(node: Any) -> str:
+    text = repr(node)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _Loader:
     def __init__(self, file: Path) -> None:
-        self.file = file
-        self.uri = file.as_uri()
+        self.shown = file
+        self.file = file.resolve()
+        self.uri = self.file.as_uri()
+        self.registry: referencing.Registry = referencing.Registry()
 
     def load(self) -> Spec:
-        try:
-            doc = read_document(self.file)
-        except ValueError as exc:
-            raise SpecError(str(exc)) from None
+        doc = self.read(self.uri, str(self.shown))
         if not isinstance(doc, dict):
             raise SpecError("the document is not a mapping of OpenAPI fields")
         version = doc.get("openapi")
@@ -157,99 +170,122 @@ class _Loader:
         if not (version.startswith("3.0") or version.startswith("3.1")):
             raise SpecError(f"openapi: {version!r} is not supported (expected 3.0.x or 3.1.x)")
         self.legacy = version.startswith("3.0")
-        self.registry = referencing.Registry(retrieve=_retrieve).with_resource(
-            self.uri, referencing.Resource.opaque(doc)
-        )
-        self.schemes = doc.get("components", {}).get("securitySchemes", {}) if isinstance(
-            doc.get("components"), dict
-        ) else {}
-        paths = doc.get("paths") or {}
-        if not isinstance(paths, dict):
-            raise SpecError("paths: expected a mapping of path templates")
-        operations: list[Operation] = []
+        components = _expect(dict, doc.get("components"), "components", "a mapping")
+        self.schemes = _expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
+        paths = _expect(dict, doc.get("paths"), "paths", "a mapping of path templates")
         global_security = doc.get("security", [])
+        operations: list[Operation] = []
         for template, item in paths.items():
+            if isinstance(template, str) and template.startswith("x-"):
+                continue  # a specification extension, not a path
             if not isinstance(template, str) or not template.startswith("/"):
                 raise SpecError(f"paths: {template!r} must start with '/'")
-            item, base = self.deref(item, self.uri, f"paths.{template}")
-            if not isinstance(item, dict):
-                raise SpecError(f"paths.{template}: expected a Path Item mapping")
-            shared = item.get("parameters", [])
-            for method in METHODS:
-                if method in item:
-                    where = f"paths.{template}.{method}"
-                    operations.append(
-                        self.operation(method, template, item[method], shared, global_security, base, where)
-                    )
+            where = f"paths.{template}"
+            item, base = self.deref(item, self.uri, where)
+            item = _expect(dict, item, where, "a Path Item mapping")
+            shared = [
+                self.parameter(raw, base, f"{where}.parameters[{i}]")
+                for i, raw in enumerate(_expect(list, item.get("parameters"), f"{where}.parameters", "a list"))
+            ]
+            for method in (m for m in METHODS if m in item):
+                here = f"{where}.{method}"
+                operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-        return Spec(
-            source=str(self.file),
-            openapi=version,
-            title=str(info.get("title", "")),
-            version=str(info.get("version", "")),
-            operations=tuple(operations),
-        )
+        title, release = str(info.get("title", "")), str(info.get("version", ""))
+        return Spec(str(self.shown), version, title, release, tuple(operations))
 
-    # -- $ref handling -----------------------------------------------------------------
+    # -- files and $refs ---------------------------------------------------------------
+    def display(self, uri: str) -> str:
+        """How messages name a file: as given for the main one, else relative to its folder."""
+        if uri == self.uri:
+            return str(self.shown)
+        path = Path(unquote(urlparse(uri).path))
+        try:
+            return str(path.relative_to(self.file.parent))
+        except ValueError:
+            return str(path)
+
+    def read(self, uri: str, name: str) -> Any:
+        try:
+            contents = read_document(Path(unquote(urlparse(uri).path)), name)
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+        self.registry = self.registry.with_resource(uri, referencing.Resource.opaque(contents))
+        return contents
+
     def deref(self, node: Any, base: str, where: str) -> tuple[Any, str]:
         """Follow `$ref`s of a non-schema object; returns the target and its base URI."""
-        seen = set()
+        seen: list[str] = []
+        written: list[str] = []
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
             target = urljoin(base, node["$ref"])
+            written.append(node["$ref"])
             if target in seen:
-                raise SpecError(f"{where}: $ref {node['$ref']!r} refers to itself in a loop")
-            seen.add(target)
+                raise SpecError(f"{where}: $ref loop: {' -> '.join(written)}")
+            seen.append(target)
             node, base = self.lookup(target, where, node["$ref"])
         return node, base
 
     def lookup(self, target: str, where: str, ref: str) -> tuple[Any, str]:
+        """The contents at absolute `target` (reading a sibling file on first use) and its file URI."""
+        uri, fragment = urldefrag(target)
+        if urlparse(uri).scheme != "file":
+            raise SpecError(f"{where}: $ref {ref!r}: only local files can be referenced (no network)")
+        if uri not in self.registry:
+            try:
+                self.read(uri, self.display(uri))
+            except SpecError as exc:
+                raise SpecError(f"{where}: $ref {ref!r}: {exc}") from None
         try:
             resolved = self.registry.resolver().lookup(target)
-        except SpecError as exc:
-            raise SpecError(f"{where}: {exc}") from None
-        except referencing.exceptions.Unresolvable as exc:
-            raise SpecError(f"{where}: $ref {ref!r} cannot be resolved ({type(exc).__name__}: {exc})") from None
-        return resolved.contents, urldefrag(target)[0]
+        except referencing.exceptions.Unresolvable:
+            pointer = unquote(fragment) or "/"
+            raise SpecError(
+                f"{where}: $ref {ref!r}: {self.display(uri)} has nothing at {pointer!r}{self.near(uri, pointer)}"
+            ) from None
+        return resolved.contents, uri
+
+    def near(self, uri: str, pointer: str) -> str:
+        """` (did you mean 'Plant'?)` when the last step of a broken pointer is a typo."""
+        parent, _, last = pointer.rpartition("/")
+        try:
+            container = self.registry.resolver().lookup(f"{uri}#{parent}").contents
+        except referencing.exceptions.Unresolvable:
+            return ""
+        if not isinstance(container, dict):
+            return ""
+        close = difflib.get_close_matches(last.replace("~1", "/").replace("~0", "~"), [str(k) for k in container], n=1)
+        return f" (did you mean {close[0]!r}?)" if close else ""
 
     def schema(self, node: Any, base: str, where: str) -> dict | bool | None:
-        if node is None:
-            return None
-        return bundle_schema(node, base, self.lookup, legacy=self.legacy, where=where)
+        """The bundled, checked 2020-12 schema of `node` (None when there is none)."""
+        return None if node is None else bundle_schema(node, base, self.lookup, legacy=self.legacy, where=where)
 
     # -- objects ---------------------------------------------------------------------------
     def operation(
-        self, method: str, template: str, node: Any, shared: Any, global_security: Any, base: str, where: str
+        self, method: str, template: str, node: Any, shared: list[Parameter], global_security: Any, base: str,
+        where: str,
     ) -> Operation:
         node, base = self.deref(node, base, where)
-        if not isinstance(node, dict):
-            raise SpecError(f"{where}: expected an Operation mapping")
+        node = _expect(dict, node, where, "an Operation mapping")
         params: dict[tuple[str, str], Parameter] = {}
-        for i, raw in enumerate(list(shared or []) + list(node.get("parameters") or [])):
-            param = self.parameter(raw, base, f"{where}.parameters[{i}]")
+        own = _expect(list, node.get("parameters"), f"{where}.parameters", "a list")
+        # Path-level parameters first: an operation parameter with the same name and location replaces one.
+        for param in shared + [self.parameter(raw, base, f"{where}.parameters[{i}]") for i, raw in enumerate(own)]:
             params[(param.name.lower() if param.location == "header" else param.name, param.location)] = param
         body_required, body = False, None
         if node.get("requestBody") is not None:
             raw, body_base = self.deref(node["requestBody"], base, f"{where}.requestBody")
-            body_required = bool(raw.get("required", False))
-            body = self.content(raw.get("content") or {}, body_base, f"{where}.requestBody.content")
+            raw = _expect(dict, raw, f"{where}.requestBody", "a Request Body mapping")
+            body_required = raw.get("required", False) is True
+            body = self.content(raw.get("content"), body_base, f"{where}.requestBody.content")
         responses: dict[str, Response] = {}
-        for status, raw in (node.get("responses") or {}).items():
+        declared = _expect(dict, node.get("responses"), f"{where}.responses", "a mapping of status codes")
+        for status, raw in declared.items():
             status = str(status)
-            resp_where = f"{where}.responses.{status}"
-            raw, resp_base = self.deref(raw, base, resp_where)
-            if not isinstance(raw, dict):
-                raise SpecError(f"{resp_where}: expected a Response mapping")
-            headers = {}
-            for name, header in (raw.get("headers") or {}).items():
-                header, header_base = self.deref(header, resp_base, f"{resp_where}.headers.{name}")
-                headers[name] = self.schema(header.get("schema"), header_base, f"{resp_where}.headers.{name}")
-            responses[status] = Response(
-                status=status,
-                description=str(raw.get("description", "")),
-                content=self.content(raw.get("content") or {}, resp_base, f"{resp_where}.content"),
-                headers=headers,
-            )
-        security = node.get("security", global_security)
+            if status.startswith("x-"):
+                continue
+            responses[status] = self.response(status, raw, base, f"{where}.responses.{status}")
         return Operation(
             method=method.upper(),
             path=template,
@@ -258,68 +294,100 @@ class _Loader:
             body_required=body_required,
             body=body,
             responses=responses,
-            security=self.security(security, f"{where}.security"),
+            security=self.security(
+                node["security"] if "security" in node else global_security,
+                f"{where}.security" if "security" in node else "security",
+            ),
+        )
+
+    def response(self, status: str, raw: Any, base: str, where: str) -> Response:
+        raw, base = self.deref(raw, base, where)
+        raw = _expect(dict, raw, where, "a Response mapping")
+        headers = {}
+        for name, header in _expect(dict, raw.get("headers"), f"{where}.headers", "a mapping").items():
+            header, header_base = self.deref(header, base, f"{where}.headers.{name}")
+            header = _expect(dict, header, f"{where}.headers.{name}", "a Header mapping")
+            headers[str(name)] = self.schema(
+                _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema"
+            )
+        return Response(
+            status=status,
+            description=str(raw.get("description", "")),
+            content=self.content(raw.get("content"), base, f"{where}.content"),
+            headers=headers,
         )
 
     def parameter(self, raw: Any, base: str, where: str) -> Parameter:
         raw, base = self.deref(raw, base, where)
-        if not isinstance(raw, dict) or "name" not in raw or "in" not in raw:
+        raw = _expect(dict, raw, where, "a Parameter mapping")
+        if "name" not in raw or "in" not in raw:
             raise SpecError(f"{where}: a parameter needs 'name' and 'in'")
         location = raw["in"]
         if location not in ("path", "query", "header", "cookie"):
             raise SpecError(f"{where}: in: {location!r} is not one of path, query, header, cookie")
-        schema_node = raw.get("schema")
-        if schema_node is None and isinstance(raw.get("content"), dict) and raw["content"]:
-            schema_node = next(iter(raw["content"].values())).get("schema")
         style = raw.get("style", "form" if location in ("query", "cookie") else "simple")
         return Parameter(
             name=str(raw["name"]),
             location=location,
-            required=bool(raw.get("required", location == "path")),
-            schema=self.schema(schema_node, base, f"{where}.schema"),
+            required=location == "path" or raw.get("required", False) is True,
+            schema=self.schema(_content_schema(raw, where), base, f"{where}.schema"),
             explode=bool(raw.get("explode", style == "form")),
             style=style,
         )
 
     def content(self, raw: Any, base: str, where: str) -> dict[str, MediaType]:
-        if not isinstance(raw, dict):
-            raise SpecError(f"{where}: expected a mapping of media types")
         result = {}
-        for name, media in raw.items():
-            media, media_base = self.deref(media or {}, base, f"{where}.{name}")
+        for name, media in _expect(dict, raw, where, "a mapping of media types").items():
+            media_where = f"{where}.{name}"
+            media, media_base = self.deref({} if media is None else media, base, media_where)
+            media = _expect(dict, media, media_where, "a Media Type mapping")
             examples = {}
-            for ex_name, example in (media.get("examples") or {}).items():
-                example, _ = self.deref(example, media_base, f"{where}.{name}.examples.{ex_name}")
+            declared = _expect(dict, media.get("examples"), f"{media_where}.examples", "a mapping of Example objects")
+            for ex_name, example in declared.items():
+                example, _ = self.deref(example, media_base, f"{media_where}.examples.{ex_name}")
                 if isinstance(example, dict) and "value" in example:
                     examples[str(ex_name)] = example["value"]
             result[str(name)] = MediaType(
                 name=str(name),
-                schema=self.schema(media.get("schema"), media_base, f"{where}.{name}.schema"),
+                schema=self.schema(media.get("schema"), media_base, f"{media_where}.schema"),
                 example=media.get("example", MISSING),
                 examples=examples,
             )
         return result
 
     def security(self, raw: Any, where: str) -> tuple[tuple[SecurityScheme, ...], ...]:
-        if not raw:
+        if raw is None:
             return ()
         alternatives = []
-        for requirement in raw:
+        for i, requirement in enumerate(_expect(list, raw, where, "a list of security requirements")):
+            requirement = _expect(dict, requirement, f"{where}[{i}]", "a mapping of scheme names to scopes")
             if not requirement:  # {} is an alternative that needs nothing: security is optional
                 return ()
             schemes = []
             for name in requirement:
-                scheme, _ = self.deref(self.schemes.get(name), self.uri, f"{where}.{name}")
-                if not isinstance(scheme, dict):
-                    raise SpecError(f"{where}: security scheme {name!r} is not declared in components.securitySchemes")
-                schemes.append(
-                    SecurityScheme(
-                        name=name,
-                        type=str(scheme.get("type", "")),
-                        scheme=str(scheme.get("scheme", "")).lower(),
-                        location=str(scheme.get("in", "")),
-                        param=str(scheme.get("name", "")),
-                    )
-                )
+                if name not in self.schemes:
+                    raise SpecError(f"{where}[{i}]: security scheme {name!r} is not declared in"
+                                    f" components.securitySchemes{_suggest(str(name), self.schemes)}")
+                scheme, _ = self.deref(self.schemes[name], self.uri, f"components.securitySchemes.{name}")
+                scheme = _expect(dict, scheme, f"components.securitySchemes.{name}", "a Security Scheme mapping")
+                kind, word = str(scheme.get("type", "")), str(scheme.get("scheme", "")).lower()
+                where_sent, param = str(scheme.get("in", "")), str(scheme.get("name", ""))
+                schemes.append(SecurityScheme(str(name), kind, word, where_sent, param))
             alternatives.append(tuple(schemes))
         return tuple(alternatives)
+
+
+def _content_schema(node: dict, where: str) -> Any:
+    """A parameter's or header's schema: `schema`, else the schema of its one `content` entry."""
+    if node.get("schema") is None and isinstance(node.get("content"), dict) and node["content"]:
+        media = next(iter(node["content"].values()))
+        return _expect(dict, media, f"{where}.content", "a Media Type mapping").get("schema")
+    return node.get("schema")
+
+
+def _suggest(name: str, declared: dict) -> str:
+    names = [str(n) for n in declared]
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (declared: {', '.join(names)})" if names else " (none are declared)"

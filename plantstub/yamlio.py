@@ -3,21 +3,64 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
+
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 class JsonSafeLoader(yaml.SafeLoader):
-    """`yaml.SafeLoader` that keeps dates and times as strings, as JSON would see them."""
+    """`yaml.SafeLoader` reading plain scalars by the YAML 1.2 core schema, as OpenAPI recommends.
+
+    Only `true`/`false` are booleans (a country code `NO` stays a string), `18:00` and dates stay
+    strings, `0755` is decimal; so a value means what a JSON reader would take it to mean.
+    Keys are strings, as in JSON. A key written twice in one mapping is an error (as in js-yaml),
+    not a silent overwrite.
+    """
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                slot = (key_node.tag, key_node.value)
+                if slot in seen:
+                    first = seen[slot].start_mark.line + 1
+                    raise ConstructorError(
+                        None, None, f"duplicate key {key_node.value!r} (first at line {first})", key_node.start_mark
+                    )
+                seen[slot] = key_node
+        mapping = super().construct_mapping(node, deep=deep)
+        # JSON keys are strings: `200:` is the status code "200", as a JSON pointer finds it.
+        return {k if isinstance(k, str) else json.dumps(k): v for k, v in mapping.items()}
 
 
-# A bare 2024-01-01 in an example must stay the string a JSON client would send.
-JsonSafeLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text)
+
+
+JsonSafeLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    ("float", r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
+     "-+0123456789."),
+    ("null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+    ("merge", r"<<", "<"),
+):
+    JsonSafeLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(f"^(?:{_pattern})$"), list(_first))
+JsonSafeLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+JsonSafeLoader.add_constructor(_MERGE, yaml.SafeLoader.construct_scalar)  # `<<` as a value, not a key
 
 
 def parse_text(text: str, name: str) -> Any:
@@ -30,6 +73,11 @@ def parse_text(text: str, name: str) -> Any:
     try:
         return yaml.load(text, Loader=JsonSafeLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
+        if text.lstrip().startswith("{"):
+            try:  # JSON with tabs is valid JSON but not valid YAML
+                return json.loads(text)
+            except json.JSONDecodeError:
+                pass
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
         raise ValueError(f"{name}{line}: not valid YAML: {exc.problem or exc.context}") from None
@@ -37,16 +85,20 @@ def parse_text(text: str, name: str) -> Any:
         raise ValueError(f"{name}: not valid YAML: {exc}") from None
 
 
-def read_document(path: Path) -> Any:
-    """Read and parse one YAML or JSON file; raises ValueError with a readable reason."""
+def read_document(path: Path, name: str | None = None) -> Any:
+    """Read and parse one YAML or JSON file; raises ValueError with a readable reason.
+
+    `name` is how messages show the file (default: the path as given); it keeps the file's extension.
+    """
+    name = str(path) if name is None else name
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # -sig: tolerate a byte-order mark
     except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
+        raise ValueError(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise ValueError(f"{path}: is a folder, not a file") from None
+        raise ValueError(f"{name}: is a folder, not a file") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise ValueError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
-    return parse_text(text, str(path))
+        raise ValueError(f"{name}: cannot read ({exc.strerror})") from None
+    return parse_text(text, name)

@@ -14,6 +14,8 @@ from multidict import CIMultiDict
 
 from plantstub.incoming import IncomingRequest
 
+pytest_plugins = ["pytester"]
+
 DATA = Path(__file__).parent / "data"
 AUTH = {"Authorization": "Bearer t"}
 

@@ -154,4 +154,5 @@ def test_assert_all_valid_lists_each_bad_request(stub):
     assert str(failure.value) == (
         "plantstub: the code under test sent 2 requests that break the contract:\n"
         "  #2 POST /plants -> 400: body: 'name' is a required property; body.id: 'x' is not of type 'integer'\n"
-        "  #3 POST /plants -> 401: headers.Authorization: missing; expected 'Bearer <credentials>' (bearerAuth)")
+        "  #3 POST /plants -> 401: headers.Authorization: missing; expected 'Bearer <credentials>' (bearerAuth); "
+        "body: not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2")

@@ -1,0 +1,482 @@
+"""Scenario files: YAML with line marks -> checked against the scenario schema and the spec -> Scenario.
+
+Every problem becomes a ScenarioError reading `file:line: path: message`; all of them, in file order.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from fnmatch import fnmatchcase
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .errors import ScenarioError, SpecError
+from .incoming import NO_BODY
+from .routing import Router
+from .scenario import Criteria, Reply, Rule, Scenario
+from .spec import Operation, Spec
+from .templating import placeholder_paths
+from .validation import SchemaCheck, location_path
+from .yamlio import JsonSafeLoader
+
+SUFFIXES = (".yaml", ".yml")
+MAX_VALUES = 100_000  # after aliases are expanded: stops "billion laughs" and self-referencing lists
+MAX_DEPTH = 100
+OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
+
+
+class ScenarioLoadError(ScenarioError):
+    """A scenario file did not load; `errors` holds every problem, and `str()` shows one per line."""
+
+    def __init__(self, errors: list[ScenarioError]) -> None:
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.file, first.line, first.path, first.message)
+
+    def __str__(self) -> str:
+        return "\n".join(map(str, self.errors))
+
+
+@cache
+def scenario_schema() -> dict:
+    """The JSON Schema of scenario files shipped with the package (what `plantstub schema` prints)."""
+    return json.loads(schema_text())
+
+
+def schema_text() -> str:
+    return (resources.files("plantstub") / "data" / "scenario.schema.json").read_text(encoding="utf-8")
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(scenario_schema())
+
+
+# -- YAML with line marks ---------------------------------------------------------------------
+class _LineLoader(JsonSafeLoader):
+    """Safe YAML that also remembers the line of every mapping key and sequence item (by object id)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        # id(container) -> (container, {key: line} or [line, ...]); the container is kept so that
+        # its id stays unique while the document is walked.
+        self.line_marks: dict[int, tuple[Any, Any]] = {}
+
+    def construct_line_map(self, node: Any):
+        data: dict = {}
+        yield data
+        data.update(self.construct_mapping(node))
+        # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
+        lines = {_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
+        self.line_marks[id(data)] = (data, lines)
+
+    def construct_line_seq(self, node: Any):
+        data: list = []
+        yield data
+        data.extend(self.construct_sequence(node))
+        self.line_marks[id(data)] = (data, [item.start_mark.line + 1 for item in node.value])
+
+
+def _key(key: Any) -> Any:
+    return key if isinstance(key, str) else json.dumps(key)  # as JsonSafeLoader turns keys into text
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_line_map)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _LineLoader.construct_line_seq)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Document:
+    """One parsed scenario file: its data and the line of each location path (`rules[0].reply`)."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.errors: list[ScenarioError] = []
+        self.lines: dict[str, int] = {"": 1}
+        loader = _LineLoader(text)
+        try:
+            self.data = loader.get_single_data()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "cannot be read"
+            if problem.startswith("but ") and exc.context:  # "expected a single document ..., but found another"
+                problem = f"{exc.context}, {problem}"
+            self.fail(mark.line + 1 if mark else None, "", f"not valid YAML: {problem}")
+            return
+        except yaml.YAMLError as exc:
+            self.fail(None, "", f"not valid YAML: {exc}")
+            return
+        finally:
+            loader.dispose()
+        self.count = 0
+        try:
+            self.walk(self.data, (), loader.line_marks)
+        except _TooLarge:
+            self.errors = []
+            self.fail(None, "", f"too large: more than {MAX_VALUES} values, or nested deeper than {MAX_DEPTH},"
+                                " once aliases are expanded")
+
+    def fail(self, line: int | None, path: str, message: str) -> None:
+        self.errors.append(ScenarioError(self.file, line, path, message))
+
+    def walk(self, value: Any, parts: tuple, marks: dict[int, tuple[Any, Any]]) -> None:
+        self.count += 1
+        if self.count > MAX_VALUES or len(parts) > MAX_DEPTH:
+            raise _TooLarge
+        where = where_of(parts)
+        entry = marks.get(id(value))
+        lines = entry[1] if entry is not None and entry[0] is value else None
+        if isinstance(value, dict):
+            for key, item in value.items():
+                sub = (*parts, key)
+                if lines is not None and key in lines:
+                    self.lines.setdefault(where_of(sub), lines[key])
+                self.walk(item, sub, marks)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if lines is not None and i < len(lines):
+                    self.lines.setdefault(where_of((*parts, i)), lines[i])
+                self.walk(item, (*parts, i), marks)
+        elif not (value is None or isinstance(value, (str, int, float, bool))):
+            self.fail(self.line(where), where, f"a {type(value).__name__} is not a JSON value")
+
+    def line(self, where: str) -> int:
+        """The line of `where`, or of the nearest enclosing location that has one."""
+        while where not in self.lines:
+            cut = max(where.rfind("."), where.rfind("["))
+            where = where[:cut] if cut > 0 else ""
+        return self.lines[where]
+
+
+def where_of(parts: Any) -> str:
+    """(rules, 0, reply, status) -> `rules[0].reply.status`."""
+    parts = list(parts)
+    if not parts:
+        return ""
+    return location_path(str(parts[0]), parts[1:])
+
+
+# -- the scenario schema ------------------------------------------------------------------------
+def _shown(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    text = json.dumps(value) if value is None or isinstance(value, bool) else repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _suggest(word: str, choices: Any) -> str:
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _schema_errors(doc: _Document) -> list[ScenarioError]:
+    found: list[ScenarioError] = []
+    raw = sorted(_validator().iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
+    # A value of the wrong type earns one message, not one per keyword that also failed on it.
+    mistyped = {tuple(e.absolute_path) for e in raw if e.validator == "type"}
+    for error in raw:
+        parts = tuple(error.absolute_path)
+        where = where_of(parts)
+        if error.validator != "type" and parts in mistyped:
+            continue
+        if error.validator == "additionalProperties":
+            known = list(error.schema.get("properties", {}))
+            for key in error.instance:
+                if key not in known:
+                    key_where = where_of((*parts, key))
+                    hint = _suggest(key, known) or (f" (allowed: {', '.join(known)})" if known else "")
+                    found.append(ScenarioError(doc.file, doc.line(key_where), where, f"unknown key {key!r}{hint}"))
+            continue
+        line = doc.line(where)
+        if error.validator == "oneOf" and isinstance(error.instance, dict):
+            if "reply" in error.instance and "replies" in error.instance:
+                line = max(doc.line(where_of((*parts, "reply"))), doc.line(where_of((*parts, "replies"))))
+                message = "has both `reply:` and `replies:`; keep one (`replies:` for answers that change per call)"
+            else:
+                message = "has no `reply:`; add `reply:` (one answer) or `replies:` (successive answers, the last repeats)"
+        elif error.validator == "type" and not parts:
+            message = f"a scenario file holds a mapping (description:, rules:), not {_shown(error.instance)}"
+        elif error.validator == "type":
+            expected = error.validator_value
+            expected = ", ".join(map(repr, expected)) if isinstance(expected, list) else repr(expected)
+            message = f"{_shown(error.instance)} is not of type {expected}"
+        elif error.validator == "enum":
+            message = error.message + (_suggest(error.instance, error.validator_value) if isinstance(error.instance, str) else "")
+        else:
+            message = error.message
+        found.append(ScenarioError(doc.file, line, where, message))
+    return found
+
+
+# -- the model ---------------------------------------------------------------------------------
+def _text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _reply(raw: dict, line: int) -> Reply:
+    return Reply(
+        status=raw.get("status", 200),
+        headers=dict(raw.get("headers") or {}),
+        body=raw.get("body", NO_BODY),
+        delay_ms=raw.get("delay_ms", 0),
+        fault=raw.get("fault"),
+        line=line,
+    )
+
+
+def _build(doc: _Document, name: str) -> Scenario:
+    data = doc.data
+    rules = []
+    for i, raw in enumerate(data.get("rules") or []):
+        base = f"rules[{i}]"
+        match = raw.get("match") or {}
+        criteria = Criteria(
+            method=match["method"].upper() if "method" in match else None,
+            path=match.get("path"),
+            headers={k.lower(): _text(v) for k, v in (match.get("headers") or {}).items()},
+            query={k: _text(v) for k, v in (match.get("query") or {}).items()},
+            body=match.get("body", NO_BODY),
+            line=doc.line(f"{base}.match"),
+        )
+        if "reply" in raw:
+            replies = (_reply(raw["reply"], doc.line(f"{base}.reply")),)
+        else:
+            replies = tuple(_reply(r, doc.line(f"{base}.replies[{j}]")) for j, r in enumerate(raw["replies"]))
+        rules.append(Rule(i, criteria, replies, raw.get("times"), bool(raw.get("off_contract", False)), doc.line(base)))
+    return Scenario(
+        name=name,
+        description=data.get("description", ""),
+        file=doc.file,
+        rules=tuple(rules),
+        validate_requests=data.get("validate_requests", True),
+    )
+
+
+# -- the spec ----------------------------------------------------------------------------------
+def _overlaps(pattern: str, template: str) -> bool:
+    """Can the rule path `pattern` (with {x} segments) and the spec path `template` match one path?"""
+    a, b = pattern.strip("/").split("/"), template.strip("/").split("/")
+    return len(a) == len(b) and all(x == y or "{" in x or "{" in y for x, y in zip(a, b))
+
+
+class _Contract:
+    """Checks rules against one spec; compiled response schemas are shared by every file."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.router = Router(spec)
+        self.paths = list(dict.fromkeys(op.path for op in spec.operations))
+        self.checks: dict[tuple[int, str, str], SchemaCheck | str] = {}
+
+    def operations(self, criteria: Criteria) -> tuple[list[Operation], str, str]:
+        """The operations a rule can match, else ([], where, why)."""
+        method, path = criteria.method, criteria.path
+        ops = [op for op in self.spec.operations if method is None or op.method == method]
+        if path is not None:
+            if "{" in path:
+                on_path = [op for op in self.spec.operations if _overlaps(path, op.path)]
+            else:
+                routes = [self.router.route(m, path) for m in dict.fromkeys(o.method for o in self.spec.operations)]
+                on_path = [r.operation for r in routes if r.operation is not None]
+            if not on_path:
+                return [], "path", f"{path} matches no path in the spec (paths: {', '.join(self.paths)})"
+            ops = [op for op in on_path if method is None or op.method == method]
+            if not ops:
+                allowed = ", ".join(sorted({op.method for op in on_path}))
+                return [], "method", f"{method} is not an operation of {path} (methods: {allowed})"
+        elif not ops:
+            allowed = ", ".join(sorted({op.method for op in self.spec.operations}))
+            return [], "method", f"{method} matches no operation in the spec (methods: {allowed})"
+        return list({id(op): op for op in ops}.values()), "", ""
+
+    def check(self, op: Operation, status: str, media: str, schema: Any) -> SchemaCheck | str:
+        key = (id(op), status, media)
+        if key not in self.checks:
+            try:
+                self.checks[key] = SchemaCheck(schema, f"{op.label} response {status} {media}")
+            except SpecError as exc:
+                self.checks[key] = str(exc)
+        return self.checks[key]
+
+    def reply_errors(self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str]) -> list[ScenarioError]:
+        response = op.response_for(reply.status)
+        if response is None:
+            declared = ", ".join(op.responses) or "none"
+            line = doc.lines.get(f"{where}.status")
+            status = f"{reply.status}" if line else f"{reply.status} (the default status)"
+            message = f"{status} is not declared for {op.label} (declared: {declared}); {OFF_CONTRACT_HINT}"
+            line = line or reply.line
+            return [ScenarioError(doc.file, line, f"{where}.status", message)]
+        body_where = f"{where}.body"
+        if reply.body is NO_BODY or body_where in templated:
+            return []
+        named = f"{op.label} response {response.status}"
+        if not response.content:
+            return [ScenarioError(doc.file, doc.line(body_where), body_where,
+                                  f"{named} declares no body; remove it or {OFF_CONTRACT_HINT}")]
+        header = next((k for k in reply.headers if k.lower() == "content-type"), None)
+        if header is not None:
+            media_type = reply.headers[header].split(";", 1)[0].strip().lower()
+        else:  # replies.py sends a string as text/plain unless Content-Type says JSON
+            media_type = "text/plain" if isinstance(reply.body, str) else "application/json"
+        media = response.content.get(media_type)
+        if media is None:
+            fitting = [name for name in response.content if "*" in name and fnmatchcase(media_type, name)]
+            media = response.content[max(fitting, key=len)] if fitting else None
+        if media is None:
+            declared = ", ".join(response.content)
+            if header is not None:
+                at = f"{where}.headers.{header}"
+                message = f"{media_type!r} is not declared for {named} (declared: {declared}); {OFF_CONTRACT_HINT}"
+            else:
+                at = body_where
+                message = (f"a string body is sent as text/plain, which {named} does not declare"
+                           f" (declared: {declared}); set a Content-Type header or {OFF_CONTRACT_HINT}")
+            return [ScenarioError(doc.file, doc.line(at), at, message)]
+        if media.schema is None:
+            return []
+        check = self.check(op, response.status, media.name, media.schema)
+        if isinstance(check, str):
+            return [ScenarioError(doc.file, doc.line(body_where), body_where, f"cannot check the body: {check}")]
+        found = []
+        for violation in check.errors(reply.body, body_where):
+            if any(violation.where == t or violation.where.startswith((t + ".", t + "[")) for t in templated):
+                continue  # a lone placeholder's type is only known per request
+            found.append(ScenarioError(doc.file, doc.line(violation.where), violation.where, f"{violation.message} ({named})"))
+        return found
+
+    def rule_errors(self, doc: _Document, rule: Rule, raw: dict) -> list[ScenarioError]:
+        found: list[ScenarioError] = []
+        key = "reply" if "reply" in raw else "replies"
+        places = [f"{rule.label}.reply"] if key == "reply" else [f"{rule.label}.replies[{j}]" for j in range(len(rule.replies))]
+        templated: list[str] = []
+        for where, reply_raw in zip(places, [raw[key]] if key == "reply" else raw[key]):
+            for p in placeholder_paths(reply_raw, ()):
+                at = location_path(where, p.location)
+                if p.problem is not None:
+                    found.append(ScenarioError(doc.file, doc.line(at), at, p.problem))
+                elif p.lone:
+                    templated.append(at)
+        if rule.off_contract:
+            return found
+        ops, what, why = self.operations(rule.match)
+        if not ops:
+            at = f"{rule.label}.match.{what}"
+            return [*found, ScenarioError(doc.file, doc.line(at), at, why)]
+        for op in ops:
+            for where, reply in zip(places, rule.replies):
+                if reply.fault is None:
+                    found.extend(self.reply_errors(doc, op, reply, where, templated))
+        return found
+
+
+# -- files and folders -------------------------------------------------------------------------
+def _load(path: Path, file: str, contract: _Contract) -> tuple[Scenario | None, list[ScenarioError], int | None]:
+    """Load one file; returns the scenario (None when broken), its errors, and the line of `name:`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [ScenarioError(file, None, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")], None
+    except OSError as exc:
+        return None, [ScenarioError(file, None, "", f"cannot read ({exc.strerror or exc})")], None
+    doc = _Document(file, text)
+    if doc.errors:
+        return None, sorted(doc.errors, key=_order), None
+    if doc.data is None:
+        message = "the file is empty (expected `description:` and `rules:`)"
+        return None, [ScenarioError(file, 1, "", message)], None
+    errors = _schema_errors(doc)
+    if errors:
+        return None, sorted(errors, key=_order), None
+    scenario = _build(doc, doc.data.get("name", Path(file).stem))
+    for rule, raw in zip(scenario.rules, doc.data.get("rules") or []):
+        errors.extend(contract.rule_errors(doc, rule, raw))
+    if errors:
+        return None, sorted(errors, key=_order), None
+    return scenario, [], doc.lines.get("name")
+
+
+def _order(error: ScenarioError) -> tuple:
+    return (error.line or 0, error.path, error.message)
+
+
+def load_scenario_file(path: Path, spec: Spec) -> Scenario:
+    """Load and check one scenario file against `spec`; raises ScenarioLoadError with every problem."""
+    path = Path(path)
+    scenario, errors, _ = _load(path, str(path), _Contract(spec))
+    if scenario is None:
+        raise ScenarioLoadError(errors)
+    return scenario
+
+
+def scenario_files(folder: Path) -> list[Path]:
+    """The scenario files of `folder`: *.yaml and *.yml, sorted, not recursive, no hidden files."""
+    return sorted(
+        p for p in Path(folder).iterdir()
+        if p.suffix in SUFFIXES and not p.name.startswith(".") and (p.is_file() or p.is_symlink())
+    )
+
+
+def load_scenarios(
+    folder: Path, spec: Spec, _contract: _Contract | None = None
+) -> tuple[dict[str, Scenario], list[ScenarioError]]:
+    """Load every scenario file of `folder`; broken files are left out and their errors returned."""
+    folder = Path(folder)
+    try:
+        files = scenario_files(folder)
+        root = folder.resolve(strict=True)
+    except OSError as exc:
+        return {}, [ScenarioError(str(folder), None, "", f"cannot read the folder ({exc.strerror or exc})")]
+    contract = _contract or _Contract(spec)
+    scenarios: dict[str, Scenario] = {}
+    errors: list[ScenarioError] = []
+    for path in files:
+        file = str(path)
+        target = path.resolve()
+        if not target.is_relative_to(root):
+            errors.append(ScenarioError(file, None, "", f"links to {target}, outside {folder}; not read"))
+            continue
+        if not target.is_file():
+            errors.append(ScenarioError(file, None, "", "is not a file (a broken link?); not read"))
+            continue
+        scenario, found, name_line = _load(target, file, contract)
+        errors.extend(found)
+        if scenario is None:
+            continue
+        if scenario.name in scenarios:
+            first = scenarios[scenario.name].file
+            message = f"scenario {scenario.name!r} is already defined by {first}; give one of them another `name:`"
+            errors.append(ScenarioError(file, name_line, "name" if name_line else "", message))
+            continue
+        scenarios[scenario.name] = scenario
+    return scenarios, errors
+
+
+def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError], int]:
+    """What `plantstub check` reports: every error of the files and folders given, and how many scenarios loaded."""
+    errors: list[ScenarioError] = []
+    loaded = 0
+    contract = _Contract(spec)
+    for given in map(Path, paths):
+        if given.is_dir():
+            if not scenario_files(given):
+                errors.append(ScenarioError(str(given), None, "", "no scenario files here (*.yaml, *.yml)"))
+                continue
+            scenarios, found = load_scenarios(given, spec, contract)
+            loaded += len(scenarios)
+        elif given.exists():
+            scenario, found, _ = _load(given, str(given), contract)
+            loaded += scenario is not None
+        else:
+            found = [ScenarioError(str(given), None, "", "no such file or folder")]
+        errors.extend(found)
+    return errors, loaded

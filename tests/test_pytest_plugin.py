@@ -1,0 +1,256 @@
+"""The pytest plugin as a consumer project meets it: pytester suites with the `plantstub` fixture."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).parent.parent / "README.md"
+
+CLIENT = '''
+import json
+import urllib.error
+import urllib.request
+
+
+def create_plant(base_url, plant, token="t"):
+    request = urllib.request.Request(
+        base_url + "/plants", data=json.dumps(plant).encode(), method="POST",
+        headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+'''
+
+SCENARIO = '''
+description: The store refuses every creation.
+rules:
+  - match: {method: POST, path: /plants}
+    reply:
+      status: 400
+      body: {error: 503, message: Store is closed}
+'''
+
+
+QUIET = ("-W", "ignore::pytest.PytestAssertRewriteWarning", "-o", "asyncio_default_fixture_loop_scope=function")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """runpytest in-process; plantstub is imported already, so its assert-rewrite warning is noise here."""
+    return pytester.runpytest(*QUIET, *args)
+
+
+@pytest.fixture
+def consumer(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(client=CLIENT)
+    pytester.mkdir("scenarios")
+    (pytester.path / "scenarios" / "store-closed.yaml").write_text(SCENARIO)
+    return pytester
+
+
+def test_plugin_passing_suite(consumer):
+    consumer.makepyfile(test_it='''
+        from client import create_plant
+
+        def test_create(plantstub):
+            assert create_plant(plantstub.url, {"id": 1, "name": "Fern"}) == (200, {"name": "Fern"})
+            plantstub.assert_called("POST", "/plants", body={"name": "Fern"}, times=1)
+
+        def test_each_test_starts_empty(plantstub):
+            assert plantstub.calls == []
+    ''')
+    run(consumer, "-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_plugin_contract_violation_fails_exactly_that_test(consumer):
+    consumer.makepyfile(test_it='''
+        from client import create_plant
+
+        def test_good(plantstub):
+            create_plant(plantstub.url, {"id": 1, "name": "Fern"})
+
+        def test_create_plant(plantstub):
+            create_plant(plantstub.url, {"id": "x", "name": "Fern"})
+    ''')
+    result = run(consumer)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "plantstub: test_create_plant sent 1 request that breaks the contract: #? POST /plants -> 400: "
+        "body.id: 'x' is not of type 'integer'. If that was the point of the test, mark it "
+        "@pytest.mark.plantstub(strict=False).",
+        "*FAILED test_it.py::test_create_plant*",
+    ])
+    assert "teardown" not in result.stdout.str().lower()
+
+
+def test_plugin_strict_false_opts_out(consumer):
+    consumer.makepyfile(test_it='''
+        import pytest
+        from client import create_plant
+
+        @pytest.mark.plantstub(strict=False)
+        def test_broken_on_purpose(plantstub):
+            status, body = create_plant(plantstub.url, {"id": "x", "name": "Fern"})
+            assert status == 400
+            assert body["message"] == "body.id: 'x' is not of type 'integer'"
+    ''')
+    run(consumer).assert_outcomes(passed=1)
+
+
+def test_plugin_marker_selects_scenario_for_one_test(consumer):
+    consumer.makepyfile(test_it='''
+        import pytest
+        from client import create_plant
+
+        @pytest.mark.plantstub(scenario="store-closed")
+        def test_closed(plantstub):
+            assert create_plant(plantstub.url, {"id": 1, "name": "Fern"}) == (
+                400, {"error": 503, "message": "Store is closed"})
+            assert plantstub.calls[0].rule == "rules[0]"
+
+        def test_next_test_is_back_to_default(plantstub):
+            assert create_plant(plantstub.url, {"id": 1, "name": "Fern"})[0] == 200
+    ''')
+    run(consumer, "--strict-markers").assert_outcomes(passed=2)
+
+
+def test_plugin_marker_typo_is_an_error(consumer):
+    consumer.makepyfile(test_it='''
+        import pytest
+
+        @pytest.mark.plantstub(scenarioo="store-closed")
+        def test_x(plantstub):
+            pass
+    ''')
+    result = run(consumer)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*TypeError*unexpected keyword argument 'scenarioo'*"])
+
+
+@pytest.mark.parametrize("how", ["ini", "cli"])
+def test_plugin_scenarios_folder_from_ini_or_command_line(pytester, how):
+    pytester.makepyfile(client=CLIENT)
+    pytester.mkdir("stubs")
+    (pytester.path / "stubs" / "closed.yaml").write_text(SCENARIO)
+    pytester.makepyfile(test_it='''
+        import pytest
+        from client import create_plant
+
+        @pytest.mark.plantstub(scenario="closed")
+        def test_closed(plantstub):
+            assert create_plant(plantstub.url, {"id": 1, "name": "Fern"})[0] == 400
+    ''')
+    if how == "ini":
+        pytester.makeini("[pytest]\nplantstub_scenarios = stubs\n")
+        result = run(pytester)
+    else:
+        result = run(pytester, "--plantstub-scenarios", "stubs")
+    result.assert_outcomes(passed=1)
+
+
+def test_plugin_spec_option(pytester):
+    pytester.makefile(".yaml", api='''
+        openapi: 3.0.3
+        info: {title: Trees, version: "1"}
+        paths:
+          /trees:
+            get:
+              responses:
+                "200":
+                  description: ok
+                  content:
+                    application/json:
+                      example: [{"name": "Oak"}]
+    ''')
+    pytester.makeini("[pytest]\nplantstub_spec = api.yaml\n")
+    pytester.makepyfile(test_it='''
+        import json, urllib.request
+
+        def test_trees(plantstub):
+            with urllib.request.urlopen(plantstub.url + "/trees") as response:
+                assert json.load(response) == [{"name": "Oak"}]
+    ''')
+    run(pytester).assert_outcomes(passed=1)
+
+
+def test_plugin_help_and_markers_show_options(pytester):
+    result = run(pytester, "--help")
+    result.stdout.fnmatch_lines(["*--plantstub-spec=FILE*", "*--plantstub-scenarios=DIR*",
+                                 "*--plantstub-coverage-fail-under=PCT*", "*plantstub_scenarios*"])
+    result = run(pytester, "--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.plantstub(scenario=None, strict=True)*"])
+
+
+def test_plugin_async_tests(consumer):
+    consumer.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    consumer.makepyfile(test_it='''
+        import aiohttp
+
+        async def test_async_client(plantstub):
+            async with aiohttp.ClientSession() as session:
+                async with session.post(plantstub.url + "/plants", json={"id": 1, "name": "Ivy"},
+                                        headers={"Authorization": "Bearer t"}) as response:
+                    assert response.status == 200
+                    assert await response.json() == {"name": "Ivy"}
+            plantstub.assert_called("POST", "/plants", body={"name": "Ivy"})
+    ''')
+    run(consumer).assert_outcomes(passed=1)
+
+
+def test_plugin_coverage_summary_and_fail_under(consumer):
+    consumer.makepyfile(test_it='''
+        from client import create_plant
+
+        def test_create(plantstub):
+            create_plant(plantstub.url, {"id": 1, "name": "Fern"})
+    ''')
+    result = run(consumer, "--plantstub-coverage")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*plantstub contract coverage*",
+        "  POST /plants*200*1",
+        "  POST /plants*400*0   <- never exercised",
+        "plantstub: 1 of 2 declared responses exercised (50.0%)",
+    ])
+    assert result.ret == 0
+    result = run(consumer, "--plantstub-coverage-fail-under=80")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*contract coverage 50.0% is under --plantstub-coverage-fail-under=80*"])
+
+
+def test_plugin_parallel_with_xdist(consumer):
+    pytest.importorskip("xdist")
+    consumer.makepyfile(test_it='''
+        import pytest
+        from client import create_plant
+
+        @pytest.mark.parametrize("i", range(8))
+        def test_create(plantstub, i):
+            assert create_plant(plantstub.url, {"id": i, "name": "P"})[0] == 200
+            assert len(plantstub.calls) == 1
+    ''')
+    result = consumer.runpytest_subprocess(*QUIET, "-n", "2", "--plantstub-coverage")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["  POST /plants*200*8"])
+
+
+def readme_examples() -> dict[str, str]:
+    """Files of the README's consumer example: `<!-- example: NAME -->` then a fenced block."""
+    text = README.read_text()
+    return {m.group(1): m.group(2) for m in re.finditer(r"<!-- example: (\S+) -->\n```\w*\n(.*?)```", text, re.S)}
+
+
+def test_readme_consumer_example_runs(pytester):
+    files = readme_examples()
+    assert {"plant_client.py", "test_plant_client.py", "scenarios/store-closed.yaml"} <= set(files)
+    for name, content in files.items():
+        path = pytester.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    result = run(pytester, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=len(re.findall(r"^def test_|^async def test_", files["test_plant_client.py"], re.M)))

@@ -1,0 +1,407 @@
+"""Scenario loading: exact `file:line: path: message` for every broken file, the model, `check`, `schema`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from plantstub.errors import ScenarioError
+from plantstub.incoming import NO_BODY
+from plantstub.scenario import Criteria, Reply, Rule, Scenario
+from plantstub.scenario_loader import ScenarioLoadError, load_scenario_file, load_scenarios, scenario_schema
+from plantstub.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIOS = Path(__file__).resolve().parent / "data" / "scenarios"
+SPEC = load_spec()
+
+TREES = """\
+openapi: 3.1.0
+info: {title: Trees, version: "1"}
+paths:
+  /trees/{treeId}:
+    get:
+      responses:
+        "200":
+          description: a tree
+          content:
+            application/json:
+              schema: {type: object, required: [height], properties: {height: {type: integer}}}
+        "404": {description: no such tree}
+    delete:
+      responses:
+        "204": {description: gone}
+"""
+
+TOO_LARGE = "too large: more than 100000 values, or nested deeper than 100, once aliases are expanded"
+
+BROKEN = [
+    ("unknown-key.yaml", "7: rules[0].match: unknown key 'heders' (did you mean 'headers'?)"),
+    ("unknown-top-level-key.yaml", "2: unknown key 'descripton' (did you mean 'description'?)"),
+    ("wrong-type.yaml", "5: rules[0].times: 'once' is not of type 'integer'"),
+    ("status-out-of-range.yaml", "6: rules[0].reply.status: 999 is greater than the maximum of 599"),
+    ("status-not-declared.yaml",
+     "8: rules[0].replies[1].status: 418 is not declared for POST /plants (declared: 200, 400);"
+     " add `off_contract: true` to this rule to serve it anyway"),
+    ("body-breaks-schema.yaml",
+     "8: rules[0].reply.body.error: 'closed' is not of type 'integer' (POST /plants response 400)"),
+    ("text-body.yaml",
+     "5: rules[0].reply.body: a string body is sent as text/plain, which POST /plants response 200 does not"
+     " declare (declared: application/json); set a Content-Type header or add `off_contract: true` to this"
+     " rule to serve it anyway"),
+    ("bad-yaml.yaml", "5: not valid YAML: expected ',' or '}', but got ':'"),
+    ("duplicate-key.yaml", "8: not valid YAML: duplicate key 'status' (first at line 6)"),
+    ("empty.yaml", "1: the file is empty (expected `description:` and `rules:`)"),
+    ("not-a-mapping.yaml", "1: a scenario file holds a mapping (description:, rules:), not a list"),
+    ("no-reply.yaml",
+     "4: rules[0]: has no `reply:`; add `reply:` (one answer) or `replies:` (successive answers, the last repeats)"),
+    ("reply-and-replies.yaml",
+     "6: rules[0]: has both `reply:` and `replies:`; keep one (`replies:` for answers that change per call)"),
+    ("unknown-fault.yaml",
+     "5: rules[0].reply.fault: 'conection_reset' is not one of ['connection_reset', 'empty_reply',"
+     " 'malformed_body'] (did you mean 'connection_reset'?)"),
+    ("unknown-template-root.yaml",
+     "7: rules[0].reply.body.name: unknown template root 'config' in '{{ config.x }}' (expected request.body,"
+     " request.headers, request.query, request.path or request.method)"),
+    ("unknown-request-field.yaml",
+     "7: rules[0].reply.headers.X-Name: unknown request field 'bodyy' in '{{ request.bodyy.name }}'"
+     " (did you mean 'request.body'?)"),
+    ("python-expression.yaml",
+     "6: rules[0].reply.body: unknown template root '__import__' in \"{{ __import__('os').system('true') }}\""
+     " (expected request.body, request.headers, request.query, request.path or request.method)"),
+    ("unmatched-path.yaml", "8: rules[2].match.path: /plantz matches no path in the spec (paths: /plants)"),
+    ("method-not-on-path.yaml", "4: rules[0].match.method: GET is not an operation of /plants (methods: POST)"),
+]
+
+
+@pytest.fixture
+def in_scenarios(monkeypatch):
+    """Run from tests/data/scenarios, so errors name files as `broken/x.yaml`."""
+    monkeypatch.chdir(SCENARIOS)
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def errors_of(path: Path, spec=SPEC) -> list[str]:
+    with pytest.raises(ScenarioLoadError) as caught:
+        load_scenario_file(path, spec)
+    return [str(e) for e in caught.value.errors]
+
+
+@pytest.mark.parametrize(("name", "expected"), BROKEN, ids=[name.removesuffix(".yaml") for name, _ in BROKEN])
+def test_load_scenario_file_names_file_line_path_and_problem(in_scenarios, name, expected):
+    assert errors_of(Path("broken", name)) == [f"broken/{name}:{expected}"]
+
+
+def test_load_scenario_file_pins_every_broken_file():
+    assert sorted(p.name for p in (SCENARIOS / "broken").iterdir()) == sorted(name for name, _ in BROKEN)
+
+
+def test_load_scenarios_reports_every_broken_file_in_order(in_scenarios):
+    scenarios, errors = load_scenarios(Path("broken"), SPEC)
+    assert scenarios == {}
+    assert [str(e) for e in errors] == [f"broken/{name}:{expected}" for name, expected in sorted(BROKEN)]
+
+
+def test_load_scenarios_duplicate_names_name_both_files(in_scenarios):
+    scenarios, errors = load_scenarios(Path("duplicates"), SPEC)
+    assert list(scenarios) == ["cactus"]
+    assert scenarios["cactus"].file == "duplicates/a-cactus.yaml"
+    assert [str(e) for e in errors] == [
+        "duplicates/b-cactus.yaml:3: name: scenario 'cactus' is already defined by duplicates/a-cactus.yaml;"
+        " give one of them another `name:`"
+    ]
+
+
+def test_scenario_load_error_is_a_scenario_error_listing_every_problem(tmp_path):
+    path = write(tmp_path, "many.yaml", "rules:\n  - match: {methd: POST}\n    reply: {status: 700, delay_ms: -1}\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario_file(path, SPEC)
+    assert isinstance(caught.value, ScenarioLoadError)
+    assert str(caught.value) == "\n".join([
+        f"{path}:2: rules[0].match: unknown key 'methd' (did you mean 'method'?)",
+        f"{path}:3: rules[0].reply.delay_ms: -1 is less than the minimum of 0",
+        f"{path}:3: rules[0].reply.status: 700 is greater than the maximum of 599",
+    ])
+    assert (caught.value.file, caught.value.line, caught.value.path) == (str(path), 2, "rules[0].match")
+
+
+def test_load_scenario_file_product_example_gives_the_model():
+    path = REPO / "scenarios" / "product-example.yaml"
+    assert load_scenario_file(path, SPEC) == Scenario(
+        name="product-example",
+        description="Creating a cactus fails once, then works.",
+        file=str(path),
+        rules=(
+            Rule(0, Criteria("POST", "/plants", {"x-tenant": "acme"}, {"dry_run": "1"}, {"name": "Cactus"}, 5), (
+                Reply(400, {}, {"error": 503, "message": "Store is closed"}, line=12),
+                Reply(200, {}, {"name": "{{ request.body.name }}", "tag": "succulent"}, line=14),
+            ), None, False, 5),
+            Rule(1, Criteria(None, "/plants", {}, {}, {"tag": "poison"}, 16), (
+                Reply(200, {"X-Trace": "abc"}, {"name": "{{ request.body.name }}"}, 250, line=18),
+            ), 1, False, 16),
+            Rule(2, Criteria(None, "/plants", {}, {}, {"name": "Gremlin"}, 23), (
+                Reply(500, {}, "not json at all", line=25),
+            ), None, True, 23),
+            Rule(3, Criteria(None, "/plants", {}, {}, {"name": "Unplugged"}, 26), (
+                Reply(200, {}, NO_BODY, fault="connection_reset", line=27),
+            ), None, False, 26),
+        ),
+        validate_requests=True,
+    )
+
+
+def test_rule_label_is_its_location():
+    rule = load_scenario_file(REPO / "scenarios" / "flaky.yaml", SPEC).rules[0]
+    assert rule.label == "rules[0]"
+    assert [r.status for r in rule.replies] == [400, 200]
+
+
+def test_load_scenarios_good_folder(in_scenarios):
+    scenarios, errors = load_scenarios(Path("good"), SPEC)
+    assert errors == []
+    assert sorted(scenarios) == ["anchors", "faults-and-off-contract", "minimal", "templated-replies"]
+    minimal = scenarios["minimal"]
+    assert (minimal.description, minimal.rules, minimal.validate_requests) == ("", (), True)
+    templated = scenarios["templated-replies"]
+    assert templated.validate_requests is False
+    # Header names are stored lower-case; numbers and booleans are matched as their text.
+    assert templated.rules[0].match.headers == {"x-count": "5", "x-debug": "true"}
+    assert templated.rules[0].match.query == {"page": "2"}
+    moss = scenarios["anchors"].rules[1].replies[0]
+    assert (moss.status, moss.body, moss.delay_ms, moss.line) == (400, {"error": 400, "message": "Closed"}, 100, 9)
+
+
+def test_load_scenarios_repo_examples_pass():
+    scenarios, errors = load_scenarios(REPO / "scenarios", SPEC)
+    assert errors == []
+    assert sorted(scenarios) == ["dropped-connection", "flaky", "product-example", "slow", "store-closed"]
+    assert all(s.description for s in scenarios.values())
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('{error: "{{ request.body.id }}", message: m}', []),
+        ('"{{ request.body }}"', []),
+        ('{error: "#{{ request.body.id }}", message: m}',
+         ["3: rules[0].reply.body.error: '#{{ request.body.id }}' is not of type 'integer' (POST /plants response 400)"]),
+        ('{error: 1, message: "{{ request.body.name }}", extra: {{ "{{ request.body }}" }}}', []),
+    ],
+    ids=["lone-placeholder-any-type", "whole-body", "placeholder-in-text-is-a-string", "nested"],
+)
+def test_load_scenario_file_skips_schema_checks_under_lone_placeholders(tmp_path, body, expected):
+    body = body.replace('{{ "{{ request.body }}" }}', '"{{ request.body }}"')
+    text = f"rules:\n  - match: {{method: POST}}\n    reply: {{status: 400, body: {body}}}\n"
+    path = write(tmp_path, "t.yaml", text)
+    if expected:
+        assert errors_of(path) == [f"{path}:{line}" for line in expected]
+    else:
+        load_scenario_file(path, SPEC)
+
+
+@pytest.mark.parametrize(
+    ("match", "reply", "expected"),
+    [
+        ("{path: '/trees/{id}', method: GET}", "{status: 200, body: {height: 3}}", None),
+        ("{path: /trees/42, method: GET}", "{status: 404}", None),
+        ("{path: /trees/42, method: DELETE}", "{status: 204}", None),
+        ("{path: /trees/42}", "{status: 200, body: {height: 3}}",
+         "rules[0].reply.status: 200 is not declared for DELETE /trees/{treeId} (declared: 204);"
+         " add `off_contract: true` to this rule to serve it anyway"),
+        ("{method: GET}", "{body: {height: tall}}",
+         "rules[0].reply.body.height: 'tall' is not of type 'integer' (GET /trees/{treeId} response 200)"),
+        ("{method: GET}", "{status: 204}",
+         "rules[0].reply.status: 204 is not declared for GET /trees/{treeId} (declared: 200, 404);"
+         " add `off_contract: true` to this rule to serve it anyway"),
+        ("{method: DELETE}", "{body: {}}",
+         "rules[0].reply.status: 200 (the default status) is not declared for DELETE /trees/{treeId}"
+         " (declared: 204); add `off_contract: true` to this rule to serve it anyway"),
+        ("{method: DELETE}", "{status: 204, body: {}}",
+         "rules[0].reply.body: DELETE /trees/{treeId} response 204 declares no body; remove it or add"
+         " `off_contract: true` to this rule to serve it anyway"),
+        ("{method: PATCH}", "{status: 200}",
+         "rules[0].match.method: PATCH matches no operation in the spec (methods: DELETE, GET)"),
+        ("{path: /trees}", "{status: 200}",
+         "rules[0].match.path: /trees matches no path in the spec (paths: /trees/{treeId})"),
+        ("{method: GET}", "{status: 200, headers: {content-type: text/csv}, body: 'a,b'}",
+         "rules[0].reply.headers.content-type: 'text/csv' is not declared for GET /trees/{treeId} response 200"
+         " (declared: application/json); add `off_contract: true` to this rule to serve it anyway"),
+    ],
+    ids=["template-path", "literal-path", "no-body-status", "every-operation-of-path", "bad-body",
+         "undeclared-status", "default-status", "body-where-none-declared", "unknown-method", "unknown-path",
+         "undeclared-content-type"],
+)
+def test_load_scenario_file_checks_replies_against_every_operation_they_can_match(tmp_path, match, reply, expected):
+    spec = load_spec(write(tmp_path, "trees.yaml", TREES))
+    path = write(tmp_path, "s.yaml", f"rules:\n  - match: {match}\n    reply: {reply}\n")
+    if expected is None:
+        load_scenario_file(path, spec)
+    else:
+        line = 2 if ".match." in expected else 3
+        assert errors_of(path, spec) == [f"{path}:{line}: {expected}"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("rules:\n  - reply:\n      body: !!set {a, b}\n", "3: rules[0].reply.body: a set is not a JSON value"),
+        ("rules:\n  - reply:\n      body: !!python/object:os.system ls\n",
+         "3: not valid YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object:os.system'"),
+        ("a: &a [*a, *a]\n", TOO_LARGE),
+        ("description: x\n---\ndescription: y\n",
+         "2: not valid YAML: expected a single document in the stream, but found another document"),
+        ("rules:\n  - match:\n    reply: {}\n", "2: rules[0].match: null is not of type 'object'"),
+    ],
+    ids=["set", "python-tag", "self-reference", "two-documents", "empty-match"],
+)
+def test_load_scenario_file_accepts_only_json_shaped_yaml(tmp_path, text, expected):
+    path = write(tmp_path, "s.yaml", text)
+    sep = ":" if expected[0].isdigit() else ": "
+    assert errors_of(path) == [f"{path}{sep}{expected}"]
+
+
+def test_load_scenario_file_alias_bomb_is_refused_quickly(tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    path = write(tmp_path, "bomb.yaml", "\n".join(lines) + "\n")
+    assert errors_of(path) == [f"{path}: {TOO_LARGE}"]
+
+
+def test_load_scenarios_reads_yaml_and_yml_only_sorted_not_recursive(tmp_path):
+    write(tmp_path, "b.yml", "rules: []\n")
+    write(tmp_path, "a.yaml", "rules: []\n")
+    write(tmp_path, "notes.txt", "not a scenario")
+    write(tmp_path, ".#a.yaml", "editor lock file")
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub", "c.yaml", "rules: []\n")
+    scenarios, errors = load_scenarios(tmp_path, SPEC)
+    assert (list(scenarios), errors) == (["a", "b"], [])
+
+
+def test_load_scenarios_refuses_links_outside_the_folder(tmp_path):
+    folder, outside = tmp_path / "scenarios", tmp_path / "secret.yaml"
+    folder.mkdir()
+    outside.write_text("rules: []\n")
+    (folder / "leak.yaml").symlink_to(outside)
+    (folder / "broken-link.yaml").symlink_to(tmp_path / "nothing.yaml")
+    write(folder, "real.yaml", "rules: []\n")
+    (folder / "alias.yaml").symlink_to(folder / "real.yaml")
+    scenarios, errors = load_scenarios(folder, SPEC)
+    assert sorted(scenarios) == ["alias", "real"]
+    assert [str(e) for e in errors] == [
+        f"{folder}/broken-link.yaml: links to {tmp_path / 'nothing.yaml'}, outside {folder}; not read",
+        f"{folder}/leak.yaml: links to {outside}, outside {folder}; not read",
+    ]
+
+
+def test_load_scenarios_missing_folder_is_an_error(tmp_path):
+    scenarios, errors = load_scenarios(tmp_path / "nope", SPEC)
+    assert scenarios == {}
+    assert [str(e) for e in errors] == [f"{tmp_path / 'nope'}: cannot read the folder (No such file or directory)"]
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+def plantstub(*args: str, cwd: Path = SCENARIOS, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANTSTUB_")}
+    return subprocess.run(
+        [sys.executable, "-m", "plantstub", *args], capture_output=True, text=True, cwd=cwd,
+        env={**environ, **(env or {})}, timeout=60,
+    )
+
+
+def test_cli_check_good_folder_exits_0():
+    result = plantstub("check", "good")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 4 scenarios OK\n", "")
+
+
+def test_cli_check_prints_each_error_and_a_summary_and_exits_1():
+    result = plantstub("check", "good", "broken/unknown-key.yaml", "broken/status-not-declared.yaml", "nowhere.yaml")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "broken/unknown-key.yaml:7: rules[0].match: unknown key 'heders' (did you mean 'headers'?)",
+        "broken/status-not-declared.yaml:8: rules[0].replies[1].status: 418 is not declared for POST /plants"
+        " (declared: 200, 400); add `off_contract: true` to this rule to serve it anyway",
+        "nowhere.yaml: no such file or folder",
+        "plantstub: 3 errors in 3 files",
+    ]
+
+
+def test_cli_check_folder_with_duplicates():
+    result = plantstub("check", "duplicates")
+    assert (result.returncode, result.stderr.splitlines()[-1]) == (1, "plantstub: 1 error in 1 file")
+
+
+def test_cli_check_repo_scenarios():
+    result = plantstub("check", "scenarios", cwd=REPO)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 5 scenarios OK\n", "")
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_cli_check_spec_from_flag_or_environment(tmp_path, how):
+    spec = write(tmp_path, "trees.yaml", TREES)
+    write(tmp_path, "felled.yaml", "rules:\n  - match: {method: DELETE, path: /trees/7}\n    reply: {status: 204}\n")
+    assert plantstub("check", str(tmp_path / "felled.yaml")).stderr.splitlines()[0] == (
+        f"{tmp_path}/felled.yaml:2: rules[0].match.path: /trees/7 matches no path in the spec (paths: /plants)"
+    )
+    args, env = (["--spec", str(spec)], None) if how == "flag" else ([], {"PLANTSTUB_SPEC": str(spec)})
+    result = plantstub("check", *args, str(tmp_path / "felled.yaml"), env=env)
+    assert (result.returncode, result.stdout) == (0, "plantstub: 1 scenario OK\n")
+
+
+def test_cli_check_empty_folder_and_usage(tmp_path):
+    result = plantstub("check", str(tmp_path))
+    assert (result.returncode, result.stderr.splitlines()) == (
+        1, [f"{tmp_path}: no scenario files here (*.yaml, *.yml)", "plantstub: 1 error in 1 file"]
+    )
+    assert plantstub("check").returncode == 2
+
+
+def test_cli_check_bad_spec_exits_1(tmp_path):
+    result = plantstub("check", "--spec", str(tmp_path / "missing.yaml"), "good")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"plantstub: cannot use spec {tmp_path / 'missing.yaml'}")
+
+
+def test_cli_schema_prints_a_valid_json_schema_that_the_examples_fit():
+    result = plantstub("schema")
+    assert result.returncode == 0
+    schema = json.loads(result.stdout)
+    assert schema == scenario_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    examples = sorted((REPO / "scenarios").glob("*.yaml")) + sorted((SCENARIOS / "good").glob("*.y*ml"))
+    assert len(examples) == 9
+    for path in examples:
+        assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
+
+
+def test_schema_describes_every_property():
+    def properties(node):
+        if isinstance(node, dict):
+            for name, sub in node.get("properties", {}).items():
+                yield name, sub
+            for value in node.values():
+                yield from properties(value)
+
+    found = list(properties(scenario_schema()))
+    assert len(found) == 19
+    assert [name for name, sub in found if not (sub.get("title") and sub.get("description"))] == []
+
+
+def test_repo_examples_name_the_schema_for_editors():
+    for path in sorted((REPO / "scenarios").glob("*.yaml")):
+        first = path.read_text().splitlines()[0]
+        assert first == "# yaml-language-server: $schema=../plantstub/data/scenario.schema.json", path
