@@ -92,7 +92,17 @@ class Answer:
                 for name, sub in (flat.get("properties") or {}).items():
                     sub_schema = {**sub, "$defs": defs} if isinstance(sub, dict) and defs else sub
                     self.echo[name] = SchemaCheck(sub_schema, f"{op.label} response {key} property {name}")
+                self._fill_status()
         self.content_type = self.media.name if self.media else None
+
+    def _fill_status(self) -> None:
+        """An error record generated for status 400 says `error: 400`, not `error: 0`, when it may."""
+        if self.status < 400:
+            return
+        for name in ("error", "code", "status"):
+            check = self.echo.get(name)
+            if check is not None and isinstance(self.base.get(name), int) and check.is_valid(self.status):
+                self.base[name] = self.status
 
     def body_for(self, request_body: Any, example: str | None = None) -> Any:
         """The body to send: a named example, or the base value with request fields echoed in."""

@@ -20,7 +20,10 @@ TREE = {
         "Node": {
             "type": "object",
             "required": ["name", "children"],
-            "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+            "properties": {
+                "name": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+            },
         }
     },
 }
@@ -133,8 +136,8 @@ def test_sample_validates_openapi_30_schema(schema):
         ({"type": "integer", "format": "int64"}, 0),
         ({"type": "boolean"}, True),
         ({"anyOf": [{"type": "null"}, {"type": "string"}]}, "string"),
-        ({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "tag": {"type": "string"}}},
-         {"name": "string"}),
+        ({"type": "object", "required": ["name"],
+          "properties": {"name": {"type": "string"}, "tag": {"type": "string"}}}, {"name": "string"}),
         ({"type": "array", "items": {"type": "integer"}}, [0]),
         (TREE, {"name": "string", "children": [{"name": "string", "children": []}]}),
     ],

@@ -159,7 +159,8 @@ def test_load_spec_int_formats_become_bounds(greenhouse30):
     op = operation(greenhouse30, "GET /beds/{bedId}/plants/{plantId}")
     plant_id = param(op, "plantId").schema
     assert body_errors(plant_id, 2**63 - 1) == []
-    assert body_errors(plant_id, 2**63) == ["body: 9223372036854775808 is greater than the maximum of 9223372036854775807"]
+    assert body_errors(plant_id, 2**63) == [
+        "body: 9223372036854775808 is greater than the maximum of 9223372036854775807"]
     assert body_errors(param(op, "bedId").schema, 2**31) == [
         "body: 2147483648 is greater than the maximum of 2147483647"]
 
@@ -209,7 +210,8 @@ def test_load_spec_reads_yaml_like_json(greenhouse30):
 def test_load_spec_recursive_tree_validates_deep(tmp_path):
     op = load_spec(SPECS / "tree.yaml").operations[0]
     leaf = {"name": "Monstera deliciosa", "rank": "species"}
-    tree = {"name": "Araceae", "rank": "family", "children": [{"name": "Monstera", "rank": "genus", "children": [leaf]}]}
+    genus = {"name": "Monstera", "rank": "genus", "children": [leaf]}
+    tree = {"name": "Araceae", "rank": "family", "children": [genus]}
     assert body_errors(request_schema(op), tree) == []
     tree["children"][0]["children"].append({"name": "Thai Constellation", "rank": "cultivar"})
     assert body_errors(request_schema(op), tree) == [
@@ -305,7 +307,8 @@ def test_load_spec_refuses_broken_document(name, message):
     ("paths", "message"),
     [
         ("{/a: {get: nope}}", "paths./a.get: expected an Operation mapping, found str 'nope'"),
-        ("{/a: {get: {responses: [200]}}}", "paths./a.get.responses: expected a mapping of status codes, found list [200]"),
+        ("{/a: {get: {responses: [200]}}}",
+         "paths./a.get.responses: expected a mapping of status codes, found list [200]"),
         ("{/a: {parameters: {limit: 1}}}", "paths./a.parameters: expected a list, found dict {'limit': 1}"),
         ("{/a: {get: {parameters: [{name: q}]}}}", "paths./a.get.parameters[0]: a parameter needs 'name' and 'in'"),
         ("{/a: {get: {parameters: [{name: q, in: body}]}}}",

@@ -1,0 +1,232 @@
+"""Scenarios over HTTP: every example of PRODUCT.md's scenario section, selection, Prefer, faults."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from plantstub import create_app
+
+ROOT = Path(__file__).parent.parent
+AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+CACTUS = {**AUTH, "X-Tenant": "acme"}
+
+
+@pytest.fixture
+async def client(aiohttp_client):
+    return await aiohttp_client(create_app(scenarios=str(ROOT / "scenarios"), scenario="product-example"))
+
+
+async def send(client, body, headers=AUTH, path="/plants"):
+    response = await client.post(path, json=body, headers=headers)
+    text = await response.text()
+    return response.status, response.headers, text
+
+
+async def last_call(client):
+    return (await (await client.get("/__plantstub/calls?limit=1")).json())[0]
+
+
+async def test_rule_replies_in_sequence_and_the_last_repeats(client):
+    answers = [await send(client, {"id": 1, "name": "Cactus"}, CACTUS, "/plants?dry_run=1") for _ in range(3)]
+    assert [(s, t) for s, _, t in answers] == [
+        (400, '{"error":503,"message":"Store is closed"}'),
+        (200, '{"name":"Cactus","tag":"succulent"}'),
+        (200, '{"name":"Cactus","tag":"succulent"}'),
+    ]
+    call = await last_call(client)
+    assert (call["scenario"], call["rule"]) == ("product-example", "rules[0].replies[1]")
+
+
+@pytest.mark.parametrize(
+    ("headers", "path", "body"),
+    [
+        ({**AUTH, "X-Tenant": "other"}, "/plants?dry_run=1", {"id": 1, "name": "Cactus"}),
+        (AUTH, "/plants?dry_run=1", {"id": 1, "name": "Cactus"}),
+        (CACTUS, "/plants", {"id": 1, "name": "Cactus"}),
+        (CACTUS, "/plants?dry_run=0", {"id": 1, "name": "Cactus"}),
+        (CACTUS, "/plants?dry_run=1", {"id": 1, "name": "Cactos"}),
+    ],
+    ids=["wrong-header", "no-header", "no-query", "wrong-query", "wrong-body"],
+)
+async def test_every_criterion_must_hold(client, headers, path, body):
+    status, _, text = await send(client, body, headers, path)
+    assert (status, text) == (200, f'{{"name":"{body["name"]}"}}')  # the default echo
+    assert (await last_call(client))["rule"] is None
+
+
+async def test_header_names_are_case_insensitive(client):
+    headers = {**AUTH, "x-tenant": "acme"}
+    status, _, _ = await send(client, {"id": 1, "name": "Cactus"}, headers, "/plants?dry_run=1")
+    assert status == 400
+
+
+async def test_times_rule_answers_once_then_falls_through(client):
+    started = time.monotonic()
+    status, headers, text = await send(client, {"id": 2, "name": "Nightshade", "tag": "poison"})
+    assert time.monotonic() - started >= 0.25  # delay_ms: 250
+    assert (status, headers["X-Trace"], text) == (200, "abc", '{"name":"Nightshade"}')
+    status, headers, text = await send(client, {"id": 3, "name": "Hemlock", "tag": "poison"})
+    assert (status, "X-Trace" in headers, text) == (200, False, '{"name":"Hemlock","tag":"poison"}')
+
+
+async def test_off_contract_reply_is_served_as_written(client):
+    status, headers, text = await send(client, {"id": 4, "name": "Gremlin"})
+    assert (status, headers["Content-Type"].split(";")[0], text) == (500, "text/plain", "not json at all")
+
+
+async def test_fault_connection_reset_is_recorded(client):
+    with pytest.raises(aiohttp.ClientError):
+        await send(client, {"id": 5, "name": "Unplugged"})
+    call = await last_call(client)
+    assert (call["rule"], call["response"]) == (
+        "rules[3]", {"status": None, "headers": {}, "body": None, "fault": "connection_reset"})
+
+
+async def test_template_keeps_json_type_of_a_lone_placeholder(aiohttp_client, tmp_path):
+    (tmp_path / "echo.yaml").write_text(
+        "rules:\n"
+        "  - match: {path: /plants}\n"
+        "    off_contract: true\n"
+        "    reply:\n"
+        "      status: 200\n"
+        "      body: {id: '{{ request.body.id }}', said: 'id {{ request.body.id }} from {{ request.headers.x-tenant }}',\n"
+        "             path: '{{ request.path }}', q: '{{ request.query.q }}'}\n")
+    client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="echo"))
+    response = await client.post("/plants?q=1", json={"id": 42, "name": "A"}, headers={**AUTH, "X-Tenant": "acme"})
+    assert await response.json() == {"id": 42, "said": "id 42 from acme", "path": "/plants", "q": "1"}
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [("empty_reply", aiohttp.ServerDisconnectedError), ("malformed_body", aiohttp.ContentTypeError)],
+    ids=["empty_reply", "malformed_body"],
+)
+async def test_faults(aiohttp_client, tmp_path, fault, error):
+    (tmp_path / "f.yaml").write_text(f"rules:\n  - match: {{path: /plants}}\n    reply: {{fault: {fault}}}\n")
+    client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="f"))
+    response = None
+    try:
+        response = await client.post("/plants", json={"id": 1, "name": "A"}, headers=AUTH)
+        await response.json()
+    except Exception as exc:  # the client must meet the fault
+        assert isinstance(exc, (error, aiohttp.ClientPayloadError, ValueError)), exc
+    else:
+        raise AssertionError(f"no fault: {response.status}")
+    call = (await (await client.get("/__plantstub/calls")).json())[0]
+    assert call["rule"] == "rules[0]"
+
+
+async def test_invalid_request_is_caught_before_the_rules(client):
+    status, _, text = await send(client, {"id": "x", "name": "Cactus"}, CACTUS, "/plants?dry_run=1")
+    assert (status, text) == (400, '{"error":400,"message":"body.id: \'x\' is not of type \'integer\'"}')
+
+
+async def test_validate_requests_false_lets_rules_see_broken_requests(aiohttp_client, tmp_path):
+    (tmp_path / "lax.yaml").write_text(
+        "validate_requests: false\nrules:\n  - match: {body: {name: Cactus}}\n"
+        "    reply: {status: 200, body: {name: took it}}\n")
+    client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="lax"))
+    response = await client.post("/plants", json={"id": "x", "name": "Cactus"}, headers=AUTH)
+    assert (response.status, await response.json()) == (200, {"name": "took it"})
+    call = (await (await client.get("/__plantstub/calls")).json())[0]
+    assert (call["valid"], call["errors"], call["rule"]) == (False, ["body.id: 'x' is not of type 'integer'"], "rules[0]")
+
+
+async def test_scenario_header_selects_for_one_request(aiohttp_client):
+    client = await aiohttp_client(create_app(scenarios=str(ROOT / "scenarios")))
+    headers = {**AUTH, "X-Plantstub-Scenario": "store-closed"}
+    assert (await send(client, {"id": 1, "name": "A"}, headers))[0] == 400
+    assert (await send(client, {"id": 1, "name": "A"}))[0] == 200
+    status, _, text = await send(client, {"id": 1, "name": "A"}, {**AUTH, "X-Plantstub-Scenario": "nope"})
+    assert status == 400
+    assert text.startswith('{"error":400,"message":"headers.X-Plantstub-Scenario: unknown scenario \'nope\' (known: ')
+
+
+async def test_put_scenario_switches_and_resets_counters(aiohttp_client):
+    client = await aiohttp_client(create_app(scenarios=str(ROOT / "scenarios")))
+    response = await client.put("/__plantstub/scenario", json={"name": "flaky"})
+    assert (response.status, await response.json()) == (200, {"active": "flaky"})
+    assert [(await send(client, {"id": 1, "name": "A"}))[0] for _ in range(2)] == [400, 200]
+    await client.put("/__plantstub/scenario", json={"name": "flaky"})
+    assert (await send(client, {"id": 1, "name": "A"}))[0] == 400  # the sequence starts again
+    await client.post("/__plantstub/reset")
+    assert (await send(client, {"id": 1, "name": "A"}))[0] == 400
+    response = await client.put("/__plantstub/scenario", json={"name": "nope"})
+    assert response.status == 404
+    assert (await response.json())["message"].startswith("body.name: unknown scenario 'nope' (known: dropped-connection, flaky")
+    response = await client.put("/__plantstub/scenario", json={"name": None})
+    assert (await response.json()) == {"active": None}
+    assert (await send(client, {"id": 1, "name": "A"}))[0] == 200
+
+
+async def test_get_scenarios_lists_names_descriptions_active(client):
+    body = await (await client.get("/__plantstub/scenarios")).json()
+    assert body["active"] == "product-example"
+    assert {s["name"] for s in body["scenarios"]} == {
+        "dropped-connection", "flaky", "product-example", "slow", "store-closed"}
+    assert body["errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("prefer", "status", "body"),
+    [
+        ("code=400", 400, {"error": 400, "message": "string"}),
+        ("code=200", 200, {"name": "A"}),
+        ("code=418", 400, {"error": 400, "message": "headers.Prefer: code=418 is not declared for POST /plants (declared: 200, 400)"}),
+    ],
+    ids=["400", "200", "undeclared"],
+)
+async def test_prefer_code_forces_a_declared_response(client, prefer, status, body):
+    response = await client.post("/plants", json={"id": 1, "name": "A"}, headers={**AUTH, "Prefer": prefer})
+    assert (response.status, await response.json()) == (status, body)
+
+
+async def test_unknown_scenario_at_start_is_refused():
+    with pytest.raises(Exception, match=r"--scenario='nope': unknown scenario 'nope' \(known: "):
+        create_app(scenarios=str(ROOT / "scenarios"), scenario="nope")
+
+
+def test_watch_reloads_and_keeps_last_good_set(serve, tmp_path):
+    import json
+    import urllib.request
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    shutil.copy(ROOT / "scenarios" / "store-closed.yaml", folder / "closed.yaml")
+    stub = serve("--port", "0", "--scenarios", str(folder), "--scenario", "closed", "--watch")
+
+    def status() -> int:
+        request = urllib.request.Request(stub.url + "/plants", data=b'{"id": 1, "name": "A"}', method="POST",
+                                         headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def scenarios() -> dict:
+        with urllib.request.urlopen(stub.url + "/__plantstub/scenarios", timeout=5) as response:
+            return json.load(response)
+
+    def wait_for(condition, seconds=3.0):
+        deadline = time.monotonic() + seconds
+        while not condition():
+            assert time.monotonic() < deadline, "the watcher did not react in time"
+            time.sleep(0.05)
+
+    assert status() == 400
+    (folder / "closed.yaml").write_text(
+        "rules:\n  - match: {path: /plants}\n    reply: {status: 200, body: {name: reloaded}}\n")
+    wait_for(lambda: status() == 200)
+    (folder / "closed.yaml").write_text("rules:\n  - match: {path: /plants}\n    reply: {status: 418}\n")
+    wait_for(lambda: scenarios()["errors"] != [])
+    assert scenarios()["errors"][0].startswith(str(folder / "closed.yaml") + ":3: rules[0].reply.status: 418 is not declared")
+    assert status() == 200  # the last good set keeps serving
+    stub.stop()
+    assert "kept the last good scenarios" in stub.stderr
