@@ -67,7 +67,8 @@ def _check_parser(sub: argparse._SubParsersAction) -> None:
         "check", help="check scenario files against the scenario schema and the spec",
         description="Check scenario files; print each problem as file:line: path: message; exit 1 on any.",
     )
-    p.add_argument("--spec", metavar="FILE", help=f"OpenAPI 3.0/3.1 document (default: the bundled Plant Store) [env {env_name('spec')}]")
+    p.add_argument("--spec", metavar="FILE",
+                   help=f"OpenAPI 3.0/3.1 document (default: the bundled Plant Store) [env {env_name('spec')}]")
     p.add_argument("paths", nargs="+", metavar="PATH", help="a scenario file, or a folder of them (*.yaml, *.yml)")
 
 

@@ -195,7 +195,7 @@ def _compiled(reply: Any) -> tuple[Any, dict[str, Any]]:
     if entry is None or entry[0] is not reply:
         from .templating import compile_template
 
-        headers = {name: compile_template(value) for name, value in reply.headers.items()}
+        headers = {name: compile_template(value, text=True) for name, value in reply.headers.items()}
         entry = _TEMPLATES[id(reply)] = (reply, compile_template(reply.body), headers)
     return entry[1], entry[2]
 

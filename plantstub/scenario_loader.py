@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -16,13 +15,12 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .errors import ScenarioError, SpecError
+from .errors import ScenarioError
 from .incoming import NO_BODY
-from .routing import Router
 from .scenario import Criteria, Reply, Rule, Scenario
-from .spec import MediaType, Operation, Response, Spec
-from .templating import placeholder_paths
-from .validation import SchemaCheck, location_path
+from .spec import Spec
+from .validation import location_path
+from .scenario_contract import Contract
 from .yamlio import JsonSafeLoader
 
 SUFFIXES = (".yaml", ".yml")
@@ -82,7 +80,8 @@ class _LineLoader(JsonSafeLoader):
         yield data
         data.update(self.construct_mapping(node))
         # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
-        self.line_marks[id(data)] = (data, {_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value})
+        lines = {_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
+        self.line_marks[id(data)] = (data, lines)
 
     def construct_line_seq(self, node: Any):
         data: list = []
@@ -126,7 +125,8 @@ class _Document:
         try:
             self.walk(self.data, (), loader.line_marks)
         except _TooLarge:
-            message = f"too large: more than {MAX_VALUES} values, or nested deeper than {MAX_DEPTH}, once aliases are expanded"
+            message = f"too large: more than {MAX_VALUES} values, or nested deeper than {MAX_DEPTH}, once aliases are"
+            message += " expanded"
             self.errors = [ScenarioError(file, None, "", message)]
 
     def error(self, where: str, message: str, line: int | None = None) -> ScenarioError:
@@ -189,7 +189,8 @@ def _schema_errors(doc: _Document) -> list[ScenarioError]:
             line = max(doc.line(f"{where}.reply"), doc.line(f"{where}.replies"))
             message = "has both `reply:` and `replies:`; keep one (`replies:` for answers that change per call)"
         elif kind == "oneOf" and isinstance(instance, dict):
-            message = "has no `reply:`; add `reply:` (one answer) or `replies:` (successive answers, the last repeats)"
+            message = "has no `reply:`; add `reply:` (one answer) or `replies:` (successive answers, the last"
+            message += " repeats)"
         elif kind == "type" and not parts:
             message = f"a scenario file holds a mapping (description:, rules:), not {_shown(instance)}"
         elif kind == "type":
@@ -241,131 +242,11 @@ def _build(doc: _Document, name: str) -> Scenario:
 
 
 # -- the spec ----------------------------------------------------------------------------------
-def _overlaps(pattern: str, template: str) -> bool:
-    """Can the rule path `pattern` (with {x} segments) and the spec path `template` match one path?"""
-    a, b = pattern.strip("/").split("/"), template.strip("/").split("/")
-    return len(a) == len(b) and all(x == y or "{" in x or "{" in y for x, y in zip(a, b))
-
-
-def _media(response: Response, reply: Reply) -> tuple[str | None, str, MediaType | None]:
-    """The Content-Type header key the reply sets (if any), the media type it is sent as, and its declaration."""
-    header = next((k for k in reply.headers if k.lower() == "content-type"), None)
-    if header is not None:
-        media_type = reply.headers[header].split(";", 1)[0].strip().lower()
-    else:  # replies.py sends a string as text/plain unless Content-Type says JSON
-        media_type = "text/plain" if isinstance(reply.body, str) else "application/json"
-    media = response.content.get(media_type)
-    if media is None:
-        fitting = [name for name in response.content if "*" in name and fnmatchcase(media_type, name)]
-        media = response.content[max(fitting, key=len)] if fitting else None
-    return header, media_type, media
-
-
-class _Contract:
-    """Checks rules against one spec; compiled response schemas are shared by every file."""
-
-    def __init__(self, spec: Spec) -> None:
-        self.spec = spec
-        self.router = Router(spec)
-        self.methods = list(dict.fromkeys(op.method for op in spec.operations))
-        self.paths = list(dict.fromkeys(op.path for op in spec.operations))
-        self.checks: dict[tuple[int, str, str], SchemaCheck | str] = {}
-
-    def operations(self, criteria: Criteria) -> tuple[list[Operation], str, str]:
-        """The operations a rule can match, else ([], the match key at fault, why)."""
-        method, path = criteria.method, criteria.path
-        ops = [op for op in self.spec.operations if method is None or op.method == method]
-        if path is not None:
-            if "{" in path:
-                on_path = [op for op in self.spec.operations if _overlaps(path, op.path)]
-            else:
-                on_path = [r.operation for m in self.methods if (r := self.router.route(m, path)).operation]
-            if not on_path:
-                return [], "path", f"{path} matches no path in the spec (paths: {', '.join(self.paths)})"
-            ops = [op for op in on_path if method is None or op.method == method]
-            if not ops:
-                allowed = ", ".join(sorted({op.method for op in on_path}))
-                return [], "method", f"{method} is not an operation of {path} (methods: {allowed})"
-        elif not ops:
-            allowed = ", ".join(sorted(self.methods))
-            return [], "method", f"{method} matches no operation in the spec (methods: {allowed})"
-        return list({id(op): op for op in ops}.values()), "", ""
-
-    def check(self, op: Operation, status: str, media: MediaType) -> SchemaCheck | str:
-        key = (id(op), status, media.name)
-        if key not in self.checks:
-            try:
-                self.checks[key] = SchemaCheck(media.schema, f"{op.label} response {status} {media.name}")
-            except SpecError as exc:
-                self.checks[key] = str(exc)
-        return self.checks[key]
-
-    def reply_errors(self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str]) -> list[ScenarioError]:
-        response = op.response_for(reply.status)
-        if response is None:
-            line = doc.lines.get(f"{where}.status")
-            status = f"{reply.status}" if line else f"{reply.status} (the default status)"
-            declared = ", ".join(op.responses) or "none"
-            message = f"{status} is not declared for {op.label} (declared: {declared}); {OFF_CONTRACT_HINT}"
-            return [doc.error(f"{where}.status", message, line or reply.line)]
-        body_where, named = f"{where}.body", f"{op.label} response {response.status}"
-        if reply.body is NO_BODY or body_where in templated:
-            return []
-        if not response.content:
-            return [doc.error(body_where, f"{named} declares no body; remove it or {OFF_CONTRACT_HINT}")]
-        header, media_type, media = _media(response, reply)
-        if media is None:
-            declared = ", ".join(response.content)
-            if header is not None:
-                message = f"{media_type!r} is not declared for {named} (declared: {declared}); {OFF_CONTRACT_HINT}"
-                return [doc.error(f"{where}.headers.{header}", message)]
-            message = (f"a string body is sent as text/plain, which {named} does not declare (declared: {declared});"
-                       f" set a Content-Type header or {OFF_CONTRACT_HINT}")
-            return [doc.error(body_where, message)]
-        if media.schema is None:
-            return []
-        check = self.check(op, response.status, media)
-        if isinstance(check, str):
-            return [doc.error(body_where, f"cannot check the body: {check}")]
-        return [
-            doc.error(v.where, f"{v.message} ({named})")
-            for v in check.errors(reply.body, body_where)
-            # A lone placeholder's type is only known per request.
-            if not any(v.where == t or v.where.startswith((t + ".", t + "[")) for t in templated)
-        ]
-
-    def rule_errors(self, doc: _Document, rule: Rule, raw: dict) -> list[ScenarioError]:
-        found: list[ScenarioError] = []
-        if "reply" in raw:
-            places, raws = [f"{rule.label}.reply"], [raw["reply"]]
-        else:
-            places, raws = [f"{rule.label}.replies[{j}]" for j in range(len(raw["replies"]))], raw["replies"]
-        templated: list[str] = []
-        for where, reply_raw in zip(places, raws):  # templates are checked even off contract: they must render
-            for p in placeholder_paths(reply_raw):
-                at = location_path(where, p.location)
-                if p.problem is not None:
-                    found.append(doc.error(at, p.problem))
-                elif p.lone:
-                    templated.append(at)
-        if rule.off_contract:
-            return found
-        ops, what, why = self.operations(rule.match)
-        if not ops:
-            return [*found, doc.error(f"{rule.label}.match.{what}", why)]
-        for op in ops:
-            for where, reply in zip(places, rule.replies):
-                if reply.fault is None:
-                    found.extend(self.reply_errors(doc, op, reply, where, templated))
-        return found
-
-
-# -- files and folders -------------------------------------------------------------------------
 def _order(error: ScenarioError) -> tuple:
     return (error.line or 0, error.path, error.message)
 
 
-def _load(path: Path, file: str, contract: _Contract) -> tuple[Scenario | None, list[ScenarioError], int | None]:
+def _load(path: Path, file: str, contract: Contract) -> tuple[Scenario | None, list[ScenarioError], int | None]:
     """Load one file: the scenario (None when broken), every error in file order, and the line of `name:`."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -388,7 +269,7 @@ def _load(path: Path, file: str, contract: _Contract) -> tuple[Scenario | None, 
 
 def load_scenario_file(path: Path, spec: Spec) -> Scenario:
     """Load and check one scenario file against `spec`; raises ScenarioLoadError with every problem."""
-    scenario, errors, _ = _load(Path(path), str(path), _Contract(spec))
+    scenario, errors, _ = _load(Path(path), str(path), Contract(spec))
     if scenario is None:
         raise ScenarioLoadError(errors)
     return scenario
@@ -403,7 +284,7 @@ def scenario_files(folder: Path) -> list[Path]:
 
 
 def load_scenarios(
-    folder: Path, spec: Spec, _contract: _Contract | None = None
+    folder: Path, spec: Spec, _contract: Contract | None = None
 ) -> tuple[dict[str, Scenario], list[ScenarioError]]:
     """Load every scenario file of `folder`; broken files are left out and their errors returned."""
     folder = Path(folder)
@@ -412,7 +293,7 @@ def load_scenarios(
         root = folder.resolve(strict=True)
     except OSError as exc:
         return {}, [ScenarioError(str(folder), None, "", f"cannot read the folder ({exc.strerror or exc})")]
-    contract = _contract or _Contract(spec)
+    contract = _contract or Contract(spec)
     scenarios: dict[str, Scenario] = {}
     errors: list[ScenarioError] = []
     for path in files:
@@ -438,7 +319,7 @@ def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError
     """What `plantstub check` reports: every error of the files and folders given, and how many scenarios loaded."""
     errors: list[ScenarioError] = []
     loaded = 0
-    contract = _Contract(spec)
+    contract = Contract(spec)
     for given in map(Path, paths):
         if given.is_dir():
             if not scenario_files(given):

@@ -66,7 +66,9 @@ def parse(text: str) -> Ref:
     while at < len(rest):
         m = _STEP.match(rest, at)
         if m is None:
-            raise TemplateError(f"{text!r} is not a placeholder plantstub understands (expected {EXPECTED}, then .name or [0] steps)")
+            raise TemplateError(
+                f"{text!r} is not a placeholder plantstub understands (expected {EXPECTED}, then .name or [0] steps)"
+            )
         steps.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
         at = m.end()
     if not steps or not isinstance(steps[0], str) or steps[0] not in FIELDS:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ServeProcess
 
 
 def http(url: str, method: str = "GET", body: bytes | None = None, headers: dict | None = None):

@@ -196,13 +196,17 @@ def test_load_scenarios_repo_examples_pass():
         ('{error: "{{ request.body.id }}", message: m}', []),
         ('"{{ request.body }}"', []),
         ('{error: "#{{ request.body.id }}", message: m}',
-         ["3: rules[0].reply.body.error: '#{{ request.body.id }}' is not of type 'integer' (POST /plants response 400)"]),
-        ('{error: 1, message: "{{ request.body.name }}", extra: {{ "{{ request.body }}" }}}', []),
+         ["3: rules[0].reply.body.error: '#{{ request.body.id }}' is not of type 'integer'"
+          " (POST /plants response 400)"]),
+        ('{error: 1, message: {text: "{{ request.body.name }}"}}',
+         ["3: rules[0].reply.body.message: {'text': '{{ request.body.name }}'} is not of type 'string'"
+          " (POST /plants response 400)"]),
+        ('{error: 1, message: "{{ request.body }}"}', []),
     ],
-    ids=["lone-placeholder-any-type", "whole-body", "placeholder-in-text-is-a-string", "nested"],
+    ids=["lone-placeholder-any-type", "whole-body", "placeholder-in-text-is-a-string", "placeholder-inside-object",
+         "placeholder-for-object"],
 )
 def test_load_scenario_file_skips_schema_checks_under_lone_placeholders(tmp_path, body, expected):
-    body = body.replace('{{ "{{ request.body }}" }}', '"{{ request.body }}"')
     text = f"rules:\n  - match: {{method: POST}}\n    reply: {{status: 400, body: {body}}}\n"
     path = write(tmp_path, "t.yaml", text)
     if expected:
@@ -258,7 +262,8 @@ def test_load_scenario_file_checks_replies_against_every_operation_they_can_matc
     [
         ("rules:\n  - reply:\n      body: !!set {a, b}\n", "3: rules[0].reply.body: a set is not a JSON value"),
         ("rules:\n  - reply:\n      body: !!python/object:os.system ls\n",
-         "3: not valid YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object:os.system'"),
+         "3: not valid YAML: could not determine a constructor for the tag"
+         " 'tag:yaml.org,2002:python/object:os.system'"),
         ("a: &a [*a, *a]\n", TOO_LARGE),
         ("description: x\n---\ndescription: y\n",
          "2: not valid YAML: expected a single document in the stream, but found another document"),

@@ -89,7 +89,8 @@ def test_render_header_names_are_case_insensitive(name):
 
 def test_render_without_request_body_gives_null():
     view = {**VIEW, "body": NO_BODY}
-    assert render({"name": "{{ request.body.name }}", "all": "{{ request.body }}"}, view) == {"name": None, "all": None}
+    template = {"name": "{{ request.body.name }}", "all": "{{ request.body }}"}
+    assert render(template, view) == {"name": None, "all": None}
 
 
 def test_render_walks_dicts_and_lists_and_keeps_keys_literal():

@@ -1,0 +1,140 @@
+"""The contract check of scenario rules: statuses, bodies and media types against the spec."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+from .errors import ScenarioError, SpecError
+from .incoming import NO_BODY
+from .routing import Router
+from .scenario import Criteria, Reply, Rule
+from .spec import MediaType, Operation, Response, Spec
+from .templating import placeholder_paths
+from .validation import SchemaCheck, location_path
+
+if TYPE_CHECKING:
+    from .scenario_loader import _Document
+
+OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
+
+
+def _overlaps(pattern: str, template: str) -> bool:
+    """Can the rule path `pattern` (with {x} segments) and the spec path `template` match one path?"""
+    a, b = pattern.strip("/").split("/"), template.strip("/").split("/")
+    return len(a) == len(b) and all(x == y or "{" in x or "{" in y for x, y in zip(a, b))
+
+
+def _media(response: Response, reply: Reply) -> tuple[str | None, str, MediaType | None]:
+    """The Content-Type header key the reply sets (if any), the media type it is sent as, and its declaration."""
+    header = next((k for k in reply.headers if k.lower() == "content-type"), None)
+    if header is not None:
+        media_type = reply.headers[header].split(";", 1)[0].strip().lower()
+    else:  # replies.py sends a string as text/plain unless Content-Type says JSON
+        media_type = "text/plain" if isinstance(reply.body, str) else "application/json"
+    media = response.content.get(media_type)
+    if media is None:
+        fitting = [name for name in response.content if "*" in name and fnmatchcase(media_type, name)]
+        media = response.content[max(fitting, key=len)] if fitting else None
+    return header, media_type, media
+
+
+class Contract:
+    """Checks rules against one spec; compiled response schemas are shared by every file."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.router = Router(spec)
+        self.methods = list(dict.fromkeys(op.method for op in spec.operations))
+        self.paths = list(dict.fromkeys(op.path for op in spec.operations))
+        self.checks: dict[tuple[int, str, str], SchemaCheck | str] = {}
+
+    def operations(self, criteria: Criteria) -> tuple[list[Operation], str, str]:
+        """The operations a rule can match, else ([], the match key at fault, why)."""
+        method, path = criteria.method, criteria.path
+        ops = [op for op in self.spec.operations if method is None or op.method == method]
+        if path is not None:
+            if "{" in path:
+                on_path = [op for op in self.spec.operations if _overlaps(path, op.path)]
+            else:
+                on_path = [r.operation for m in self.methods if (r := self.router.route(m, path)).operation]
+            if not on_path:
+                return [], "path", f"{path} matches no path in the spec (paths: {', '.join(self.paths)})"
+            ops = [op for op in on_path if method is None or op.method == method]
+            if not ops:
+                allowed = ", ".join(sorted({op.method for op in on_path}))
+                return [], "method", f"{method} is not an operation of {path} (methods: {allowed})"
+        elif not ops:
+            allowed = ", ".join(sorted(self.methods))
+            return [], "method", f"{method} matches no operation in the spec (methods: {allowed})"
+        return list({id(op): op for op in ops}.values()), "", ""
+
+    def check(self, op: Operation, status: str, media: MediaType) -> SchemaCheck | str:
+        key = (id(op), status, media.name)
+        if key not in self.checks:
+            try:
+                self.checks[key] = SchemaCheck(media.schema, f"{op.label} response {status} {media.name}")
+            except SpecError as exc:
+                self.checks[key] = str(exc)
+        return self.checks[key]
+
+    def reply_errors(
+        self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str]
+    ) -> list[ScenarioError]:
+        response = op.response_for(reply.status)
+        if response is None:
+            line = doc.lines.get(f"{where}.status")
+            status = f"{reply.status}" if line else f"{reply.status} (the default status)"
+            declared = ", ".join(op.responses) or "none"
+            message = f"{status} is not declared for {op.label} (declared: {declared}); {OFF_CONTRACT_HINT}"
+            return [doc.error(f"{where}.status", message, line or reply.line)]
+        body_where, named = f"{where}.body", f"{op.label} response {response.status}"
+        if reply.body is NO_BODY or body_where in templated:
+            return []
+        if not response.content:
+            return [doc.error(body_where, f"{named} declares no body; remove it or {OFF_CONTRACT_HINT}")]
+        header, media_type, media = _media(response, reply)
+        if media is None:
+            declared = ", ".join(response.content)
+            if header is not None:
+                message = f"{media_type!r} is not declared for {named} (declared: {declared}); {OFF_CONTRACT_HINT}"
+                return [doc.error(f"{where}.headers.{header}", message)]
+            message = (f"a string body is sent as text/plain, which {named} does not declare (declared: {declared});"
+                       f" set a Content-Type header or {OFF_CONTRACT_HINT}")
+            return [doc.error(body_where, message)]
+        if media.schema is None:
+            return []
+        check = self.check(op, response.status, media)
+        if isinstance(check, str):
+            return [doc.error(body_where, f"cannot check the body: {check}")]
+        return [
+            doc.error(v.where, f"{v.message} ({named})")
+            for v in check.errors(reply.body, body_where)
+            # A lone placeholder's type is only known per request.
+            if not any(v.where == t or v.where.startswith((t + ".", t + "[")) for t in templated)
+        ]
+
+    def rule_errors(self, doc: _Document, rule: Rule, raw: dict) -> list[ScenarioError]:
+        found: list[ScenarioError] = []
+        if "reply" in raw:
+            places, raws = [f"{rule.label}.reply"], [raw["reply"]]
+        else:
+            places, raws = [f"{rule.label}.replies[{j}]" for j in range(len(raw["replies"]))], raw["replies"]
+        templated: list[str] = []
+        for where, reply_raw in zip(places, raws):  # templates are checked even off contract: they must render
+            for p in placeholder_paths(reply_raw):
+                at = location_path(where, p.location)
+                if p.problem is not None:
+                    found.append(doc.error(at, p.problem))
+                elif p.lone:
+                    templated.append(at)
+        if rule.off_contract:
+            return found
+        ops, what, why = self.operations(rule.match)
+        if not ops:
+            return [*found, doc.error(f"{rule.label}.match.{what}", why)]
+        for op in ops:
+            for where, reply in zip(places, rule.replies):
+                if reply.fault is None:
+                    found.extend(self.reply_errors(doc, op, reply, where, templated))
+        return found
