@@ -25,7 +25,6 @@ from .yamlio import JsonSafeLoader
 
 SUFFIXES = (".yaml", ".yml")
 MAX_VALUES, MAX_DEPTH = 100_000, 100  # once aliases are expanded: stops "billion laughs" and self-references
-OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
 
 
 class ScenarioLoadError(ScenarioError):
