@@ -30,16 +30,17 @@ SCENARIO_HEADER = "X-Plantstub-Scenario"
 log = logging.getLogger("plantstub")
 
 
-def create_app(settings: Settings | None = None, *, spec: Spec | None = None, **options: Any) -> web.Application:
+def create_app(settings: Settings | None = None, **options: Any) -> web.Application:
     """Build the stub as an aiohttp Application (for pytest-aiohttp's `aiohttp_server` and friends).
 
     :param settings: a complete Settings; when omitted, built from `options` and PLANTSTUB_* variables.
-    :param spec: an already loaded Spec (saves loading it again).
-    :param options: Settings fields, e.g. `spec="api.yaml"`, `scenarios="scenarios/"`, `max_body=1024`.
+    :param options: Settings fields, e.g. `spec="api.yaml"`, `scenarios="scenarios/"`, `max_body=1024`;
+        `spec` may also be an already loaded Spec.
     """
+    loaded = options.pop("spec") if isinstance(options.get("spec"), Spec) else None
     if settings is None:
         settings = build_settings(options)
-    control = Control(settings, spec)
+    control = Control(settings, loaded)
     app = web.Application(client_max_size=settings.max_body)
     app[CONTROL_KEY] = control
     add_admin_routes(app, control)

@@ -11,6 +11,8 @@ from typing import Any
 
 import jsonschema
 
+from .validation import FORMATS  # the format checks requests and replies get, so samples pass them
+
 try:  # the regular-expression parser behind `re`, used to build strings that match a pattern
     from re import _parser as sre_parse  # Python 3.11+
 except ImportError:  # pragma: no cover - Python 3.10
@@ -135,8 +137,6 @@ class _Sampler:
             return schema
         entry = self.checks.get(id(schema))
         if entry is None or entry[0] is not schema:
-            from .validation import FORMATS  # the checks requests and replies get, so samples pass them
-
             root = {**schema, "$defs": self.defs} if self.defs else schema
             entry = self.checks[id(schema)] = (schema, jsonschema.Draft202012Validator(root, format_checker=FORMATS))
         try:
@@ -324,9 +324,10 @@ def _from_pattern(pattern: str, min_length: int) -> list[str]:
     return out
 
 
-class _RegexBuilder:
-    _CATEGORY = {"DIGIT": "0", "WORD": "a", "SPACE": " ", "NOT_DIGIT": "a", "NOT_WORD": "-", "NOT_SPACE": "a"}
+_CATEGORY = {"DIGIT": "0", "WORD": "a", "SPACE": " ", "NOT_DIGIT": "a", "NOT_WORD": "-", "NOT_SPACE": "a"}
 
+
+class _RegexBuilder:
     def __init__(self, extra: int, inline: bool) -> None:
         self.extra = extra
         self.inline = inline  # a lookahead's text written in place (True) or after the rest (False)
@@ -378,7 +379,7 @@ class _RegexBuilder:
             if op.name == "RANGE":
                 return chr(av[0])
             if op.name == "CATEGORY":
-                return self._CATEGORY.get(av.name.replace("CATEGORY_", "").replace("UNI_", ""), "a")
+                return _CATEGORY.get(av.name.replace("CATEGORY_", "").replace("UNI_", ""), "a")
             return "a"
         for candidate in "aA0_-. x":
             if not any(_in_class(candidate, op.name, av) for op, av in items[1:]):

@@ -79,21 +79,25 @@ class Answer:
             self.examples.setdefault("example", self.media.example)
         self.base: Any = NO_BODY
         self.echo: dict[str, SchemaCheck] = {}
+        self.content_type = self.media.name if self.media else None
         if self.status == 204 or self.status == 304 or self.media is None:
             return
+        schema = self.media.schema
         if self.examples:
-            self.base = next(iter(self.examples.values()))
-        elif self.media.schema is not None:
-            schema = self.media.schema
+            # The default answer must keep the contract: the first example that fits its schema.
+            check = SchemaCheck(schema, f"{op.label} response {key}", checked=True) if schema is not None else None
+            fitting = [v for v in self.examples.values() if check is None or check.is_valid(v)]
+            if fitting:
+                self.base = fitting[0]
+        if self.base is NO_BODY and schema is not None:
             defs = schema.get("$defs", {}) if isinstance(schema, dict) else {}
             self.base = sample(schema, defs)
             flat = flatten(schema, defs)
             if isinstance(self.base, dict) and isinstance(flat, dict):
                 for name, sub in (flat.get("properties") or {}).items():
                     sub_schema = {**sub, "$defs": defs} if isinstance(sub, dict) and defs else sub
-                    self.echo[name] = SchemaCheck(sub_schema, f"{op.label} response {key} property {name}")
+                    self.echo[name] = SchemaCheck(sub_schema, f"{op.label} response {key} property {name}", checked=True)
                 self._fill_status()
-        self.content_type = self.media.name if self.media else None
 
     def _fill_status(self) -> None:
         """An error record generated for status 400 says `error: 400`, not `error: 0`, when it may."""

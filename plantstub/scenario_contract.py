@@ -73,7 +73,7 @@ class Contract:
         key = (id(op), status, media.name)
         if key not in self.checks:
             try:
-                self.checks[key] = SchemaCheck(media.schema, f"{op.label} response {status} {media.name}")
+                self.checks[key] = SchemaCheck(media.schema, f"{op.label} response {status} {media.name}", checked=True)
             except SpecError as exc:
                 self.checks[key] = str(exc)
         return self.checks[key]

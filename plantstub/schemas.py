@@ -38,49 +38,72 @@ def bundle_schema(node: Any, base: str, lookup: Lookup, *, legacy: bool, where: 
 
     Raises SpecError naming `where` when a $ref cannot be followed or the result is not valid JSON Schema.
     """
-    bundled = _Bundler(lookup, legacy, where).bundle(node, base)
-    error = best_match(_META.iter_errors(bundled))
-    if error is not None:
-        inside = ".".join(str(part) for part in error.absolute_path)
-        message = error.message
-        if error.validator == "format" and error.validator_value == "regex":
-            message = (f"{error.instance!r} is not a regular expression Python can run"
-                       " (ECMA-only syntax such as \\p{L} is not supported)")
-        raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")
-    return bundled
+    return Bundler(lookup, legacy=legacy).bundle(node, base, where)
 
 
-class _Bundler:
-    def __init__(self, lookup: Lookup, legacy: bool, where: str) -> None:
+class Bundler:
+    """Bundles the schemas of one document; each $ref target is converted and checked once.
+
+    Every target gets one `$defs` key for the whole document, so a converted schema is shared by
+    all the bundles that need it, and the metaschema check (slow in jsonschema) runs once per target.
+    """
+
+    def __init__(self, lookup: Lookup, *, legacy: bool) -> None:
         self.lookup = lookup
         self.legacy = legacy
-        self.where = where
-        self.defs: dict[str, Any] = {}
+        self.where = ""
         self.keys: dict[str, str] = {}  # absolute target URI -> key in $defs
+        self.defs: dict[str, Any] = {}  # key -> converted schema
+        self.deps: dict[str, set[str]] = {}  # key -> keys its schema refers to
+        self.checked: set[str] = set()
+        self.whole: dict[str, dict | bool] = {}  # target of a bare {"$ref": ...} -> its bundle
 
-    def bundle(self, node: Any, base: str) -> dict | bool:
-        root = self.convert(node, base)
-        self.refuse_ref_loops(root)
-        if self.defs:
+    def bundle(self, node: Any, base: str, where: str) -> dict | bool:
+        """`node` as one self-contained schema; SpecError naming `where` when it cannot be."""
+        self.where = where
+        bare = isinstance(node, dict) and set(node) == {"$ref"} and isinstance(node["$ref"], str)
+        if bare and urljoin(base, node["$ref"]) in self.whole:
+            return self.whole[urljoin(base, node["$ref"])]
+        refs: set[str] = set()
+        root = self.convert(node, base, refs)
+        _check(root, [], where)
+        needed = self.closure(refs)
+        for key in needed - self.checked:
+            _check(self.defs[key], ["$defs", key], where)
+            self.checked.add(key)
+        self.refuse_ref_loops(root, needed)
+        if needed:
             if isinstance(root, bool):
                 root = {} if root else {"not": {}}
             root = dict(root)
-            root["$defs"] = {**root.get("$defs", {}), **self.defs}
+            root["$defs"] = {**root.get("$defs", {}), **{k: self.defs[k] for k in self.defs if k in needed}}
+        if bare:
+            self.whole[urljoin(base, node["$ref"])] = root
         return root
 
-    def ref(self, ref: str, base: str) -> str:
+    def closure(self, refs: set[str]) -> set[str]:
+        needed, todo = set(), list(refs)
+        while todo:
+            key = todo.pop()
+            if key not in needed:
+                needed.add(key)
+                todo.extend(self.deps[key])
+        return needed
+
+    def ref(self, ref: str, base: str, refs: set[str]) -> str:
         target = urljoin(base, ref)
         if target not in self.keys:
             key = self.new_key(target)
             self.keys[target] = key
-            self.defs[key] = True  # placeholder: a recursive schema refers to its own key
+            self.defs[key], self.deps[key] = True, set()  # placeholder: a recursive schema refers to its own key
             contents, target_base = self.lookup(target, self.where, ref)
-            self.defs[key] = self.convert(contents, target_base)
+            self.defs[key] = self.convert(contents, target_base, self.deps[key])
+        refs.add(self.keys[target])
         return "#/$defs/" + self.keys[target]
 
-    def refuse_ref_loops(self, root: Any) -> None:
+    def refuse_ref_loops(self, root: Any, needed: set[str]) -> None:
         """A chain of bare `$ref`s that comes back to itself describes no value at all."""
-        for start in [root, *self.defs.values()]:
+        for start in [root, *(self.defs[k] for k in needed)]:
             seen: list[str] = []
             node = start
             while isinstance(node, dict) and set(node) == {"$ref"}:
@@ -106,25 +129,26 @@ class _Bundler:
             key = f"{name}_{n}"
         return key
 
-    def convert(self, node: Any, base: str) -> Any:
+    def convert(self, node: Any, base: str, refs: set[str]) -> Any:
+        """`node` in 2020-12 terms; the `$defs` keys it refers to are added to `refs`."""
         if not isinstance(node, dict):
             return node
         if "$ref" in node and isinstance(node["$ref"], str):
-            pointer = self.ref(node["$ref"], base)
+            pointer = self.ref(node["$ref"], base, refs)
             if self.legacy or len(node) == 1:
                 return {"$ref": pointer}  # OpenAPI 3.0 ignores a $ref's siblings
-            rest = self.convert({k: v for k, v in node.items() if k != "$ref"}, base)
+            rest = self.convert({k: v for k, v in node.items() if k != "$ref"}, base, refs)
             return {"$ref": pointer, **rest}
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key == "items" and isinstance(value, list):  # draft-4 tuple form in 3.0
-                out["prefixItems"] = [self.convert(sub, base) for sub in value]
+                out["prefixItems"] = [self.convert(sub, base, refs) for sub in value]
             elif key in _SCHEMA_MAPS and isinstance(value, dict):
-                out[key] = {name: self.convert(sub, base) for name, sub in value.items()}
+                out[key] = {name: self.convert(sub, base, refs) for name, sub in value.items()}
             elif key in _SCHEMA_ONE:
-                out[key] = self.convert(value, base)
+                out[key] = self.convert(value, base, refs)
             elif key in _SCHEMA_LISTS and isinstance(value, list):
-                out[key] = [self.convert(sub, base) for sub in value]
+                out[key] = [self.convert(sub, base, refs) for sub in value]
             else:
                 out[key] = value
         kind = out.get("type", "")
@@ -141,6 +165,19 @@ class _Bundler:
             if not isinstance(out.get("maximum"), (int, float)) or out["maximum"] > high:
                 out["maximum"] = high
         return out
+
+
+def _check(schema: Any, at: list[str], where: str) -> None:
+    """Refuse what is not valid JSON Schema, naming the keyword's place (`$defs.Plant.properties.id.type`)."""
+    error = best_match(_META.iter_errors(schema))
+    if error is None:
+        return
+    inside = ".".join([*at, *(str(part) for part in error.absolute_path)])
+    message = error.message
+    if error.validator == "format" and error.validator_value == "regex":
+        message = (f"{error.instance!r} is not a regular expression Python can run"
+                   " (ECMA-only syntax such as \\p{L} is not supported)")
+    raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")
 
 
 def _from_openapi30(schema: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import referencing
 import referencing.exceptions
 
 from .errors import SpecError
-from .schemas import bundle_schema
+from .schemas import Bundler
 from .yamlio import read_document
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -167,9 +167,9 @@ class _Loader:
                 )
             raise SpecError("no 'openapi' field: this is not an OpenAPI 3.x document")
         version = str(version)
-        if not (version.startswith("3.0") or version.startswith("3.1")):
+        if not version.startswith(("3.0", "3.1")):
             raise SpecError(f"openapi: {version!r} is not supported (expected 3.0.x or 3.1.x)")
-        self.legacy = version.startswith("3.0")
+        self.bundler = Bundler(self.lookup, legacy=version.startswith("3.0"))
         components = _expect(dict, doc.get("components"), "components", "a mapping")
         self.schemes = _expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
         paths = _expect(dict, doc.get("paths"), "paths", "a mapping of path templates")
@@ -259,7 +259,7 @@ class _Loader:
 
     def schema(self, node: Any, base: str, where: str) -> dict | bool | None:
         """The bundled, checked 2020-12 schema of `node` (None when there is none)."""
-        return None if node is None else bundle_schema(node, base, self.lookup, legacy=self.legacy, where=where)
+        return None if node is None else self.bundler.bundle(node, base, where)
 
     # -- objects ---------------------------------------------------------------------------
     def operation(
@@ -294,9 +294,9 @@ class _Loader:
             body_required=body_required,
             body=body,
             responses=responses,
+            # An operation's own `security` (even []) replaces the document's; errors name where it was written.
             security=self.security(
-                node["security"] if "security" in node else global_security,
-                f"{where}.security" if "security" in node else "security",
+                node.get("security", global_security), f"{where}.security" if "security" in node else "security"
             ),
         )
 

@@ -96,11 +96,13 @@ def _short(text: str) -> str:
 class SchemaCheck:
     """One compiled schema: a fast yes/no (jsonschema-rs when present) and jsonschema's messages."""
 
-    def __init__(self, schema: dict | bool, where: str, *, accelerate: bool = True) -> None:
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            raise SpecError(f"{where}: the schema is not valid JSON Schema: {exc.message}") from None
+    def __init__(self, schema: dict | bool, where: str, *, accelerate: bool = True, checked: bool = False) -> None:
+        # load_spec() checks every schema against the metaschema once; others are checked here.
+        if not checked:
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                raise SpecError(f"{where}: the schema is not valid JSON Schema: {exc.message}") from None
         self.schema = schema
         self.slow = jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
         self.fast = None
@@ -165,7 +167,7 @@ class ParameterCheck:
     def __init__(self, param: Parameter, where: str, accelerate: bool) -> None:
         self.param = param
         self.types = _types(param.schema)
-        self.check = SchemaCheck(param.schema, where, accelerate=accelerate) if param.schema is not None else None
+        self.check = SchemaCheck(param.schema, where, accelerate=accelerate, checked=True) if param.schema is not None else None
         label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)
         self.where = f"{label}.{param.name}"
 
@@ -266,7 +268,7 @@ class RequestCheck:
         self.bodies: dict[str, SchemaCheck | None] = {}
         for name, media in (op.body or {}).items():
             self.bodies[name.lower()] = (
-                SchemaCheck(media.schema, f"{op.label} requestBody {name}", accelerate=accelerate)
+                SchemaCheck(media.schema, f"{op.label} requestBody {name}", accelerate=accelerate, checked=True)
                 if media.schema is not None
                 else None
             )

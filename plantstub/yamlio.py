@@ -43,10 +43,10 @@ class JsonSafeLoader(yaml.SafeLoader):
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = str(loader.construct_scalar(node))
     if text.startswith("0o"):
-        return int(text[2:], 8)
+        return int(text, 8)
     if text.startswith("0x"):
-        return int(text[2:], 16)
-    return int(text)
+        return int(text, 16)
+    return int(text)  # decimal, leading zeros and all: YAML 1.2 has no 0755 octal
 
 
 JsonSafeLoader.yaml_implicit_resolvers = {}
@@ -71,7 +71,7 @@ def parse_text(text: str, name: str) -> Any:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{name}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     try:
-        return yaml.load(text, Loader=JsonSafeLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=JsonSafeLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.MarkedYAMLError as exc:
         if text.lstrip().startswith("{"):
             try:  # JSON with tabs is valid JSON but not valid YAML

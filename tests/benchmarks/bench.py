@@ -1,0 +1,284 @@
+"""Load benchmark: plantstub against a bare aiohttp app, driven by wrk (run by hand, not by pytest).
+
+    .venv/bin/python tests/benchmarks/bench.py [--duration 10] [--connections 32] [--json]
+        [--stub-arg=--scenarios=DIR --stub-arg=--scenario=NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BASELINE = r"""
+import asyncio, sys
+from aiohttp import web
+BODY = b'{"name":"Fern","tag":"indoor"}'
+async def plants(request):
+    return web.Response(body=BODY, content_type="application/json")
+async def health(request):
+    return web.Response(body=b'{"status":"ok"}', content_type="application/json")
+async def main():
+    app = web.Application()
+    app.router.add_post("/plants", plants)
+    app.router.add_get("/health", health)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(f"baseline listening on http://127.0.0.1:{runner.addresses[0][1]}", flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""
+
+# One script for both cases; `-- invalid` after the URL makes every id a string ("x<N>").
+LUA = r"""
+local counter = 0
+local invalid = false
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer t"
+wrk.headers["Content-Type"] = "application/json"
+
+function init(args)
+  invalid = args[1] == "invalid"
+end
+
+function request()
+  counter = counter + 1
+  local id = invalid and string.format('"x%d"', counter) or tostring(counter)
+  return wrk.format(nil, "/plants", nil, '{"id": ' .. id .. ', "name": "Fern", "tag": "indoor"}')
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'BENCH {"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, "non2xx": %d, ' ..
+    '"connect": %d, "read": %d, "write": %d, "timeout": %d}\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.status, e.connect, e.read, e.write, e.timeout))
+end
+"""
+
+TARGETS = {"valid_rps": 0.65, "invalid_rps": 0.5, "p99": 2.0, "first_answer_s": 0.25, "idle_rss_mib": 60.0}
+
+
+@dataclass
+class Server:
+    """A server subprocess, its port and how long it took to answer first."""
+
+    name: str
+    proc: subprocess.Popen[str]
+    port: int = 0
+    first_answer_s: float = 0.0
+    stderr_path: Path = field(default_factory=Path)
+
+
+def pinning() -> tuple[list[str], list[str], str]:
+    """Command prefixes pinning servers to CPU 0 and wrk to CPU 1, and a note saying what was done."""
+    taskset = shutil.which("taskset")
+    if taskset and (os.cpu_count() or 1) >= 2:
+        return [taskset, "-c", "0"], [taskset, "-c", "1"], "servers on CPU 0, wrk on CPU 1"
+    return [], [], "UNPINNED (taskset or a second CPU missing)"
+
+
+def launch(name: str, cmd: list[str], health_path: str, tmp: Path, timeout: float = 10.0) -> Server:
+    """Start `cmd`, read its `... listening on http://HOST:PORT` line, poll `health_path` until it answers."""
+    stderr_path = tmp / f"{name}.stderr"
+    with open(stderr_path, "w") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+    server = Server(name, proc, stderr_path=stderr_path)
+    deadline = start + timeout
+    line = ""
+    while not line and time.perf_counter() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.perf_counter()))
+        if ready:
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            if not line:
+                break
+    match = re.search(r"listening on http://[^\s]+:(\d+)", line)
+    if not match:
+        raise RuntimeError(f"{name}: no listening line ({line!r}); stderr: {stderr_path.read_text()[-2000:]}")
+    server.port = int(match.group(1))
+    # Keep draining stdout, so a chatty server never blocks on a full pipe.
+    threading.Thread(target=lambda: proc.stdout.read(), daemon=True).start()  # type: ignore[union-attr]
+    url = f"http://127.0.0.1:{server.port}{health_path}"
+    while time.perf_counter() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                if response.status == 200:
+                    server.first_answer_s = time.perf_counter() - start
+                    return server
+        except OSError:
+            time.sleep(0.002)
+    raise RuntimeError(f"{name}: {health_path} did not answer within {timeout} s")
+
+
+def stop(server: Server) -> None:
+    """SIGTERM, then SIGKILL after 3 s."""
+    if server.proc.poll() is None:
+        server.proc.terminate()
+        try:
+            server.proc.wait(3)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+            server.proc.wait()
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of `pid` in MiB, from /proc/PID/status."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def probe(port: int, body: bytes) -> int:
+    """Send one POST /plants and return its status (a sanity check of what the load will get)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/plants", data=body, method="POST",
+                                 headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def wrk(port: int, mode: str, seconds: float, opts: argparse.Namespace, script: Path, prefix: list[str]) -> dict:
+    """One wrk run against POST /plants; returns requests/s, p50/p99 in ms and error counts."""
+    cmd = [*prefix, "wrk", f"-t{opts.threads}", f"-c{opts.connections}", f"-d{seconds:g}s", "--timeout", "5s",
+           "-s", str(script), f"http://127.0.0.1:{port}/plants", "--", mode]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, check=True)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk printed no figures:\n{done.stdout}\n{done.stderr}")
+    raw = json.loads(line[len("BENCH "):])
+    return {
+        "requests": raw["requests"],
+        "rps": raw["requests"] / (raw["duration_us"] / 1e6),
+        "p50_ms": raw["p50_us"] / 1000,
+        "p99_ms": raw["p99_us"] / 1000,
+        "non2xx": raw["non2xx"],
+        "socket_errors": raw["connect"] + raw["read"] + raw["write"] + raw["timeout"],
+    }
+
+
+def measure(port: int, mode: str, opts: argparse.Namespace, script: Path, prefix: list[str]) -> dict:
+    """A discarded warm-up run, then the measured run."""
+    if opts.warmup > 0:
+        wrk(port, mode, opts.warmup, opts, script, prefix)
+    return wrk(port, mode, opts.duration, opts, script, prefix)
+
+
+def run(opts: argparse.Namespace, tmp: Path) -> dict:
+    """Start both servers, load them, and gather every figure."""
+    server_pin, wrk_pin, pin_note = pinning()
+    script = tmp / "plants.lua"
+    script.write_text(LUA)
+    servers: list[Server] = []
+    try:
+        stub_cmd = [sys.executable, "-m", "plantstub", "serve", "--port", "0", *opts.stub_arg]
+        stub = launch("stub", [*server_pin, *stub_cmd], "/__plantstub/health", tmp)
+        servers.append(stub)
+        idle_rss = rss_mib(stub.proc.pid)
+        base = launch("baseline", [*server_pin, sys.executable, "-c", BASELINE], "/health", tmp)
+        servers.append(base)
+        probes = {"valid": probe(stub.port, b'{"id": 1, "name": "Fern", "tag": "indoor"}'),
+                  "invalid": probe(stub.port, b'{"id": "x1", "name": "Fern", "tag": "indoor"}')}
+        cases = {
+            "baseline": measure(base.port, "valid", opts, script, wrk_pin),
+            "valid": measure(stub.port, "valid", opts, script, wrk_pin),
+            "invalid": measure(stub.port, "invalid", opts, script, wrk_pin),
+        }
+        return {
+            "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "connections": opts.connections,
+                         "threads": opts.threads, "stub_args": opts.stub_arg, "pinning": pin_note},
+            "first_answer_s": {"stub": stub.first_answer_s, "baseline": base.first_answer_s},
+            "stub_rss_mib": {"idle": idle_rss, "after_load": rss_mib(stub.proc.pid)},
+            "probe_status": probes,
+            "cases": cases,
+            "ratios": {case: {"rps": cases[case]["rps"] / cases["baseline"]["rps"],
+                              "p99": cases[case]["p99_ms"] / cases["baseline"]["p99_ms"]}
+                       for case in ("valid", "invalid")},
+            "targets": TARGETS,
+        }
+    finally:
+        for server in servers:
+            stop(server)
+
+
+def mark(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def table(r: dict) -> str:
+    """The human-readable report."""
+    s, c, q = r["settings"], r["cases"], r["ratios"]
+    t = TARGETS
+    out = [f"plantstub bench: POST /plants, wrk {s['connections']} conn x {s['threads']} thread, "
+           f"{s['duration_s']:g} s (+{s['warmup_s']:g} s warm-up), {s['pinning']}"]
+    if s["stub_args"]:
+        out.append(f"stub args: {' '.join(s['stub_args'])}")
+    out.append(f"{'case':<9}{'server':<10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'non-2xx':>9}"
+               f"{'sock err':>9}   {'rps vs base':<24}{'p99 vs base'}")
+    rows = [("valid", "baseline", c["baseline"]), ("valid", "stub", c["valid"]), ("invalid", "stub", c["invalid"])]
+    for case, who, f in rows:
+        line = (f"{case:<9}{who:<10}{f['rps']:>9.0f}{f['p50_ms']:>9.2f}{f['p99_ms']:>9.2f}{f['non2xx']:>9d}"
+                f"{f['socket_errors']:>9d}")
+        if who == "stub":
+            need = t[f"{case}_rps"]
+            rps, p99 = q[case]["rps"], q[case]["p99"]
+            line += (f"   {f'{rps:.2f}x (>= {need}x {mark(rps >= need)})':<24}"
+                     f"{p99:.2f}x (<= {t['p99']:g}x {mark(p99 <= t['p99'])})")
+        out.append(line)
+    fa, rss = r["first_answer_s"], r["stub_rss_mib"]
+    out.append(f"first answer: stub {fa['stub']:.3f} s (<= {t['first_answer_s']} s "
+               f"{mark(fa['stub'] <= t['first_answer_s'])}), baseline {fa['baseline']:.3f} s")
+    out.append(f"stub RSS: idle {rss['idle']:.1f} MiB (< {t['idle_rss_mib']:g} MiB "
+               f"{mark(rss['idle'] < t['idle_rss_mib'])}), after load {rss['after_load']:.1f} MiB")
+    out.append(f"probe statuses: valid {r['probe_status']['valid']}, invalid {r['probe_status']['invalid']}")
+    if c["valid"]["non2xx"]:
+        out.append(f"!!!!! WARNING: the stub gave {c['valid']['non2xx']} non-2xx answers to VALID requests !!!!!")
+    if c["invalid"]["non2xx"] != c["invalid"]["requests"]:
+        out.append(f"WARNING: only {c['invalid']['non2xx']} of {c['invalid']['requests']} invalid requests got 4xx/5xx")
+    if any(f["socket_errors"] for f in c.values()):
+        out.append("WARNING: wrk saw socket errors (connect/read/write/timeout)")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Benchmark plantstub against a bare aiohttp app with wrk.")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds of each measured run (default 10)")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds of the discarded warm-up run (default 2)")
+    p.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
+    p.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
+    p.add_argument("--stub-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for `plantstub serve` (repeatable), e.g. --stub-arg=--scenario=NAME")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the table")
+    opts = p.parse_args(argv)
+    if not shutil.which("wrk"):
+        print("bench: wrk is not installed (apt-get install wrk)", file=sys.stderr)
+        return 2
+    # SIGTERM ends the run like Ctrl-C does: through the finally blocks that stop the servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="plantstub-bench-") as tmp:
+        result = run(opts, Path(tmp))
+    print(json.dumps(result, indent=2) if opts.json else table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
