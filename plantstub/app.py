@@ -192,7 +192,7 @@ def _make_handler(control: Control):
                 method=request.method,
                 path=request.path,
                 query={k: (v if len(v) > 1 else v[0]) for k, v in query.items()},
-                headers=dict(request.headers),
+                headers=request.headers,
                 body=body,
                 valid=not done.errors,
                 errors=done.errors,

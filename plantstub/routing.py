@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from .spec import Operation, Spec
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+class Route(NamedTuple):
     """A routing outcome: an operation with its raw path parameters, or a 404/405."""
 
     operation: Operation | None

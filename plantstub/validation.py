@@ -93,6 +93,44 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
+_DATA_KEYWORDS = ("enum", "const", "default", "example", "examples")  # values, not subschemas
+
+
+class _Recursive(Exception):
+    pass
+
+
+def inline_refs(schema: Any) -> Any:
+    """The bundled schema with its local `$defs` references written in place, when none is recursive.
+
+    Same meaning and messages; jsonschema's message path then skips $ref resolution (about 2x faster).
+    A recursive schema is returned as it is.
+    """
+    if not isinstance(schema, dict) or not isinstance(schema.get("$defs"), dict):
+        return schema
+    defs = schema["$defs"]
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, stack) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+            name = ref[8:]
+            if name in stack:
+                raise _Recursive
+            target = walk(defs[name], (*stack, name))
+            rest = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
+            return {"allOf": [target], **rest} if rest else target
+        return {k: (v if k in _DATA_KEYWORDS else walk(v, stack)) for k, v in node.items() if k != "$defs"}
+
+    try:
+        return walk(schema, ())
+    except _Recursive:
+        return schema
+
+
 class SchemaCheck:
     """One compiled schema: a fast yes/no (jsonschema-rs when present) and jsonschema's messages."""
 
@@ -104,7 +142,7 @@ class SchemaCheck:
             except SchemaError as exc:
                 raise SpecError(f"{where}: the schema is not valid JSON Schema: {exc.message}") from None
         self.schema = schema
-        self.slow = jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
+        self.slow = jsonschema.Draft202012Validator(inline_refs(schema), format_checker=FORMATS)
         self.fast = None
         if accelerate and jsonschema_rs is not None:
             try:
@@ -265,6 +303,10 @@ class RequestCheck:
         self.uses_cookies = any(p.location == "cookie" for p in op.parameters) or any(
             s.location == "cookie" for alt in op.security for s in alt
         )
+        only = op.security[0] if len(op.security) == 1 and len(op.security[0]) == 1 else ()
+        self.bearer_only = bool(only) and (
+            (only[0].type == "http" and only[0].scheme == "bearer") or only[0].type in ("oauth2", "openIdConnect")
+        )
         self.bodies: dict[str, SchemaCheck | None] = {}
         for name, media in (op.body or {}).items():
             self.bodies[name.lower()] = (
@@ -276,6 +318,10 @@ class RequestCheck:
     def security_violations(self, request: IncomingRequest, cookies: dict[str, str]) -> list[Violation]:
         if not self.op.security:
             return []
+        if self.bearer_only:  # the common case, checked without building any message
+            word, _, credential = (request.headers.get("Authorization") or "").strip().partition(" ")
+            if word.lower() == "bearer" and credential.strip():
+                return []
         problems: list[str] = []
         for alternative in self.op.security:
             found = [p for p in (_scheme_problem(s, request, cookies) for s in alternative) if p]

@@ -264,7 +264,7 @@ BROKEN = {
     "openapi-4.yaml": "{path}: openapi: '4.0.0' is not supported (expected 3.0.x or 3.1.x)",
     "no-openapi-field.yaml": "{path}: no 'openapi' field: this is not an OpenAPI 3.x document",
     "not-a-mapping.yaml": "{path}: the document is not a mapping of OpenAPI fields",
-    "bad-yaml.yaml": "{path}:6: not valid YAML: mapping values are not allowed here",
+    "bad-yaml.yaml": "{path}:6: not valid YAML: mapping values are not allowed in this context",  # libyaml
     "bad-json.json": "{path}:5: not valid JSON: Expecting property name enclosed in double quotes",
     "duplicate-key.yaml": "{path}:8: not valid YAML: duplicate key 'get' (first at line 5)",
     "unresolvable-ref.yaml": "{path}: paths./plants.get.responses.200.content.application/json.schema: "

@@ -94,13 +94,16 @@ def pinning() -> tuple[list[str], list[str], str]:
     return [], [], "UNPINNED (taskset or a second CPU missing)"
 
 
-def launch(name: str, cmd: list[str], health_path: str, tmp: Path, timeout: float = 10.0) -> Server:
-    """Start `cmd`, read its `... listening on http://HOST:PORT` line, poll `health_path` until it answers."""
+def launch(name: str, cmd: list[str], health_path: str, tmp: Path, started: list[Server]) -> Server:
+    """Start `cmd` (added to `started` at once, for cleanup), read its `... listening on http://HOST:PORT`
+    line, then poll `health_path` until it answers; all within 10 s of the launch."""
     stderr_path = tmp / f"{name}.stderr"
     with open(stderr_path, "w") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
     server = Server(name, proc, stderr_path=stderr_path)
+    started.append(server)
+    timeout = 10.0
     deadline = start + timeout
     line = ""
     while not line and time.perf_counter() < deadline:
@@ -157,11 +160,13 @@ def probe(port: int, body: bytes) -> int:
         return exc.code
 
 
-def wrk(port: int, mode: str, seconds: float, opts: argparse.Namespace, script: Path, prefix: list[str]) -> dict:
+def wrk(port: int, mode: str, seconds: int, opts: argparse.Namespace, script: Path, prefix: list[str]) -> dict:
     """One wrk run against POST /plants; returns requests/s, p50/p99 in ms and error counts."""
-    cmd = [*prefix, "wrk", f"-t{opts.threads}", f"-c{opts.connections}", f"-d{seconds:g}s", "--timeout", "5s",
+    cmd = [*prefix, "wrk", f"-t{opts.threads}", f"-c{opts.connections}", f"-d{seconds}s", "--timeout", "5s",
            "-s", str(script), f"http://127.0.0.1:{port}/plants", "--", mode]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, check=True)
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=seconds + 30)
+    if done.returncode != 0:
+        raise RuntimeError(f"wrk exited with {done.returncode}: {done.stderr.strip() or done.stdout.strip()}")
     line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH ")), None)
     if line is None:
         raise RuntimeError(f"wrk printed no figures:\n{done.stdout}\n{done.stderr}")
@@ -183,41 +188,34 @@ def measure(port: int, mode: str, opts: argparse.Namespace, script: Path, prefix
     return wrk(port, mode, opts.duration, opts, script, prefix)
 
 
-def run(opts: argparse.Namespace, tmp: Path) -> dict:
-    """Start both servers, load them, and gather every figure."""
+def run(opts: argparse.Namespace, tmp: Path, servers: list[Server]) -> dict:
+    """Start both servers (into `servers`; the caller stops them), load them, and gather every figure."""
     server_pin, wrk_pin, pin_note = pinning()
     script = tmp / "plants.lua"
     script.write_text(LUA)
-    servers: list[Server] = []
-    try:
-        stub_cmd = [sys.executable, "-m", "plantstub", "serve", "--port", "0", *opts.stub_arg]
-        stub = launch("stub", [*server_pin, *stub_cmd], "/__plantstub/health", tmp)
-        servers.append(stub)
-        idle_rss = rss_mib(stub.proc.pid)
-        base = launch("baseline", [*server_pin, sys.executable, "-c", BASELINE], "/health", tmp)
-        servers.append(base)
-        probes = {"valid": probe(stub.port, b'{"id": 1, "name": "Fern", "tag": "indoor"}'),
-                  "invalid": probe(stub.port, b'{"id": "x1", "name": "Fern", "tag": "indoor"}')}
-        cases = {
-            "baseline": measure(base.port, "valid", opts, script, wrk_pin),
-            "valid": measure(stub.port, "valid", opts, script, wrk_pin),
-            "invalid": measure(stub.port, "invalid", opts, script, wrk_pin),
-        }
-        return {
-            "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "connections": opts.connections,
-                         "threads": opts.threads, "stub_args": opts.stub_arg, "pinning": pin_note},
-            "first_answer_s": {"stub": stub.first_answer_s, "baseline": base.first_answer_s},
-            "stub_rss_mib": {"idle": idle_rss, "after_load": rss_mib(stub.proc.pid)},
-            "probe_status": probes,
-            "cases": cases,
-            "ratios": {case: {"rps": cases[case]["rps"] / cases["baseline"]["rps"],
-                              "p99": cases[case]["p99_ms"] / cases["baseline"]["p99_ms"]}
-                       for case in ("valid", "invalid")},
-            "targets": TARGETS,
-        }
-    finally:
-        for server in servers:
-            stop(server)
+    stub_cmd = [sys.executable, "-m", "plantstub", "serve", "--port", "0", *opts.stub_arg]
+    stub = launch("stub", [*server_pin, *stub_cmd], "/__plantstub/health", tmp, servers)
+    idle_rss = rss_mib(stub.proc.pid)
+    base = launch("baseline", [*server_pin, sys.executable, "-c", BASELINE], "/health", tmp, servers)
+    probes = {"valid": probe(stub.port, b'{"id": 1, "name": "Fern", "tag": "indoor"}'),
+              "invalid": probe(stub.port, b'{"id": "x1", "name": "Fern", "tag": "indoor"}')}
+    cases = {
+        "baseline": measure(base.port, "valid", opts, script, wrk_pin),
+        "valid": measure(stub.port, "valid", opts, script, wrk_pin),
+        "invalid": measure(stub.port, "invalid", opts, script, wrk_pin),
+    }
+    return {
+        "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "connections": opts.connections,
+                     "threads": opts.threads, "stub_args": opts.stub_arg, "pinning": pin_note},
+        "first_answer_s": {"stub": stub.first_answer_s, "baseline": base.first_answer_s},
+        "stub_rss_mib": {"idle": idle_rss, "after_load": rss_mib(stub.proc.pid)},
+        "probe_status": probes,
+        "cases": cases,
+        "ratios": {case: {"rps": cases[case]["rps"] / cases["baseline"]["rps"],
+                          "p99": cases[case]["p99_ms"] / cases["baseline"]["p99_ms"]}
+                   for case in ("valid", "invalid")},
+        "targets": TARGETS,
+    }
 
 
 def mark(ok: bool) -> str:
@@ -228,8 +226,9 @@ def table(r: dict) -> str:
     """The human-readable report."""
     s, c, q = r["settings"], r["cases"], r["ratios"]
     t = TARGETS
-    out = [f"plantstub bench: POST /plants, wrk {s['connections']} conn x {s['threads']} thread, "
-           f"{s['duration_s']:g} s (+{s['warmup_s']:g} s warm-up), {s['pinning']}"]
+    head = (f"plantstub bench: POST /plants, wrk {s['connections']} conn x {s['threads']} thread, "
+            f"{s['duration_s']:g} s (+{s['warmup_s']:g} s warm-up), {s['pinning']}")
+    out = [head]
     if s["stub_args"]:
         out.append(f"stub args: {' '.join(s['stub_args'])}")
     out.append(f"{'case':<9}{'server':<10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'non-2xx':>9}"
@@ -261,8 +260,8 @@ def table(r: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Benchmark plantstub against a bare aiohttp app with wrk.")
-    p.add_argument("--duration", type=float, default=10.0, help="seconds of each measured run (default 10)")
-    p.add_argument("--warmup", type=float, default=2.0, help="seconds of the discarded warm-up run (default 2)")
+    p.add_argument("--duration", type=int, default=10, help="seconds of each measured run (default 10)")
+    p.add_argument("--warmup", type=int, default=2, help="seconds of the discarded warm-up run, 0: none (default 2)")
     p.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
     p.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     p.add_argument("--stub-arg", action="append", default=[], metavar="ARG",
@@ -274,8 +273,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # SIGTERM ends the run like Ctrl-C does: through the finally blocks that stop the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(prefix="plantstub-bench-") as tmp:
-        result = run(opts, Path(tmp))
+    servers: list[Server] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="plantstub-bench-") as tmp:
+            try:
+                result = run(opts, Path(tmp), servers)
+            finally:
+                # A second Ctrl-C must not cut the cleanup short and leave a server behind.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                for server in servers:
+                    stop(server)
+    except KeyboardInterrupt:
+        print("bench: interrupted; servers stopped", file=sys.stderr)
+        return 130
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(result, indent=2) if opts.json else table(result))
     return 0
 
