@@ -204,7 +204,11 @@ def run(opts: argparse.Namespace, tmp: Path, servers: list[Server]) -> dict:
         "valid": measure(stub.port, "valid", opts, script, wrk_pin),
         "invalid": measure(stub.port, "invalid", opts, script, wrk_pin),
     }
+    variants = {}
+    if opts.variants:
+        variants = measure_variants(opts, tmp, servers, server_pin, wrk_pin, script, stub_cmd)
     return {
+        "variants": variants,
         "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "connections": opts.connections,
                      "threads": opts.threads, "stub_args": opts.stub_arg, "pinning": pin_note},
         "first_answer_s": {"stub": stub.first_answer_s, "baseline": base.first_answer_s},
@@ -216,6 +220,35 @@ def run(opts: argparse.Namespace, tmp: Path, servers: list[Server]) -> dict:
                    for case in ("valid", "invalid")},
         "targets": TARGETS,
     }
+
+
+def rules_scenario(folder: Path, count: int = 200) -> None:
+    """A scenario of `count` rules, each pinning a different body name: the benchmark's requests match none."""
+    rules = "".join(
+        f"  - match: {{method: POST, path: /plants, body: {{name: Plant-{i}}}}}\n"
+        f"    reply: {{status: 200, body: {{name: Plant-{i}, tag: rule-{i}}}}}\n"
+        for i in range(count)
+    )
+    (folder / "rules200.yaml").write_text(f"description: {count} rules\nrules:\n{rules}")
+
+
+def measure_variants(opts, tmp: Path, servers: list[Server], server_pin, wrk_pin, script, stub_cmd) -> dict:
+    """The valid case again on stubs started differently, one at a time (each compared to the plain stub)."""
+    folder = tmp / "scenarios"
+    folder.mkdir()
+    rules_scenario(folder)
+    variants = {
+        "200-rule scenario": ["--scenarios", str(folder), "--scenario", "rules200"],
+        "journal file on": ["--journal", str(tmp / "calls.jsonl")],
+        "journal size 1": ["--journal-size", "1"],
+    }
+    found = {}
+    for name, args in variants.items():
+        server = launch("stub", [*server_pin, *stub_cmd, *args], "/__plantstub/health", tmp, servers)
+        found[name] = measure(server.port, "valid", opts, script, wrk_pin)
+        stop(server)
+        servers.remove(server)
+    return found
 
 
 def mark(ok: bool) -> str:
@@ -249,6 +282,10 @@ def table(r: dict) -> str:
     out.append(f"stub RSS: idle {rss['idle']:.1f} MiB (< {t['idle_rss_mib']:g} MiB "
                f"{mark(rss['idle'] < t['idle_rss_mib'])}), after load {rss['after_load']:.1f} MiB")
     out.append(f"probe statuses: valid {r['probe_status']['valid']}, invalid {r['probe_status']['invalid']}")
+    for name, f in r.get("variants", {}).items():
+        ratio = f["rps"] / c["valid"]["rps"]
+        out.append(f"valid, {name:<18} {f['rps']:>9.0f} req/s  p99 {f['p99_ms']:.2f} ms  "
+                   f"{ratio:.2f}x the plain stub  non-2xx {f['non2xx']}")
     if c["valid"]["non2xx"]:
         out.append(f"!!!!! WARNING: the stub gave {c['valid']['non2xx']} non-2xx answers to VALID requests !!!!!")
     if c["invalid"]["non2xx"] != c["invalid"]["requests"]:
@@ -267,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stub-arg", action="append", default=[], metavar="ARG",
                    help="extra argument for `plantstub serve` (repeatable), e.g. --stub-arg=--scenario=NAME")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the table")
+    p.add_argument("--variants", action="store_true",
+                   help="also run the valid case with a 200-rule scenario, a journal file, and a 1-call journal")
     opts = p.parse_args(argv)
     if not shutil.which("wrk"):
         print("bench: wrk is not installed (apt-get install wrk)", file=sys.stderr)
