@@ -122,3 +122,41 @@ def test_console_script_and_module_agree():
     assert by_script.returncode == by_module.returncode == 0
     assert by_script.stdout == by_module.stdout
     assert "serve" in by_module.stdout
+
+
+def test_serve_journal_file_is_complete_after_sigterm(serve, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    journal = tmp_path / "out" / "calls.jsonl"
+    stub = serve("--port", "0", "--scenarios", str(tmp_path), "--journal", str(journal))
+    headers = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+
+    def one(i: int) -> int:
+        body = json.dumps({"id": i, "name": f"P{i}"} if i % 5 else {"id": "bad"}).encode()
+        return http(stub.url + "/plants", "POST", body, headers)[0]
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(one, range(60)))
+    assert stub.stop(signal.SIGTERM) == 0
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert sorted(c["seq"] for c in lines) == list(range(1, 61))
+    assert sorted(c["response"]["status"] for c in lines) == sorted(statuses)
+    assert sum(not c["valid"] for c in lines) == 12
+    assert {c["time"][-1] for c in lines} == {"Z"}
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_serve_logs_one_line_per_request(serve, tmp_path, log_format):
+    stub = serve("--port", "0", "--scenarios", str(tmp_path), "--log-format", log_format)
+    http(stub.url + "/plants", "POST", b'{"id": "x", "name": "F"}',
+         {"Authorization": "Bearer t", "Content-Type": "application/json"})
+    stub.stop()
+    lines = [line for line in stub.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+    if log_format == "text":
+        assert lines[0] == "plantstub: #1 POST /plants -> 400 [-] INVALID: body.id: 'x' is not of type 'integer'"
+    else:
+        record = json.loads(lines[0])
+        assert {k: record[k] for k in ("seq", "method", "path", "status", "valid", "rule")} == {
+            "seq": 1, "method": "POST", "path": "/plants", "status": 400, "valid": False, "rule": None}
+        assert record["errors"] == ["body.id: 'x' is not of type 'integer'"]
