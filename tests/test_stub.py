@@ -156,3 +156,29 @@ def test_assert_all_valid_lists_each_bad_request(stub):
         "  #2 POST /plants -> 400: body: 'name' is a required property; body.id: 'x' is not of type 'integer'\n"
         "  #3 POST /plants -> 401: headers.Authorization: missing; expected 'Bearer <credentials>' (bearerAuth); "
         "body: not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2")
+
+
+def test_calls_can_be_read_while_requests_arrive(stub):
+    import threading
+
+    seen: list[int] = []
+    done = threading.Event()
+
+    def reader():
+        while not done.is_set():
+            calls = stub.calls
+            assert [c.seq for c in calls] == sorted(c.seq for c in calls)
+            seen.append(len(calls))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(6) as pool:
+            assert set(pool.map(lambda i: post(stub.url, {"id": i, "name": "P"}), range(120))) == {200}
+    finally:
+        done.set()
+        thread.join()
+    assert len(stub.calls) == 120
+    assert seen == sorted(seen)  # each snapshot holds at least what the one before held
