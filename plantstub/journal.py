@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections import deque
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from .incoming import NO_BODY
+
+
+FLUSH_DELAY = 0.1
 
 
 class Call(NamedTuple):
@@ -90,6 +94,7 @@ class Journal:
         self.recorded = 0  # since the last clear
         self.file = file
         self._sink: IO[str] | None = None
+        self._flush_pending = False
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
             self._sink = open(file, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -104,8 +109,25 @@ class Journal:
             self._calls.append(call)
             self.recorded += 1
         if self._sink is not None:
-            # One write and flush per call: a SIGTERM right after a response loses nothing.
             self._sink.write(dumps_call(call) + "\n")
+            self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        # Flush within FLUSH_DELAY rather than per call (a fifth of the throughput): a reader of the
+        # file sees every call 0.1 s later at most, and SIGTERM or Ctrl-C flush through close().
+        if self._flush_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not in an event loop: nothing would flush later
+            self.flush()
+            return
+        self._flush_pending = True
+        loop.call_later(FLUSH_DELAY, self.flush)
+
+    def flush(self) -> None:
+        self._flush_pending = False
+        if self._sink is not None:
             self._sink.flush()
 
     @property
