@@ -43,7 +43,7 @@ from aiohttp import web
 def server():
     async def plants(request):
         await request.read()
-        return web.json_response({{"name": "Fern"}})
+        return web.json_response({"name": "Fern"})
 
     app = web.Application()
     app.router.add_post("/plants", plants)
@@ -55,7 +55,7 @@ def server():
     port = runner.addresses[0][1]
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{{port}}"
+    yield f"http://127.0.0.1:{port}"
     loop.call_soon_threadsafe(loop.stop)
     thread.join()
 
@@ -88,7 +88,7 @@ def main() -> None:
         for name, text in (("plain", PLAIN_SUITE), ("plantstub", PLANTSTUB_SUITE)):
             folder = Path(tmp) / name
             folder.mkdir()
-            (folder / "test_suite.py").write_text(text.format(n=args.tests) if name == "plain" else text.replace("{n}", str(args.tests)))
+            (folder / "test_suite.py").write_text(text.replace("{n}", str(args.tests)))
             (folder / "pytest.ini").write_text("[pytest]\n")
             (folder / "scenarios").mkdir()
             suites[name] = folder
