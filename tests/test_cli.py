@@ -167,3 +167,14 @@ def test_serve_logs_one_line_per_request(serve, tmp_path, log_format):
         assert {k: record[k] for k in ("seq", "method", "path", "status", "valid", "rule")} == {
             "seq": 1, "method": "POST", "path": "/plants", "status": 400, "valid": False, "rule": None}
         assert record["errors"] == ["body.id: 'x' is not of type 'integer'"]
+
+
+def test_serve_refuses_scenarios_that_cannot_load(tmp_path):
+    (tmp_path / "bad.yaml").write_text("rules:\n  - match: {path: /plants}\n    reply: {status: 418}\n")
+    result = run("serve", "--port", "0", "--scenarios", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "plantstub: scenarios cannot load:",
+        f"{tmp_path / 'bad.yaml'}:3: rules[0].reply.status: 418 is not declared for POST /plants "
+        "(declared: 200, 400); add `off_contract: true` to this rule to serve it anyway",
+    ]
