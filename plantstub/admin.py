@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -63,6 +64,8 @@ class _Admin:
     async def put_scenario(self, request: web.Request) -> web.Response:
         try:
             data = json.loads(await request.read() or b"null")
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"body: larger than the limit of {self.control.settings.max_body} bytes (--max-body)")
         except (ValueError, RecursionError):
             return _error(400, 'body: not valid JSON; send {"name": "SCENARIO"} or {"name": null}')
         if not isinstance(data, dict) or "name" not in data or not isinstance(data["name"], (str, type(None))):
@@ -80,31 +83,31 @@ class _Admin:
         unknown = sorted(set(q) - set(CALL_FILTERS))
         if unknown:
             return _error(400, f"query.{unknown[0]}: unknown filter (known: {', '.join(CALL_FILTERS)})")
+        numbers: dict[str, int] = {}
+        for name in ("status", "since", "limit"):
+            if name in q:
+                if not re.fullmatch(r"-?[0-9]{1,18}", q[name]):
+                    return _error(400, f"query.{name}: {q[name]!r} is not an integer")
+                numbers[name] = int(q[name])
+        if "valid" in q and q["valid"] not in ("true", "false"):
+            return _error(400, f"query.valid: {q['valid']!r} is not true or false")
         calls = self.control.journal.snapshot()
-        try:
-            if "method" in q:
-                calls = [c for c in calls if c.method == q["method"].upper()]
-            if "path" in q:
-                pattern = path_pattern(q["path"])
-                calls = [c for c in calls if pattern.match(c.path)]
-            if "status" in q:
-                status = int(q["status"])
-                calls = [c for c in calls if c.response.get("status") == status]
-            if "valid" in q:
-                if q["valid"] not in ("true", "false"):
-                    return _error(400, f"query.valid: {q['valid']!r} is not true or false")
-                calls = [c for c in calls if c.valid == (q["valid"] == "true")]
-            for name in ("scenario", "rule"):
-                if name in q:
-                    calls = [c for c in calls if getattr(c, name) == q[name]]
-            if "since" in q:
-                since = int(q["since"])
-                calls = [c for c in calls if c.seq > since]
-            if "limit" in q:
-                calls = calls[-int(q["limit"]):] if int(q["limit"]) > 0 else []
-        except ValueError:
-            bad = next(k for k in ("status", "since", "limit") if k in q and not q[k].lstrip("-").isdigit())
-            return _error(400, f"query.{bad}: {q[bad]!r} is not an integer")
+        if "method" in q:
+            calls = [c for c in calls if c.method == q["method"].upper()]
+        if "path" in q:
+            pattern = path_pattern(q["path"])
+            calls = [c for c in calls if pattern.match(c.path)]
+        if "status" in numbers:
+            calls = [c for c in calls if c.status == numbers["status"]]
+        if "valid" in q:
+            calls = [c for c in calls if c.valid == (q["valid"] == "true")]
+        for name in ("scenario", "rule"):
+            if name in q:
+                calls = [c for c in calls if getattr(c, name) == q[name]]
+        if "since" in numbers:
+            calls = [c for c in calls if c.seq > numbers["since"]]
+        if "limit" in numbers:
+            calls = calls[-numbers["limit"]:] if numbers["limit"] > 0 else []
         return calls
 
     async def calls(self, request: web.Request) -> web.Response:
@@ -133,7 +136,10 @@ class _Admin:
 def add_admin_routes(app: web.Application, control: Control) -> None:
     admin = _Admin(control)
     for method, name, handler in _routes(admin):
-        app.router.add_route(method, ADMIN_PREFIX + name, handler)
+        if method == "GET":
+            app.router.add_get(ADMIN_PREFIX + name, handler)  # HEAD too, for probes
+        else:
+            app.router.add_route(method, ADMIN_PREFIX + name, handler)
 
 
 def admin_not_found(request: web.Request) -> web.Response:

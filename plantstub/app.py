@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from aiohttp import web
+from aiohttp import ClientConnectionError, web
 
 from .admin import ADMIN_PREFIX, add_admin_routes, admin_not_found
 from .config import Settings, build_settings
@@ -144,7 +144,7 @@ def _decide(control: Control, request: web.Request, raw: bytes, query: dict[str,
             reply = rule.replies[at]
             done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
             done.delay_ms = reply.delay_ms
-            done.out, done.fault = rule_reply(reply, incoming, done.body)
+            done.out, done.fault = rule_reply(reply, incoming, done.body, control.indexes[scenario.name].templates)
             return None
     done.out = control.answers.default(op, done.body)
     return None
@@ -169,6 +169,10 @@ def _make_handler(control: Control):
             if done.fault is not None:
                 return await send_fault(request, done.fault, done.out)
             return _to_response(done.out, request.method == "HEAD")
+        except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError):
+            # The client left mid-request: record it, no traceback, nothing to answer.
+            done.refuse(error_reply(499, "request: the client closed the connection before sending the whole body"))
+            raise
         except web.HTTPRequestEntityTooLarge:
             limit = control.settings.max_body
             done.refuse(error_reply(413, f"body: larger than the limit of {limit} bytes (--max-body)"))
@@ -185,7 +189,8 @@ def _make_handler(control: Control):
                 body = body_for_record(raw, request.content_type)
             response = response_record(out.status, _sent_headers(out), out.body)
             if done.fault is not None:
-                response = {"status": None, "headers": {}, "body": None, "fault": done.fault.kind}
+                sent = out.status if done.fault.kind == "malformed_body" else None
+                response = {"status": sent, "headers": {}, "body": None, "fault": done.fault.kind}
             call = Call(
                 seq=journal.next_seq(),
                 started=started,

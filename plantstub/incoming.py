@@ -46,7 +46,14 @@ def _no_constants(name: str) -> Any:
 
 
 # Built once: json.loads() with options builds a new decoder on every call.
-_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a JSON number")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
 
 
 class BodyError(ValueError):

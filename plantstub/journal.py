@@ -38,8 +38,9 @@ class Call(NamedTuple):
     response: dict[str, Any]
 
     @property
-    def status(self) -> int:
-        return int(self.response.get("status", 0))
+    def status(self) -> int | None:
+        """The status sent, or None when a fault sent none."""
+        return self.response.get("status")
 
     @property
     def time(self) -> str:
@@ -54,7 +55,7 @@ class Call(NamedTuple):
             "method": self.method,
             "path": self.path,
             "query": self.query,
-            "headers": dict(self.headers),
+            "headers": {name: _text(value) for name, value in self.headers.items()},
             "body": self.body,
             "valid": self.valid,
             "errors": list(self.errors),
@@ -62,6 +63,13 @@ class Call(NamedTuple):
             "rule": self.rule,
             "response": self.response,
         }
+
+
+def _text(value: str) -> str:
+    """A header value as JSON can carry it: bytes that were not UTF-8 become U+FFFD."""
+    if value.isascii():
+        return value
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def response_record(status: int, headers: dict[str, str], body: Any) -> dict[str, Any]:
@@ -159,7 +167,7 @@ class Journal:
             if key == "method":
                 result = [c for c in result if c.method == str(value).upper()]
             elif key == "status":
-                result = [c for c in result if c.status == int(value)]
+                result = [c for c in result if c.status == value]
             else:
                 result = [c for c in result if getattr(c, key) == value]
         return result

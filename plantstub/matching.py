@@ -142,6 +142,7 @@ class RuleIndex:
                         counts[name] = counts.get(name, 0) + 1
         self.field = max(counts, key=counts.get) if counts else None
         self._routes: dict[tuple[str, str], tuple[dict[Any, list[Rule]], list[Rule]]] = {}
+        self.templates: dict[int, Any] = {}  # compiled reply templates; dropped with the scenario set
 
     def _pinned(self, rule: Rule) -> Any:
         body = rule.match.body

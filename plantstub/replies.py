@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from .spec import MISSING, MediaType, Operation
 from .validation import SchemaCheck
 
 JSON = "application/json"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,9 +187,12 @@ def preferred(answers: Answers, op: Operation, prefer: str, request_body: Any) -
     if code is None and example is None:
         return None, None
     declared = ", ".join(op.responses) or "none"
+    if code is not None and not re.fullmatch(r"[1-5][0-9][0-9]", code):
+        problem = f"headers.Prefer: code={code!r} is not an HTTP status (100-599)"
+        return error_reply(400, problem), problem
     if code is not None:
         key = code if code in op.responses else None
-        if key is None and code.isdigit() and op.response_for(int(code)) is not None:
+        if key is None and op.response_for(int(code)) is not None:
             key = op.response_for(int(code)).status
         if key is None:
             problem = f"headers.Prefer: code={code} is not declared for {op.label} (declared: {declared})"
@@ -202,31 +207,36 @@ def preferred(answers: Answers, op: Operation, prefer: str, request_body: Any) -
         problem = f"headers.Prefer: example={example!r} is not declared for {op.label} response {key}"
         return error_reply(400, problem), problem
     out = answer.build(request_body, example)
-    if code is not None and code.isdigit() and out.status != int(code):
+    if code is not None and out.status != int(code):
         out = Outgoing(int(code), out.body, out.payload, out.content_type, out.headers)
     return out, None
 
 
-_TEMPLATES: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
+# Headers HTTP framing owns: a rule that set them would break the response on the wire.
+FRAMING_HEADERS = ("content-length", "transfer-encoding", "connection")
 
 
-def _compiled(reply: Any) -> tuple[Any, dict[str, Any]]:
-    entry = _TEMPLATES.get(id(reply))
+def _compiled(reply: Any, cache: dict[int, Any]) -> tuple[Any, dict[str, Any]]:
+    entry = cache.get(id(reply))
     if entry is None or entry[0] is not reply:
         from .templating import compile_template
 
-        headers = {name: compile_template(value, text=True) for name, value in reply.headers.items()}
-        entry = _TEMPLATES[id(reply)] = (reply, compile_template(reply.body), headers)
+        headers = {
+            name: compile_template(value, text=True)
+            for name, value in reply.headers.items()
+            if name.lower() not in FRAMING_HEADERS
+        }
+        entry = cache[id(reply)] = (reply, compile_template(reply.body), headers)
     return entry[1], entry[2]
 
 
-def rule_reply(reply: Any, request: Any, request_body: Any):
+def rule_reply(reply: Any, request: Any, request_body: Any, cache: dict[int, Any]):
     """The Outgoing a rule's reply describes, templates filled from the request; and its Fault, if any."""
     from .faults import Fault
 
     if reply.fault is not None and reply.fault != "malformed_body":
         return Outgoing(reply.status, NO_BODY, b"", None), Fault(reply.fault)
-    body_template, header_templates = _compiled(reply)
+    body_template, header_templates = _compiled(reply, cache)
     view = {
         "method": request.method,
         "path": request.path,
@@ -234,7 +244,8 @@ def rule_reply(reply: Any, request: Any, request_body: Any):
         "headers": request.headers,
         "query": request.query_first(),
     }
-    headers = {name: str(t.render(view)) for name, t in header_templates.items()}
+    # A request value rendered into a header must not smuggle a line break into the response.
+    headers = {name: _CONTROL.sub(" ", str(t.render(view))) for name, t in header_templates.items()}
     body = body_template.render(view) if reply.body is not NO_BODY else NO_BODY
     content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
     headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}

@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover - exercised where no wheel exists
     jsonschema_rs = None
 
 MAX_MESSAGE = 240
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +188,7 @@ def _scalar(text: str, types: set[str]) -> Any:
     """Read a parameter string the way its schema types it; leave it alone when it does not fit."""
     if "integer" in types and re.fullmatch(r"[+-]?\d{1,30}", text):
         return int(text)
-    if "number" in types:
+    if "number" in types and _JSON_NUMBER.fullmatch(text):
         try:
             number = float(text)
             if number == number and abs(number) != float("inf"):

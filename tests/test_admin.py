@@ -148,6 +148,6 @@ async def test_journal_cap_keeps_the_newest_and_counts_the_dropped(aiohttp_clien
 async def test_admin_wrong_method_is_json_405(client):
     response = await client.post("/__plantstub/calls")
     assert response.status == 405
-    assert response.headers["Allow"] == "DELETE, GET"
+    assert response.headers["Allow"] == "DELETE, GET, HEAD"
     assert await response.json() == {
-        "error": 405, "message": "method: POST is not allowed on /__plantstub/calls (allowed: DELETE, GET)"}
+        "error": 405, "message": "method: POST is not allowed on /__plantstub/calls (allowed: DELETE, GET, HEAD)"}
