@@ -1,7 +1,7 @@
 """Make a small value that satisfies a bundled schema: the body of a default answer.
 
 Each candidate (const, enum, examples, default, then values built from the type) is checked
-with jsonschema, so a spec example that breaks its own schema is passed over, not served.
+with the same checks requests get (schema_check), so a spec example that breaks its own schema is passed over, not served.
 """
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import jsonschema
-
-from .validation import FORMATS  # the format checks requests and replies get, so samples pass them
+from .schema_check import SchemaCheck  # the checks requests and replies get, so samples pass them
 
 try:  # the regular-expression parser behind `re`, used to build strings that match a pattern
     from re import _parser as sre_parse  # Python 3.11+
@@ -130,7 +128,7 @@ def sample(schema: Any, defs: dict[str, Any] | None = None, depth: int = 0) -> A
 class _Sampler:
     def __init__(self, defs: dict[str, Any]) -> None:
         self.defs = defs
-        self.checks: dict[int, tuple[Any, jsonschema.Draft202012Validator]] = {}
+        self.checks: dict[int, tuple[Any, SchemaCheck]] = {}
 
     def valid(self, value: Any, schema: Any) -> bool:
         if isinstance(schema, bool):
@@ -138,10 +136,10 @@ class _Sampler:
         entry = self.checks.get(id(schema))
         if entry is None or entry[0] is not schema:
             root = {**schema, "$defs": self.defs} if self.defs else schema
-            entry = self.checks[id(schema)] = (schema, jsonschema.Draft202012Validator(root, format_checker=FORMATS))
+            entry = self.checks[id(schema)] = (schema, SchemaCheck(root, "", checked=True))
         try:
             return entry[1].is_valid(value)
-        except (RecursionError, jsonschema.exceptions.SchemaError, ValueError):
+        except Exception:  # noqa: BLE001 - a schema jsonschema cannot run: the value is not known good
             return False
 
     def value(self, schema: Any, depth: int) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 from .generate import flatten, sample
 from .incoming import NO_BODY
 from .spec import MISSING, MediaType, Operation
-from .validation import SchemaCheck
+from .schema_check import SchemaCheck
 
 JSON = "application/json"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

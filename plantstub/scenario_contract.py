@@ -11,7 +11,7 @@ from .routing import Router
 from .scenario import Criteria, Reply, Rule
 from .spec import MediaType, Operation, Response, Spec
 from .templating import placeholder_paths
-from .validation import SchemaCheck, location_path
+from .schema_check import SchemaCheck, location_path
 
 if TYPE_CHECKING:
     from .scenario_loader import _Document

@@ -12,14 +12,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from .errors import ScenarioError
 from .incoming import NO_BODY
 from .scenario import Criteria, Reply, Rule, Scenario
 from .spec import Spec
-from .validation import location_path
+from .schema_check import SchemaCheck, location_path
 from .scenario_contract import Contract
 from .yamlio import JsonSafeLoader
 
@@ -51,8 +50,8 @@ def scenario_schema() -> dict:
 
 
 @cache
-def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(scenario_schema())
+def _validator() -> SchemaCheck:
+    return SchemaCheck(scenario_schema(), "scenario.schema.json", checked=True, formats=False)
 
 
 def where_of(parts: Any) -> str:
@@ -170,7 +169,9 @@ def _suggest(word: Any, choices: Any) -> str:
 
 def _schema_errors(doc: _Document) -> list[ScenarioError]:
     found: list[ScenarioError] = []
-    raw = sorted(_validator().iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
+    if _validator().is_valid(doc.data):
+        return found
+    raw = sorted(_validator().slow.iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
     # A value of the wrong type earns one message, not one per keyword that also failed on it.
     mistyped = {tuple(e.absolute_path) for e in raw if e.validator == "type"}
     for error in raw:

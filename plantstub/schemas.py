@@ -12,25 +12,12 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
-import jsonschema
-from jsonschema.exceptions import best_match
-
 from .errors import SpecError
+from .schema_check import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
 
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_ONE = (
-    "items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
-    "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
-)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-
 Lookup = Callable[[str, str, str], "tuple[Any, str]"]
-# The metaschema, with its formats asserted: a `pattern` Python cannot compile is refused at start.
-_META = jsonschema.Draft202012Validator(
-    jsonschema.Draft202012Validator.META_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-)
 
 
 def bundle_schema(node: Any, base: str, lookup: Lookup, *, legacy: bool, where: str) -> dict | bool:
@@ -143,11 +130,11 @@ class Bundler:
         for key, value in node.items():
             if key == "items" and isinstance(value, list):  # draft-4 tuple form in 3.0
                 out["prefixItems"] = [self.convert(sub, base, refs) for sub in value]
-            elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            elif key in SCHEMA_MAPS and isinstance(value, dict):
                 out[key] = {name: self.convert(sub, base, refs) for name, sub in value.items()}
-            elif key in _SCHEMA_ONE:
+            elif key in SCHEMA_ONE:
                 out[key] = self.convert(value, base, refs)
-            elif key in _SCHEMA_LISTS and isinstance(value, list):
+            elif key in SCHEMA_LISTS and isinstance(value, list):
                 out[key] = [self.convert(sub, base, refs) for sub in value]
             else:
                 out[key] = value
@@ -168,8 +155,15 @@ class Bundler:
 
 
 def _check(schema: Any, at: list[str], where: str) -> None:
-    """Refuse what is not valid JSON Schema, naming the keyword's place (`$defs.Plant.properties.id.type`)."""
-    error = best_match(_META.iter_errors(schema))
+    """Refuse what is not valid JSON Schema, naming the keyword's place (`$defs.Plant.properties.id.type`).
+
+    A `pattern` Python cannot compile is refused too (the metaschema's formats are asserted).
+    """
+    if meta_valid(schema):
+        return
+    from jsonschema.exceptions import best_match
+
+    error = best_match(metaschema_validator().iter_errors(schema))
     if error is None:
         return
     inside = ".".join([*at, *(str(part) for part in error.absolute_path)])

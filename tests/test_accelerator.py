@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from plantstub.generate import sample
 from plantstub.spec import load_spec
-from plantstub.validation import SchemaCheck, jsonschema_rs
+from plantstub.schema_check import SchemaCheck, jsonschema_rs
 
 SPECS = Path(__file__).parent / "data" / "specs"
 SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml", SPECS / "multi" / "main.yaml"]
@@ -100,3 +100,73 @@ def test_accelerator_agrees_with_jsonschema(name, schema):
 
 def test_accelerator_served_schema_count():
     assert len(SCHEMAS) >= 20  # the property above really ran over the served specs
+
+
+# -- the metaschema check: jsonschema-rs plus Python's regex compiler must say what jsonschema says --
+# Mostly plausible values per keyword, with a wrong one in each list, so both verdicts are common.
+LEAF_WORDS = {
+    "type": st.sampled_from(["string", "integer", "object", "array", "null", ["string", "null"], "nul", []]),
+    "minimum": st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.just("1")),
+    "exclusiveMinimum": st.sampled_from([0, 2.5, True]),
+    "minLength": st.sampled_from([0, 3, -1, 1.5]),
+    "pattern": st.sampled_from(["^[a-z]+$", "x*", "[a-", "(?P<n>x)", "\\p{L}", "a{2,1}", "(?<n>x)"]),
+    "required": st.sampled_from([[], ["a"], ["a", "b"], ["a", "a"], "a"]),
+    "enum": st.lists(SCALARS, max_size=3),
+    "format": st.sampled_from(["date", "uuid", "regex", 5]),
+    "uniqueItems": st.sampled_from([True, False, "yes"]),
+    "dependentRequired": st.sampled_from([{"a": ["b"]}, {"a": "b"}]),
+}
+LEAF_SCHEMAS = st.one_of(st.booleans(), st.fixed_dictionaries({}, optional=LEAF_WORDS))
+KEYS = st.one_of(st.sampled_from(["a", "b", "^x$", "[x-", "(?P<k>y)"]), st.text(max_size=3))
+
+
+def _nest(inner):
+    return st.one_of(inner, st.fixed_dictionaries({}, optional={
+        **LEAF_WORDS,
+        "properties": st.dictionaries(KEYS, inner, max_size=3),
+        "patternProperties": st.dictionaries(KEYS, inner, max_size=2),
+        "$defs": st.dictionaries(KEYS, inner, max_size=2),
+        "items": inner, "not": inner, "additionalProperties": inner, "if": inner, "then": inner,
+        "allOf": st.lists(inner, max_size=3), "anyOf": st.lists(inner, max_size=3), "prefixItems": st.lists(inner, max_size=2),
+    }))
+
+
+META_SCHEMAS = st.recursive(LEAF_SCHEMAS, _nest, max_leaves=10)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(META_SCHEMAS)
+def test_fast_metaschema_check_agrees_with_jsonschema(schema):
+    from plantstub.schema_check import meta_valid, metaschema_validator
+
+    slow_valid = not list(metaschema_validator().iter_errors(schema))
+    assert meta_valid(schema) == slow_valid, schema
+
+
+def test_serving_valid_requests_never_imports_jsonschema(tmp_path):
+    """jsonschema (about 50 ms to import) is loaded for messages only: start-up and valid calls skip it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys
+        from plantstub import Stub
+        import urllib.request, urllib.error, json
+        with Stub(scenarios=sys.argv[1]) as stub:
+            req = urllib.request.Request(stub.url + "/plants", data=b'{"id": 1, "name": "Fern"}', method="POST",
+                                         headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
+            print(urllib.request.urlopen(req).status, "jsonschema" in sys.modules)
+            bad = urllib.request.Request(stub.url + "/plants", data=b'{"id": "x", "name": "Fern"}', method="POST",
+                                         headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(bad)
+            except urllib.error.HTTPError as exc:
+                print(exc.code, json.loads(exc.read())["message"], "jsonschema" in sys.modules)
+    """)
+    scenarios = Path(__file__).parents[1] / "scenarios"
+    done = subprocess.run([sys.executable, "-c", script, str(scenarios)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    valid, invalid = done.stdout.splitlines()
+    assert valid == "200 False"
+    assert invalid == "400 body.id: 'x' is not of type 'integer' True"

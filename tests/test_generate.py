@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from plantstub.errors import SpecError
 from plantstub.generate import sample
 from plantstub.schemas import bundle_schema
-from plantstub.validation import SchemaCheck
+from plantstub.schema_check import SchemaCheck
 
 TREE = {
     "$ref": "#/$defs/Node",

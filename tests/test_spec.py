@@ -9,7 +9,7 @@ from openapi_spec_validator import validate as validate_openapi
 
 from plantstub.errors import SpecError
 from plantstub.spec import Operation, SecurityScheme, Spec, bundled_spec_path, load_spec
-from plantstub.validation import SchemaCheck
+from plantstub.schema_check import SchemaCheck
 from plantstub.yamlio import read_document
 
 SPECS = Path(__file__).parent / "data" / "specs"

@@ -1,0 +1,239 @@
+"""One compiled JSON Schema: a fast yes/no, and jsonschema's messages only when there is something to say.
+
+jsonschema-rs (the accelerator) decides valid/invalid and checks schemas against the 2020-12
+metaschema; jsonschema defines behaviour and writes every message. jsonschema is imported the first
+time a message is needed (an invalid request, a broken schema) or when the accelerator is missing or
+refuses a schema, so starting the stub and serving valid traffic never pay for it (about 50 ms).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache, cached_property
+from typing import Any
+
+from .errors import SpecError
+
+try:  # the accelerator answers yes/no; jsonschema still defines behaviour and writes messages
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - exercised where no wheel exists
+    jsonschema_rs = None
+
+MAX_MESSAGE = 240
+
+# Keywords whose values are subschemas, by shape: {name: schema}, one schema, [schema, ...].
+SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+SCHEMA_ONE = (
+    "items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+    "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
+)
+SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_DATA_KEYWORDS = ("enum", "const", "default", "example", "examples")  # values, not subschemas
+
+
+# -- formats --------------------------------------------------------------------------------
+_DATE_TIME = re.compile(
+    r"\A\d{4}-\d{2}-\d{2}[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z"
+)
+_TIME = re.compile(r"\A(\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z")
+_HOSTNAME = re.compile(r"\A(?=.{1,253}\Z)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?\Z")
+_URI = re.compile(r"\A[A-Za-z][A-Za-z0-9+.-]*:[^\s]*\Z")
+
+
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    m = _DATE_TIME.match(value)
+    if not m:
+        return False
+    try:
+        datetime.fromisoformat(value[:10])
+    except ValueError:
+        return False
+    return int(m.group(1)) < 24 and int(m.group(2)) < 60 and int(m.group(3)) < 61
+
+
+def _is_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    m = _TIME.match(value)
+    return bool(m) and int(m.group(1)) < 24 and int(m.group(2)) < 60 and int(m.group(3)) < 61
+
+
+def _is_hostname(value: object) -> bool:
+    return not isinstance(value, str) or bool(_HOSTNAME.match(value))
+
+
+def _is_uri(value: object) -> bool:
+    return not isinstance(value, str) or bool(_URI.match(value))
+
+
+@cache
+def format_checker() -> Any:
+    """jsonschema's FormatChecker with the format checks requests and replies get (built on first use)."""
+    import jsonschema
+
+    checker = jsonschema.FormatChecker()
+    for name, check in (("date-time", _is_date_time), ("time", _is_time), ("hostname", _is_hostname), ("uri", _is_uri)):
+        checker.checks(name)(check)
+    return checker
+
+
+# -- the metaschema -------------------------------------------------------------------------
+def _patterns(schema: Any):
+    """Every regular expression in `schema`: `pattern` values and `patternProperties` keys."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(schema.get("pattern"), str):
+        yield schema["pattern"]
+    for key, value in schema.items():
+        if key in SCHEMA_MAPS and isinstance(value, dict):
+            if key == "patternProperties":
+                yield from value
+            for sub in value.values():
+                yield from _patterns(sub)
+        elif key in SCHEMA_ONE:
+            yield from _patterns(value)
+        elif key in SCHEMA_LISTS and isinstance(value, list):
+            for sub in value:
+                yield from _patterns(sub)
+
+
+def meta_valid(schema: Any) -> bool:
+    """Fast: is `schema` valid 2020-12 JSON Schema whose patterns Python can run? False: ask jsonschema why."""
+    if jsonschema_rs is None:
+        return False
+    try:
+        if not jsonschema_rs.meta.is_valid(schema):
+            return False
+        for pattern in _patterns(schema):
+            re.compile(pattern)
+    except (re.error, ValueError, RecursionError):
+        return False
+    return True
+
+
+@cache
+def metaschema_validator() -> Any:
+    """jsonschema's 2020-12 metaschema validator with its formats asserted (built on first use)."""
+    import jsonschema
+
+    meta = jsonschema.Draft202012Validator
+    return meta(meta.META_SCHEMA, format_checker=meta.FORMAT_CHECKER)
+
+
+# -- one schema -----------------------------------------------------------------------------
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+class _Recursive(Exception):
+    pass
+
+
+def inline_refs(schema: Any) -> Any:
+    """The bundled schema with its local `$defs` references written in place, when none is recursive.
+
+    Same meaning and messages; jsonschema's message path then skips $ref resolution (about 2x faster).
+    A recursive schema is returned as it is.
+    """
+    if not isinstance(schema, dict) or not isinstance(schema.get("$defs"), dict):
+        return schema
+    defs = schema["$defs"]
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, stack) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+            name = ref[8:]
+            if name in stack:
+                raise _Recursive
+            target = walk(defs[name], (*stack, name))
+            rest = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
+            return {"allOf": [target], **rest} if rest else target
+        return {k: (v if k in _DATA_KEYWORDS else walk(v, stack)) for k, v in node.items() if k != "$defs"}
+
+    try:
+        return walk(schema, ())
+    except _Recursive:
+        return schema
+
+
+def location_path(root: str, parts: Any) -> str:
+    """`body` + [items, 0, name] -> `body.items[0].name`: one notation for every message."""
+    text = root
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One contract break: where (`body.id`), what, and the status it earns (400, or 401 for security)."""
+
+    where: str
+    message: str
+    status: int = 400
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+class SchemaCheck:
+    """One compiled schema: a fast yes/no (jsonschema-rs when present) and jsonschema's messages.
+
+    :param checked: the schema already passed the metaschema check (load_spec checks every schema once).
+    :param formats: assert `format` (request and reply bodies do; scenario files have no formats).
+    """
+
+    def __init__(self, schema: dict | bool, where: str, *, accelerate: bool = True, checked: bool = False,
+                 formats: bool = True) -> None:
+        if not checked and not meta_valid(schema):
+            from jsonschema import Draft202012Validator, SchemaError
+
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                raise SpecError(f"{where}: the schema is not valid JSON Schema: {exc.message}") from None
+        self.schema = schema
+        self.formats = formats
+        self.fast = None
+        if accelerate and jsonschema_rs is not None:
+            try:
+                self.fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=formats)
+            except Exception:  # noqa: BLE001 - e.g. a regex dialect it rejects: jsonschema still works
+                self.fast = None
+
+    @cached_property
+    def slow(self) -> Any:
+        """jsonschema's validator: behaviour's reference and the author of every message."""
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(inline_refs(self.schema), format_checker=format_checker() if self.formats else None)
+
+    def errors(self, instance: Any, root: str) -> list[Violation]:
+        if self.fast is not None and self.is_valid(instance):
+            return []
+        try:
+            found = sorted(self.slow.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+            # allOf branches can report the same problem twice; say it once.
+            unique = dict.fromkeys(Violation(location_path(root, e.absolute_path), _short(e.message)) for e in found)
+            return list(unique)
+        except RecursionError:
+            return [Violation(root, "nested too deeply to check")]
+
+    def is_valid(self, instance: Any) -> bool:
+        if self.fast is not None:
+            try:
+                return self.fast.is_valid(instance)
+            except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
+                pass
+        try:
+            return self.slow.is_valid(instance)
+        except RecursionError:
+            return False
