@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ STUB_KEY = pytest.StashKey["Stub"]()
 
 @dataclass(frozen=True)
 class MarkerOptions:
-    """What `@pytest.mark.plantstub(...)` may say; any other keyword is a TypeError."""
+    """What `@pytest.mark.plantstub(...)` may say: `scenario` (also as the one positional argument) and `strict`."""
 
     scenario: str | None = None
     strict: bool = True
@@ -27,8 +28,29 @@ class MarkerOptions:
 _OPTIONS_KEY = pytest.StashKey[MarkerOptions]()
 
 
-def _marker_options(*, scenario: str | None = None, strict: bool = True) -> MarkerOptions:
-    return MarkerOptions(scenario=scenario, strict=strict)
+def _marker_options(marker: pytest.Mark | None) -> MarkerOptions:
+    """The marker's options; a mistake in it fails the test's setup with a message, not a traceback."""
+    if marker is None:
+        return MarkerOptions()
+    known = ("scenario", "strict")
+    kwargs = dict(marker.kwargs)
+    problems = []
+    if len(marker.args) > 1 or (marker.args and "scenario" in kwargs):
+        problems.append(f"takes one scenario name, got {[*marker.args, *kwargs.values()][:3]!r}")
+    elif marker.args:
+        kwargs["scenario"] = marker.args[0]
+    for key in kwargs:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            problems.append(f"unknown argument {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    if "scenario" in kwargs and not isinstance(kwargs["scenario"], (str, type(None))):
+        problems.append(f"scenario must be a name (a string), got {kwargs['scenario']!r}")
+    if "strict" in kwargs and not isinstance(kwargs["strict"], bool):
+        problems.append(f"strict must be True or False, got {kwargs['strict']!r}")
+    if problems:
+        pytest.fail(f"@pytest.mark.plantstub: {'; '.join(problems)}. It takes scenario=NAME and strict=True|False.",
+                    pytrace=False)
+    return MarkerOptions(scenario=kwargs.get("scenario"), strict=kwargs.get("strict", True))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -110,8 +132,7 @@ def _add_coverage(config: pytest.Config, stub: Stub) -> None:
 @pytest.fixture
 def plantstub(plantstub_server: Stub, request: pytest.FixtureRequest) -> Iterator[Stub]:
     """A running stub with an empty journal and the scenario of the test's marker (or none)."""
-    marker = request.node.get_closest_marker("plantstub")
-    options = _marker_options(*marker.args, **marker.kwargs) if marker else MarkerOptions()
+    options = _marker_options(request.node.get_closest_marker("plantstub"))
     plantstub_server.reset()
     plantstub_server.use(options.scenario)
     request.node.stash[_OPTIONS_KEY] = options

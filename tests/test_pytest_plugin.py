@@ -123,12 +123,26 @@ def test_plugin_marker_typo_is_an_error(consumer):
         import pytest
 
         @pytest.mark.plantstub(scenarioo="store-closed")
-        def test_x(plantstub):
+        def test_typo(plantstub):
             pass
+
+        @pytest.mark.plantstub(strict="no")
+        def test_strict_not_a_bool(plantstub):
+            pass
+
+        @pytest.mark.plantstub("store-closed")
+        def test_positional_name(plantstub):
+            from client import create_plant
+            assert create_plant(plantstub.url, {"id": 1, "name": "Fern"})[1]["message"] == "Store is closed"
     ''')
     result = run(consumer)
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*TypeError*unexpected keyword argument 'scenarioo'*"])
+    result.assert_outcomes(errors=2, passed=1)
+    result.stdout.fnmatch_lines([
+        "*@pytest.mark.plantstub: unknown argument 'scenarioo' (did you mean 'scenario'?). "
+        "It takes scenario=NAME and strict=True|False.",
+        "*@pytest.mark.plantstub: strict must be True or False, got 'no'.*",
+    ])
+    assert "Traceback" not in result.stdout.str()
 
 
 @pytest.mark.parametrize("how", ["ini", "cli"])
