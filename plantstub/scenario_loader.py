@@ -241,6 +241,16 @@ def _build(doc: _Document, name: str) -> Scenario:
     )
 
 
+def _unreachable_replies(doc: _Document, rule) -> list[ScenarioError]:
+    """`times: 1` with two `replies:`: the second would never answer, which is surely not what was meant."""
+    if rule.times is None or rule.times >= len(rule.replies):
+        return []
+    where = f"rules[{rule.index}].times"
+    never = f"replies[{rule.times}]" if rule.times + 1 == len(rule.replies) else f"replies[{rule.times}:]"
+    return [doc.error(where, f"is {rule.times} but {len(rule.replies)} replies are listed, so {never} would never "
+                             "answer; raise `times` or remove those replies", doc.line(where))]
+
+
 # -- the spec ----------------------------------------------------------------------------------
 def _order(error: ScenarioError) -> tuple:
     return (error.line or 0, error.path, error.message)
@@ -261,6 +271,7 @@ def _load(path: Path, file: str, contract: Contract) -> tuple[Scenario | None, l
     if not errors:
         scenario = _build(doc, doc.data.get("name", Path(file).stem))
         for rule, raw in zip(scenario.rules, doc.data.get("rules") or []):
+            errors.extend(_unreachable_replies(doc, rule))
             errors.extend(contract.rule_errors(doc, rule, raw))
         if not errors:
             return scenario, [], doc.lines.get("name")

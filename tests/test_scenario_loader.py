@@ -77,6 +77,9 @@ BROKEN = [
      "6: rules[0].reply.body: unknown template root '__import__' in \"{{ __import__('os').system('true') }}\""
      " (expected request.body, request.headers, request.query, request.path or request.method)"),
     ("unmatched-path.yaml", "8: rules[2].match.path: /plantz matches no path in the spec (paths: /plants)"),
+    ("times-below-replies.yaml",
+     "4: rules[0].times: is 1 but 2 replies are listed, so replies[1] would never answer; raise `times` or"
+     " remove those replies"),
     ("method-not-on-path.yaml", "4: rules[0].match.method: GET is not an operation of /plants (methods: POST)"),
 ]
 
