@@ -179,7 +179,9 @@ def _coverage_rows(tally: dict) -> tuple[list[str], int, int]:
     return rows, covered, total
 
 
-def pytest_testnodedown(node: Any, error: Any) -> None:  # pytest-xdist: merge each worker's tally
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist installed, pytest must not see it as unknown
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist: merge each worker's coverage tally into the controller's."""
     data = getattr(node, "workeroutput", {}).get("plantstub_coverage")
     if not data:
         return
