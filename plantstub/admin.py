@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from .control import Control
 
 ADMIN_PREFIX = "/__plantstub/"
+log = logging.getLogger("plantstub")
 CALL_FILTERS = ("method", "path", "status", "valid", "scenario", "rule", "since", "limit")
 
 
@@ -55,7 +57,7 @@ class _Admin:
             "folder": str(c.scenarios_dir) if c.scenarios_dir else None,
             "scenarios": [
                 {"name": s.name, "description": s.description, "file": s.file, "rules": len(s.rules),
-                 "validate_requests": s.validate_requests}
+                 "validate_requests": s.validate_requests, "builtin": c.builtins.get(s.name) is s}
                 for s in sorted(c.scenarios.values(), key=lambda s: s.name)
             ],
             "errors": [str(e) for e in c.load_errors],
@@ -133,9 +135,25 @@ class _Admin:
         return web.json_response(self.control.coverage_report())
 
 
+def _logged(handler: Any) -> Any:
+    """An admin handler whose unexpected errors are logged with their traceback and answered in JSON."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except web.HTTPException:
+            raise
+        except Exception as exc:
+            log.exception("plantstub: internal error on admin route %s %s", request.method, request.path)
+            return _error(500, f"plantstub internal error (a bug in plantstub): {type(exc).__name__}: {exc}")
+
+    return guarded
+
+
 def add_admin_routes(app: web.Application, control: Control) -> None:
     admin = _Admin(control)
     for method, name, handler in _routes(admin):
+        handler = _logged(handler)
         if method == "GET":
             app.router.add_get(ADMIN_PREFIX + name, handler)  # HEAD too, for probes
         else:

@@ -85,12 +85,13 @@ def _to_response(out: Outgoing, head: bool) -> web.Response:
 class _Outcome:
     """What the pipeline decided, filled in step by step and recorded at the end."""
 
-    __slots__ = ("out", "body", "errors", "scenario", "rule", "fault", "delay_ms", "op")
+    __slots__ = ("out", "body", "errors", "stub_errors", "scenario", "rule", "fault", "delay_ms", "op")
 
     def __init__(self) -> None:
         self.out: Outgoing | None = None
         self.body: Any = None
         self.errors: tuple[str, ...] = ()
+        self.stub_errors: tuple[str, ...] = ()
         self.scenario: str | None = None
         self.rule: str | None = None
         self.fault: Fault | None = None
@@ -145,6 +146,14 @@ def _decide(control: Control, request: web.Request, raw: bytes, query: dict[str,
             done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
             done.delay_ms = reply.delay_ms
             done.out, done.fault = rule_reply(reply, incoming, done.body, control.indexes[scenario.name].templates)
+            if not rule.off_contract and done.fault is None and done.out.body is not NO_BODY:
+                broken = control.contract.rendered_violations(op, reply, done.out.body)
+                if broken:  # the scenario's fault, not the consumer's: recorded apart from `errors`
+                    where = f"{scenario.file}:{reply.line}"
+                    done.stub_errors = tuple(
+                        f"scenario {scenario.name!r} {done.rule} ({where}) sent a reply that breaks the contract: {v}"
+                        for v in broken
+                    )
             return None
     done.out = control.answers.default(op, done.body)
     return None
@@ -158,6 +167,7 @@ def _make_handler(control: Control):
         if request.path.startswith(ADMIN_PREFIX):
             return admin_not_found(request)
         started = time.time()
+        seq, epoch = journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
         raw = b""
         done = _Outcome()
         query = {k: request.query.getall(k) for k in request.query.keys()} if request.query else {}
@@ -179,7 +189,10 @@ def _make_handler(control: Control):
             return _to_response(done.out, False)
         except Exception as exc:  # a plantstub bug: answer in the Error shape, keep serving
             log.exception("plantstub: internal error on %s %s", request.method, request.path)
-            done.refuse(error_reply(500, f"plantstub internal error: {type(exc).__name__}: {exc}"))
+            # Recorded as the stub's own error: the request may well be valid, and the consumer is not to blame.
+            message = f"plantstub internal error (a bug in plantstub, not in the client): {type(exc).__name__}: {exc}"
+            done.out, done.fault = error_reply(500, message), None
+            done.stub_errors = (message,)
             return _to_response(done.out, False)
         finally:
             # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
@@ -192,7 +205,7 @@ def _make_handler(control: Control):
                 sent = out.status if done.fault.kind == "malformed_body" else None
                 response = {"status": sent, "headers": {}, "body": None, "fault": done.fault.kind}
             call = Call(
-                seq=journal.next_seq(),
+                seq=seq,
                 started=started,
                 method=request.method,
                 path=request.path,
@@ -204,9 +217,10 @@ def _make_handler(control: Control):
                 scenario=done.scenario,
                 rule=done.rule,
                 response=response,
+                stub_errors=done.stub_errors,
             )
-            journal.append(call)
-            control.count(done.op, response["status"])
+            if journal.append(call, epoch):
+                control.count(done.op, response["status"])
             if logger.enabled:
                 logger.log(call)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import asyncio
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
 from .app import create_app
@@ -114,6 +116,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+DEFAULT_SCENARIOS = Path("scenarios")
+
+
+def _with_default_folder(settings: Settings) -> Settings:
+    """The command line alone reads ./scenarios when no folder is named (Stub and create_app never do)."""
+    if settings.scenarios is None and DEFAULT_SCENARIOS.is_dir():
+        return dataclasses.replace(settings, scenarios=DEFAULT_SCENARIOS)
+    return settings
+
+
 async def _serve(settings: Settings) -> int:
     app = create_app(settings)
     try:
@@ -151,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "serve":
             options = {k: v for k, v in vars(args).items() if k != "command"}
-            return asyncio.run(_serve(build_settings(options)))
+            return asyncio.run(_serve(_with_default_folder(build_settings(options))))
     except PlantstubError as exc:
         print(f"plantstub: {exc}", file=sys.stderr)
         return 1

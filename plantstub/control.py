@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .config import Settings
@@ -16,8 +15,6 @@ from .validation import RequestCheck
 
 if TYPE_CHECKING:
     from .scenario import Scenario
-
-DEFAULT_SCENARIOS = Path("scenarios")
 
 
 class UnknownScenario(LookupError):
@@ -40,18 +37,21 @@ class Control:
         self.indexes: dict[str, RuleIndex] = {}
         self.load_errors: list[ScenarioError] = []
         self.active: str | None = None
+        # Only the folder it was given: Stub() and create_app() never read ./scenarios on their own.
         self.scenarios_dir = settings.scenarios
-        if self.scenarios_dir is None and DEFAULT_SCENARIOS.is_dir():
-            self.scenarios_dir = DEFAULT_SCENARIOS
+        from .scenario_contract import Contract
+        from .scenario_loader import load_builtin_scenarios, load_scenarios
+
+        self.contract = Contract(self.spec)  # checks rules at load, and templated replies once rendered
+        self.builtins, self.unfit_builtins = load_builtin_scenarios(self.spec, self.contract)
+        own: dict[str, Scenario] = {}
         if self.scenarios_dir is not None:
             if not self.scenarios_dir.is_dir():
                 raise ConfigError(f"--scenarios={str(self.scenarios_dir)!r}: no such folder")
-            from .scenario_loader import load_scenarios
-
-            scenarios, errors = load_scenarios(self.scenarios_dir, self.spec)
+            own, errors = load_scenarios(self.scenarios_dir, self.spec, self.contract)
             if errors:
                 raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, errors)))
-            self.set_scenarios(scenarios, [])
+        self.set_scenarios(own, [])
         if settings.scenario is not None:
             try:
                 self.use(settings.scenario)
@@ -64,11 +64,13 @@ class Control:
 
     # -- scenarios ---------------------------------------------------------------------------
     def set_scenarios(self, scenarios: dict[str, Scenario], errors: list[ScenarioError]) -> None:
-        """Install a freshly loaded set (keeps the active name when it still exists)."""
-        self.scenarios = scenarios
-        self.indexes = {name: RuleIndex(s) for name, s in scenarios.items()}
+        """Install a freshly loaded set from the folder, over the built-ins (a folder's scenario of the
+        same name wins); keeps the active name when it still exists."""
+        self.scenarios = {**self.builtins, **scenarios}
+        self.contract.rendered.clear()
+        self.indexes = {name: RuleIndex(s) for name, s in self.scenarios.items()}
         self.load_errors = list(errors)
-        if self.active is not None and self.active not in scenarios:
+        if self.active is not None and self.active not in self.scenarios:
             self.active = None
         self.counters.clear()
 
@@ -77,6 +79,11 @@ class Control:
             return self.scenarios[name]
         except KeyError:
             known = ", ".join(sorted(self.scenarios)) or "none loaded"
+            if name in self.unfit_builtins:
+                raise UnknownScenario(
+                    f"the built-in scenario {name!r} does not fit this spec ({self.unfit_builtins[name]}); "
+                    f"known: {known}"
+                ) from None
             raise UnknownScenario(f"unknown scenario {name!r} (known: {known})") from None
 
     def use(self, name: str | None) -> None:

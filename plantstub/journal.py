@@ -36,6 +36,9 @@ class Call(NamedTuple):
     scenario: str | None
     rule: str | None
     response: dict[str, Any]
+    # Problems on the stub's side, never the consumer's: a scenario reply that broke the contract once
+    # rendered, or a plantstub bug. `valid` and `errors` are about the request alone.
+    stub_errors: tuple[str, ...] = ()
 
     @property
     def status(self) -> int | None:
@@ -62,6 +65,7 @@ class Call(NamedTuple):
             "scenario": self.scenario,
             "rule": self.rule,
             "response": self.response,
+            "stub_errors": list(self.stub_errors),
         }
 
 
@@ -92,6 +96,11 @@ class Journal:
 
     Appends come from the event loop thread; readers (admin API, `Stub.calls` in another thread)
     take a snapshot under the same lock, so a read never sees a half-made list.
+
+    A call is numbered when it arrives (`arrive()`) and recorded when it is answered (`append()`), in
+    `seq` order. `clear()` starts a new epoch: a call that arrived before it and is answered after it
+    (a reply delayed past the client's timeout in the previous test) goes to the file, not to memory,
+    so it never shows up among the next test's calls.
     """
 
     def __init__(self, size: int = 10_000, file: Path | None = None) -> None:
@@ -99,6 +108,7 @@ class Journal:
         self._calls: deque[Call] = deque(maxlen=size)
         self._lock = threading.Lock()
         self._seq = 0
+        self.epoch = 0  # +1 on every clear()
         self.recorded = 0  # since the last clear
         self.file = file
         self._sink: IO[str] | None = None
@@ -107,18 +117,37 @@ class Journal:
             file.parent.mkdir(parents=True, exist_ok=True)
             self._sink = open(file, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
-    def next_seq(self) -> int:
+    def arrive(self) -> tuple[int, int]:
+        """Number a request as it arrives: its `seq`, and the epoch it belongs to."""
         with self._lock:
             self._seq += 1
-            return self._seq
+            return self._seq, self.epoch
 
-    def append(self, call: Call) -> None:
-        with self._lock:
-            self._calls.append(call)
-            self.recorded += 1
+    def append(self, call: Call, epoch: int | None = None) -> bool:
+        """Record `call`; False when it arrived in an earlier epoch (kept in the file only)."""
+        current = epoch is None or epoch == self.epoch
+        if current:
+            with self._lock:
+                calls = self._calls
+                if not calls or calls[-1].seq < call.seq:
+                    calls.append(call)
+                else:  # answered after a later arrival (a delayed reply): keep seq order
+                    at = len(calls)
+                    while at > 0 and calls[at - 1].seq > call.seq:
+                        at -= 1
+                    if len(calls) == calls.maxlen:
+                        if at == 0:  # older than everything kept: it is the one the cap drops
+                            at = -1
+                        else:
+                            calls.popleft()
+                            at -= 1
+                    if at >= 0:
+                        calls.insert(at, call)
+                self.recorded += 1
         if self._sink is not None:
             self._sink.write(dumps_call(call) + "\n")
             self._schedule_flush()
+        return current
 
     def _schedule_flush(self) -> None:
         # Flush within FLUSH_DELAY rather than per call (a fifth of the throughput): a reader of the
@@ -148,9 +177,11 @@ class Journal:
             return list(self._calls)
 
     def clear(self) -> None:
+        """Forget the calls in memory and start a new epoch (calls still in flight will not enter it)."""
         with self._lock:
             self._calls.clear()
             self.recorded = 0
+            self.epoch += 1
 
     def close(self) -> None:
         if self._sink is not None:

@@ -24,10 +24,13 @@ class RequestLogger:
                 "time": call.time, "seq": call.seq, "method": call.method, "path": call.path,
                 "status": status, "fault": call.response.get("fault"), "scenario": call.scenario,
                 "rule": call.rule, "valid": call.valid, "errors": list(call.errors),
+                "stub_errors": list(call.stub_errors),
             })
         else:
             verdict = "valid" if call.valid else "INVALID: " + "; ".join(call.errors)
             rule = f"{call.scenario}/{call.rule}" if call.rule else (call.scenario or "-")
             line = f"plantstub: #{call.seq} {call.method} {call.path} -> {shown} [{rule}] {verdict}"
+            if call.stub_errors:
+                line += " STUB ERROR: " + "; ".join(call.stub_errors)
         stream.write(line + "\n")
         stream.flush()

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import ScenarioError, SpecError
 from .incoming import NO_BODY
 from .routing import Router
 from .scenario import Criteria, Reply, Rule
 from .spec import MediaType, Operation, Response, Spec
-from .templating import placeholder_paths
-from .schema_check import SchemaCheck, location_path
+from .placeholder_types import describe, fits, placeholder_types, wanted_types
+from .schema_check import SchemaCheck, Violation, location_path
+from .templating import Placeholder, parse, placeholder_paths
 
 if TYPE_CHECKING:
     from .scenario_loader import _Document
@@ -48,6 +49,8 @@ class Contract:
         self.methods = list(dict.fromkeys(op.method for op in spec.operations))
         self.paths = list(dict.fromkeys(op.path for op in spec.operations))
         self.checks: dict[tuple[int, str, str], SchemaCheck | str] = {}
+        # (id(op), id(reply)) -> (reply, the check of its rendered body, or None when nothing to check)
+        self.rendered: dict[tuple[int, int], tuple[Reply, SchemaCheck | None]] = {}
 
     def operations(self, criteria: Criteria) -> tuple[list[Operation], str, str]:
         """The operations a rule can match, else ([], the match key at fault, why)."""
@@ -79,7 +82,8 @@ class Contract:
         return self.checks[key]
 
     def reply_errors(
-        self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str]
+        self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str],
+        lone: list[Placeholder] = (),  # type: ignore[assignment]
     ) -> list[ScenarioError]:
         response = op.response_for(reply.status)
         if response is None:
@@ -89,8 +93,11 @@ class Contract:
             message = f"{status} is not declared for {op.label} (declared: {declared}); {OFF_CONTRACT_HINT}"
             return [doc.error(f"{where}.status", message, line or reply.line)]
         body_where, named = f"{where}.body", f"{op.label} response {response.status}"
-        if reply.body is NO_BODY or body_where in templated:
+        if reply.body is NO_BODY:
             return []
+        found = self.placeholder_errors(doc, op, response, reply, where, lone)
+        if body_where in templated:
+            return found
         if not response.content:
             return [doc.error(body_where, f"{named} declares no body; remove it or {OFF_CONTRACT_HINT}")]
         header, media_type, media = _media(response, reply)
@@ -103,16 +110,69 @@ class Contract:
                        f" set a Content-Type header or {OFF_CONTRACT_HINT}")
             return [doc.error(body_where, message)]
         if media.schema is None:
-            return []
+            return found
         check = self.check(op, response.status, media)
         if isinstance(check, str):
             return [doc.error(body_where, f"cannot check the body: {check}")]
-        return [
+        return found + [
             doc.error(v.where, f"{v.message} ({named})")
             for v in check.errors(reply.body, body_where)
             # A lone placeholder's type is only known per request.
             if not any(v.where == t or v.where.startswith((t + ".", t + "[")) for t in templated)
         ]
+
+    def placeholder_errors(
+        self, doc: _Document, op: Operation, response: Response, reply: Reply, where: str, lone: list[Placeholder]
+    ) -> list[ScenarioError]:
+        """Each lone placeholder of the body must name a request value whose type the response takes there."""
+        found: list[ScenarioError] = []
+        _, _, media = _media(response, reply) if response.content else (None, "", None)
+        for p in lone:
+            if not p.location or p.location[0] != "body":
+                continue
+            at = location_path(where, p.location)
+            ref = parse(p.text)
+            given, problem = placeholder_types(op, ref)
+            if problem is not None:
+                found.append(doc.error(at, f"{p.text}: {problem}; {OFF_CONTRACT_HINT}"))
+                continue
+            if given is None or media is None or media.schema is None:
+                continue
+            wanted = wanted_types(media.schema, p.location[1:])
+            if wanted is not None and not fits(given, wanted):
+                message = (f"{p.text} gives {describe(given)} (as the request schema of {op.label} says), but "
+                           f"{op.label} response {response.status} needs {describe(wanted)} here; put it inside text "
+                           f"(\"... {p.text}\") to send it as a string, or {OFF_CONTRACT_HINT}")
+                found.append(doc.error(at, message))
+        return found
+
+    def rendered_violations(self, op: Operation, reply: Reply, body: Any) -> list[Violation]:
+        """Run time: a templated reply body, once filled in, against its declared response schema.
+
+        Static bodies were checked at load and are skipped at no cost; so are replies whose status or
+        media type has no schema. The first call per (operation, reply) decides, later ones reuse it.
+        """
+        key = (id(op), id(reply))
+        entry = self.rendered.get(key)
+        if entry is None or entry[0] is not reply:
+            entry = self.rendered[key] = (reply, self._rendered_check(op, reply))
+        check = entry[1]
+        if check is None or check.is_valid(body):
+            return []
+        named = f"{op.label} response {op.response_for(reply.status).status}"  # type: ignore[union-attr]
+        return [Violation(v.where, f"{v.message} ({named})") for v in check.errors(body, "body")]
+
+    def _rendered_check(self, op: Operation, reply: Reply) -> SchemaCheck | None:
+        if reply.body is NO_BODY or not placeholder_paths(reply.body):
+            return None
+        response = op.response_for(reply.status)
+        if response is None or not response.content:
+            return None
+        _, _, media = _media(response, reply)
+        if media is None or media.schema is None:
+            return None
+        check = self.check(op, response.status, media)
+        return check if isinstance(check, SchemaCheck) else None
 
     def rule_errors(self, doc: _Document, rule: Rule, raw: dict) -> list[ScenarioError]:
         found: list[ScenarioError] = []
@@ -121,6 +181,7 @@ class Contract:
         else:
             places, raws = [f"{rule.label}.replies[{j}]" for j in range(len(raw["replies"]))], raw["replies"]
         templated: list[str] = []
+        lone: dict[str, list[Placeholder]] = {where: [] for where in places}
         for where, reply_raw in zip(places, raws):  # templates are checked even off contract: they must render
             for p in placeholder_paths(reply_raw):
                 at = location_path(where, p.location)
@@ -128,6 +189,7 @@ class Contract:
                     found.append(doc.error(at, p.problem))
                 elif p.lone:
                     templated.append(at)
+                    lone[where].append(p)
         if rule.off_contract:
             return found
         ops, what, why = self.operations(rule.match)
@@ -136,5 +198,5 @@ class Contract:
         for op in ops:
             for where, reply in zip(places, rule.replies):
                 if reply.fault is None:
-                    found.extend(self.reply_errors(doc, op, reply, where, templated))
+                    found.extend(self.reply_errors(doc, op, reply, where, templated, lone[where]))
         return found

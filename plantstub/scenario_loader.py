@@ -326,6 +326,24 @@ def load_scenarios(
     return scenarios, errors
 
 
+def builtin_folder() -> Path:
+    """The built-in scenarios shipped inside the package (store-closed, flaky, slow, dropped-connection)."""
+    return Path(str(resources.files("plantstub") / "data" / "scenarios"))
+
+
+def load_builtin_scenarios(spec: Spec, _contract: Contract | None = None) -> tuple[dict[str, Scenario], dict[str, str]]:
+    """The built-in scenarios that fit `spec`, and for each one that does not, why (its first error).
+
+    They are written for the Plant Store: with another spec most of them do not fit, and are left out
+    without failing the start; naming one then says why it is not there.
+    """
+    scenarios, errors = load_scenarios(builtin_folder(), spec, _contract)
+    unfit: dict[str, str] = {}
+    for error in errors:
+        unfit.setdefault(Path(error.file).stem, f"{error.path}: {error.message}" if error.path else error.message)
+    return scenarios, unfit
+
+
 def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError], int]:
     """What `plantstub check` reports: every error of the files and folders given, and how many scenarios loaded."""
     errors: list[ScenarioError] = []

@@ -19,6 +19,20 @@ from .journal import Call
 from .server import start
 
 
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what still runs (a reply waiting out its delay) and let it end, as asyncio.run() does.
+
+    Closing the loop over a pending task makes Python print "Task was destroyed but it is pending!"
+    into the user's test run; a cancelled handler still records its call on the way out.
+    """
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+
+
 class Stub:
     """A running plantstub, each instance standing alone.
 
@@ -78,6 +92,7 @@ class Stub:
                 loop.run_until_complete(self._stop.wait())
             finally:
                 loop.run_until_complete(runner.cleanup())
+                _finish_tasks(loop)
                 loop.close()
 
         self._thread = threading.Thread(target=run, name="plantstub", daemon=True)

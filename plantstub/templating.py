@@ -1,8 +1,10 @@
 """`{{ request.body.x }}` placeholders in replies: a regex and a dotted-path walk, never eval.
 
-A string that is exactly one placeholder keeps the JSON type of what it refers to (null when
-missing); a placeholder inside other text is inserted as text (JSON for objects and lists, empty
-when missing). Values without placeholders are returned as they are, never copied.
+A string that is exactly one placeholder keeps the JSON type of what it refers to; when the request
+lacks that value, its key is left out of the enclosing object (so an optional field stays optional),
+and it is null inside a list or as the whole body. A placeholder inside other text is inserted as text
+(JSON for objects and lists, empty when missing). Values without placeholders are returned as they
+are, never copied.
 """
 
 from __future__ import annotations
@@ -145,8 +147,7 @@ def _compile_text(value: str, text_only: bool) -> Node:
         ref = parse(found[0].group(0))
 
         def lone(view: View) -> Any:
-            result = lookup(ref, view)
-            return None if result is _MISSING else result
+            return lookup(ref, view)  # MISSING is resolved by the enclosing object, list or render()
 
         return lone
     pieces: list[str | Ref] = []
@@ -171,13 +172,28 @@ def _compile(value: Any, text_only: bool) -> Node:
         items = [(key, item, _compile(item, text_only)) for key, item in value.items()]
         if all(node is None for _, _, node in items):
             return None
-        return lambda view: {key: item if node is None else node(view) for key, item, node in items}
+
+        def mapping(view: View) -> dict[str, Any]:
+            built = {}
+            for key, item, node in items:
+                if node is not None:
+                    item = node(view)
+                    if item is _MISSING:  # the request lacks it: leave the key out
+                        continue
+                built[key] = item
+            return built
+
+        return mapping
     if isinstance(value, list):
         entries = [(item, _compile(item, text_only)) for item in value]
         if all(node is None for _, node in entries):
             return None
-        return lambda view: [item if node is None else node(view) for item, node in entries]
+        return lambda view: [item if node is None else _present(node(view)) for item, node in entries]
     return None
+
+
+def _present(value: Any) -> Any:
+    return None if value is _MISSING else value
 
 
 class Template:
@@ -195,7 +211,7 @@ class Template:
 
     def render(self, view: View) -> Any:
         """Fill the placeholders from `view` (method, path, body, headers, query)."""
-        return self.source if self._node is None else self._node(view)
+        return self.source if self._node is None else _present(self._node(view))
 
 
 def compile_template(value: Any, *, text: bool = False) -> Template:

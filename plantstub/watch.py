@@ -41,7 +41,7 @@ def reload(control: Control) -> bool:
     from .scenario_loader import load_scenarios
 
     assert control.scenarios_dir is not None
-    scenarios, errors = load_scenarios(control.scenarios_dir, control.spec)
+    scenarios, errors = load_scenarios(control.scenarios_dir, control.spec, control.contract)
     if errors:
         control.load_errors = list(errors)
         for error in errors:

@@ -15,11 +15,19 @@ import yaml
 from plantstub.errors import ScenarioError
 from plantstub.incoming import NO_BODY
 from plantstub.scenario import Criteria, Reply, Rule, Scenario
-from plantstub.scenario_loader import ScenarioLoadError, load_scenario_file, load_scenarios, scenario_schema
+from plantstub.scenario_loader import (
+    ScenarioLoadError,
+    builtin_folder,
+    load_builtin_scenarios,
+    load_scenario_file,
+    load_scenarios,
+    scenario_schema,
+)
 from plantstub.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = Path(__file__).resolve().parent / "data" / "scenarios"
+BUILTIN = builtin_folder()
 SPEC = load_spec()
 
 TREES = """\
@@ -166,7 +174,7 @@ def test_load_scenario_file_product_example_gives_the_model():
 
 
 def test_rule_label_is_its_location():
-    rule = load_scenario_file(REPO / "scenarios" / "flaky.yaml", SPEC).rules[0]
+    rule = load_scenario_file(BUILTIN / "flaky.yaml", SPEC).rules[0]
     assert rule.label == "rules[0]"
     assert [r.status for r in rule.replies] == [400, 200]
 
@@ -189,8 +197,10 @@ def test_load_scenarios_good_folder(in_scenarios):
 def test_load_scenarios_repo_examples_pass():
     scenarios, errors = load_scenarios(REPO / "scenarios", SPEC)
     assert errors == []
-    assert sorted(scenarios) == ["dropped-connection", "flaky", "product-example", "slow", "store-closed"]
-    assert all(s.description for s in scenarios.values())
+    assert sorted(scenarios) == ["product-example"]
+    builtins, unfit = load_builtin_scenarios(SPEC)
+    assert (sorted(builtins), unfit) == (["dropped-connection", "flaky", "slow", "store-closed"], {})
+    assert all(s.description for s in [*scenarios.values(), *builtins.values()])
 
 
 @pytest.mark.parametrize(
@@ -204,12 +214,26 @@ def test_load_scenarios_repo_examples_pass():
         ('{error: 1, message: {text: "{{ request.body.name }}"}}',
          ["3: rules[0].reply.body.message: {'text': '{{ request.body.name }}'} is not of type 'string'"
           " (POST /plants response 400)"]),
-        ('{error: 1, message: "{{ request.body }}"}', []),
+        ('{error: 1, message: "{{ request.body }}"}',
+         ["3: rules[0].reply.body.message: {{ request.body }} gives an object (as the request schema of POST /plants"
+          " says), but POST /plants response 400 needs a string here; put it inside text (\"... {{ request.body }}\")"
+          " to send it as a string, or add `off_contract: true` to this rule to serve it anyway"]),
+        ('{error: "{{ request.headers.X-Code }}", message: m}',
+         ["3: rules[0].reply.body.error: {{ request.headers.X-Code }} gives a string (as the request schema of"
+          " POST /plants says), but POST /plants response 400 needs an integer here; put it inside text"
+          " (\"... {{ request.headers.X-Code }}\") to send it as a string, or add `off_contract: true` to this rule"
+          " to serve it anyway"]),
+        ('{error: 1, message: "{{ request.body.nme }}"}',
+         ["3: rules[0].reply.body.message: {{ request.body.nme }}: the request body of POST /plants: 'nme' is not a"
+          " field of it (did you mean 'name'? fields: name, tag, id); add `off_contract: true` to this rule to serve"
+          " it anyway"]),
+        ('{error: 1, message: "{{ request.body.name }}", extra: "{{ request.query.x }}"}', []),
     ],
-    ids=["lone-placeholder-any-type", "whole-body", "placeholder-in-text-is-a-string", "placeholder-inside-object",
-         "placeholder-for-object"],
+    ids=["lone-placeholder-of-a-fitting-type", "whole-body", "placeholder-in-text-is-a-string",
+         "placeholder-inside-object", "object-where-a-string-is-needed", "header-is-text", "undeclared-request-field",
+         "fitting-types"],
 )
-def test_load_scenario_file_skips_schema_checks_under_lone_placeholders(tmp_path, body, expected):
+def test_load_scenario_file_checks_the_type_of_lone_placeholders(tmp_path, body, expected):
     text = f"rules:\n  - match: {{method: POST}}\n    reply: {{status: 400, body: {body}}}\n"
     path = write(tmp_path, "t.yaml", text)
     if expected:
@@ -354,7 +378,9 @@ def test_cli_check_folder_with_duplicates():
 
 def test_cli_check_repo_scenarios():
     result = plantstub("check", "scenarios", cwd=REPO)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 5 scenarios OK\n", "")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 1 scenario OK\n", "")
+    result = plantstub("check", str(BUILTIN), cwd=REPO)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 4 scenarios OK\n", "")
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
@@ -390,7 +416,8 @@ def test_cli_schema_prints_a_valid_json_schema_that_the_examples_fit():
     assert schema == scenario_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    examples = sorted((REPO / "scenarios").glob("*.yaml")) + sorted((SCENARIOS / "good").glob("*.y*ml"))
+    examples = [*sorted((REPO / "scenarios").glob("*.yaml")), *sorted(BUILTIN.glob("*.yaml")),
+                *sorted((SCENARIOS / "good").glob("*.y*ml"))]
     assert len(examples) == 9
     for path in examples:
         assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
@@ -410,6 +437,8 @@ def test_schema_describes_every_property():
 
 
 def test_repo_examples_name_the_schema_for_editors():
-    for path in sorted((REPO / "scenarios").glob("*.yaml")):
-        first = path.read_text().splitlines()[0]
-        assert first == "# yaml-language-server: $schema=../plantstub/data/scenario.schema.json", path
+    for folder in (REPO / "scenarios", BUILTIN):
+        for path in sorted(folder.glob("*.yaml")):
+            first = path.read_text().splitlines()[0]
+            target = (path.parent / first.removeprefix("# yaml-language-server: $schema=")).resolve()
+            assert target.name == "scenario.schema.json" and target.is_file(), path

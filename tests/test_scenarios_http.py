@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from plantstub import create_app
+from plantstub.scenario_loader import builtin_folder
 
 ROOT = Path(__file__).parent.parent
 AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
@@ -197,7 +198,7 @@ def test_watch_reloads_and_keeps_last_good_set(serve, tmp_path):
 
     folder = tmp_path / "s"
     folder.mkdir()
-    shutil.copy(ROOT / "scenarios" / "store-closed.yaml", folder / "closed.yaml")
+    shutil.copy(builtin_folder() / "store-closed.yaml", folder / "closed.yaml")
     stub = serve("--port", "0", "--scenarios", str(folder), "--scenario", "closed", "--watch")
 
     def status() -> int:
@@ -229,3 +230,51 @@ def test_watch_reloads_and_keeps_last_good_set(serve, tmp_path):
     assert status() == 200  # the last good set keeps serving
     stub.stop()
     assert "kept the last good scenarios" in stub.stderr
+
+
+async def test_builtin_scenarios_need_no_folder(aiohttp_client, tmp_path, monkeypatch):
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "trap.yaml").write_text("rules: [{reply: {status: 418}}]\n")  # must never be read
+    monkeypatch.chdir(tmp_path)
+    client = await aiohttp_client(create_app(scenario="store-closed"))
+    status, _, text = await send(client, {"id": 1, "name": "A"})
+    assert (status, text) == (400, '{"error":400,"message":"The store is closed"}')
+    listed = (await (await client.get("/__plantstub/scenarios")).json())
+    assert listed["folder"] is None
+    assert {(s["name"], s["builtin"]) for s in listed["scenarios"]} == {
+        ("dropped-connection", True), ("flaky", True), ("slow", True), ("store-closed", True)}
+
+
+async def test_a_folder_scenario_overrides_the_builtin_of_that_name(aiohttp_client, tmp_path):
+    (tmp_path / "store-closed.yaml").write_text(
+        "rules:\n  - match: {path: /plants}\n    reply: {status: 400, body: {error: 1, message: mine}}\n")
+    client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="store-closed"))
+    assert (await send(client, {"id": 1, "name": "A"}))[2] == '{"error":1,"message":"mine"}'
+    listed = {s["name"]: s for s in (await (await client.get("/__plantstub/scenarios")).json())["scenarios"]}
+    assert (listed["store-closed"]["builtin"], listed["store-closed"]["file"]) == (False, str(tmp_path / "store-closed.yaml"))
+    assert listed["flaky"]["builtin"] is True
+
+
+def test_builtin_that_does_not_fit_another_spec_says_why(tmp_path):
+    spec = tmp_path / "trees.yaml"
+    spec.write_text(
+        "openapi: 3.0.3\ninfo: {title: Trees, version: '1'}\npaths:\n  /trees:\n    get:\n"
+        "      responses: {'200': {description: ok}}\n")
+    with pytest.raises(Exception, match=r"--scenario='flaky': the built-in scenario 'flaky' does not fit this spec "
+                                        r"\(rules\[0\]\.match\.path: /plants matches no path in the spec"):
+        create_app(spec=str(spec), scenario="flaky")
+
+
+async def test_a_rendered_reply_that_breaks_the_contract_is_the_scenarios_fault(aiohttp_client, tmp_path):
+    (tmp_path / "echo-tag.yaml").write_text(
+        "rules:\n  - match: {path: /plants}\n    reply:\n      status: 200\n"
+        "      body: {name: \"{{ request.body.tag }}\", tag: \"{{ request.body.tag }}\"}\n")
+    client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="echo-tag"))
+    assert (await send(client, {"id": 1, "name": "A", "tag": "green"}))[::2] == (200, '{"name":"green","tag":"green"}')
+    assert (await send(client, {"id": 2, "name": "B"}))[::2] == (200, "{}")  # no tag sent: both keys left out
+    good, bad = await (await client.get("/__plantstub/calls")).json()
+    assert (good["valid"], good["stub_errors"]) == (True, [])
+    assert (bad["valid"], bad["errors"]) == (True, [])  # the consumer did nothing wrong
+    assert bad["stub_errors"] == [
+        f"scenario 'echo-tag' rules[0] ({tmp_path / 'echo-tag.yaml'}:3) sent a reply that breaks the contract: "
+        "body: 'name' is a required property (POST /plants response 200)"]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -182,3 +186,89 @@ def test_calls_can_be_read_while_requests_arrive(stub):
         thread.join()
     assert len(stub.calls) == 120
     assert seen == sorted(seen)  # each snapshot holds at least what the one before held
+
+
+LATE = "rules:\n  - match: {body: {name: Late}}\n    reply: {status: 200, body: {name: Late}, delay_ms: 400}\n"
+
+
+def wait_until(condition, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_late_answer_stays_in_the_epoch_it_arrived_in(tmp_path):
+    (tmp_path / "late.yaml").write_text(LATE)
+    journal = tmp_path / "calls.jsonl"
+    with Stub(scenarios=tmp_path, scenario="late", journal=journal) as stub:
+        request = urllib.request.Request(stub.url + "/plants", data=b'{"id": 1, "name": "Late"}', method="POST",
+                                         headers=AUTH)
+        with pytest.raises((TimeoutError, urllib.error.URLError)):
+            urllib.request.urlopen(request, timeout=0.1)
+        stub.reset()  # the next test starts here; the first request is still waiting for its delay
+        assert post(stub.url, {"id": 2, "name": "Fern"}) == 200
+        wait_until(lambda: len(journal.read_text().splitlines()) == 2)  # the late one is answered now
+        assert [(c.seq, c.body["name"]) for c in stub.calls] == [(2, "Fern")]
+        assert stub.coverage()["operations"][0]["responses"] == [{"status": "200", "calls": 1}, {"status": "400", "calls": 0}]
+    assert sorted(json.loads(line)["seq"] for line in journal.read_text().splitlines()) == [1, 2]  # nothing lost
+
+
+def test_calls_are_numbered_on_arrival_and_listed_in_that_order(tmp_path):
+    (tmp_path / "late.yaml").write_text(LATE)
+    with Stub(scenarios=tmp_path, scenario="late") as stub:
+        slow = threading.Thread(target=post, args=(stub.url, {"id": 1, "name": "Late"}))
+        slow.start()
+        wait_until(lambda: stub.control.journal._seq == 1)  # the slow one has arrived
+        assert post(stub.url, {"id": 2, "name": "Fern"}) == 200
+        slow.join(5)
+        assert [(c.seq, c.body["name"]) for c in stub.calls] == [(1, "Late"), (2, "Fern")]
+
+
+def test_an_internal_error_is_the_stubs_not_the_consumers(stub, monkeypatch, caplog):
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(stub.control.answers, "default", broken)
+    assert post(stub.url, {"id": 1, "name": "Fern"}) == 500
+    [call] = stub.calls
+    assert (call.valid, call.errors) == (True, ())
+    assert call.stub_errors == ("plantstub internal error (a bug in plantstub, not in the client): RuntimeError: boom",)
+    stub.assert_all_valid()  # the consumer sent a valid request
+    assert "plantstub: internal error on POST /plants" in caplog.text and "RuntimeError: boom" in caplog.text
+
+
+def test_an_admin_route_error_is_logged_with_its_traceback(stub, monkeypatch, caplog):
+    def broken():
+        raise RuntimeError("coverage exploded")
+
+    monkeypatch.setattr(stub.control, "coverage_report", broken)
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(stub.url + "/__plantstub/coverage", timeout=5)
+    assert raised.value.code == 500
+    assert json.load(raised.value)["message"] == "plantstub internal error (a bug in plantstub): RuntimeError: coverage exploded"
+    assert "plantstub: internal error on admin route GET /__plantstub/coverage" in caplog.text
+    assert "Traceback" in caplog.text
+
+
+def test_stopping_with_a_delayed_reply_in_flight_leaves_no_pending_task(tmp_path):
+    (tmp_path / "late.yaml").write_text(LATE.replace("400", "5000"))
+    code = f"""
+import threading, time, urllib.request
+from plantstub import Stub
+with Stub(scenarios={str(tmp_path)!r}, scenario="late") as stub:
+    request = urllib.request.Request(stub.url + "/plants", data=b'{{"id": 1, "name": "Late"}}', method="POST",
+                                     headers={{"Authorization": "Bearer t", "Content-Type": "application/json"}})
+    def send():
+        try:
+            urllib.request.urlopen(request, timeout=10)
+        except OSError:
+            pass
+    threading.Thread(target=send, daemon=True).start()
+    while not stub.control.journal._seq:
+        time.sleep(0.01)
+print("stopped")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert (result.returncode, result.stdout) == (0, "stopped\n"), result.stderr
+    assert "Task was destroyed" not in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -87,10 +87,14 @@ def test_render_header_names_are_case_insensitive(name):
     assert render("{{ request.headers.%s }}" % name, view) == "acme"
 
 
-def test_render_without_request_body_gives_null():
+def test_render_leaves_out_the_keys_of_missing_values():
     view = {**VIEW, "body": NO_BODY}
-    template = {"name": "{{ request.body.name }}", "all": "{{ request.body }}"}
-    assert render(template, view) == {"name": None, "all": None}
+    template = {"name": "{{ request.body.name }}", "all": "{{ request.body }}", "kept": 1}
+    assert render(template, view) == {"kept": 1}  # an optional field stays optional, not null
+    assert render({"tag": "{{ request.body.colour }}", "name": "{{ request.body.name }}"}, VIEW) == {"name": "Cactus"}
+    assert render(["{{ request.body.colour }}", "{{ request.body.id }}"], VIEW) == [None, 7]  # a list keeps its length
+    assert render("{{ request.body }}", view) is None
+    assert render({"tag": "{{ request.body.tag }}"}, VIEW) == {"tag": None}  # sent as null: echoed as null
 
 
 def test_render_walks_dicts_and_lists_and_keeps_keys_literal():
