@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from .config import Settings
+    from .journal import Call
     from .stub import Stub
 
 COVERAGE_KEY = pytest.StashKey[dict]()
-STUB_KEY = pytest.StashKey["Stub"]()
+_STUB_OF_TEST = pytest.StashKey["Stub"]()
 
 
 @dataclass(frozen=True)
@@ -26,13 +29,11 @@ class MarkerOptions:
 
 
 _OPTIONS_KEY = pytest.StashKey[MarkerOptions]()
+_KNOWN = ("scenario", "strict")
 
 
-def _marker_options(marker: pytest.Mark | None) -> MarkerOptions:
-    """The marker's options; a mistake in it fails the test's setup with a message, not a traceback."""
-    if marker is None:
-        return MarkerOptions()
-    known = ("scenario", "strict")
+def _marker_kwargs(marker: pytest.Mark) -> dict[str, Any]:
+    """One marker's arguments as keywords; a mistake in it fails the test's setup with a message, not a traceback."""
     kwargs = dict(marker.kwargs)
     problems = []
     if len(marker.args) > 1 or (marker.args and "scenario" in kwargs):
@@ -40,8 +41,8 @@ def _marker_options(marker: pytest.Mark | None) -> MarkerOptions:
     elif marker.args:
         kwargs["scenario"] = marker.args[0]
     for key in kwargs:
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
+        if key not in _KNOWN:
+            close = difflib.get_close_matches(key, _KNOWN, n=1)
             problems.append(f"unknown argument {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     if "scenario" in kwargs and not isinstance(kwargs["scenario"], (str, type(None))):
         problems.append(f"scenario must be a name (a string), got {kwargs['scenario']!r}")
@@ -50,16 +51,41 @@ def _marker_options(marker: pytest.Mark | None) -> MarkerOptions:
     if problems:
         pytest.fail(f"@pytest.mark.plantstub: {'; '.join(problems)}. It takes scenario=NAME and strict=True|False.",
                     pytrace=False)
-    return MarkerOptions(scenario=kwargs.get("scenario"), strict=kwargs.get("strict", True))
+    return kwargs
+
+
+def _marker_options(node: pytest.Item) -> MarkerOptions:
+    """The test's options: its markers combined, the closest first (a test's own over its class's and module's).
+
+    So `@pytest.mark.plantstub(strict=False)` on a test keeps the scenario its module's marker chose.
+    """
+    merged: dict[str, Any] = {}
+    for marker in node.iter_markers("plantstub"):
+        for key, value in _marker_kwargs(marker).items():
+            merged.setdefault(key, value)
+    return MarkerOptions(**merged)
+
+
+def _percent(text: str) -> float:
+    """--plantstub-coverage-fail-under: a percentage, 0 to 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (expected a number from 0 to 100)")
+    return value
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("plantstub", "plantstub (contract-checked Plant Store stub)")
-    group.addoption("--plantstub-spec", metavar="FILE", help="OpenAPI document the stub serves (default: bundled Plant Store)")
-    group.addoption("--plantstub-scenarios", metavar="DIR", help="folder of scenario files")
+    group.addoption("--plantstub-spec", metavar="FILE",
+                    help="OpenAPI document the stub serves, relative to the current folder (default: bundled Plant Store)")
+    group.addoption("--plantstub-scenarios", metavar="DIR",
+                    help="folder of scenario files, relative to the current folder")
     group.addoption("--plantstub-coverage", action="store_true", default=False,
                     help="show contract coverage (calls per operation and response) in the summary")
-    group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=float, default=None,
+    group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
                     help="fail the run when contract coverage is below PCT percent")
     parser.addini("plantstub_spec", "OpenAPI document the stub serves, relative to the ini file", type="paths")
     parser.addini("plantstub_scenarios", "folder of scenario files, relative to the ini file", type="paths")
@@ -81,17 +107,19 @@ def _first(value: Any) -> str | None:
 
 
 def _resolve(config: pytest.Config, value: str | None) -> Path | None:
+    """A path given on the command line: relative to the folder pytest was started in, as a shell user expects."""
     if value is None:
         return None
     path = Path(value)
-    return path if path.is_absolute() else config.rootpath / path
+    return path if path.is_absolute() else config.invocation_params.dir / path
 
 
 @pytest.fixture(scope="session")
-def plantstub_settings(pytestconfig: pytest.Config):
-    """Settings of the session's stub: command line > PLANTSTUB_* environment > ini > defaults.
+def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
+    """Settings of the stub: command line > PLANTSTUB_* environment > ini > defaults.
 
-    Override this fixture in a conftest.py to configure the stub in code.
+    Override this fixture in a conftest.py to configure the stub in code (return `build_settings({...})`,
+    or a dict of the same keys); an override in a sub-folder's conftest.py gives that folder its own stub.
     """
     from .config import build_settings
 
@@ -109,14 +137,43 @@ def plantstub_settings(pytestconfig: pytest.Config):
     return build_settings(explicit, fallback=fallback)
 
 
-@pytest.fixture(scope="session")
-def plantstub_server(plantstub_settings, pytestconfig: pytest.Config) -> Iterator[Stub]:
-    """One running stub for the whole session (per xdist worker); tests get it through `plantstub`."""
-    from .stub import Stub
+class StubPool:
+    """The running stubs of a session (of an xdist worker): one per distinct settings, started on first use."""
 
-    with Stub(settings=plantstub_settings) as stub:
-        pytestconfig.stash[STUB_KEY] = stub
-        yield stub
+    def __init__(self) -> None:
+        self.stubs: dict[Settings, Stub] = {}
+
+    def get(self, settings: Settings | dict[str, Any]) -> Stub:
+        from .config import build_settings
+        from .stub import Stub
+
+        if isinstance(settings, dict):
+            settings = build_settings({"port": 0, **settings})
+        stub = self.stubs.get(settings)
+        if stub is None:
+            stub = self.stubs[settings] = Stub(settings=settings).start()
+        return stub
+
+    def stop(self) -> None:
+        for stub in self.stubs.values():
+            stub.stop()
+        self.stubs.clear()
+
+
+@pytest.fixture(scope="session")
+def plantstub_pool() -> Iterator[StubPool]:
+    """The session's running stubs, by settings; all stop when the session ends."""
+    pool = StubPool()
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+@pytest.fixture(scope="session")
+def plantstub_server(plantstub_settings: Settings, plantstub_pool: StubPool) -> Stub:
+    """The session's running stub for the settings seen where it is first requested (per xdist worker)."""
+    return plantstub_pool.get(plantstub_settings)
 
 
 def _add_coverage(config: pytest.Config, stub: Stub) -> None:
@@ -130,41 +187,71 @@ def _add_coverage(config: pytest.Config, stub: Stub) -> None:
 
 
 @pytest.fixture
-def plantstub(plantstub_server: Stub, request: pytest.FixtureRequest) -> Iterator[Stub]:
-    """A running stub with an empty journal and the scenario of the test's marker (or none)."""
-    options = _marker_options(request.node.get_closest_marker("plantstub"))
-    plantstub_server.reset()
-    plantstub_server.use(options.scenario)
-    request.node.stash[_OPTIONS_KEY] = options
+def plantstub(plantstub_settings: Settings, plantstub_pool: StubPool, request: pytest.FixtureRequest) -> Iterator[Stub]:
+    """A running stub with an empty journal and the scenario of the test's markers (or none).
+
+    The stub is the one for the `plantstub_settings` this test sees, so a sub-folder's conftest.py
+    that overrides them gets its own.
+    """
+    from .control import UnknownScenario
+
+    options = _marker_options(request.node)
+    stub = plantstub_pool.get(plantstub_settings)
+    stub.reset()
     try:
-        yield plantstub_server
+        stub.use(options.scenario)
+    except UnknownScenario as exc:
+        pytest.fail(f"@pytest.mark.plantstub: {exc}", pytrace=False)
+    request.node.stash[_OPTIONS_KEY] = options
+    request.node.stash[_STUB_OF_TEST] = stub
+    try:
+        yield stub
     finally:
-        _add_coverage(request.config, plantstub_server)
-        plantstub_server.use(None)
+        _add_coverage(request.config, stub)
+        stub.use(None)
+
+
+def _listed(calls: list[Call], reasons: Any) -> str:
+    return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(reasons(c))}" for c in calls)
+
+
+def _strict_failures(name: str, calls: list[Call]) -> list[str]:
+    """Strict mode's complaints about one test's calls: the consumer's broken requests, then the stub's own faults."""
+    found = []
+    bad = [c for c in calls if not c.valid]
+    if bad:
+        n = len(bad)
+        found.append(
+            f"plantstub: {name} sent {n} request{'s' if n > 1 else ''} that break{'s' if n == 1 else ''} the "
+            f"contract: {_listed(bad, lambda c: c.errors)}. If that was the point of the test, mark it "
+            "@pytest.mark.plantstub(strict=False)."
+        )
+    faulty = [c for c in calls if c.stub_errors]
+    if faulty:
+        n = len(faulty)
+        found.append(
+            f"plantstub: the stub, not {name}, broke the contract on {n} call{'s' if n > 1 else ''}: "
+            f"{_listed(faulty, lambda c: c.stub_errors)}. A scenario rule named here must be fixed (or say "
+            "`off_contract: true`); an internal error is a plantstub bug."
+        )
+    return found
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Strict mode: a test that passed but made the stub see a broken request fails, with the reasons."""
+    """Strict mode: a test that passed but whose calls broke the contract fails, with the reasons."""
     outcome = yield
     report = outcome.get_result()
     if call.when != "call" or not report.passed or "plantstub" not in getattr(item, "fixturenames", ()):
         return
     options = item.stash.get(_OPTIONS_KEY, None)
-    stub = item.config.stash.get(STUB_KEY, None)
+    stub = item.stash.get(_STUB_OF_TEST, None)
     if options is None or stub is None or not options.strict:
         return
-    bad = [c for c in stub.calls if not c.valid]
-    if not bad:
-        return
-    n = len(bad)
-    listed = "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(c.errors)}" for c in bad)
-    report.outcome = "failed"
-    report.longrepr = (
-        f"plantstub: {item.name} sent {n} request{'s' if n > 1 else ''} that "
-        f"break{'s' if n == 1 else ''} the contract: {listed}. If that was the point of the test, "
-        "mark it @pytest.mark.plantstub(strict=False)."
-    )
+    failures = _strict_failures(item.name, stub.calls)
+    if failures:
+        report.outcome = "failed"
+        report.longrepr = "\n".join(failures)
 
 
 def _coverage_rows(tally: dict) -> tuple[list[str], int, int]:
@@ -199,10 +286,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.workeroutput["plantstub_coverage"] = config.stash[COVERAGE_KEY]
         return
     threshold = config.getoption("plantstub_coverage_fail_under")
-    if threshold is not None and config.stash[COVERAGE_KEY]:
-        _, covered, total = _coverage_rows(config.stash[COVERAGE_KEY])
-        if total and 100.0 * covered / total < threshold and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if threshold is None or session.exitstatus != 0:
+        return
+    tally = config.stash[COVERAGE_KEY]
+    _, covered, total = _coverage_rows(tally)
+    # Asked for, but nothing was measured (no test used the fixture): that is a failure, not 100 %.
+    if not tally or (total and 100.0 * covered / total < threshold):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -213,6 +303,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("plantstub contract coverage")
     if not tally:
         terminalreporter.write_line("no test used the plantstub fixture")
+        threshold = config.getoption("plantstub_coverage_fail_under")
+        if threshold is not None:
+            terminalreporter.write_line(
+                f"plantstub: FAIL: --plantstub-coverage-fail-under={threshold:g} was given, but no test used the "
+                "plantstub fixture, so there is no coverage to measure",
+                red=True,
+            )
         return
     rows, covered, total = _coverage_rows(tally)
     terminalreporter.write_line(f"  {'operation':<30} {'response':<8} {'calls':>6}")
