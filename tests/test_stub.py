@@ -272,3 +272,10 @@ print("stopped")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert (result.returncode, result.stdout) == (0, "stopped\n"), result.stderr
     assert "Task was destroyed" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_loading_the_pytest_plugin_imports_no_server_code():
+    # pytest loads the plugin in every project that has plantstub installed, used or not.
+    code = "import sys, plantstub.pytest_plugin; print(sorted(m for m in ('aiohttp', 'jsonschema', 'yaml') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
