@@ -178,3 +178,16 @@ def test_serve_refuses_scenarios_that_cannot_load(tmp_path):
         f"{tmp_path / 'bad.yaml'}:3: rules[0].reply.status: 418 is not declared for POST /plants "
         "(declared: 200, 400); add `off_contract: true` to this rule to serve it anyway",
     ]
+
+
+def test_serve_reads_scenarios_of_the_current_folder_and_has_the_builtins(serve, tmp_path):
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "mine.yaml").write_text("rules: []\n")
+    stub = serve("--port", "0", "--scenario", "store-closed", cwd=tmp_path)
+    listed = http(stub.url + "/__plantstub/scenarios")[2]
+    assert listed["folder"] == "scenarios"
+    assert sorted((s["name"], s["builtin"]) for s in listed["scenarios"]) == [
+        ("dropped-connection", True), ("flaky", True), ("mine", False), ("slow", True), ("store-closed", True)]
+    status, _, body = http(stub.url + "/plants", "POST", b'{"id": 1, "name": "Fern"}',
+                           {"Authorization": "Bearer t", "Content-Type": "application/json"})
+    assert (status, body) == (400, {"error": 400, "message": "The store is closed"})
