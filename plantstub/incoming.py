@@ -53,7 +53,17 @@ def _finite(text: str) -> float:
     return value
 
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
+MAX_DIGITS = 4300  # CPython's own limit on int() of a long digit string (sys.get_int_max_str_digits)
+
+
+def _integer(text: str) -> int:
+    digits = len(text) - (text[0] == "-")
+    if digits > MAX_DIGITS:  # our words, not CPython's (which differ between versions and name its internals)
+        raise ValueError(f"a number of {digits} digits is longer than the {MAX_DIGITS} digits plantstub reads")
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite, parse_int=_integer)
 
 
 class BodyError(ValueError):
