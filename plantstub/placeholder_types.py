@@ -100,7 +100,8 @@ def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | Non
             else:
                 return None, None
             continue
-        properties = flat.get("properties") if isinstance(flat.get("properties"), dict) else {}
+        declared = flat.get("properties")
+        properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
         extra = flat.get("additionalProperties")
         if step in properties:
             node = properties[step]
@@ -111,8 +112,8 @@ def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | Non
             close = difflib.get_close_matches(step, list(properties), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             known = ", ".join(properties) or "none"
-            return None, f"{step!r} is not a field of it ({hint}fields: {known})" if at == 0 else (
-                f"{step!r} is not declared there ({hint}fields: {known})")
+            where = "a field of it" if at == 0 else "declared there"
+            return None, f"{step!r} is not {where} ({hint}fields: {known})"
         else:
             return None, None
     return node, None
