@@ -16,6 +16,15 @@ from plantstub.incoming import IncomingRequest
 
 pytest_plugins = ["pytester"]
 
+if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by tests/lanes.py: test the installed wheel only
+    import plantstub
+
+    _repo = Path(__file__).resolve().parents[1]
+    if Path(plantstub.__file__).resolve().is_relative_to(_repo):
+        raise RuntimeError(f"PLANTSTUB_EXPECT_INSTALLED=1 but plantstub was imported from the source tree: {plantstub.__file__}")
+    if (Path.cwd() / "plantstub").is_dir():
+        raise RuntimeError(f"PLANTSTUB_EXPECT_INSTALLED=1 but `python -m plantstub` run from {Path.cwd()} would import its plantstub/")
+
 DATA = Path(__file__).parent / "data"
 AUTH = {"Authorization": "Bearer t"}
 

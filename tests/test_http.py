@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -51,11 +52,13 @@ async def test_valid_creation_without_tag_has_no_tag(client):
         ('{"id": 1.5, "name": "F"}', "body.id: 1.5 is not of type 'integer'"),
         ('{"id": 1, "name": null}', "body.name: None is not of type 'string'"),
         ("[1, 2]", "body: [1, 2] is not of type 'object'"),
-        ('{"id": 1, "name": "F"', "body: not valid JSON: Expecting ',' delimiter at line 1 column 22"),
+        # Where the JSON parser words the reason, only plantstub's framing and the position are pinned: the reason is
+        # CPython's json module's text, which changes between versions.
+        ('{"id": 1, "name": "F"', re.compile(r"body: not valid JSON: \S.* at line 1 column 22")),
         ('{"id": NaN, "name": "F"}', "body: not valid JSON: NaN is not valid JSON"),
         ('{"id": Infinity, "name": "F"}', "body: not valid JSON: Infinity is not valid JSON"),
-        ("{'id': 1}", "body: not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
-        ("1" * 5000, "body: not valid JSON: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit"),
+        ("{'id': 1}", re.compile(r"body: not valid JSON: \S.* at line 1 column 2")),
+        ("1" * 5000, "body: not valid JSON: a number of 5000 digits is longer than the 4300 digits plantstub reads"),
         ("[" * 100_000, "body: nested too deeply to parse"),
     ],
     ids=["wrong-type", "missing-name", "three-problems", "int64-overflow", "int64-underflow", "float-id",
@@ -63,7 +66,11 @@ async def test_valid_creation_without_tag_has_no_tag(client):
 )
 async def test_invalid_body_gets_400_naming_each_problem(client, body, message):
     status, _, answer = await post(client, body)
-    assert (status, answer) == (400, {"error": 400, "message": message})
+    if isinstance(message, re.Pattern):
+        assert (status, sorted(answer), answer["error"]) == (400, ["error", "message"], 400)
+        assert message.fullmatch(answer["message"]), answer["message"]
+    else:
+        assert (status, answer) == (400, {"error": 400, "message": message})
 
 
 async def test_invalid_utf8_body_gets_400(client):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -265,7 +266,9 @@ BROKEN = {
     "no-openapi-field.yaml": "{path}: no 'openapi' field: this is not an OpenAPI 3.x document",
     "not-a-mapping.yaml": "{path}: the document is not a mapping of OpenAPI fields",
     "bad-yaml.yaml": "{path}:6: not valid YAML: mapping values are not allowed in this context",  # libyaml
-    "bad-json.json": "{path}:5: not valid JSON: Expecting property name enclosed in double quotes",
+    # After the path, plantstub's framing only: the line and the reason are CPython's json module's, and 3.13 says
+    # "Illegal trailing comma before end of object" on line 4 where 3.10-3.12 say "Expecting property name ..." on 5.
+    "bad-json.json": re.compile(r":[45]: not valid JSON: \S.*"),
     "duplicate-key.yaml": "{path}:8: not valid YAML: duplicate key 'get' (first at line 5)",
     "unresolvable-ref.yaml": "{path}: paths./plants.get.responses.200.content.application/json.schema: "
                              "$ref '#/components/schemas/Plnt': {path} has nothing at '/components/schemas/Plnt' "
@@ -299,7 +302,10 @@ def test_load_spec_refuses_broken_document(name, message):
     path = SPECS / "broken" / name
     with pytest.raises(SpecError) as refused:
         load_spec(path)
-    assert str(refused.value) == "cannot use spec " + message.format(path=path)
+    if isinstance(message, re.Pattern):
+        assert re.fullmatch(re.escape(f"cannot use spec {path}") + message.pattern, str(refused.value)), str(refused.value)
+    else:
+        assert str(refused.value) == "cannot use spec " + message.format(path=path)
     assert "\n" not in str(refused.value)
 
 
