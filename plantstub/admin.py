@@ -61,6 +61,7 @@ class _Admin:
                 for s in sorted(c.scenarios.values(), key=lambda s: s.name)
             ],
             "errors": [str(e) for e in c.load_errors],
+            "builtins_left_out": c.unfit_builtins,  # built-ins that do not fit this spec, and why
         })
 
     async def put_scenario(self, request: web.Request) -> web.Response:

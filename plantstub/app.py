@@ -103,8 +103,10 @@ class _Outcome:
         self.errors = (out.body["message"],)
 
 
-def _decide(control: Control, request: web.Request, raw: bytes, query: dict[str, list[str]], done: _Outcome) -> None:
-    """Steps 1-5 of the pipeline, without I/O: fills `done`."""
+def _decide(
+    control: Control, request: web.Request, raw: bytes, query: dict[str, list[str]], active: str | None, done: _Outcome
+) -> None:
+    """Steps 1-5 of the pipeline, without I/O: fills `done`. `active` is the scenario when the request arrived."""
     method, path = request.method, request.path
     route = control.router.route(method, request.rel_url.raw_path)
     if route.status == 404:
@@ -115,7 +117,7 @@ def _decide(control: Control, request: web.Request, raw: bytes, query: dict[str,
             error_reply(405, f"method: {method} is not allowed on {path} (allowed: {allow})", {"Allow": allow})
         )
     op = done.op = route.operation
-    name = request.headers.get(SCENARIO_HEADER) or control.active
+    name = request.headers.get(SCENARIO_HEADER) or active
     scenario = None
     if name is not None:
         try:
@@ -168,12 +170,13 @@ def _make_handler(control: Control):
             return admin_not_found(request)
         started = time.time()
         seq, epoch = journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
+        active = control.active  # and attributed on arrival, before the body is read
         raw = b""
         done = _Outcome()
         query = {k: request.query.getall(k) for k in request.query.keys()} if request.query else {}
         try:
             raw = await request.read()
-            _decide(control, request, raw, query, done)
+            _decide(control, request, raw, query, active, done)
             if done.delay_ms:
                 await asyncio.sleep(done.delay_ms / 1000)
             if done.fault is not None:

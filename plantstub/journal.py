@@ -125,9 +125,9 @@ class Journal:
 
     def append(self, call: Call, epoch: int | None = None) -> bool:
         """Record `call`; False when it arrived in an earlier epoch (kept in the file only)."""
-        current = epoch is None or epoch == self.epoch
-        if current:
-            with self._lock:
+        with self._lock:
+            current = epoch is None or epoch == self.epoch
+            if current:
                 calls = self._calls
                 if not calls or calls[-1].seq < call.seq:
                     calls.append(call)

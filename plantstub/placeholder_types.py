@@ -10,10 +10,10 @@ place it sits. When none of the first is among the second, the rule is refused a
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Any, NamedTuple
 
-from .generate import flatten
-from .spec import MediaType, Operation
+from .generate import flatten, sample
+from .spec import MISSING, MediaType, Operation
 from .templating import Ref
 
 JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
@@ -83,11 +83,26 @@ def fits(given: set[str], wanted: set[str]) -> bool:
     )
 
 
+def _branch_field(flat: dict[str, Any], step: str, defs: dict[str, Any]) -> tuple[Any, bool]:
+    """`step` as the branches of a oneOf/anyOf declare it: (its schemas as an anyOf, True), else (None, False)."""
+    found = []
+    for branch in (flat.get("oneOf") or []) + (flat.get("anyOf") or []):
+        branch = flatten(branch, defs)
+        props = branch.get("properties") if isinstance(branch, dict) else None
+        if isinstance(props, dict) and step in props:
+            found.append(props[step])
+    return ({"anyOf": found} if len(found) > 1 else found[0], True) if found else (None, False)
+
+
 def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | None]:
-    """The subschema at `steps` below `schema` ((schema, None)), None when unknowable, or (None, why not)."""
+    """The subschema at `steps` below `schema`: (subschema, None), (None, None) when unknowable, or (None, why not).
+
+    Only a name that cannot be there is refused: under `additionalProperties: false`, or one that looks
+    like a typo of a declared name (an open schema may carry any other name, so that is left to run time).
+    """
     defs = _defs(schema)
     node = schema
-    for at, step in enumerate(steps):
+    for step in steps:
         flat = flatten(node, defs)
         if not isinstance(flat, dict):
             return None, None
@@ -105,37 +120,49 @@ def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | Non
         extra = flat.get("additionalProperties")
         if step in properties:
             node = properties[step]
+            continue
+        branch, found = _branch_field(flat, step, defs)
+        if found:
+            node = branch
         elif isinstance(extra, dict):
             node = extra
-        elif properties or extra is False:
-            # A name the schema does not declare is most likely a typo: say so at load, not at run time.
-            close = difflib.get_close_matches(step, list(properties), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            known = ", ".join(properties) or "none"
-            where = "a field of it" if at == 0 else "declared there"
-            return None, f"{step!r} is not {where} ({hint}fields: {known})"
         else:
+            close = difflib.get_close_matches(step, list(properties), n=1)
+            if extra is False or close:
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                return None, f"{step!r} is not declared ({hint}declared: {', '.join(properties) or 'none'})"
             return None, None
     return node, None
 
 
-def placeholder_types(op: Operation, ref: Ref) -> tuple[set[str] | None, str | None]:
-    """The JSON types a lone placeholder can give for a request to `op` (None: any), or why it gives nothing."""
-    if ref.field in ("path", "method"):
-        return {"string"}, None
+class Source(NamedTuple):
+    """What a lone placeholder gives for a request to one operation."""
+
+    types: set[str] | None  # the JSON types it can have; None: not known
+    sample: Any  # a value of the request schema at that place, or MISSING
+    problem: str | None  # why the placeholder cannot work, for a load error
+
+
+def placeholder_source(op: Operation, ref: Ref) -> Source:
+    """The types and a sample value of what a lone placeholder gives for a request to `op`."""
+    if ref.field in ("path", "method") or (ref.field in ("headers", "query") and ref.steps):
+        return Source({"string"}, "text", None)
     if ref.field in ("headers", "query"):
-        return ({"string"} if ref.steps else {"object"}), None
-    if not op.body:
-        return None, f"{op.label} declares no request body, so this is always missing"
+        return Source({"object"}, {}, None)
     media = _json_media(op.body)
-    if media is None or media.schema is None:
-        return _UNKNOWN, None
+    if media is None or media.schema is None:  # no JSON body: nothing to say before a request comes
+        return Source(None, MISSING, None)
     schema, problem = schema_at(media.schema, ref.steps)
     if problem is not None:
-        return None, f"the request body of {op.label}: {problem}"
+        return Source(None, MISSING, f"the request body of {op.label}: {problem}")
     if schema is None:
-        return _UNKNOWN, None
-    return types_of(schema, _defs(media.schema)), None
+        return Source(None, MISSING, None)
+    defs = _defs(media.schema)
+    try:
+        value = sample(schema, defs)
+    except (RecursionError, ValueError, TypeError):
+        value = MISSING
+    return Source(types_of(schema, defs), value, None)
 
 
 def wanted_types(response_schema: Any, steps: tuple[str | int, ...]) -> set[str] | None:

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .config import Settings  # stdlib only: loading the plugin stays cheap
+
 if TYPE_CHECKING:
-    from .config import Settings
     from .journal import Call
     from .stub import Stub
 
@@ -60,9 +61,13 @@ def _marker_options(node: pytest.Item) -> MarkerOptions:
     So `@pytest.mark.plantstub(strict=False)` on a test keeps the scenario its module's marker chose.
     """
     merged: dict[str, Any] = {}
-    for marker in node.iter_markers("plantstub"):
-        for key, value in _marker_kwargs(marker).items():
-            merged.setdefault(key, value)
+    for level in reversed(node.listchain()):
+        marks = [m for m in level.own_markers if m.name == "plantstub"]
+        if isinstance(level, pytest.Class):
+            marks.reverse()  # a class lists its bases' marks first, its own last
+        for marker in marks:
+            for key, value in _marker_kwargs(marker).items():
+                merged.setdefault(key, value)
     return MarkerOptions(**merged)
 
 
@@ -118,8 +123,8 @@ def _resolve(config: pytest.Config, value: str | None) -> Path | None:
 def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     """Settings of the stub: command line > PLANTSTUB_* environment > ini > defaults.
 
-    Override this fixture in a conftest.py to configure the stub in code (return `build_settings({...})`,
-    or a dict of the same keys); an override in a sub-folder's conftest.py gives that folder its own stub.
+    Override this fixture in a conftest.py to configure the stub in code: return a dict of Settings fields
+    (port 0 unless it names one); an override in a sub-folder's conftest.py gives that folder its own stub.
     """
     from .config import build_settings
 
@@ -138,20 +143,36 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
 
 
 class StubPool:
-    """The running stubs of a session (of an xdist worker): one per distinct settings, started on first use."""
+    """The running stubs of a session (of an xdist worker): one per distinct settings, started on first use.
+
+    Settings that cannot start a stub (a missing folder, a broken scenario) fail each test that asks
+    for them with the same one-line reason, without trying again.
+    """
 
     def __init__(self) -> None:
         self.stubs: dict[Settings, Stub] = {}
+        self.failures: dict[Settings, str] = {}
 
     def get(self, settings: Settings | dict[str, Any]) -> Stub:
         from .config import build_settings
+        from .errors import PlantstubError
         from .stub import Stub
 
-        if isinstance(settings, dict):
-            settings = build_settings({"port": 0, **settings})
-        stub = self.stubs.get(settings)
-        if stub is None:
-            stub = self.stubs[settings] = Stub(settings=settings).start()
+        problem = None
+        try:
+            if isinstance(settings, dict):
+                settings = build_settings({"port": 0, **settings})
+            stub = self.stubs.get(settings)
+            if stub is None:
+                problem = self.failures.get(settings)
+                if problem is None:
+                    stub = self.stubs[settings] = Stub(settings=settings).start()
+        except PlantstubError as exc:
+            problem = f"plantstub: the stub cannot start: {exc}"
+            if isinstance(settings, Settings):
+                self.failures[settings] = problem
+        if problem is not None:  # outside the except block: one line, no chained traceback
+            pytest.fail(problem, pytrace=False)
         return stub
 
     def stop(self) -> None:
@@ -198,10 +219,13 @@ def plantstub(plantstub_settings: Settings, plantstub_pool: StubPool, request: p
     options = _marker_options(request.node)
     stub = plantstub_pool.get(plantstub_settings)
     stub.reset()
+    problem = None
     try:
         stub.use(options.scenario)
     except UnknownScenario as exc:
-        pytest.fail(f"@pytest.mark.plantstub: {exc}", pytrace=False)
+        problem = f"@pytest.mark.plantstub: {exc}"
+    if problem is not None:  # outside the except block: one line, no chained traceback
+        pytest.fail(problem, pytrace=False)
     request.node.stash[_OPTIONS_KEY] = options
     request.node.stash[_STUB_OF_TEST] = stub
     try:

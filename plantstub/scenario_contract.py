@@ -9,8 +9,8 @@ from .errors import ScenarioError, SpecError
 from .incoming import NO_BODY
 from .routing import Router
 from .scenario import Criteria, Reply, Rule
-from .spec import MediaType, Operation, Response, Spec
-from .placeholder_types import describe, fits, placeholder_types, wanted_types
+from .spec import MISSING, MediaType, Operation, Response, Spec
+from .placeholder_types import Source, describe, fits, placeholder_source, wanted_types
 from .schema_check import SchemaCheck, Violation, location_path
 from .templating import Placeholder, parse, placeholder_paths
 
@@ -38,6 +38,17 @@ def _media(response: Response, reply: Reply) -> tuple[str | None, str, MediaType
         fitting = [name for name in response.content if "*" in name and fnmatchcase(media_type, name)]
         media = response.content[max(fitting, key=len)] if fitting else None
     return header, media_type, media
+
+
+def _probe(value: Any, samples: dict[str, Any], where: str) -> Any:
+    """`value` with the placeholder at each location of `samples` replaced by its sample (when it has one)."""
+    if where in samples:
+        return value if samples[where] is MISSING else samples[where]
+    if isinstance(value, dict):
+        return {k: _probe(v, samples, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_probe(v, samples, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
 
 
 class Contract:
@@ -95,7 +106,9 @@ class Contract:
         body_where, named = f"{where}.body", f"{op.label} response {response.status}"
         if reply.body is NO_BODY:
             return []
-        found = self.placeholder_errors(doc, op, response, reply, where, lone)
+        sources = {location_path(where, p.location): (p, placeholder_source(op, parse(p.text)))
+                   for p in lone if p.location and p.location[0] == "body"}
+        found = self.placeholder_errors(doc, op, response, reply, sources)
         if body_where in templated:
             return found
         if not response.content:
@@ -114,35 +127,36 @@ class Contract:
         check = self.check(op, response.status, media)
         if isinstance(check, str):
             return [doc.error(body_where, f"cannot check the body: {check}")]
+        # The body as a request could fill it: each lone placeholder replaced by a value of its request field,
+        # so a oneOf or a required key around it is judged on a real value, not on the template's text.
+        probe = _probe(reply.body, {at: source.sample for at, (_, source) in sources.items()}, body_where)
+        around = {v.where for v in check.errors(probe, body_where)} if templated else set()
         return found + [
             doc.error(v.where, f"{v.message} ({named})")
             for v in check.errors(reply.body, body_where)
-            # A lone placeholder's type is only known per request.
+            # At a placeholder the type check above speaks; around one, only what fails with a real value in it.
             if not any(v.where == t or v.where.startswith((t + ".", t + "[")) for t in templated)
+            and (v.where in around or not any(t.startswith((v.where + ".", v.where + "[")) for t in templated))
         ]
 
     def placeholder_errors(
-        self, doc: _Document, op: Operation, response: Response, reply: Reply, where: str, lone: list[Placeholder]
+        self, doc: _Document, op: Operation, response: Response, reply: Reply,
+        sources: dict[str, tuple[Placeholder, Source]],
     ) -> list[ScenarioError]:
         """Each lone placeholder of the body must name a request value whose type the response takes there."""
         found: list[ScenarioError] = []
         _, _, media = _media(response, reply) if response.content else (None, "", None)
-        for p in lone:
-            if not p.location or p.location[0] != "body":
+        for at, (p, source) in sources.items():
+            if source.problem is not None:
+                found.append(doc.error(at, f"{p.text}: {source.problem}; {OFF_CONTRACT_HINT}"))
                 continue
-            at = location_path(where, p.location)
-            ref = parse(p.text)
-            given, problem = placeholder_types(op, ref)
-            if problem is not None:
-                found.append(doc.error(at, f"{p.text}: {problem}; {OFF_CONTRACT_HINT}"))
-                continue
-            if given is None or media is None or media.schema is None:
+            if source.types is None or media is None or media.schema is None:
                 continue
             wanted = wanted_types(media.schema, p.location[1:])
-            if wanted is not None and not fits(given, wanted):
-                message = (f"{p.text} gives {describe(given)} (as the request schema of {op.label} says), but "
-                           f"{op.label} response {response.status} needs {describe(wanted)} here; put it inside text "
-                           f"(\"... {p.text}\") to send it as a string, or {OFF_CONTRACT_HINT}")
+            if wanted is not None and not fits(source.types, wanted):
+                message = (f"{p.text} gives {describe(source.types)} (as the request schema of {op.label} says), "
+                           f"but {op.label} response {response.status} needs {describe(wanted)} here; put it inside "
+                           f"text (\"Plant {p.text}\") to send it as a string, or {OFF_CONTRACT_HINT}")
                 found.append(doc.error(at, message))
         return found
 

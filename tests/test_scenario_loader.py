@@ -216,16 +216,16 @@ def test_load_scenarios_repo_examples_pass():
           " (POST /plants response 400)"]),
         ('{error: 1, message: "{{ request.body }}"}',
          ["3: rules[0].reply.body.message: {{ request.body }} gives an object (as the request schema of POST /plants"
-          " says), but POST /plants response 400 needs a string here; put it inside text (\"... {{ request.body }}\")"
+          " says), but POST /plants response 400 needs a string here; put it inside text (\"Plant {{ request.body }}\")"
           " to send it as a string, or add `off_contract: true` to this rule to serve it anyway"]),
         ('{error: "{{ request.headers.X-Code }}", message: m}',
          ["3: rules[0].reply.body.error: {{ request.headers.X-Code }} gives a string (as the request schema of"
           " POST /plants says), but POST /plants response 400 needs an integer here; put it inside text"
-          " (\"... {{ request.headers.X-Code }}\") to send it as a string, or add `off_contract: true` to this rule"
+          " (\"Plant {{ request.headers.X-Code }}\") to send it as a string, or add `off_contract: true` to this rule"
           " to serve it anyway"]),
         ('{error: 1, message: "{{ request.body.nme }}"}',
-         ["3: rules[0].reply.body.message: {{ request.body.nme }}: the request body of POST /plants: 'nme' is not a"
-          " field of it (did you mean 'name'? fields: name, tag, id); add `off_contract: true` to this rule to serve"
+         ["3: rules[0].reply.body.message: {{ request.body.nme }}: the request body of POST /plants: 'nme' is not"
+          " declared (did you mean 'name'? declared: name, tag, id); add `off_contract: true` to this rule to serve"
           " it anyway"]),
         ('{error: 1, message: "{{ request.body.name }}", extra: "{{ request.query.x }}"}', []),
     ],
@@ -442,3 +442,72 @@ def test_repo_examples_name_the_schema_for_editors():
             first = path.read_text().splitlines()[0]
             target = (path.parent / first.removeprefix("# yaml-language-server: $schema=")).resolve()
             assert target.name == "scenario.schema.json" and target.is_file(), path
+
+
+PLACEHOLDER_SPEC = """
+openapi: 3.1.0
+info: {title: T, version: "1"}
+paths:
+  /things:
+    get:
+      responses: {"200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Thing"}}}}}
+    post:
+      requestBody: {content: {application/json: {schema: {$ref: "#/components/schemas/NewThing"}}}}
+      responses: {"200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Thing"}}}}}
+  /pets:
+    post:
+      requestBody: {content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                oneOf:
+                  - {type: object, required: [s], properties: {s: {type: string}}, additionalProperties: false}
+                  - {type: object, required: [n], properties: {n: {type: integer}}, additionalProperties: false}
+  /closed:
+    post:
+      requestBody:
+        content: {application/json: {schema: {type: object, properties: {a: {type: string}}, additionalProperties: false}}}
+      responses: {"200": {description: ok, content: {application/json: {schema: {type: object}}}}}
+components:
+  schemas:
+    NewThing:
+      type: object
+      properties: {name: {type: string}, size: {type: integer}, open: {type: object, properties: {a: {type: string}}}}
+    Thing: {type: object, required: [name], properties: {name: {type: string}, size: {type: integer}, note: {}}}
+    Pet:
+      type: object
+      properties: {kind: {type: string}}
+      oneOf:
+        - {type: object, properties: {bark: {type: string}}}
+        - {type: object, properties: {meow: {type: integer}}}
+"""
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        # A field declared in one branch of a oneOf next to the object's own properties.
+        "{match: {path: /pets}, reply: {body: {s: '{{ request.body.bark }}'}}}",
+        # A response oneOf around a placeholder: judged with a value of the request field in it.
+        "{match: {path: /pets, body: {meow: 1}}, reply: {body: {n: '{{ request.body.meow }}'}}}",
+        # Also matches GET /things, which has no body: the optional key is left out there.
+        "{match: {path: /things}, reply: {body: {name: fixed, size: '{{ request.body.size }}'}}}",
+        # An undeclared name in an open schema may be sent: left to run time.
+        "{match: {path: /things, method: POST}, reply: {body: {name: x, note: '{{ request.body.open.colour }}'}}}",
+    ],
+    ids=["oneof-branch-field", "oneof-response", "rule-matching-a-bodiless-operation", "open-schema"],
+)
+def test_legitimate_placeholders_load(tmp_path, rule):
+    spec = load_spec(write(tmp_path, "spec.yaml", PLACEHOLDER_SPEC))
+    load_scenario_file(write(tmp_path, "ok.yaml", f"rules:\n  - {rule}\n"), spec)
+
+
+def test_a_placeholder_the_request_cannot_carry_is_refused(tmp_path):
+    spec = load_spec(write(tmp_path, "spec.yaml", PLACEHOLDER_SPEC))
+    path = write(tmp_path, "bad.yaml", "rules:\n  - {match: {path: /closed}, reply: {body: {b: '{{ request.body.b }}'}}}\n")
+    assert errors_of(path, spec) == [
+        f"{path}:2: rules[0].reply.body.b: {{{{ request.body.b }}}}: the request body of POST /closed: 'b' is not "
+        "declared (declared: a); add `off_contract: true` to this rule to serve it anyway"]

@@ -255,7 +255,7 @@ async def test_a_folder_scenario_overrides_the_builtin_of_that_name(aiohttp_clie
     assert listed["flaky"]["builtin"] is True
 
 
-def test_builtin_that_does_not_fit_another_spec_says_why(tmp_path):
+async def test_builtin_that_does_not_fit_another_spec_says_why(aiohttp_client, tmp_path):
     spec = tmp_path / "trees.yaml"
     spec.write_text(
         "openapi: 3.0.3\ninfo: {title: Trees, version: '1'}\npaths:\n  /trees:\n    get:\n"
@@ -263,6 +263,11 @@ def test_builtin_that_does_not_fit_another_spec_says_why(tmp_path):
     with pytest.raises(Exception, match=r"--scenario='flaky': the built-in scenario 'flaky' does not fit this spec "
                                         r"\(rules\[0\]\.match\.path: /plants matches no path in the spec"):
         create_app(spec=str(spec), scenario="flaky")
+    client = await aiohttp_client(create_app(spec=str(spec)))
+    listed = await (await client.get("/__plantstub/scenarios")).json()
+    assert (listed["scenarios"], sorted(listed["builtins_left_out"])) == (
+        [], ["dropped-connection", "flaky", "slow", "store-closed"])
+    assert listed["builtins_left_out"]["slow"].startswith("rules[0].match.path: /plants matches no path in the spec")
 
 
 async def test_a_rendered_reply_that_breaks_the_contract_is_the_scenarios_fault(aiohttp_client, tmp_path):

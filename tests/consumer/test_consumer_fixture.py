@@ -111,6 +111,25 @@ def test_an_unknown_scenario_fails_that_test_in_one_line(project):
         "*@pytest.mark.plantstub: unknown scenario 'stor-closed' (known: dropped-connection, flaky, slow, store-closed)",
     ])
     assert "Traceback" not in output(result) and "UnknownScenario" not in output(result)
+    assert "During handling" not in output(result)
+
+
+def test_settings_that_cannot_start_a_stub_fail_in_one_line(project):
+    project.makepyfile(test_it='''
+        def test_one(plantstub):
+            pass
+
+        def test_two(plantstub):
+            pass
+
+        def test_without_the_stub():
+            pass
+    ''')
+    result = run(project, "--plantstub-scenarios", "nowhere")
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines([
+        f"*plantstub: the stub cannot start: --scenarios='{project.path / 'nowhere'}': no such folder"])
+    assert "Traceback" not in output(result) and "During handling" not in output(result)
 
 
 # -- markers combine ----------------------------------------------------------------------------
@@ -132,9 +151,18 @@ def test_a_tests_marker_combines_with_its_modules(project):
 
         def test_module_marker_is_strict(plantstub):
             create_plant(plantstub.url, {"id": "x", "name": "Fern"})
+
+        @pytest.mark.plantstub("slow")
+        class TestBase:
+            pass
+
+        @pytest.mark.plantstub("flaky")
+        class TestChild(TestBase):
+            def test_own_class_marker_wins_over_the_base_class(self, plantstub):
+                assert create_plant(plantstub.url, {"id": 1, "name": "Fern"}, timeout=1)[0] == 400
     ''')
     result = run(project)
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*plantstub: test_module_marker_is_strict sent 1 request that breaks the contract*"])
 
 
