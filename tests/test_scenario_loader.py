@@ -377,9 +377,10 @@ def test_cli_check_folder_with_duplicates():
 
 
 def test_cli_check_repo_scenarios():
-    result = plantstub("check", "scenarios", cwd=REPO)
+    # Not from the repository root: `python -m plantstub` there would import the source tree, not the install.
+    result = plantstub("check", str(REPO / "scenarios"))
     assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 1 scenario OK\n", "")
-    result = plantstub("check", str(BUILTIN), cwd=REPO)
+    result = plantstub("check", str(BUILTIN))
     assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 4 scenarios OK\n", "")
 
 
