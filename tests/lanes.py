@@ -70,7 +70,10 @@ LANES = (  # a venv's lanes run in this order; jobs (one per venv) start in the 
 )
 
 # Removed from the lanes' environment: what would point Python, pytest or plantstub somewhere else.
+# PYTHONDONTWRITEBYTECODE too: users' venvs cache bytecode, and without it every inner pytest run of the
+# consumer suite compiles aiohttp, jsonschema and pytest again.
 DROPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV",
+           "PYTHONDONTWRITEBYTECODE",
            "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_XDIST_AUTO_NUM_WORKERS")
 
 
@@ -419,7 +422,7 @@ def main(argv: list[str]) -> int:
                 results.append(result)
         if runnable:
             lanes.build_wheel()
-            jobs: dict[tuple[str, str], list[Lane]] = {}
+            jobs: dict[tuple[str, str, str], list[Lane]] = {}
             for lane, python in runnable:
                 jobs.setdefault((lane.venv, python.full, str(python.path)), []).append(lane)
             by_path = {str(p.path): p for _, p in runnable}

@@ -32,6 +32,12 @@ def output(result: pytest.RunResult) -> str:
     return result.stdout.str() + "\n" + result.stderr.str()
 
 
+def add_scenario(project: pytest.Pytester, name: str, text: str) -> None:
+    """Write scenarios/NAME.yaml in the project (the folder the plugin reads by default)."""
+    (project.path / "scenarios").mkdir(exist_ok=True)
+    (project.path / "scenarios" / f"{name}.yaml").write_text(text)
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A consumer project with a client module and no scenarios folder of its own."""
@@ -71,8 +77,7 @@ def test_builtin_scenarios_work_with_no_folder(project):
 
 
 def test_a_projects_own_scenario_wins_over_the_builtin(project):
-    project.mkdir("scenarios")
-    (project.path / "scenarios" / "store-closed.yaml").write_text(
+    add_scenario(project, "store-closed",
         "rules:\n  - match: {path: /plants}\n    reply: {status: 400, body: {error: 9, message: Ours}}\n")
     project.makepyfile(test_it='''
         import pytest
@@ -168,8 +173,7 @@ def test_a_tests_marker_combines_with_its_modules(project):
 
 # -- a call belongs to the test it arrived in ---------------------------------------------------
 def test_a_late_reply_is_not_counted_in_the_next_test(project):
-    project.mkdir("scenarios")
-    (project.path / "scenarios" / "late.yaml").write_text(
+    add_scenario(project, "late",
         "rules:\n  - match: {path: /plants}\n    reply: {status: 200, body: {name: late}, delay_ms: 600}\n")
     project.makepyfile(test_it='''
         import time
@@ -195,8 +199,7 @@ def test_a_late_reply_is_not_counted_in_the_next_test(project):
 
 # -- templated replies keep the contract; the stub's faults are its own ----------------------------
 def test_a_template_of_the_wrong_type_is_refused_at_load(project):
-    project.mkdir("scenarios")
-    (project.path / "scenarios" / "by-id.yaml").write_text(
+    add_scenario(project, "by-id",
         "description: names plants by id\nrules:\n  - match: {path: /plants}\n    reply:\n"
         "      status: 200\n      body: {name: \"{{ request.body.id }}\"}\n")
     expected = ("scenarios/by-id.yaml:6: rules[0].reply.body.name: {{ request.body.id }} gives an integer (as the "
@@ -215,8 +218,7 @@ def test_a_template_of_the_wrong_type_is_refused_at_load(project):
 
 
 def test_a_reply_that_breaks_the_contract_once_rendered_names_the_rule(project):
-    project.mkdir("scenarios")
-    (project.path / "scenarios" / "echo-tag.yaml").write_text(
+    add_scenario(project, "echo-tag",
         "rules:\n  - match: {path: /plants}\n    reply:\n      status: 200\n"
         "      body: {name: \"{{ request.body.tag }}\"}\n")
     project.makepyfile(test_it='''
@@ -285,8 +287,7 @@ def test_command_line_paths_are_relative_to_where_pytest_runs(project, monkeypat
 
 
 def test_a_sub_folders_settings_apply_to_that_folder_only(project):
-    project.mkdir("scenarios")
-    (project.path / "scenarios" / "closed.yaml").write_text(
+    add_scenario(project, "closed",
         "rules:\n  - match: {path: /plants}\n    reply: {status: 400, body: {error: 1, message: root}}\n")
     other = project.mkdir("other")
     (other / "stubs").mkdir()
