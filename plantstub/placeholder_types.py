@@ -13,6 +13,7 @@ import difflib
 from typing import Any, NamedTuple
 
 from .generate import flatten, sample
+from .incoming import is_json_type
 from .spec import MISSING, MediaType, Operation
 from .templating import Ref
 
@@ -26,8 +27,7 @@ def _defs(schema: Any) -> dict[str, Any]:
 
 def _json_media(content: dict[str, MediaType] | None) -> MediaType | None:
     for media in (content or {}).values():
-        name = media.name.split(";", 1)[0].strip().lower()
-        if name == "application/json" or name.endswith("+json"):
+        if is_json_type(media.name.split(";", 1)[0].strip().lower()):
             return media
     return None
 

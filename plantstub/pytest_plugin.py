@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .config import Settings  # stdlib only: loading the plugin stays cheap
+# config is stdlib only: loading the plugin stays cheap.
+from .config import Settings, build_settings
 
 if TYPE_CHECKING:
     from .journal import Call
@@ -126,8 +127,6 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     Override this fixture in a conftest.py to configure the stub in code: return a dict of Settings fields
     (port 0 unless it names one); an override in a sub-folder's conftest.py gives that folder its own stub.
     """
-    from .config import build_settings
-
     explicit = {
         "spec": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec")),
         "scenarios": _resolve(pytestconfig, pytestconfig.getoption("plantstub_scenarios")),
@@ -154,10 +153,10 @@ class StubPool:
         self.failures: dict[Settings, str] = {}
 
     def get(self, settings: Settings | dict[str, Any]) -> Stub:
-        from .config import build_settings
         from .errors import PlantstubError
         from .stub import Stub
 
+        stub: Stub | None = None
         problem = None
         try:
             if isinstance(settings, dict):
@@ -173,6 +172,7 @@ class StubPool:
                 self.failures[settings] = problem
         if problem is not None:  # outside the except block: one line, no chained traceback
             pytest.fail(problem, pytrace=False)
+        assert stub is not None  # started, or found running
         return stub
 
     def stop(self) -> None:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ScenarioError, SpecError
 from .incoming import NO_BODY
+from .placeholder_types import Source, describe, fits, placeholder_source, wanted_types
 from .routing import Router
 from .scenario import Criteria, Reply, Rule
-from .spec import MISSING, MediaType, Operation, Response, Spec
-from .placeholder_types import Source, describe, fits, placeholder_source, wanted_types
 from .schema_check import SchemaCheck, Violation, location_path
+from .spec import MISSING, MediaType, Operation, Response, Spec
 from .templating import Placeholder, parse, placeholder_paths
 
 if TYPE_CHECKING:
@@ -93,8 +93,7 @@ class Contract:
         return self.checks[key]
 
     def reply_errors(
-        self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str],
-        lone: list[Placeholder] = (),  # type: ignore[assignment]
+        self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str], lone: list[Placeholder]
     ) -> list[ScenarioError]:
         response = op.response_for(reply.status)
         if response is None:
@@ -129,8 +128,10 @@ class Contract:
             return [doc.error(body_where, f"cannot check the body: {check}")]
         # The body as a request could fill it: each lone placeholder replaced by a value of its request field,
         # so a oneOf or a required key around it is judged on a real value, not on the template's text.
-        probe = _probe(reply.body, {at: source.sample for at, (_, source) in sources.items()}, body_where)
-        around = {v.where for v in check.errors(probe, body_where)} if templated else set()
+        around: set[str] = set()
+        if templated:
+            probe = _probe(reply.body, {at: source.sample for at, (_, source) in sources.items()}, body_where)
+            around = {v.where for v in check.errors(probe, body_where)}
         return found + [
             doc.error(v.where, f"{v.message} ({named})")
             for v in check.errors(reply.body, body_where)
