@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import CallAssertionError, ConfigError, PlantstubError, ScenarioError, SpecError
-
-__version__ = "0.1.0"
+from plantstub._version import __version__
+from plantstub.errors import CallAssertionError, ConfigError, PlantstubError, ScenarioError, SpecError
 
 if TYPE_CHECKING:
-    from .app import create_app
-    from .stub import Stub
+    from plantstub.server.app import create_app
+    from plantstub.stub import Stub
 
 __all__ = [
     "CallAssertionError",
@@ -28,11 +27,11 @@ def __getattr__(name: str) -> Any:
     # Imported on first use: pytest loads the plugin (plantstub.pytest_plugin) in every project that has
     # plantstub installed, and a suite that never uses the stub must not pay for aiohttp and the rest.
     if name == "Stub":
-        from .stub import Stub
+        from plantstub.stub import Stub
 
         return Stub
     if name == "create_app":
-        from .app import create_app
+        from plantstub.server.app import create_app
 
         return create_app
     raise AttributeError(f"module 'plantstub' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """`python -m plantstub` is the `plantstub` command."""
 
-from .cli import main
+from plantstub.cli import main
 
 raise SystemExit(main())

@@ -10,11 +10,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__
-from .app import create_app
-from .config import Settings, build_settings, env_name
-from .errors import PlantstubError
-from .server import start
+from plantstub._version import __version__
+from plantstub.config import Settings, build_settings, env_name
+from plantstub.errors import PlantstubError
+from plantstub.server.app import create_app
+from plantstub.server.runner import start
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -77,8 +77,8 @@ def _check_parser(sub: argparse._SubParsersAction) -> None:
 def _check(args: argparse.Namespace) -> int:
     import os
 
-    from .scenario_loader import check_paths
-    from .spec import load_spec
+    from plantstub.contract.load import load_spec
+    from plantstub.scenarios.load import check_paths
 
     spec = load_spec(args.spec or os.environ.get(env_name("spec")) or None)
     errors, scenarios = check_paths(args.paths, spec)
@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "health":
         return _health(args)
     if args.command == "schema":
-        from .scenario_loader import schema_text
+        from plantstub.scenarios.load import schema_text
 
         sys.stdout.write(schema_text())
         return 0

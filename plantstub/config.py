@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from plantstub.errors import ConfigError
 
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_JOURNAL_SIZE = 10_000

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 # config is stdlib only: loading the plugin stays cheap.
-from .config import Settings, build_settings
+from plantstub.config import Settings, build_settings
+from plantstub.recording.coverage import Tally, figures, merge, tally_of
 
 if TYPE_CHECKING:
-    from .journal import Call
-    from .stub import Stub
+    from plantstub.recording.journal import Call
+    from plantstub.stub import Stub
 
-COVERAGE_KEY = pytest.StashKey[dict]()
+COVERAGE_KEY = pytest.StashKey[Tally]()
 _STUB_OF_TEST = pytest.StashKey["Stub"]()
 
 
@@ -153,8 +154,8 @@ class StubPool:
         self.failures: dict[Settings, str] = {}
 
     def get(self, settings: Settings | dict[str, Any]) -> Stub:
-        from .errors import PlantstubError
-        from .stub import Stub
+        from plantstub.errors import PlantstubError
+        from plantstub.stub import Stub
 
         stub: Stub | None = None
         problem = None
@@ -198,13 +199,7 @@ def plantstub_server(plantstub_settings: Settings, plantstub_pool: StubPool) -> 
 
 
 def _add_coverage(config: pytest.Config, stub: Stub) -> None:
-    tally = config.stash[COVERAGE_KEY]
-    for op in stub.coverage()["operations"]:
-        counts = tally.setdefault(op["operation"], {"declared": {}, "undeclared": {}})
-        for response in op["responses"]:
-            counts["declared"][response["status"]] = counts["declared"].get(response["status"], 0) + response["calls"]
-        for status, n in op["undeclared"].items():
-            counts["undeclared"][status] = counts["undeclared"].get(status, 0) + n
+    merge(config.stash[COVERAGE_KEY], tally_of(stub.coverage()))
 
 
 @pytest.fixture
@@ -214,7 +209,7 @@ def plantstub(plantstub_settings: Settings, plantstub_pool: StubPool, request: p
     The stub is the one for the `plantstub_settings` this test sees, so a sub-folder's conftest.py
     that overrides them gets its own.
     """
-    from .control import UnknownScenario
+    from plantstub.server.state import UnknownScenario
 
     options = _marker_options(request.node)
     stub = plantstub_pool.get(plantstub_settings)
@@ -278,16 +273,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.longrepr = "\n".join(failures)
 
 
-def _coverage_rows(tally: dict) -> tuple[list[str], int, int]:
-    rows, covered, total = [], 0, 0
+def _coverage_rows(tally: Tally) -> list[str]:
+    rows = []
     for operation, counts in tally.items():
         for status, n in counts["declared"].items():
             rows.append(f"  {operation:<30} {status:<8} {n:>6}{'' if n else '   <- never exercised'}")
-            total += 1
-            covered += n > 0
         for status, n in counts["undeclared"].items():
             rows.append(f"  {operation:<30} {status:<8} {n:>6}   (not declared)")
-    return rows, covered, total
+    return rows
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist installed, pytest must not see it as unknown
@@ -296,12 +289,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     data = getattr(node, "workeroutput", {}).get("plantstub_coverage")
     if not data:
         return
-    tally = node.config.stash[COVERAGE_KEY]
-    for operation, counts in data.items():
-        into = tally.setdefault(operation, {"declared": {}, "undeclared": {}})
-        for kind in ("declared", "undeclared"):
-            for status, n in counts[kind].items():
-                into[kind][status] = into[kind].get(status, 0) + n
+    merge(node.config.stash[COVERAGE_KEY], data)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -313,9 +301,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if threshold is None or session.exitstatus != 0:
         return
     tally = config.stash[COVERAGE_KEY]
-    _, covered, total = _coverage_rows(tally)
     # Asked for, but nothing was measured (no test used the fixture): that is a failure, not 100 %.
-    if not tally or (total and 100.0 * covered / total < threshold):
+    if not tally or figures(tally).percent < threshold:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -335,12 +322,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                 red=True,
             )
         return
-    rows, covered, total = _coverage_rows(tally)
     terminalreporter.write_line(f"  {'operation':<30} {'response':<8} {'calls':>6}")
-    for row in rows:
+    for row in _coverage_rows(tally):
         terminalreporter.write_line(row)
-    percent = 100.0 * covered / total if total else 100.0
-    terminalreporter.write_line(f"plantstub: {covered} of {total} declared responses exercised ({percent:.1f}%)")
+    total = figures(tally)
+    percent = total.percent
+    terminalreporter.write_line(
+        f"plantstub: {total.covered} of {total.total} declared responses exercised ({percent:.1f}%)"
+    )
     threshold = config.getoption("plantstub_coverage_fail_under")
     if threshold is not None and percent < threshold:
         terminalreporter.write_line(

@@ -9,14 +9,14 @@ from typing import Any
 
 from aiohttp import web
 
-from .app import CONTROL_KEY, create_app
-from .assertions import Expectation, assert_all_valid, assert_called
-from .config import Settings, build_settings
-from .control import Control
-from .errors import PlantstubError
-from .incoming import NO_BODY
-from .journal import Call
-from .server import start
+from plantstub._json import NO_BODY
+from plantstub.config import Settings, build_settings
+from plantstub.errors import PlantstubError
+from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
+from plantstub.recording.journal import Call
+from plantstub.server.app import CONTROL_KEY, create_app
+from plantstub.server.runner import start
+from plantstub.server.state import Control
 
 
 def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstub.generate import sample
-from plantstub.spec import load_spec
-from plantstub.schema_check import SchemaCheck, jsonschema_rs
+from plantstub.contract.samples import sample
+from plantstub.contract.load import load_spec
+from plantstub.contract.schema import SchemaCheck, jsonschema_rs
 
 SPECS = Path(__file__).parent / "data" / "specs"
 SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml", SPECS / "multi" / "main.yaml"]
@@ -137,7 +137,7 @@ META_SCHEMAS = st.recursive(LEAF_SCHEMAS, _nest, max_leaves=10)
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(META_SCHEMAS)
 def test_fast_metaschema_check_agrees_with_jsonschema(schema):
-    from plantstub.schema_check import meta_valid, metaschema_validator
+    from plantstub.contract.schema import meta_valid, metaschema_validator
 
     slow_valid = not list(metaschema_validator().iter_errors(schema))
     assert meta_valid(schema) == slow_valid, schema

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantstub.errors import SpecError
-from plantstub.generate import sample
-from plantstub.schemas import bundle_schema
-from plantstub.schema_check import SchemaCheck
+from plantstub.contract.samples import sample
+from plantstub.contract.bundle import bundle_schema
+from plantstub.contract.schema import SchemaCheck
 
 TREE = {
     "$ref": "#/$defs/Node",

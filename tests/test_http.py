@@ -9,7 +9,7 @@ import re
 import pytest
 
 from plantstub import create_app
-from plantstub.app import CONTROL_KEY
+from plantstub.server.app import CONTROL_KEY
 
 AUTH = {"Authorization": "Bearer t"}
 JSON_AUTH = {**AUTH, "Content-Type": "application/json"}

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from plantstub.errors import ScenarioError
-from plantstub.incoming import NO_BODY
-from plantstub.scenario import Criteria, Reply, Rule, Scenario
-from plantstub.scenario_loader import (
+from plantstub._json import NO_BODY
+from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
+from plantstub.scenarios.load import (
     ScenarioLoadError,
     builtin_folder,
     load_builtin_scenarios,
@@ -23,7 +23,7 @@ from plantstub.scenario_loader import (
     load_scenarios,
     scenario_schema,
 )
-from plantstub.spec import load_spec
+from plantstub.contract.load import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = Path(__file__).resolve().parent / "data" / "scenarios"

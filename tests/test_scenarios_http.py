@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from plantstub import create_app
-from plantstub.scenario_loader import builtin_folder
+from plantstub.scenarios.load import builtin_folder
 
 ROOT = Path(__file__).parent.parent
 AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}

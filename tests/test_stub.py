@@ -229,7 +229,7 @@ def test_an_internal_error_is_the_stubs_not_the_consumers(stub, monkeypatch, cap
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(stub.control.answers, "default", broken)
+    monkeypatch.setattr(next(iter(stub.control.served.values())), "default", broken)
     assert post(stub.url, {"id": 1, "name": "Fern"}) == 500
     [call] = stub.calls
     assert (call.valid, call.errors) == (True, ())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from multidict import CIMultiDict
 
-from plantstub.incoming import NO_BODY
-from plantstub.templating import Placeholder, TemplateError, compile_template, placeholder_paths, render
+from plantstub._json import NO_BODY
+from plantstub.scenarios.templating import Placeholder, TemplateError, compile_template, placeholder_paths, render
 
 VIEW = {
     "method": "POST",

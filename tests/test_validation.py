@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from plantstub.spec import load_spec
-from plantstub.validation import RequestCheck
-from plantstub.routing import Router
+from plantstub.contract.load import load_spec
+from plantstub.contract.requests import RequestCheck
+from plantstub.contract.router import Router
 
 from .conftest import make_request
 

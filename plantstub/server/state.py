@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from typing import Any
 
-from .config import Settings
-from .errors import ConfigError, ScenarioError
-from .journal import Journal
-from .matching import RuleCounters, RuleIndex
-from .replies import Answers
-from .routing import Router
-from .spec import Operation, Spec, load_spec
-from .validation import RequestCheck
-
-if TYPE_CHECKING:
-    from .scenario import Scenario
+from plantstub.config import Settings
+from plantstub.contract.load import load_spec
+from plantstub.contract.model import Operation, Spec
+from plantstub.contract.operations import ServedOperation, serve
+from plantstub.contract.router import Router
+from plantstub.errors import ConfigError, ScenarioError
+from plantstub.recording.coverage import Coverage
+from plantstub.recording.journal import Journal
+from plantstub.scenarios.contract import ScenarioContract
+from plantstub.scenarios.load import load_builtin_scenarios, load_scenarios
+from plantstub.scenarios.model import Scenario
+from plantstub.scenarios.select import RuleCounters, RuleIndex
 
 
 class UnknownScenario(LookupError):
@@ -28,10 +30,10 @@ class Control:
         self.settings = settings
         self.spec = spec if spec is not None else load_spec(settings.spec)
         self.router = Router(self.spec)
-        # Compile every validator now: a broken schema stops start-up, and no request pays for it.
-        self.checks: dict[int, RequestCheck] = {id(op): RequestCheck(op) for op in self.spec.operations}
-        self.answers = Answers()
-        self.coverage: dict[tuple[int, str], int] = {}
+        self.served: dict[Operation, ServedOperation] = serve(self.spec)
+        for served in self.served.values():
+            served.check  # noqa: B018 - compile every validator now: a broken schema stops start-up, no request pays
+        self.coverage = Coverage(self.spec)
         self.counters = RuleCounters()
         self.scenarios: dict[str, Scenario] = {}
         self.indexes: dict[str, RuleIndex] = {}
@@ -39,10 +41,8 @@ class Control:
         self.active: str | None = None
         # Only the folder it was given: Stub() and create_app() never read ./scenarios on their own.
         self.scenarios_dir = settings.scenarios
-        from .scenario_contract import Contract
-        from .scenario_loader import load_builtin_scenarios, load_scenarios
-
-        self.contract = Contract(self.spec)  # checks rules at load, and templated replies once rendered
+        # Checks rules at load, and templated replies once rendered, with the schemas compiled above.
+        self.contract = ScenarioContract(self.spec, self.served)
         self.builtins, self.unfit_builtins = load_builtin_scenarios(self.spec, self.contract)
         own: dict[str, Scenario] = {}
         if self.scenarios_dir is not None:
@@ -59,9 +59,6 @@ class Control:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
         self.journal = Journal(settings.journal_size, settings.journal)
 
-    def check_for(self, op: Operation) -> RequestCheck:
-        return self.checks[id(op)]
-
     # -- scenarios ---------------------------------------------------------------------------
     def set_scenarios(self, scenarios: dict[str, Scenario], errors: list[ScenarioError]) -> None:
         """Install a freshly loaded set from the folder, over the built-ins (a folder's scenario of the
@@ -73,6 +70,21 @@ class Control:
         if self.active is not None and self.active not in self.scenarios:
             self.active = None
         self.counters.clear()
+
+    def reload_scenarios(self) -> bool:
+        """Load the folder again (--watch); install it if it loads cleanly, else publish the errors and keep
+        the last good set. True if installed."""
+        assert self.scenarios_dir is not None
+        scenarios, errors = load_scenarios(self.scenarios_dir, self.spec, self.contract)
+        if errors:
+            self.load_errors = list(errors)
+            for error in errors:
+                print(f"plantstub: {error}", file=sys.stderr, flush=True)
+            print(f"plantstub: kept the last good scenarios ({len(self.scenarios)})", file=sys.stderr, flush=True)
+            return False
+        self.set_scenarios(scenarios, [])
+        print(f"plantstub: reloaded {len(scenarios)} scenario(s) from {self.scenarios_dir}", file=sys.stderr, flush=True)
+        return True
 
     def scenario(self, name: str) -> Scenario:
         try:
@@ -99,35 +111,9 @@ class Control:
         self.counters.clear()
         self.coverage.clear()
 
-    # -- coverage ----------------------------------------------------------------------------
-    def count(self, op: Operation | None, status: int | None) -> None:
-        """Count one recorded call of `op` towards the declared response it got."""
-        if op is None:
-            return
-        key = "fault" if status is None else (op.response_for(status).status if op.response_for(status) else str(status))
-        slot = (id(op), key)
-        self.coverage[slot] = self.coverage.get(slot, 0) + 1
-
-    def coverage_report(self) -> dict:
+    def coverage_report(self) -> dict[str, Any]:
         """For each operation and each response it declares: how many recorded calls got it."""
-        operations = []
-        covered = total = 0
-        for op in self.spec.operations:
-            responses = []
-            for key in op.responses:
-                n = self.coverage.get((id(op), key), 0)
-                responses.append({"status": key, "calls": n})
-                total += 1
-                covered += n > 0
-            undeclared = {
-                key: n for (op_id, key), n in self.coverage.items() if op_id == id(op) and key not in op.responses
-            }
-            operations.append({
-                "operation": op.label, "operationId": op.operation_id, "responses": responses,
-                "undeclared": undeclared,
-            })
-        percent = round(100.0 * covered / total, 1) if total else 100.0
-        return {"operations": operations, "covered": covered, "total": total, "percent": percent}
+        return self.coverage.report()
 
     def close(self) -> None:
         self.journal.close()

@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from . import __version__
-from .journal import Call, dumps_call
-from .matching import path_pattern
+from plantstub._version import __version__
+from plantstub.contract.outgoing import error_body
+from plantstub.recording.filters import CallFilter, FilterError
+from plantstub.recording.journal import dumps_call
+from plantstub.server.state import Control, UnknownScenario
 
-if TYPE_CHECKING:
-    from .control import Control
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 ADMIN_PREFIX = "/__plantstub/"
 log = logging.getLogger("plantstub")
-CALL_FILTERS = ("method", "path", "status", "valid", "scenario", "rule", "since", "limit")
 
 
-def _routes(admin: _Admin) -> list[tuple[str, str, Any]]:
+def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
     return [
         ("GET", "health", admin.health),
         ("GET", "scenarios", admin.scenarios),
@@ -34,7 +33,7 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Any]]:
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"error": status, "message": message}, status=status, headers=headers)
+    return web.json_response(error_body(status, message), status=status, headers=headers)
 
 
 class _Admin:
@@ -73,51 +72,19 @@ class _Admin:
             return _error(400, 'body: not valid JSON; send {"name": "SCENARIO"} or {"name": null}')
         if not isinstance(data, dict) or "name" not in data or not isinstance(data["name"], (str, type(None))):
             return _error(400, 'body: expected {"name": "SCENARIO"} (or {"name": null} for none)')
-        from .control import UnknownScenario
-
         try:
             self.control.use(data["name"])
         except UnknownScenario as exc:
             return _error(404, f"body.name: {exc}")
         return web.json_response({"active": self.control.active})
 
-    def _filtered(self, request: web.Request) -> list[Call] | web.Response:
-        q = request.query
-        unknown = sorted(set(q) - set(CALL_FILTERS))
-        if unknown:
-            return _error(400, f"query.{unknown[0]}: unknown filter (known: {', '.join(CALL_FILTERS)})")
-        numbers: dict[str, int] = {}
-        for name in ("status", "since", "limit"):
-            if name in q:
-                if not re.fullmatch(r"-?[0-9]{1,18}", q[name]):
-                    return _error(400, f"query.{name}: {q[name]!r} is not an integer")
-                numbers[name] = int(q[name])
-        if "valid" in q and q["valid"] not in ("true", "false"):
-            return _error(400, f"query.valid: {q['valid']!r} is not true or false")
-        calls = self.control.journal.snapshot()
-        if "method" in q:
-            calls = [c for c in calls if c.method == q["method"].upper()]
-        if "path" in q:
-            pattern = path_pattern(q["path"])
-            calls = [c for c in calls if pattern.match(c.path)]
-        if "status" in numbers:
-            calls = [c for c in calls if c.status == numbers["status"]]
-        if "valid" in q:
-            calls = [c for c in calls if c.valid == (q["valid"] == "true")]
-        for name in ("scenario", "rule"):
-            if name in q:
-                calls = [c for c in calls if getattr(c, name) == q[name]]
-        if "since" in numbers:
-            calls = [c for c in calls if c.seq > numbers["since"]]
-        if "limit" in numbers:
-            calls = calls[-numbers["limit"]:] if numbers["limit"] > 0 else []
-        return calls
-
     async def calls(self, request: web.Request) -> web.Response:
-        found = self._filtered(request)
-        if isinstance(found, web.Response):
-            return found
+        try:
+            wanted = CallFilter.from_query(request.query)
+        except FilterError as exc:
+            return _error(400, str(exc))
         journal = self.control.journal
+        found = wanted.apply(journal.snapshot())
         headers = {"X-Plantstub-Recorded": str(journal.recorded), "X-Plantstub-Dropped": str(journal.dropped)}
         text = "[" + ",".join(dumps_call(c) for c in found) + "]"
         return web.Response(text=text, content_type="application/json", headers=headers)
@@ -136,7 +103,7 @@ class _Admin:
         return web.json_response(self.control.coverage_report())
 
 
-def _logged(handler: Any) -> Any:
+def _logged(handler: Handler) -> Handler:
     """An admin handler whose unexpected errors are logged with their traceback and answered in JSON."""
 
     async def guarded(request: web.Request) -> web.StreamResponse:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import ScenarioError, SpecError
-from .incoming import NO_BODY
-from .placeholder_types import Source, describe, fits, placeholder_source, wanted_types
-from .routing import Router
-from .scenario import Criteria, Reply, Rule
-from .schema_check import SchemaCheck, Violation, location_path
-from .spec import MISSING, MediaType, Operation, Response, Spec
-from .templating import Placeholder, parse, placeholder_paths
-
-if TYPE_CHECKING:
-    from .scenario_loader import _Document
+from plantstub._json import MISSING, NO_BODY, essence, match_media
+from plantstub.contract.model import MediaType, Operation, Response, Spec
+from plantstub.contract.operations import ServedOperation, serve
+from plantstub.contract.router import Router
+from plantstub.contract.schema import SchemaCheck, Violation, location_path
+from plantstub.errors import ScenarioError
+from plantstub.scenarios.document import ScenarioDocument
+from plantstub.scenarios.model import Criteria, Reply, Rule
+from plantstub.scenarios.placeholder_types import Source, describe, fits, placeholder_source, wanted_types
+from plantstub.scenarios.templating import Placeholder, parse, placeholder_paths
 
 OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
 
@@ -30,14 +28,11 @@ def _media(response: Response, reply: Reply) -> tuple[str | None, str, MediaType
     """The Content-Type header key the reply sets (if any), the media type it is sent as, and its declaration."""
     header = next((k for k in reply.headers if k.lower() == "content-type"), None)
     if header is not None:
-        media_type = reply.headers[header].split(";", 1)[0].strip().lower()
-    else:  # replies.py sends a string as text/plain unless Content-Type says JSON
+        media_type = essence(reply.headers[header])
+    else:  # scenarios/replies.py sends a string as text/plain unless Content-Type says JSON
         media_type = "text/plain" if isinstance(reply.body, str) else "application/json"
-    media = response.content.get(media_type)
-    if media is None:
-        fitting = [name for name in response.content if "*" in name and fnmatchcase(media_type, name)]
-        media = response.content[max(fitting, key=len)] if fitting else None
-    return header, media_type, media
+    declared = match_media(media_type, response.content)
+    return header, media_type, None if declared is None else response.content[declared]
 
 
 def _probe(value: Any, samples: dict[str, Any], where: str) -> Any:
@@ -51,17 +46,20 @@ def _probe(value: Any, samples: dict[str, Any], where: str) -> Any:
     return value
 
 
-class Contract:
-    """Checks rules against one spec; compiled response schemas are shared by every file."""
+class ScenarioContract:
+    """Checks rules against one spec; compiled response schemas live on the served operations, shared by every file.
 
-    def __init__(self, spec: Spec) -> None:
+    :param served: the running stub's operations, so load-time and run-time checks compile each schema once.
+    """
+
+    def __init__(self, spec: Spec, served: dict[Operation, ServedOperation] | None = None) -> None:
         self.spec = spec
+        self.served = serve(spec) if served is None else served
         self.router = Router(spec)
         self.methods = list(dict.fromkeys(op.method for op in spec.operations))
         self.paths = list(dict.fromkeys(op.path for op in spec.operations))
-        self.checks: dict[tuple[int, str, str], SchemaCheck | str] = {}
-        # (id(op), id(reply)) -> (reply, the check of its rendered body, or None when nothing to check)
-        self.rendered: dict[tuple[int, int], tuple[Reply, SchemaCheck | None]] = {}
+        # (op, id(reply)) -> (reply, the check of its rendered body, or None when nothing to check)
+        self.rendered: dict[tuple[Operation, int], tuple[Reply, SchemaCheck | None]] = {}
 
     def operations(self, criteria: Criteria) -> tuple[list[Operation], str, str]:
         """The operations a rule can match, else ([], the match key at fault, why)."""
@@ -81,19 +79,10 @@ class Contract:
         elif not ops:
             allowed = ", ".join(sorted(self.methods))
             return [], "method", f"{method} matches no operation in the spec (methods: {allowed})"
-        return list({id(op): op for op in ops}.values()), "", ""
-
-    def check(self, op: Operation, status: str, media: MediaType) -> SchemaCheck | str:
-        key = (id(op), status, media.name)
-        if key not in self.checks:
-            try:
-                self.checks[key] = SchemaCheck(media.schema, f"{op.label} response {status} {media.name}", checked=True)
-            except SpecError as exc:
-                self.checks[key] = str(exc)
-        return self.checks[key]
+        return list(dict.fromkeys(ops)), "", ""
 
     def reply_errors(
-        self, doc: _Document, op: Operation, reply: Reply, where: str, templated: list[str], lone: list[Placeholder]
+        self, doc: ScenarioDocument, op: Operation, reply: Reply, where: str, templated: list[str], lone: list[Placeholder]
     ) -> list[ScenarioError]:
         response = op.response_for(reply.status)
         if response is None:
@@ -123,7 +112,7 @@ class Contract:
             return [doc.error(body_where, message)]
         if media.schema is None:
             return found
-        check = self.check(op, response.status, media)
+        check = self.served[op].response_check(response.status, media)
         if isinstance(check, str):
             return [doc.error(body_where, f"cannot check the body: {check}")]
         # The body as a request could fill it: each lone placeholder replaced by a value of its request field,
@@ -141,7 +130,7 @@ class Contract:
         ]
 
     def placeholder_errors(
-        self, doc: _Document, op: Operation, response: Response, reply: Reply,
+        self, doc: ScenarioDocument, op: Operation, response: Response, reply: Reply,
         sources: dict[str, tuple[Placeholder, Source]],
     ) -> list[ScenarioError]:
         """Each lone placeholder of the body must name a request value whose type the response takes there."""
@@ -167,14 +156,15 @@ class Contract:
         Static bodies were checked at load and are skipped at no cost; so are replies whose status or
         media type has no schema. The first call per (operation, reply) decides, later ones reuse it.
         """
-        key = (id(op), id(reply))
+        key = (op, id(reply))
         entry = self.rendered.get(key)
         if entry is None or entry[0] is not reply:
             entry = self.rendered[key] = (reply, self._rendered_check(op, reply))
         check = entry[1]
         if check is None or check.is_valid(body):
             return []
-        named = f"{op.label} response {op.response_for(reply.status).status}"  # type: ignore[union-attr]
+        response = op.response_for(reply.status)
+        named = f"{op.label} response {response.status if response else reply.status}"
         return [Violation(v.where, f"{v.message} ({named})") for v in check.errors(body, "body")]
 
     def _rendered_check(self, op: Operation, reply: Reply) -> SchemaCheck | None:
@@ -186,10 +176,10 @@ class Contract:
         _, _, media = _media(response, reply)
         if media is None or media.schema is None:
             return None
-        check = self.check(op, response.status, media)
+        check = self.served[op].response_check(response.status, media)
         return check if isinstance(check, SchemaCheck) else None
 
-    def rule_errors(self, doc: _Document, rule: Rule, raw: dict) -> list[ScenarioError]:
+    def rule_errors(self, doc: ScenarioDocument, rule: Rule, raw: dict) -> list[ScenarioError]:
         found: list[ScenarioError] = []
         if "reply" in raw:
             places, raws = [f"{rule.label}.reply"], [raw["reply"]]

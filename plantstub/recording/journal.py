@@ -6,12 +6,12 @@ import asyncio
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from .incoming import NO_BODY
+from plantstub._json import NO_BODY
 
 
 FLUSH_DELAY = 0.1
@@ -188,17 +188,3 @@ class Journal:
             self._sink.flush()
             self._sink.close()
             self._sink = None
-
-    def filter(self, calls: Iterable[Call] | None = None, **criteria: Any) -> list[Call]:
-        """Calls whose method, path, status, valid, scenario or rule equal the given values."""
-        result = self.snapshot() if calls is None else list(calls)
-        for key, value in criteria.items():
-            if value is None:
-                continue
-            if key == "method":
-                result = [c for c in result if c.method == str(value).upper()]
-            elif key == "status":
-                result = [c for c in result if c.status == value]
-            else:
-                result = [c for c in result if getattr(c, key) == value]
-        return result

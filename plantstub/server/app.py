@@ -7,25 +7,34 @@ is recorded in `finally`, on every path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import ClientConnectionError, web
 
-from .admin import ADMIN_PREFIX, add_admin_routes, admin_not_found
-from .config import Settings, build_settings
-from .control import Control, UnknownScenario
-from .faults import Fault, send_fault
-from .incoming import NO_BODY, IncomingRequest, body_for_record
-from .journal import Call, response_record
-from .matching import select_rule
-from .replies import Outgoing, error_reply, preferred, rule_reply
-from .requestlog import RequestLogger
-from .spec import Spec
-from .validation import challenge
+from plantstub._json import NO_BODY, body_for_record
+from plantstub.config import Settings, build_settings
+from plantstub.contract.model import Operation, Spec
+from plantstub.contract.operations import preferred
+from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.requests import challenge
+from plantstub.contract.schema import Violation
+from plantstub.incoming import IncomingRequest
+from plantstub.recording.journal import Call, response_record
+from plantstub.recording.requestlog import RequestLogger
+from plantstub.scenarios.model import Fault
+from plantstub.scenarios.replies import rule_reply
+from plantstub.scenarios.select import select_rule
+from plantstub.scenarios.watch import watch
+from plantstub.server.admin import ADMIN_PREFIX, add_admin_routes, admin_not_found
+from plantstub.server.response import send_fault, sent_headers, to_response
+from plantstub.server.state import Control, UnknownScenario
 
 CONTROL_KEY = web.AppKey("control", Control)
+WATCH_TASK = web.AppKey("watch_task", asyncio.Task)
 SCENARIO_HEADER = "X-Plantstub-Scenario"
 log = logging.getLogger("plantstub")
 
@@ -46,40 +55,38 @@ def create_app(settings: Settings | None = None, **options: Any) -> web.Applicat
     add_admin_routes(app, control)
     app.router.add_route("*", "/{tail:.*}", _make_handler(control))
     app.on_cleanup.append(_close(control))
-    if settings.watch:
-        from .watch import enable_watch
-
-        enable_watch(app, control)
+    if settings.watch and control.scenarios_dir is not None:
+        app.on_startup.append(_start_watch)
+        app.on_cleanup.append(_stop_watch)
     return app
 
 
-def _close(control: Control):
+async def _start_watch(app: web.Application) -> None:
+    control = app[CONTROL_KEY]
+    assert control.scenarios_dir is not None
+    app[WATCH_TASK] = asyncio.get_running_loop().create_task(watch(control.scenarios_dir, control.reload_scenarios))
+
+
+async def _stop_watch(app: web.Application) -> None:
+    task = app.get(WATCH_TASK)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _close(control: Control) -> Callable[[web.Application], Awaitable[None]]:
     async def close(app: web.Application) -> None:
         control.close()
 
     return close
 
 
-def _violation_reply(op, violations) -> Outgoing:
+def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing:
     unauthorized = [v for v in violations if v.status == 401]
     if unauthorized:
         return error_reply(401, "; ".join(map(str, unauthorized)), {"WWW-Authenticate": challenge(op)})
     return error_reply(400, "; ".join(map(str, violations)))
-
-
-def _sent_headers(out: Outgoing) -> dict[str, str]:
-    if out.content_type and out.body is not NO_BODY:
-        return {**out.headers, "Content-Type": out.content_type}
-    return out.headers
-
-
-def _to_response(out: Outgoing, head: bool) -> web.Response:
-    if out.body is NO_BODY or head:
-        response = web.Response(status=out.status, headers=out.headers)
-        if out.content_type and out.body is not NO_BODY:
-            response.content_type = out.content_type
-        return response
-    return web.Response(status=out.status, body=out.payload, headers=out.headers, content_type=out.content_type)
 
 
 class _Outcome:
@@ -96,7 +103,7 @@ class _Outcome:
         self.rule: str | None = None
         self.fault: Fault | None = None
         self.delay_ms = 0
-        self.op: Any = None
+        self.op: Operation | None = None
 
     def refuse(self, out: Outgoing) -> None:
         self.out = out
@@ -117,6 +124,9 @@ def _decide(
             error_reply(405, f"method: {method} is not allowed on {path} (allowed: {allow})", {"Allow": allow})
         )
     op = done.op = route.operation
+    if op is None:  # the router found one whenever it says 200
+        return done.refuse(error_reply(404, f"path: no path in the spec matches {path}"))
+    served = control.served[op]
     name = request.headers.get(SCENARIO_HEADER) or active
     scenario = None
     if name is not None:
@@ -126,7 +136,7 @@ def _decide(
             return done.refuse(error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}"))
         done.scenario = scenario.name
     incoming = IncomingRequest(method, path, query, request.headers, raw)
-    violations, done.body = control.check_for(op).violations(incoming, route.path_params)
+    violations, done.body = served.check.violations(incoming, route.path_params)
     if violations:
         done.errors = tuple(map(str, violations))
         if scenario is None or scenario.validate_requests:
@@ -134,8 +144,8 @@ def _decide(
             return None
     prefer = request.headers.get("Prefer")
     if prefer:
-        out, problem = preferred(control.answers, op, prefer, done.body)
-        if problem is not None:
+        out, problem = preferred(served, prefer, done.body)
+        if out is not None and problem is not None:
             return done.refuse(out)
         if out is not None:
             done.out = out
@@ -148,7 +158,7 @@ def _decide(
             done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
             done.delay_ms = reply.delay_ms
             done.out, done.fault = rule_reply(reply, incoming, done.body, control.indexes[scenario.name].templates)
-            if not rule.off_contract and done.fault is None and done.out.body is not NO_BODY:
+            if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
                 broken = control.contract.rendered_violations(op, reply, done.out.body)
                 if broken:  # the scenario's fault, not the consumer's: recorded apart from `errors`
                     where = f"{scenario.file}:{reply.line}"
@@ -157,11 +167,11 @@ def _decide(
                         for v in broken
                     )
             return None
-    done.out = control.answers.default(op, done.body)
+    done.out = served.default(done.body)
     return None
 
 
-def _make_handler(control: Control):
+def _make_handler(control: Control) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     journal = control.journal
     logger = RequestLogger(control.settings.log_format)
 
@@ -181,32 +191,34 @@ def _make_handler(control: Control):
                 await asyncio.sleep(done.delay_ms / 1000)
             if done.fault is not None:
                 return await send_fault(request, done.fault, done.out)
-            return _to_response(done.out, request.method == "HEAD")
+            assert done.out is not None  # _decide() always decides
+            return to_response(done.out, request.method == "HEAD")
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError):
             # The client left mid-request: record it, no traceback, nothing to answer.
             done.refuse(error_reply(499, "request: the client closed the connection before sending the whole body"))
             raise
         except web.HTTPRequestEntityTooLarge:
             limit = control.settings.max_body
-            done.refuse(error_reply(413, f"body: larger than the limit of {limit} bytes (--max-body)"))
-            return _to_response(done.out, False)
+            out = error_reply(413, f"body: larger than the limit of {limit} bytes (--max-body)")
+            done.refuse(out)
+            return to_response(out, False)
         except Exception as exc:  # a plantstub bug: answer in the Error shape, keep serving
             log.exception("plantstub: internal error on %s %s", request.method, request.path)
             # Recorded as the stub's own error: the request may well be valid, and the consumer is not to blame.
             message = f"plantstub internal error (a bug in plantstub, not in the client): {type(exc).__name__}: {exc}"
             done.out, done.fault = error_reply(500, message), None
             done.stub_errors = (message,)
-            return _to_response(done.out, False)
+            return to_response(done.out, False)
         finally:
             # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
             out = done.out or error_reply(499, "client went away before the answer")
             body = done.body
             if body is None and raw:
-                body = body_for_record(raw, request.content_type)
-            response = response_record(out.status, _sent_headers(out), out.body)
+                body = body_for_record(raw)
+            response = response_record(out.status, sent_headers(out), out.body)
             if done.fault is not None:
-                sent = out.status if done.fault.kind == "malformed_body" else None
-                response = {"status": sent, "headers": {}, "body": None, "fault": done.fault.kind}
+                sent = out.status if done.fault.sends_status else None
+                response = {"status": sent, "headers": {}, "body": None, "fault": done.fault.value}
             call = Call(
                 seq=seq,
                 started=started,
@@ -223,7 +235,7 @@ def _make_handler(control: Control):
                 stub_errors=done.stub_errors,
             )
             if journal.append(call, epoch):
-                control.count(done.op, response["status"])
+                control.coverage.count(done.op, response["status"])
             if logger.enabled:
                 logger.log(call)
 

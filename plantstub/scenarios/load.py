@@ -12,18 +12,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .errors import ScenarioError
-from .incoming import NO_BODY
-from .scenario import Criteria, Reply, Rule, Scenario
-from .spec import Spec
-from .schema_check import SchemaCheck, location_path
-from .scenario_contract import Contract
-from .yamlio import JsonSafeLoader
+from plantstub._json import NO_BODY
+from plantstub.contract.model import Spec
+from plantstub.contract.schema import SchemaCheck
+from plantstub.errors import ScenarioError
+from plantstub.scenarios.contract import ScenarioContract
+from plantstub.scenarios.document import ScenarioDocument, where_of
+from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, Scenario
 
 SUFFIXES = (".yaml", ".yml")
-MAX_VALUES, MAX_DEPTH = 100_000, 100  # once aliases are expanded: stops "billion laughs" and self-references
 
 
 class ScenarioLoadError(ScenarioError):
@@ -54,106 +51,6 @@ def _validator() -> SchemaCheck:
     return SchemaCheck(scenario_schema(), "scenario.schema.json", checked=True, formats=False)
 
 
-def where_of(parts: Any) -> str:
-    """(rules, 0, reply, status) -> `rules[0].reply.status`; () -> ``."""
-    parts = list(parts)
-    return location_path(str(parts[0]), parts[1:]) if parts else ""
-
-
-# -- YAML with line marks ---------------------------------------------------------------------
-def _key(key: Any) -> Any:
-    return key if isinstance(key, str) else json.dumps(key)  # as JsonSafeLoader turns keys into text
-
-
-class _LineLoader(JsonSafeLoader):
-    """Safe YAML that also remembers the line of every mapping key and sequence item."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        # id(container) -> (container, {key: line} or [line, ...]); holding the container keeps its id unique.
-        self.line_marks: dict[int, tuple[Any, Any]] = {}
-
-    def construct_line_map(self, node: Any):
-        data: dict = {}
-        yield data
-        data.update(self.construct_mapping(node))
-        # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
-        lines = {_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
-        self.line_marks[id(data)] = (data, lines)
-
-    def construct_line_seq(self, node: Any):
-        data: list = []
-        yield data
-        data.extend(self.construct_sequence(node))
-        self.line_marks[id(data)] = (data, [item.start_mark.line + 1 for item in node.value])
-
-
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_line_map)
-_LineLoader.add_constructor("tag:yaml.org,2002:seq", _LineLoader.construct_line_seq)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _Document:
-    """One parsed scenario file: its data, and the line of each location path (`rules[0].reply`)."""
-
-    def __init__(self, file: str, text: str) -> None:
-        self.file = file
-        self.errors: list[ScenarioError] = []
-        self.lines: dict[str, int] = {"": 1}
-        self.data: Any = None
-        loader = _LineLoader(text)
-        try:
-            self.data = loader.get_single_data()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "cannot be read"
-            if problem.startswith("but ") and exc.context:  # "expected a single document ..., but found another"
-                problem = f"{exc.context}, {problem}"
-            self.errors.append(ScenarioError(file, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}"))
-            return
-        except yaml.YAMLError as exc:
-            self.errors.append(ScenarioError(file, None, "", f"not valid YAML: {exc}"))
-            return
-        finally:
-            loader.dispose()
-        self.count = 0
-        try:
-            self.walk(self.data, (), loader.line_marks)
-        except _TooLarge:
-            message = f"too large: more than {MAX_VALUES} values, or nested deeper than {MAX_DEPTH}, once aliases are"
-            message += " expanded"
-            self.errors = [ScenarioError(file, None, "", message)]
-
-    def error(self, where: str, message: str, line: int | None = None) -> ScenarioError:
-        return ScenarioError(self.file, line or self.line(where), where, message)
-
-    def walk(self, value: Any, parts: tuple, marks: dict[int, tuple[Any, Any]]) -> None:
-        self.count += 1
-        if self.count > MAX_VALUES or len(parts) > MAX_DEPTH:
-            raise _TooLarge
-        entry = marks.get(id(value))
-        lines = entry[1] if entry is not None and entry[0] is value else None
-        if isinstance(value, (dict, list)):
-            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-                sub = (*parts, key)
-                if lines is not None and (key in lines if isinstance(value, dict) else key < len(lines)):
-                    self.lines.setdefault(where_of(sub), lines[key])
-                self.walk(item, sub, marks)
-        elif not (value is None or isinstance(value, (str, int, float, bool))):
-            where = where_of(parts)
-            self.errors.append(self.error(where, f"a {type(value).__name__} is not a JSON value"))
-
-    def line(self, where: str) -> int:
-        """The line of `where`, or of the nearest enclosing location that has one."""
-        while where not in self.lines:
-            cut = max(where.rfind("."), where.rfind("["))
-            where = where[:cut] if cut > 0 else ""
-        return self.lines[where]
-
-
 # -- the scenario schema ------------------------------------------------------------------------
 def _shown(value: Any) -> str:
     if isinstance(value, (dict, list)):
@@ -167,7 +64,7 @@ def _suggest(word: Any, choices: Any) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _schema_errors(doc: _Document) -> list[ScenarioError]:
+def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
     found: list[ScenarioError] = []
     if _validator().is_valid(doc.data):
         return found
@@ -213,11 +110,11 @@ def _text(value: Any) -> str:
 def _reply(raw: dict, line: int) -> Reply:
     return Reply(
         status=raw.get("status", 200), headers=dict(raw.get("headers") or {}), body=raw.get("body", NO_BODY),
-        delay_ms=raw.get("delay_ms", 0), fault=raw.get("fault"), line=line,
+        delay_ms=raw.get("delay_ms", 0), fault=Fault(raw["fault"]) if "fault" in raw else None, line=line,
     )
 
 
-def _build(doc: _Document, name: str) -> Scenario:
+def _build(doc: ScenarioDocument, name: str) -> Scenario:
     rules = []
     for i, raw in enumerate(doc.data.get("rules") or []):
         base = f"rules[{i}]"
@@ -241,7 +138,7 @@ def _build(doc: _Document, name: str) -> Scenario:
     )
 
 
-def _unreachable_replies(doc: _Document, rule) -> list[ScenarioError]:
+def _unreachable_replies(doc: ScenarioDocument, rule) -> list[ScenarioError]:
     """`times: 1` with two `replies:`: the second would never answer, which is surely not what was meant."""
     if rule.times is None or rule.times >= len(rule.replies):
         return []
@@ -256,7 +153,7 @@ def _order(error: ScenarioError) -> tuple:
     return (error.line or 0, error.path, error.message)
 
 
-def _load(path: Path, file: str, contract: Contract) -> tuple[Scenario | None, list[ScenarioError], int | None]:
+def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario | None, list[ScenarioError], int | None]:
     """Load one file: the scenario (None when broken), every error in file order, and the line of `name:`."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -264,7 +161,7 @@ def _load(path: Path, file: str, contract: Contract) -> tuple[Scenario | None, l
         return None, [ScenarioError(file, None, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")], None
     except OSError as exc:
         return None, [ScenarioError(file, None, "", f"cannot read ({exc.strerror or exc})")], None
-    doc = _Document(file, text)
+    doc = ScenarioDocument(file, text)
     if not doc.errors and doc.data is None:
         doc.errors.append(ScenarioError(file, 1, "", "the file is empty (expected `description:` and `rules:`)"))
     errors = doc.errors or _schema_errors(doc)
@@ -280,7 +177,7 @@ def _load(path: Path, file: str, contract: Contract) -> tuple[Scenario | None, l
 
 def load_scenario_file(path: Path, spec: Spec) -> Scenario:
     """Load and check one scenario file against `spec`; raises ScenarioLoadError with every problem."""
-    scenario, errors, _ = _load(Path(path), str(path), Contract(spec))
+    scenario, errors, _ = _load(Path(path), str(path), ScenarioContract(spec))
     if scenario is None:
         raise ScenarioLoadError(errors)
     return scenario
@@ -295,7 +192,7 @@ def scenario_files(folder: Path) -> list[Path]:
 
 
 def load_scenarios(
-    folder: Path, spec: Spec, _contract: Contract | None = None
+    folder: Path, spec: Spec, _contract: ScenarioContract | None = None
 ) -> tuple[dict[str, Scenario], list[ScenarioError]]:
     """Load every scenario file of `folder`; broken files are left out and their errors returned."""
     folder = Path(folder)
@@ -304,7 +201,7 @@ def load_scenarios(
         root = folder.resolve(strict=True)
     except OSError as exc:
         return {}, [ScenarioError(str(folder), None, "", f"cannot read the folder ({exc.strerror or exc})")]
-    contract = _contract or Contract(spec)
+    contract = _contract or ScenarioContract(spec)
     scenarios: dict[str, Scenario] = {}
     errors: list[ScenarioError] = []
     for path in files:
@@ -331,7 +228,7 @@ def builtin_folder() -> Path:
     return Path(str(resources.files("plantstub") / "data" / "scenarios"))
 
 
-def load_builtin_scenarios(spec: Spec, _contract: Contract | None = None) -> tuple[dict[str, Scenario], dict[str, str]]:
+def load_builtin_scenarios(spec: Spec, _contract: ScenarioContract | None = None) -> tuple[dict[str, Scenario], dict[str, str]]:
     """The built-in scenarios that fit `spec`, and for each one that does not, why (its first error).
 
     They are written for the Plant Store: with another spec most of them do not fit, and are left out
@@ -348,7 +245,7 @@ def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError
     """What `plantstub check` reports: every error of the files and folders given, and how many scenarios loaded."""
     errors: list[ScenarioError] = []
     loaded = 0
-    contract = Contract(spec)
+    contract = ScenarioContract(spec)
     for given in map(Path, paths):
         if given.is_dir():
             if not scenario_files(given):

@@ -12,10 +12,10 @@ from __future__ import annotations
 import difflib
 from typing import Any, NamedTuple
 
-from .generate import flatten, sample
-from .incoming import is_json_type
-from .spec import MISSING, MediaType, Operation
-from .templating import Ref
+from plantstub._json import MISSING, is_json
+from plantstub.contract.model import MediaType, Operation
+from plantstub.contract.samples import flatten, sample
+from plantstub.scenarios.templating import Ref
 
 JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 _UNKNOWN = None  # a schema that does not pin its type: anything may come, nothing to check
@@ -27,7 +27,7 @@ def _defs(schema: Any) -> dict[str, Any]:
 
 def _json_media(content: dict[str, MediaType] | None) -> MediaType | None:
     for media in (content or {}).values():
-        if is_json_type(media.name.split(";", 1)[0].strip().lower()):
+        if is_json(media.name):
             return media
     return None
 

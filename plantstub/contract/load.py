@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -12,98 +11,11 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 import referencing
 import referencing.exceptions
 
-from .errors import SpecError
-from .schemas import Bundler
-from .yamlio import read_document
-
-METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
-
-
-@dataclass(frozen=True, slots=True)
-class Parameter:
-    """One declared parameter: where it lives, whether it is required, its bundled schema."""
-
-    name: str
-    location: str  # path, query, header, cookie
-    required: bool
-    schema: dict | bool | None
-    explode: bool = True
-    style: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class MediaType:
-    """A media type under a request body or response: schema and examples."""
-
-    name: str
-    schema: dict | bool | None
-    example: Any = MISSING
-    examples: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    """A declared response: status key as written ("200", "4XX", "default") and its content."""
-
-    status: str
-    description: str
-    content: dict[str, MediaType]
-    headers: dict[str, dict | bool | None]
-
-
-@dataclass(frozen=True, slots=True)
-class SecurityScheme:
-    """A security scheme as it matters to a stub: what a request must carry."""
-
-    name: str
-    type: str  # http, apiKey, oauth2, openIdConnect, mutualTLS
-    scheme: str = ""  # for http: bearer, basic, ...
-    location: str = ""  # for apiKey: header, query, cookie
-    param: str = ""  # for apiKey: the header, query or cookie name
-
-
-@dataclass(frozen=True, slots=True)
-class Operation:
-    """One method on one path template, with everything needed to check and answer it."""
-
-    method: str
-    path: str
-    operation_id: str | None
-    parameters: tuple[Parameter, ...]
-    body_required: bool
-    body: dict[str, MediaType] | None
-    responses: dict[str, Response]
-    security: tuple[tuple[SecurityScheme, ...], ...]  # alternatives; () means none needed
-
-    @property
-    def label(self) -> str:
-        return f"{self.method} {self.path}"
-
-    def declared_statuses(self) -> list[str]:
-        return list(self.responses)
-
-    def response_for(self, status: int) -> Response | None:
-        """The declared response covering `status`: exact code, then nXX, then default."""
-        text = str(status)
-        return (
-            self.responses.get(text)
-            or self.responses.get(text[0] + "XX")
-            or self.responses.get(text[0] + "xx")
-            or self.responses.get("default")
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Spec:
-    """A loaded OpenAPI document: its operations in document order."""
-
-    source: str
-    openapi: str
-    title: str
-    version: str
-    operations: tuple[Operation, ...]
-
+from plantstub._json import MISSING
+from plantstub._yaml import read_document
+from plantstub.contract.bundle import Bundler
+from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
+from plantstub.errors import SpecError
 
 def bundled_spec_path() -> Path:
     """The Plant Store document shipped with the package."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .incoming import NO_BODY
+from plantstub._json import MISSING, NO_BODY
 
 FIELDS = ("body", "headers", "query", "path", "method")
 EXPECTED = "request.body, request.headers, request.query, request.path or request.method"
@@ -26,7 +26,6 @@ _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
 _ROOT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
 # A step is a key (anything but brackets, dots, spaces, quotes, parens, pipes) or an [index].
 _STEP = re.compile(r"\.([^.\[\]\s{}()'\"|]+)|\[(\d+)\]")
-_MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 Location = tuple[str | int, ...]
 View = Mapping[str, Any]
@@ -86,37 +85,37 @@ def parse(text: str) -> Ref:
 
 def _header(headers: Any, name: str) -> Any:
     if not isinstance(headers, Mapping):
-        return _MISSING
-    value = headers.get(name, _MISSING)  # a CIMultiDict answers case-insensitively already
-    if value is _MISSING:
+        return MISSING
+    value = headers.get(name, MISSING)  # a CIMultiDict answers case-insensitively already
+    if value is MISSING:
         lower = name.lower()
-        value = next((v for k, v in headers.items() if k.lower() == lower), _MISSING)
+        value = next((v for k, v in headers.items() if k.lower() == lower), MISSING)
     return value
 
 
 def _step(value: Any, step: str | int) -> Any:
     if isinstance(value, Mapping) and isinstance(step, str):
-        return value.get(step, _MISSING)
+        return value.get(step, MISSING)
     if isinstance(value, list):
         if isinstance(step, str) and step.isdigit():
             step = int(step)
         if isinstance(step, int) and 0 <= step < len(value):
             return value[step]
-    return _MISSING
+    return MISSING
 
 
 def lookup(ref: Ref, view: View) -> Any:
     """The request value `ref` points at, or the MISSING marker."""
-    value = view.get(ref.field, _MISSING)
+    value = view.get(ref.field, MISSING)
     steps = ref.steps
     if ref.field == "headers":
         if not steps:
-            return dict(value.items()) if isinstance(value, Mapping) else _MISSING
+            return dict(value.items()) if isinstance(value, Mapping) else MISSING
         value, steps = _header(value, str(steps[0])), steps[1:]
     if value is NO_BODY:
-        return _MISSING
+        return MISSING
     for step in steps:
-        if value is _MISSING:
+        if value is MISSING:
             break
         value = _step(value, step)
     return value
@@ -124,7 +123,7 @@ def lookup(ref: Ref, view: View) -> Any:
 
 def as_text(value: Any) -> str:
     """How a value reads inside text: strings as they are, JSON for the rest, empty when missing."""
-    if value is _MISSING:
+    if value is MISSING:
         return ""
     if isinstance(value, str):
         return value
@@ -178,7 +177,7 @@ def _compile(value: Any, text_only: bool) -> Node:
             for key, item, node in items:
                 if node is not None:
                     item = node(view)
-                    if item is _MISSING:  # the request lacks it: leave the key out
+                    if item is MISSING:  # the request lacks it: leave the key out
                         continue
                 built[key] = item
             return built
@@ -193,7 +192,7 @@ def _compile(value: Any, text_only: bool) -> Node:
 
 
 def _present(value: Any) -> Any:
-    return None if value is _MISSING else value
+    return None if value is MISSING else value
 
 
 class Template:

@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cache, cached_property
 from typing import Any
 
-from .errors import SpecError
+from plantstub.errors import SpecError
 
 try:  # the accelerator answers yes/no; jsonschema still defines behaviour and writes messages
     import jsonschema_rs

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from http import HTTPStatus
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
+
+from plantstub.contract.outgoing import error_body
 
 log = logging.getLogger("plantstub")
 
@@ -24,11 +25,7 @@ class JsonErrorRequestHandler(RequestHandler):
         else:
             reason = (message or (str(exc) if exc else "") or HTTPStatus(status).phrase).splitlines()[0]
             text = f"request: cannot be parsed as HTTP/1.1: {reason[:200]}"
-        response = web.Response(
-            status=status,
-            text=json.dumps({"error": status, "message": text}),
-            content_type="application/json",
-        )
+        response = web.json_response(error_body(status, text), status=status)
         response.force_close()
         return response
 

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import TextIO
 
-from .journal import Call
+from plantstub.recording.journal import Call
 
 
 class RequestLogger:

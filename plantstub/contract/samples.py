@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .schema_check import SchemaCheck  # the checks requests and replies get, so samples pass them
+from plantstub.contract.schema import SchemaCheck  # the checks requests and replies get, so samples pass them
 
 try:  # the regular-expression parser behind `re`, used to build strings that match a pattern
     from re import _parser as sre_parse  # Python 3.11+

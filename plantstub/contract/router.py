@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 from urllib.parse import unquote
 
-from .spec import Operation, Spec
+from plantstub.contract.model import Operation, Spec
+from plantstub.matching import literal_length, template_names, template_regex
 
 
 class Route(NamedTuple):
@@ -16,14 +16,6 @@ class Route(NamedTuple):
     path_params: dict[str, str]
     status: int = 200  # 200 matched, 404 no path, 405 path without this method
     allow: tuple[str, ...] = ()
-
-
-def _compile(template: str) -> re.Pattern[str]:
-    pattern, last = "", 0
-    for m in re.finditer(r"\{([^}/]+)\}", template):
-        pattern += re.escape(template[last : m.start()]) + "([^/]+)"
-        last = m.end()
-    return re.compile(pattern + re.escape(template[last:]) + r"\Z")
 
 
 class Router:
@@ -36,11 +28,8 @@ class Router:
         self.literal = {path: ops for path, ops in by_path.items() if "{" not in path}
         templated = [path for path in by_path if "{" in path]
         # More literal characters first: /plants/mine beats /plants/{id} beats /{a}/{b}.
-        templated.sort(key=lambda p: (-len(re.sub(r"\{[^}]*\}", "", p)), p))
-        self.templated = []
-        for path in templated:
-            names = re.findall(r"\{([^}/]+)\}", path)
-            self.templated.append((_compile(path), names, by_path[path]))
+        templated.sort(key=lambda p: (-literal_length(p), p))
+        self.templated = [(template_regex(p, capture=True), template_names(p), by_path[p]) for p in templated]
 
     def route(self, method: str, path: str) -> Route:
         """Find the operation for `method path`; path parameters come back percent-decoded."""

@@ -4,95 +4,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
-from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import parse_qs
 
-from .incoming import BodyError, IncomingRequest, decode_json, is_json_type
-from .schema_check import MAX_MESSAGE, SchemaCheck, Violation, jsonschema_rs, location_path  # noqa: F401 - re-exported
-from .spec import Operation, Parameter, SecurityScheme
-
-_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-
-
-# -- parameters -----------------------------------------------------------------------------
-def _types(schema: Any) -> set[str]:
-    if not isinstance(schema, dict):
-        return set()
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return set(kind)
-    found: set[str] = set()
-    for key in ("allOf", "anyOf", "oneOf"):
-        for sub in schema.get(key) or []:
-            found |= _types(sub)
-    if "$ref" in schema and "$defs" in schema:
-        found |= _types(schema["$defs"].get(schema["$ref"].rsplit("/", 1)[-1]))
-    return found
-
-
-def _scalar(text: str, types: set[str]) -> Any:
-    """Read a parameter string the way its schema types it; leave it alone when it does not fit."""
-    if "integer" in types and re.fullmatch(r"[+-]?\d{1,30}", text):
-        return int(text)
-    if "number" in types and _JSON_NUMBER.fullmatch(text):
-        try:
-            number = float(text)
-            if number == number and abs(number) != float("inf"):
-                return int(text) if re.fullmatch(r"[+-]?\d{1,30}", text) else number
-        except ValueError:
-            pass
-    if "boolean" in types and text in ("true", "false"):
-        return text == "true"
-    if "null" in types and text in ("", "null"):
-        return None
-    return text
-
-
-class ParameterCheck:
-    def __init__(self, param: Parameter, where: str, accelerate: bool) -> None:
-        self.param = param
-        self.types = _types(param.schema)
-        self.check = SchemaCheck(param.schema, where, accelerate=accelerate, checked=True) if param.schema is not None else None
-        label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)
-        self.where = f"{label}.{param.name}"
-
-    def value(self, request: IncomingRequest, path_params: dict[str, str], cookies: dict[str, str]) -> Any:
-        p = self.param
-        if p.location == "path":
-            raw: Any = path_params.get(p.name)
-            values = None if raw is None else [raw]
-        elif p.location == "query":
-            values = request.query.get(p.name)
-        elif p.location == "header":
-            raw = request.headers.get(p.name)
-            values = None if raw is None else [raw]
-        else:
-            raw = cookies.get(p.name)
-            values = None if raw is None else [raw]
-        if values is None:
-            return _ABSENT
-        if "array" in self.types:
-            items = self.param.schema.get("items", {}) if isinstance(self.param.schema, dict) else {}
-            if len(values) == 1 and not (p.location == "query" and p.explode):
-                values = values[0].split(",") if values[0] else []
-            return [_scalar(v, _types(items)) for v in values]
-        return _scalar(values[0], self.types)
-
-    def violations(self, request: IncomingRequest, path_params: dict[str, str], cookies: dict[str, str]) -> list[Violation]:
-        value = self.value(request, path_params, cookies)
-        if value is _ABSENT:
-            return [Violation(self.where, "required parameter is missing")] if self.param.required else []
-        if self.check is None:
-            return []
-        return self.check.errors(value, self.where)
-
-
-_ABSENT = object()
-
+from plantstub._json import BodyError, decode_json, is_json, match_media
+from plantstub.contract.model import Operation, SecurityScheme
+from plantstub.contract.params import ParameterCheck, read_scalar, schema_types
+from plantstub.contract.schema import SchemaCheck, Violation
+from plantstub.incoming import IncomingRequest
 
 # -- security --------------------------------------------------------------------------------
 def _scheme_problem(scheme: SecurityScheme, request: IncomingRequest, cookies: dict[str, str]) -> str | None:
@@ -186,11 +105,8 @@ class RequestCheck:
         return [Violation(where, message, 401)]
 
     def media_for(self, content_type: str) -> str | None:
-        if content_type in self.bodies:
-            return content_type
-        # Wildcards (application/*+json, text/*, */*): the longest pattern that fits is the most specific.
-        fitting = [name for name in self.bodies if "*" in name and fnmatchcase(content_type, name)]
-        return max(fitting, key=len) if fitting else None
+        """The declared body media type a request's Content-Type is read as, if any."""
+        return match_media(content_type, self.bodies)
 
     def body_violations(self, request: IncomingRequest) -> tuple[list[Violation], Any]:
         if not self.bodies:
@@ -207,7 +123,7 @@ class RequestCheck:
             got = repr(content_type) if content_type else "missing"
             return [Violation("headers.Content-Type", f"{got} is not accepted; expected {', '.join(self.bodies)}")], None
         check = self.bodies[media]
-        if is_json_type(content_type):
+        if is_json(content_type):
             try:
                 value = decode_json(raw)
             except BodyError as exc:
@@ -219,7 +135,7 @@ class RequestCheck:
                 return [Violation("body", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")], None
             props = check.schema.get("properties", {}) if check and isinstance(check.schema, dict) else {}
             value = {
-                name: (_scalar(vals[0], _types(props.get(name))) if len(vals) == 1 else vals)
+                name: (read_scalar(vals[0], schema_types(props.get(name))) if len(vals) == 1 else vals)
                 for name, vals in fields.items()
             }
         else:

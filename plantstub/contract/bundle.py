@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
-from .errors import SpecError
-from .schema_check import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
+from plantstub.errors import SpecError
+from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
 
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CallAssertionError
-from .incoming import NO_BODY
-from .journal import Call
-from .matching import body_mismatches, path_pattern
+from plantstub._json import MISSING, NO_BODY
+from plantstub.errors import CallAssertionError
+from plantstub.matching import body_mismatches, path_pattern
+from plantstub.recording.journal import Call
 
 NEAR_MISSES = 3
 
@@ -96,15 +96,16 @@ def render_near_misses(expectation: Expectation, calls: list[Call]) -> str:
         rows = expectation.fields(call)
         scored.append((sum(not ok for *_, ok in rows), -call.seq, call, rows))
     scored.sort(key=lambda item: item[:2])
-    blocks = []
+    blocks: list[str] = []
     for _, _, call, rows in scored[:NEAR_MISSES]:
         width = max((len(f) for f, *_ in rows), default=5)
         lines = [f"Closest: #{call.seq} {call.method} {call.path}" if not blocks else f"Next: #{call.seq} {call.method} {call.path}"]
         for field, expected, actual, ok in rows:
+            shown = "<absent>" if actual is MISSING else repr(actual)
             if ok:
-                lines.append(f"  {field:<{width}}  {actual!r:<12}  ok")
+                lines.append(f"  {field:<{width}}  {shown:<12}  ok")
             else:
-                lines.append(f"  {field:<{width}}  {actual!r:<12}  expected {expected!r}   <<<<<")
+                lines.append(f"  {field:<{width}}  {shown:<12}  expected {expected!r}   <<<<<")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
 

@@ -1,33 +1,44 @@
-"""Faults a rule can ask for: drop the connection, close it silently, or send a broken body."""
+"""What goes back on the wire: an Outgoing as an aiohttp response, or the fault a reply asked for."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
 import struct
-from dataclasses import dataclass
 
 from aiohttp import web
 
-from .replies import Outgoing
+from plantstub._json import NO_BODY
+from plantstub.contract.outgoing import Outgoing
+from plantstub.scenarios.model import Fault
 
-FAULTS = ("connection_reset", "empty_reply", "malformed_body")
+
+def sent_headers(out: Outgoing) -> dict[str, str]:
+    """The headers a call records as sent: the reply's own, and Content-Type when there is a body."""
+    if out.content_type and out.body is not NO_BODY:
+        return {**out.headers, "Content-Type": out.content_type}
+    return out.headers
 
 
-@dataclass(frozen=True, slots=True)
-class Fault:
-    kind: str
+def to_response(out: Outgoing, head: bool) -> web.Response:
+    """`out` as an aiohttp response; a HEAD request gets the headers without the body."""
+    if out.body is NO_BODY or head:
+        response = web.Response(status=out.status, headers=out.headers)
+        if out.content_type and out.body is not NO_BODY:
+            response.content_type = out.content_type
+        return response
+    return web.Response(status=out.status, body=out.payload, headers=out.headers, content_type=out.content_type)
 
 
 async def send_fault(request: web.Request, fault: Fault, out: Outgoing | None) -> web.StreamResponse:
     """Misbehave as asked. The call is still recorded by the caller's `finally`."""
     transport = request.transport
-    if fault.kind == "malformed_body":
+    if fault is Fault.MALFORMED_BODY:
         status = out.status if out is not None else 200
         # Valid HTTP, broken JSON: the client's parser, not its socket, must cope.
         return web.Response(status=status, body=b'{"name": "Fern", "tag": ', content_type="application/json")
     if transport is not None:
-        if fault.kind == "connection_reset":
+        if fault is Fault.CONNECTION_RESET:
             sock = transport.get_extra_info("socket")
             if sock is not None:
                 # SO_LINGER 0: close() sends RST instead of FIN, so the client sees ECONNRESET.

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from .incoming import NO_BODY
+from plantstub._json import NO_BODY
 
-FAULTS = ("connection_reset", "empty_reply", "malformed_body")
+
+class Fault(str, Enum):
+    """A way to misbehave that a reply can ask for (`fault:`); the scenario schema lists the same values."""
+
+    CONNECTION_RESET = "connection_reset"  # RST: the client sees ECONNRESET
+    EMPTY_REPLY = "empty_reply"  # FIN without a byte of response
+    MALFORMED_BODY = "malformed_body"  # valid HTTP, broken JSON: the status is still sent
+
+    @property
+    def sends_status(self) -> bool:
+        """Whether the client gets an HTTP status line (only malformed_body sends one)."""
+        return self is Fault.MALFORMED_BODY
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +30,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = NO_BODY
     delay_ms: int = 0
-    fault: str | None = None  # one of FAULTS
+    fault: Fault | None = None
     line: int = 0
 
 

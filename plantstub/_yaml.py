@@ -104,3 +104,35 @@ def read_document(path: Path, name: str | None = None) -> Any:
     except OSError as exc:
         raise ValueError(f"{name}: cannot read ({exc.strerror})") from None
     return parse_text(text, name)
+
+
+# -- YAML with line marks ---------------------------------------------------------------------
+def _text_key(key: Any) -> Any:
+    return key if isinstance(key, str) else json.dumps(key)  # as JsonSafeLoader turns keys into text
+
+
+class LineMarkedLoader(JsonSafeLoader):
+    """Safe YAML that also remembers the line of every mapping key and sequence item."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        # id(container) -> (container, {key: line} or [line, ...]); holding the container keeps its id unique.
+        self.line_marks: dict[int, tuple[Any, Any]] = {}
+
+    def construct_line_map(self, node: Any):
+        data: dict = {}
+        yield data
+        data.update(self.construct_mapping(node))
+        # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
+        lines = {_text_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
+        self.line_marks[id(data)] = (data, lines)
+
+    def construct_line_seq(self, node: Any):
+        data: list = []
+        yield data
+        data.extend(self.construct_sequence(node))
+        self.line_marks[id(data)] = (data, [item.start_mark.line + 1 for item in node.value])
+
+
+LineMarkedLoader.add_constructor("tag:yaml.org,2002:map", LineMarkedLoader.construct_line_map)
+LineMarkedLoader.add_constructor("tag:yaml.org,2002:seq", LineMarkedLoader.construct_line_seq)

@@ -1,0 +1,141 @@
+"""JSON as plantstub reads and writes it: the two markers of absence, strict decoding, and media types.
+
+One home for "is it JSON": a media type's essence (`type/subtype`, lower case, no parameters) is JSON when
+it is `application/json` or ends in `+json`. Everything that asks, asks `is_json()`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+from typing import Any
+
+
+class _Marker:
+    """A named marker that is no JSON value (JSON null is None)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+class _NoBody(_Marker):
+    __slots__ = ()
+
+    def __bool__(self) -> bool:  # `if body:` reads "is there one"
+        return False
+
+
+# No body: a request or reply without one (a body of `null` is the JSON value None).
+NO_BODY: Any = _NoBody("NO_BODY")
+# No value at this place: an absent header, a field the request lacks, an example the spec does not give.
+MISSING: Any = _Marker("MISSING")
+
+
+# -- media types --------------------------------------------------------------------------------
+JSON = "application/json"
+
+
+def essence(media_type: str | None) -> str:
+    """`Application/JSON; charset=utf-8` -> `application/json`: the type and subtype, lower case."""
+    return (media_type or "").split(";", 1)[0].strip().lower()
+
+
+def is_json(media_type: str | None) -> bool:
+    """Whether a media type (with or without parameters) carries JSON: application/json or */*+json."""
+    kind = essence(media_type)
+    return kind == JSON or kind.endswith("+json")
+
+
+def match_media(media_type: str, declared: Iterable[str]) -> str | None:
+    """The declared media type (as written) that `media_type` is sent as: an exact essence first, then
+    the most specific wildcard (`application/*+json`, `text/*`, `*/*`): the longest pattern that fits."""
+    kind = essence(media_type)
+    names = list(declared)
+    for name in names:
+        if essence(name) == kind:
+            return name
+    fitting = [name for name in names if "*" in name and fnmatchcase(kind, essence(name))]
+    return max(fitting, key=len) if fitting else None
+
+
+def pick_json(declared: Iterable[str]) -> str | None:
+    """The media type a stub answers in, of those declared: application/json, else a +json one, else the first."""
+    names = list(declared)
+    return (
+        next((n for n in names if essence(n) == JSON), None)
+        or next((n for n in names if is_json(n)), None)
+        or next(iter(names), None)
+    )
+
+
+# -- strict decoding ----------------------------------------------------------------------------
+class BodyError(ValueError):
+    """The raw body could not be read as the declared media type."""
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a JSON number")
+    return value
+
+
+MAX_DIGITS = 4300  # CPython's own limit on int() of a long digit string (sys.get_int_max_str_digits)
+
+
+def _integer(text: str) -> int:
+    digits = len(text) - (text[0] == "-")
+    if digits > MAX_DIGITS:  # our words, not CPython's (which differ between versions and name its internals)
+        raise ValueError(f"a number of {digits} digits is longer than the {MAX_DIGITS} digits plantstub reads")
+    return int(text)
+
+
+# Built once: json.loads() with options builds a new decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite, parse_int=_integer)
+
+
+def decode_json(raw: bytes) -> Any:
+    """Parse a JSON body strictly: UTF-8 only, no NaN/Infinity, bounded nesting. Raises BodyError."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BodyError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        raise BodyError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # NaN, Infinity, or an integer too long to convert
+        raise BodyError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BodyError("nested too deeply to parse") from None
+
+
+def body_for_record(raw: bytes) -> Any:
+    """The body as a call shows it: parsed JSON when it parses, else text, else None when empty."""
+    if not raw:
+        return None
+    try:
+        return decode_json(raw)
+    except BodyError:
+        return raw.decode("utf-8", errors="replace")
+
+
+# -- writing ------------------------------------------------------------------------------------
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built once, not per call
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as every answer is sent."""
+    return _ENCODER.encode(value).encode("utf-8")

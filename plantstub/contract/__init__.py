@@ -1,0 +1,1 @@
+"""What the API promises: the OpenAPI model and its loading, schema checks, routing, request checks, answers."""

@@ -1,0 +1,98 @@
+"""The model of an OpenAPI document as a stub needs it: Spec, Operation, Parameter, MediaType, Response."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from plantstub._json import MISSING
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One declared parameter: where it lives, whether it is required, its bundled schema."""
+
+    name: str
+    location: str  # path, query, header, cookie
+    required: bool
+    schema: dict | bool | None
+    explode: bool = True
+    style: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MediaType:
+    """A media type under a request body or response: schema and examples."""
+
+    name: str
+    schema: dict | bool | None
+    example: Any = MISSING
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A declared response: status key as written ("200", "4XX", "default") and its content."""
+
+    status: str
+    description: str
+    content: dict[str, MediaType]
+    headers: dict[str, dict | bool | None]
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityScheme:
+    """A security scheme as it matters to a stub: what a request must carry."""
+
+    name: str
+    type: str  # http, apiKey, oauth2, openIdConnect, mutualTLS
+    scheme: str = ""  # for http: bearer, basic, ...
+    location: str = ""  # for apiKey: header, query, cookie
+    param: str = ""  # for apiKey: the header, query or cookie name
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Operation:
+    """One method on one path template, with everything needed to check and answer it.
+
+    Compared and hashed by identity: each is one place in one document, and the key of its runtime.
+    """
+
+    method: str
+    path: str
+    operation_id: str | None
+    parameters: tuple[Parameter, ...]
+    body_required: bool
+    body: dict[str, MediaType] | None
+    responses: dict[str, Response]
+    security: tuple[tuple[SecurityScheme, ...], ...]  # alternatives; () means none needed
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} {self.path}"
+
+    def declared_statuses(self) -> list[str]:
+        return list(self.responses)
+
+    def response_for(self, status: int) -> Response | None:
+        """The declared response covering `status`: exact code, then nXX, then default."""
+        text = str(status)
+        return (
+            self.responses.get(text)
+            or self.responses.get(text[0] + "XX")
+            or self.responses.get(text[0] + "xx")
+            or self.responses.get("default")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """A loaded OpenAPI document: its operations in document order."""
+
+    source: str
+    openapi: str
+    title: str
+    version: str
+    operations: tuple[Operation, ...]

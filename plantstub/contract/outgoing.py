@@ -1,0 +1,33 @@
+"""What the stub sends, ready for the wire, and the Error record: the one shape of every error answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from plantstub._json import JSON, NO_BODY, json_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A response ready to send: `body` is what the journal shows, `payload` the bytes on the wire."""
+
+    status: int
+    body: Any = NO_BODY
+    payload: bytes = b""
+    content_type: str | None = JSON
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def json_reply(status: int, body: Any, headers: dict[str, str] | None = None, content_type: str = JSON) -> Outgoing:
+    return Outgoing(status, body, json_bytes(body), content_type, headers or {})
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """The Error record, the spec's own error shape: {"error": status, "message": ...}."""
+    return {"error": status, "message": message}
+
+
+def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> Outgoing:
+    """An Error record, ready to send."""
+    return json_reply(status, error_body(status, message), headers)

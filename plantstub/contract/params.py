@@ -1,0 +1,87 @@
+"""Parameters as OpenAPI declares them: read from path, query, header or cookie, typed by their schema, checked."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from plantstub._json import MISSING
+from plantstub.contract.model import Parameter
+from plantstub.contract.schema import SchemaCheck, Violation
+from plantstub.incoming import IncomingRequest
+
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def schema_types(schema: Any) -> set[str]:
+    if not isinstance(schema, dict):
+        return set()
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return set(kind)
+    found: set[str] = set()
+    for key in ("allOf", "anyOf", "oneOf"):
+        for sub in schema.get(key) or []:
+            found |= schema_types(sub)
+    if "$ref" in schema and "$defs" in schema:
+        found |= schema_types(schema["$defs"].get(schema["$ref"].rsplit("/", 1)[-1]))
+    return found
+
+
+def read_scalar(text: str, types: set[str]) -> Any:
+    """Read a parameter string the way its schema types it; leave it alone when it does not fit."""
+    if "integer" in types and re.fullmatch(r"[+-]?\d{1,30}", text):
+        return int(text)
+    if "number" in types and _JSON_NUMBER.fullmatch(text):
+        try:
+            number = float(text)
+            if number == number and abs(number) != float("inf"):
+                return int(text) if re.fullmatch(r"[+-]?\d{1,30}", text) else number
+        except ValueError:
+            pass
+    if "boolean" in types and text in ("true", "false"):
+        return text == "true"
+    if "null" in types and text in ("", "null"):
+        return None
+    return text
+
+
+class ParameterCheck:
+    def __init__(self, param: Parameter, where: str, accelerate: bool) -> None:
+        self.param = param
+        self.types = schema_types(param.schema)
+        self.check = SchemaCheck(param.schema, where, accelerate=accelerate, checked=True) if param.schema is not None else None
+        label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)
+        self.where = f"{label}.{param.name}"
+
+    def value(self, request: IncomingRequest, path_params: dict[str, str], cookies: dict[str, str]) -> Any:
+        p = self.param
+        if p.location == "path":
+            raw: Any = path_params.get(p.name)
+            values = None if raw is None else [raw]
+        elif p.location == "query":
+            values = request.query.get(p.name)
+        elif p.location == "header":
+            raw = request.headers.get(p.name)
+            values = None if raw is None else [raw]
+        else:
+            raw = cookies.get(p.name)
+            values = None if raw is None else [raw]
+        if values is None:
+            return MISSING
+        if "array" in self.types:
+            items = self.param.schema.get("items", {}) if isinstance(self.param.schema, dict) else {}
+            if len(values) == 1 and not (p.location == "query" and p.explode):
+                values = values[0].split(",") if values[0] else []
+            return [read_scalar(v, schema_types(items)) for v in values]
+        return read_scalar(values[0], self.types)
+
+    def violations(self, request: IncomingRequest, path_params: dict[str, str], cookies: dict[str, str]) -> list[Violation]:
+        value = self.value(request, path_params, cookies)
+        if value is MISSING:
+            return [Violation(self.where, "required parameter is missing")] if self.param.required else []
+        if self.check is None:
+            return []
+        return self.check.errors(value, self.where)

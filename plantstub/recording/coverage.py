@@ -1,0 +1,110 @@
+"""Contract coverage: recorded calls per operation and declared response, counted, merged and summed up.
+
+A tally is plain data, `{"POST /plants": {"declared": {"200": 3, "400": 0}, "undeclared": {"fault": 1}}}`,
+so pytest-xdist workers can send theirs to the controller; every figure and percentage comes from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from plantstub.contract.model import Operation, Spec
+
+Tally = dict[str, dict[str, dict[str, int]]]
+
+
+def response_key(op: Operation, status: int | None) -> str:
+    """The declared response a call's status counts towards ("200", "4XX", "default"), else the status,
+    or "fault" when a fault sent none."""
+    if status is None:
+        return "fault"
+    declared = op.response_for(status)
+    return declared.status if declared is not None else str(status)
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """How many declared responses were exercised, of how many."""
+
+    covered: int
+    total: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.covered / self.total if self.total else 100.0
+
+
+def figures(tally: Tally) -> Figures:
+    covered = total = 0
+    for counts in tally.values():
+        for n in counts["declared"].values():
+            total += 1
+            covered += n > 0
+    return Figures(covered, total)
+
+
+def merge(into: Tally, more: Tally) -> None:
+    """Add the counts of `more` to `into` (another test's stub, another xdist worker)."""
+    for operation, counts in more.items():
+        target = into.setdefault(operation, {"declared": {}, "undeclared": {}})
+        for kind in ("declared", "undeclared"):
+            for status, n in counts.get(kind, {}).items():
+                target[kind][status] = target[kind].get(status, 0) + n
+
+
+class Coverage:
+    """The calls one stub recorded, counted per operation and declared response."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self._counts: dict[Operation, dict[str, int]] = {}
+
+    def count(self, op: Operation | None, status: int | None) -> None:
+        """Count one recorded call of `op` (None: it matched no operation) that got `status`."""
+        if op is None:
+            return
+        counts = self._counts.setdefault(op, {})
+        key = response_key(op, status)
+        counts[key] = counts.get(key, 0) + 1
+
+    def clear(self) -> None:
+        self._counts.clear()
+
+    def tally(self) -> Tally:
+        """Every operation of the spec, in document order, with each declared response and what else came."""
+        result: Tally = {}
+        for op in self.spec.operations:
+            counts = self._counts.get(op, {})
+            result[op.label] = {
+                "declared": {key: counts.get(key, 0) for key in op.responses},
+                "undeclared": {key: n for key, n in counts.items() if key not in op.responses},
+            }
+        return result
+
+    def report(self) -> dict[str, Any]:
+        """What `GET /__plantstub/coverage` and `Stub.coverage()` show."""
+        tally = self.tally()
+        operations = [
+            {
+                "operation": op.label,
+                "operationId": op.operation_id,
+                "responses": [{"status": key, "calls": n} for key, n in tally[op.label]["declared"].items()],
+                "undeclared": tally[op.label]["undeclared"],
+            }
+            for op in self.spec.operations
+        ]
+        total = figures(tally)
+        return {"operations": operations, "covered": total.covered, "total": total.total,
+                "percent": round(total.percent, 1)}
+
+
+def tally_of(report: dict[str, Any]) -> Tally:
+    """The tally inside a coverage report (as `Stub.coverage()` and the admin API give it)."""
+    return {
+        op["operation"]: {
+            "declared": {r["status"]: r["calls"] for r in op["responses"]},
+            "undeclared": dict(op["undeclared"]),
+        }
+        for op in report["operations"]
+    }

@@ -1,0 +1,74 @@
+"""Which recorded calls a reader wants: the filters of `GET /__plantstub/calls`, checked and applied."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from plantstub.matching import path_pattern
+from plantstub.recording.journal import Call
+
+CALL_FILTERS = ("method", "path", "status", "valid", "scenario", "rule", "since", "limit")
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+class FilterError(ValueError):
+    """A filter with an unknown name or a value of the wrong kind; the message names it (`query.status: ...`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallFilter:
+    """Every field optional; the calls kept match all that are given. `limit` keeps the newest that many."""
+
+    method: str | None = None
+    path: str | None = None  # a literal path or a template: /plants/{id}
+    status: int | None = None
+    valid: bool | None = None
+    scenario: str | None = None
+    rule: str | None = None
+    since: int | None = None  # calls with a larger seq
+    limit: int | None = None
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> CallFilter:
+        """Read the filters of a query string; raises FilterError naming the first bad one."""
+        unknown = sorted(set(query) - set(CALL_FILTERS))
+        if unknown:
+            raise FilterError(f"query.{unknown[0]}: unknown filter (known: {', '.join(CALL_FILTERS)})")
+        numbers: dict[str, int] = {}
+        for name in ("status", "since", "limit"):
+            if name in query:
+                if not _INTEGER.fullmatch(query[name]):
+                    raise FilterError(f"query.{name}: {query[name]!r} is not an integer")
+                numbers[name] = int(query[name])
+        valid = query.get("valid")
+        if valid is not None and valid not in ("true", "false"):
+            raise FilterError(f"query.valid: {valid!r} is not true or false")
+        return cls(
+            method=query.get("method"), path=query.get("path"), valid=None if valid is None else valid == "true",
+            scenario=query.get("scenario"), rule=query.get("rule"), **numbers,
+        )
+
+    def apply(self, calls: Iterable[Call]) -> list[Call]:
+        """The calls that match, oldest first."""
+        found = list(calls)
+        if self.method is not None:
+            method = self.method.upper()
+            found = [c for c in found if c.method == method]
+        if self.path is not None:
+            pattern = path_pattern(self.path)
+            found = [c for c in found if pattern.match(c.path)]
+        if self.status is not None:
+            found = [c for c in found if c.status == self.status]
+        if self.valid is not None:
+            found = [c for c in found if c.valid == self.valid]
+        if self.scenario is not None:
+            found = [c for c in found if c.scenario == self.scenario]
+        if self.rule is not None:
+            found = [c for c in found if c.rule == self.rule]
+        if self.since is not None:
+            found = [c for c in found if c.seq > self.since]
+        if self.limit is not None:
+            found = found[-self.limit :] if self.limit > 0 else []
+        return found

@@ -1,0 +1,81 @@
+"""One scenario file parsed: its data, the line of every location path, and errors that point at lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from plantstub._yaml import LineMarkedLoader
+from plantstub.contract.schema import location_path
+from plantstub.errors import ScenarioError
+
+MAX_VALUES, MAX_DEPTH = 100_000, 100  # once aliases are expanded: stops "billion laughs" and self-references
+
+
+def where_of(parts: Any) -> str:
+    """(rules, 0, reply, status) -> `rules[0].reply.status`; () -> ``."""
+    parts = list(parts)
+    return location_path(str(parts[0]), parts[1:]) if parts else ""
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class ScenarioDocument:
+    """One parsed scenario file: its data, and the line of each location path (`rules[0].reply`)."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.errors: list[ScenarioError] = []
+        self.lines: dict[str, int] = {"": 1}
+        self.data: Any = None
+        loader = LineMarkedLoader(text)
+        try:
+            self.data = loader.get_single_data()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "cannot be read"
+            if problem.startswith("but ") and exc.context:  # "expected a single document ..., but found another"
+                problem = f"{exc.context}, {problem}"
+            self.errors.append(ScenarioError(file, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}"))
+            return
+        except yaml.YAMLError as exc:
+            self.errors.append(ScenarioError(file, None, "", f"not valid YAML: {exc}"))
+            return
+        finally:
+            loader.dispose()
+        self.count = 0
+        try:
+            self.walk(self.data, (), loader.line_marks)
+        except _TooLarge:
+            message = f"too large: more than {MAX_VALUES} values, or nested deeper than {MAX_DEPTH}, once aliases are"
+            message += " expanded"
+            self.errors = [ScenarioError(file, None, "", message)]
+
+    def error(self, where: str, message: str, line: int | None = None) -> ScenarioError:
+        return ScenarioError(self.file, line or self.line(where), where, message)
+
+    def walk(self, value: Any, parts: tuple, marks: dict[int, tuple[Any, Any]]) -> None:
+        self.count += 1
+        if self.count > MAX_VALUES or len(parts) > MAX_DEPTH:
+            raise _TooLarge
+        entry = marks.get(id(value))
+        lines = entry[1] if entry is not None and entry[0] is value else None
+        if isinstance(value, (dict, list)):
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                sub = (*parts, key)
+                if lines is not None and (key in lines if isinstance(value, dict) else key < len(lines)):
+                    self.lines.setdefault(where_of(sub), lines[key])
+                self.walk(item, sub, marks)
+        elif not (value is None or isinstance(value, (str, int, float, bool))):
+            where = where_of(parts)
+            self.errors.append(self.error(where, f"a {type(value).__name__} is not a JSON value"))
+
+    def line(self, where: str) -> int:
+        """The line of `where`, or of the nearest enclosing location that has one."""
+        while where not in self.lines:
+            cut = max(where.rfind("."), where.rfind("["))
+            where = where[:cut] if cut > 0 else ""
+        return self.lines[where]

@@ -1,0 +1,139 @@
+"""Rule selection: does a rule's `match:` hold for a request, and which rule answers it (with its counters)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plantstub._json import MISSING, NO_BODY
+from plantstub.incoming import IncomingRequest
+from plantstub.matching import Mismatch, body_mismatches, path_pattern
+from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def mismatches(criteria: Criteria, request: IncomingRequest, body: Any) -> list[Mismatch]:
+    """Every way `request` (with its parsed `body`) fails `criteria`; empty means it matches."""
+    found: list[Mismatch] = []
+    if criteria.method is not None and criteria.method.upper() != request.method:
+        found.append(Mismatch("method", criteria.method.upper(), request.method))
+    if criteria.path is not None and not path_pattern(criteria.path).match(request.path):
+        found.append(Mismatch("path", criteria.path, request.path))
+    for name, value in criteria.headers.items():
+        actual = request.headers.get(name, MISSING)
+        if actual is MISSING or actual != _text(value):
+            found.append(Mismatch(f"headers.{name}", _text(value), actual))
+    for name, value in criteria.query.items():
+        values = request.query.get(name)
+        actual = values[0] if values else MISSING
+        if actual != _text(value):
+            found.append(Mismatch(f"query.{name}", _text(value), actual))
+    if criteria.body is not NO_BODY:
+        found.extend(body_mismatches(criteria.body, body))
+    return found
+
+
+class RuleCounters:
+    """How often each rule of each scenario has answered; reset by `POST reset` and by switching scenario."""
+
+    def __init__(self) -> None:
+        self._uses: dict[tuple[str, int], int] = {}
+
+    def uses(self, scenario: Scenario, rule: Rule) -> int:
+        return self._uses.get((scenario.name, rule.index), 0)
+
+    def count(self, scenario: Scenario, rule: Rule) -> int:
+        """Record one more answer of `rule`; returns how many it had given before."""
+        key = (scenario.name, rule.index)
+        before = self._uses.get(key, 0)
+        self._uses[key] = before + 1
+        return before
+
+    def clear(self) -> None:
+        self._uses.clear()
+
+
+def _key(value: Any) -> Any:
+    """A hashable key with JSON equality: 1 and 1.0 share one, True and 1 do not."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, (int, float)):
+        return ("n", value)
+    if isinstance(value, str) or value is None:
+        return ("s", value)
+    return None  # lists and objects are not indexed
+
+
+class RuleIndex:
+    """Finds candidate rules fast: by method and path, then by the body field most rules pin down.
+
+    A 200-rule scenario costs a dictionary lookup or two per request, not 200 comparisons; the
+    candidates are still checked in order with mismatches(), so the first matching rule wins.
+    """
+
+    MAX_ROUTES = 1024
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        counts: dict[str, int] = {}
+        for rule in scenario.rules:
+            if isinstance(rule.match.body, dict):
+                for name, value in rule.match.body.items():
+                    if _key(value) is not None:
+                        counts[name] = counts.get(name, 0) + 1
+        self.field = max(counts, key=counts.get) if counts else None
+        self._routes: dict[tuple[str, str], tuple[dict[Any, list[Rule]], list[Rule]]] = {}
+        self.templates: dict[int, Any] = {}  # compiled reply templates; dropped with the scenario set
+
+    def _pinned(self, rule: Rule) -> Any:
+        body = rule.match.body
+        if self.field is not None and isinstance(body, dict) and self.field in body:
+            return _key(body[self.field])
+        return None
+
+    def _build(self, method: str, path: str) -> tuple[dict[Any, list[Rule]], list[Rule]]:
+        rules = [
+            r for r in self.scenario.rules
+            if (r.match.method is None or r.match.method.upper() == method)
+            and (r.match.path is None or path_pattern(r.match.path).match(path))
+        ]
+        free = [r for r in rules if self._pinned(r) is None]
+        buckets: dict[Any, list[Rule]] = {}
+        for rule in rules:
+            key = self._pinned(rule)
+            if key is not None and key not in buckets:
+                buckets[key] = [r for r in rules if self._pinned(r) in (key, None)]
+        return buckets, free
+
+    def candidates(self, request: IncomingRequest, body: Any) -> list[Rule]:
+        slot = (request.method, request.path)
+        entry = self._routes.get(slot)
+        if entry is None:
+            if len(self._routes) >= self.MAX_ROUTES:
+                self._routes.clear()
+            entry = self._routes[slot] = self._build(*slot)
+        buckets, free = entry
+        if buckets and isinstance(body, dict) and self.field in body:
+            return buckets.get(_key(body[self.field]), free)
+        return free
+
+
+def select_rule(
+    index: RuleIndex, counters: RuleCounters, request: IncomingRequest, body: Any
+) -> tuple[Rule, int] | None:
+    """The first rule that matches and has uses left, with the index of the reply it gives; else None.
+
+    Counts the use, so the caller must send that reply.
+    """
+    scenario = index.scenario
+    for rule in index.candidates(request, body):
+        if rule.times is not None and counters.uses(scenario, rule) >= rule.times:
+            continue
+        if not mismatches(rule.match, request, body):
+            before = counters.count(scenario, rule)
+            return rule, min(before, len(rule.replies) - 1)
+    return None
