@@ -1,4 +1,4 @@
-"""The Dockerfile without a Docker engine: lint it, replay its recipe, and keep the README in step."""
+"""The Dockerfile without a Docker engine: lint it, replay its recipe, and keep the README and docs/ in step."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
-README = (ROOT / "README.md").read_text()
+# The user docs: README.md and the pages of docs/, read as one text.
+README = "\n".join(path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -81,7 +82,7 @@ def test_readme_docker_instructions_match_the_dockerfile():
 
     known = {env_name(f) for f in FIELDS}
     mentioned = set(re.findall(r"PLANTSTUB_[A-Z_]+", README))
-    assert mentioned <= known, f"README names unknown variables: {sorted(mentioned - known)}"
+    assert mentioned <= known, f"README or docs/ name unknown variables: {sorted(mentioned - known)}"
     assert set(k for k in env if k.startswith("PLANTSTUB_")) <= known
 
 
