@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,16 +120,16 @@ class LineMarkedLoader(JsonSafeLoader):
         # id(container) -> (container, {key: line} or [line, ...]); holding the container keeps its id unique.
         self.line_marks: dict[int, tuple[Any, Any]] = {}
 
-    def construct_line_map(self, node: Any):
-        data: dict = {}
+    def construct_line_map(self, node: Any) -> Iterator[dict[str, Any]]:
+        data: dict[str, Any] = {}
         yield data
         data.update(self.construct_mapping(node))
         # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
         lines = {_text_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
         self.line_marks[id(data)] = (data, lines)
 
-    def construct_line_seq(self, node: Any):
-        data: list = []
+    def construct_line_seq(self, node: Any) -> Iterator[list[Any]]:
+        data: list[Any] = []
         yield data
         data.extend(self.construct_sequence(node))
         self.line_marks[id(data)] = (data, [item.start_mark.line + 1 for item in node.value])

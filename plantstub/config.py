@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ def _bool(name: str, value: Any) -> bool:
     raise ConfigError(f"{name}={value!r}: not a boolean (expected 1/0, true/false, yes/no, on/off)")
 
 
-def _int_in(low: int, high: int, what: str):
+def _int_in(low: int, high: int, what: str) -> Callable[[str, Any], int]:
     def convert(name: str, value: Any) -> int:
         try:
             number = int(str(value).strip()) if not isinstance(value, int) else value

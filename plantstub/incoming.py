@@ -17,8 +17,8 @@ class IncomingRequest(NamedTuple):
 
     method: str
     path: str
-    query: Mapping[str, list[str]] = {}  # noqa: RUF012 - never mutated
-    headers: Mapping[str, str] = {}  # noqa: RUF012 - a case-insensitive mapping in the app
+    query: Mapping[str, list[str]] = {}
+    headers: Mapping[str, str] = {}
     raw: bytes = b""
 
     @property

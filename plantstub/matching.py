@@ -78,7 +78,7 @@ def body_mismatches(expected: Any, actual: Any, where: str = "body") -> list[Mis
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [Mismatch(where, expected, actual)]
         found = []
-        for i, (want, got) in enumerate(zip(expected, actual)):
+        for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
             found.extend(body_mismatches(want, got, f"{where}[{i}]"))
         return found
     return [] if _same(expected, actual) else [Mismatch(where, expected, actual)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -257,7 +257,7 @@ def _strict_failures(name: str, calls: list[Call]) -> list[str]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     """Strict mode: a test that passed but whose calls broke the contract fails, with the reasons."""
     outcome = yield
     report = outcome.get_result()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -17,6 +18,8 @@ from plantstub.recording.journal import Call
 from plantstub.server.app import CONTROL_KEY, create_app
 from plantstub.server.runner import start
 from plantstub.server.state import Control
+
+_R = TypeVar("_R")
 
 
 def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
@@ -73,15 +76,15 @@ class Stub:
         """Start serving (spec and scenario errors raise here, in the caller's thread)."""
         if self._thread is not None:
             return self
-        self._app = create_app(self.settings)
+        app = self._app = create_app(self.settings)
         ready = threading.Event()
         failure: list[BaseException] = []
 
         def run() -> None:
             loop = self._loop = asyncio.new_event_loop()
             try:
-                runner, self.url = loop.run_until_complete(start(self._app, self.settings.host, self.settings.port))
-            except BaseException as exc:  # reported to the caller below
+                runner, self.url = loop.run_until_complete(start(app, self.settings.host, self.settings.port))
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller below, in its thread
                 failure.append(exc)
                 ready.set()
                 loop.close()
@@ -135,12 +138,12 @@ class Stub:
             raise PlantstubError("the stub is not started; use `with Stub(...) as stub:` or stub.start()")
         return self._app[CONTROL_KEY]
 
-    def _in_loop(self, fn, *args):
+    def _in_loop(self, fn: Callable[..., _R], *args: Any) -> _R:
         # State belongs to the server's loop: mutate it there, and wait for it.
         if self._loop is None or self._thread is None:
             return fn(*args)
 
-        async def call():
+        async def call() -> _R:
             return fn(*args)
 
         return asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)

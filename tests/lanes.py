@@ -20,6 +20,7 @@ Stdlib only. Prints one line per lane and ends with `lanes: N passed, M failed`;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -182,10 +183,8 @@ def find_python(version: str) -> Python | None:
     """CPython `version` (X.Y): pyenv's versions first (newest patch release first), then PATH."""
     roots = [os.environ.get("PYENV_ROOT"), str(Path.home() / ".pyenv")]
     if shutil.which("pyenv"):
-        try:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             roots.insert(0, subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30).stdout.strip())
-        except (OSError, subprocess.TimeoutExpired):
-            pass
     candidates: list[str] = []
     for root in dict.fromkeys(r for r in roots if r):
         found = glob.glob(os.path.join(root, "versions", f"{version}*", "bin", f"python{version}"))
@@ -390,7 +389,7 @@ def main(argv: list[str]) -> int:
     plan: list[tuple[Lane, Python | None]] = []
     for lane in LANES:
         python = pythons[lane.role]
-        if any(lane.name == l.name and python and p and python.version == p.version for l, p in plan):
+        if any(lane.name == other.name and python and p and python.version == p.version for other, p in plan):
             continue  # one interpreter for both roles
         plan.append((lane, python))
     if args.only:

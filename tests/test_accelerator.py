@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstub.contract.samples import sample
 from plantstub.contract.load import load_spec
+from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, jsonschema_rs
 
 SPECS = Path(__file__).parent / "data" / "specs"

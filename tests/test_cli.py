@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 
-
 def http(url: str, method: str = "GET", body: bytes | None = None, headers: dict | None = None):
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:

@@ -83,7 +83,7 @@ def test_readme_docker_instructions_match_the_dockerfile():
     known = {env_name(f) for f in FIELDS}
     mentioned = set(re.findall(r"PLANTSTUB_[A-Z_]+", README))
     assert mentioned <= known, f"README or docs/ name unknown variables: {sorted(mentioned - known)}"
-    assert set(k for k in env if k.startswith("PLANTSTUB_")) <= known
+    assert {k for k in env if k.startswith("PLANTSTUB_")} <= known
 
 
 @pytest.fixture(scope="module")

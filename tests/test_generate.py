@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstub.errors import SpecError
-from plantstub.contract.samples import sample
 from plantstub.contract.bundle import bundle_schema
+from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck
+from plantstub.errors import SpecError
 
 TREE = {
     "$ref": "#/$defs/Node",

@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 import yaml
 
-from plantstub.errors import ScenarioError
 from plantstub._json import NO_BODY
-from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
+from plantstub.contract.load import load_spec
+from plantstub.errors import ScenarioError
 from plantstub.scenarios.load import (
     ScenarioLoadError,
     builtin_folder,
@@ -23,7 +23,7 @@ from plantstub.scenarios.load import (
     load_scenarios,
     scenario_schema,
 )
-from plantstub.contract.load import load_spec
+from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = Path(__file__).resolve().parent / "data" / "scenarios"
@@ -427,8 +427,7 @@ def test_cli_schema_prints_a_valid_json_schema_that_the_examples_fit():
 def test_schema_describes_every_property():
     def properties(node):
         if isinstance(node, dict):
-            for name, sub in node.get("properties", {}).items():
-                yield name, sub
+            yield from node.get("properties", {}).items()
             for value in node.values():
                 yield from properties(value)
 

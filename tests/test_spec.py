@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
-from plantstub.errors import SpecError
+from plantstub._yaml import read_document
 from plantstub.contract.load import bundled_spec_path, load_spec
 from plantstub.contract.model import Operation, SecurityScheme, Spec
 from plantstub.contract.schema import SchemaCheck
-from plantstub._yaml import read_document
+from plantstub.errors import SpecError
 
 SPECS = Path(__file__).parent / "data" / "specs"
 GOOD = ["greenhouse-3.0.yaml", "greenhouse-3.1.json", "tree.yaml", "webhooks-only.yaml", "multi/main.yaml"]

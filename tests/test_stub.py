@@ -79,10 +79,12 @@ def test_stub_bad_spec_raises_in_the_callers_thread(tmp_path):
 
 async def test_stub_works_inside_a_running_event_loop(tmp_path):
     async with Stub(scenarios=tmp_path) as stub:
-        async with aiohttp.ClientSession() as session:
-            async with session.post(stub.url + "/plants", json={"id": 3, "name": "Ivy"}, headers=AUTH) as response:
-                assert response.status == 200
-                assert await response.json() == {"name": "Ivy"}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(stub.url + "/plants", json={"id": 3, "name": "Ivy"}, headers=AUTH) as response,
+        ):
+            assert response.status == 200
+            assert await response.json() == {"name": "Ivy"}
         stub.assert_called("POST", "/plants", body={"name": "Ivy"}, times=1)
 
 

@@ -82,9 +82,9 @@ def test_render_missing_value_is_null_alone_and_empty_in_text(template, expected
 
 @pytest.mark.parametrize("name", ["x-tenant", "X-TENANT", "X-Tenant", "x-TeNaNt"])
 def test_render_header_names_are_case_insensitive(name):
-    assert render("{{ request.headers.%s }}" % name, VIEW) == "acme"
+    assert render(f"{{{{ request.headers.{name} }}}}", VIEW) == "acme"
     view = {**VIEW, "headers": CIMultiDict({"x-tenant": "acme"})}
-    assert render("{{ request.headers.%s }}" % name, view) == "acme"
+    assert render(f"{{{{ request.headers.{name} }}}}", view) == "acme"
 
 
 def test_render_leaves_out_the_keys_of_missing_values():

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
-from plantstub.errors import SpecError
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
+from plantstub.errors import SpecError
 
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
@@ -144,7 +144,7 @@ class Bundler:
             out["type"] = "null" if kind is None else ["null" if k is None else k for k in kind]
         if self.legacy:
             out = _from_openapi30(out)
-        bounds = INT_BOUNDS.get(out.get("format")) if isinstance(out.get("format"), str) else None
+        bounds = INT_BOUNDS.get(out["format"]) if isinstance(out.get("format"), str) else None
         if bounds:
             low, high = bounds
             if not isinstance(out.get("minimum"), (int, float)) or out["minimum"] < low:

@@ -17,6 +17,7 @@ from plantstub.contract.bundle import Bundler
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
 from plantstub.errors import SpecError
 
+
 def bundled_spec_path() -> Path:
     """The Plant Store document shipped with the package."""
     return Path(str(resources.files("plantstub") / "data" / "plant-store.openapi.yaml"))
@@ -102,7 +103,7 @@ class _Loader:
             for method in (m for m in METHODS if m in item):
                 here = f"{where}.{method}"
                 operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
         return Spec(str(self.shown), version, title, release, tuple(operations))
 

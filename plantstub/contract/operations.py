@@ -56,7 +56,8 @@ class ServedOperation:
         check = self._response_checks.get(key)
         if check is None:
             try:
-                check = SchemaCheck(media.schema, f"{self.op.label} response {status} {media.name}", checked=True)
+                schema = True if media.schema is None else media.schema  # no schema: any body
+                check = SchemaCheck(schema, f"{self.op.label} response {status} {media.name}", checked=True)
             except SpecError as exc:
                 check = str(exc)
             self._response_checks[key] = check

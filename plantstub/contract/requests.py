@@ -13,6 +13,7 @@ from plantstub.contract.params import ParameterCheck, read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
 
+
 # -- security --------------------------------------------------------------------------------
 def _scheme_problem(scheme: SecurityScheme, request: IncomingRequest, cookies: dict[str, str]) -> str | None:
     if scheme.type == "apiKey":
@@ -73,9 +74,9 @@ class RequestCheck:
         self.uses_cookies = any(p.location == "cookie" for p in op.parameters) or any(
             s.location == "cookie" for alt in op.security for s in alt
         )
-        only = op.security[0] if len(op.security) == 1 and len(op.security[0]) == 1 else ()
-        self.bearer_only = bool(only) and (
-            (only[0].type == "http" and only[0].scheme == "bearer") or only[0].type in ("oauth2", "openIdConnect")
+        only = op.security[0][0] if len(op.security) == 1 and len(op.security[0]) == 1 else None
+        self.bearer_only = only is not None and (
+            (only.type == "http" and only.scheme == "bearer") or only.type in ("oauth2", "openIdConnect")
         )
         self.bodies: dict[str, SchemaCheck | None] = {}
         for name, media in (op.body or {}).items():

@@ -41,7 +41,7 @@ class Router:
                 m = regex.match(path)
                 if m:
                     ops = candidate
-                    params = {name: unquote(value) for name, value in zip(names, m.groups())}
+                    params = {name: unquote(value) for name, value in zip(names, m.groups(), strict=True)}
                     break
         if ops is None:
             return Route(None, {}, 404)

@@ -7,14 +7,15 @@ with the same checks requests get (schema_check), so a spec example that breaks 
 from __future__ import annotations
 
 import math
-from typing import Any
+import sys
+from typing import Any, TypeVar
 
 from plantstub.contract.schema import SchemaCheck  # the checks requests and replies get, so samples pass them
 
-try:  # the regular-expression parser behind `re`, used to build strings that match a pattern
-    from re import _parser as sre_parse  # Python 3.11+
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse  # type: ignore[no-redef]
+if sys.version_info >= (3, 11):  # the regular-expression parser behind `re`, to build strings that match a pattern
+    from re import _parser as sre_parse
+else:  # pragma: no cover - Python 3.10
+    import sre_parse
 
 FORMAT_SAMPLES = {
     "date-time": "2024-01-01T00:00:00Z",
@@ -41,6 +42,7 @@ FORMAT_SAMPLES = {
     "int64": "0",
 }
 MAX_DEPTH = 12
+_T = TypeVar("_T")
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 
@@ -93,6 +95,18 @@ def merge(parts: list[Any], defs: dict[str, Any]) -> Any:
 
 def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(schema: dict[str, Any], key: str) -> float | None:
+    """`schema[key]` when it is a number (not a boolean), else None."""
+    value = schema.get(key)
+    return value if _numeric(value) else None
+
+
+def _of(schema: dict[str, Any], key: str, kind: type[_T], default: _T) -> _T:
+    """`schema[key]` when it is a `kind`, else `default`: a schema written by hand may hold anything."""
+    value = schema.get(key)
+    return value if isinstance(value, kind) else default
 
 
 def _meet_types(a: Any, b: Any) -> Any:
@@ -187,12 +201,12 @@ class _Sampler:
 
     def objects(self, schema: dict[str, Any], depth: int) -> list[dict[str, Any]]:
         """The smallest object, then one with every declared property (it tells oneOf branches apart)."""
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        props: dict[str, Any] = _of(schema, "properties", dict, {})
         extra = schema.get("additionalProperties", True)
         value: dict[str, Any] = {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        required: list[Any] = _of(schema, "required", list, [])
         wanted = [n for n in required if isinstance(n, str)]
-        least = schema.get("minProperties", 0) if _numeric(schema.get("minProperties")) else 0
+        least = int(_number(schema, "minProperties") or 0)
         wanted += [n for n in props if n not in wanted][: max(0, least - len(wanted))]
         for name in wanted:
             sub = props.get(name, extra if isinstance(extra, dict) else {})
@@ -207,9 +221,9 @@ class _Sampler:
         return [value, {**value, **{n: self.value(props[n], depth + 1) for n in optional}}]
 
     def array(self, schema: dict[str, Any], depth: int) -> list[Any]:
-        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        prefix: list[Any] = _of(schema, "prefixItems", list, [])
         items = schema.get("items", {})
-        count = max(schema.get("minItems", 0) if _numeric(schema.get("minItems")) else 0, len(prefix))
+        count = max(int(_number(schema, "minItems") or 0), len(prefix))
         if count == 0 and depth < 3 and items is not False:
             count = 1  # one item shows the shape; deeper down, stay small
         if _numeric(schema.get("maxItems")):
@@ -275,8 +289,8 @@ def _numbers(schema: dict[str, Any], kind: str) -> list[int | float]:
         points += [high, high - 1, high - 0.5, math.ceil(high) - 1]
     if low is not None and high is not None:
         points.append((low + high) / 2)
-    step = schema.get("multipleOf")
-    if _numeric(step) and step > 0:
+    step = _number(schema, "multipleOf")
+    if step is not None and step > 0:
         points = [p for q in points for p in (math.ceil(q / step) * step, math.floor(q / step) * step, round(q))]
         points += [(math.ceil(low / step) + 1) * step] if low is not None else []
     out: list[int | float] = []
@@ -289,8 +303,8 @@ def _numbers(schema: dict[str, Any], kind: str) -> list[int | float]:
 
 
 def _strings(schema: dict[str, Any]) -> list[str]:
-    low = schema.get("minLength") if isinstance(schema.get("minLength"), int) else 0
-    high = schema.get("maxLength") if isinstance(schema.get("maxLength"), int) else None
+    low: int = _of(schema, "minLength", int, 0)
+    high = schema["maxLength"] if isinstance(schema.get("maxLength"), int) else None
     found = []
     if isinstance(schema.get("pattern"), str):
         found += _from_pattern(schema["pattern"], low)
@@ -316,7 +330,7 @@ def _from_pattern(pattern: str, min_length: int) -> list[str]:
     for extra in sorted({0, 1, 2, 4, min(max(0, min_length), 64)}):
         for inline in (True, False):
             builder = _RegexBuilder(extra, inline)
-            text = builder.build(list(parsed)) + "".join(builder.tail)
+            text = builder.build(list(parsed.data)) + "".join(builder.tail)
             if text not in out:
                 out.append(text)
     return out

@@ -9,6 +9,7 @@ refuses a schema, so starting the stub and serving valid traffic never pay for i
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, cached_property
@@ -19,7 +20,7 @@ from plantstub.errors import SpecError
 try:  # the accelerator answers yes/no; jsonschema still defines behaviour and writes messages
     import jsonschema_rs
 except ImportError:  # pragma: no cover - exercised where no wheel exists
-    jsonschema_rs = None
+    jsonschema_rs = None  # type: ignore[assignment]
 
 MAX_MESSAGE = 240
 
@@ -59,7 +60,7 @@ def _is_time(value: object) -> bool:
     if not isinstance(value, str):
         return True
     m = _TIME.match(value)
-    return bool(m) and int(m.group(1)) < 24 and int(m.group(2)) < 60 and int(m.group(3)) < 61
+    return m is not None and int(m.group(1)) < 24 and int(m.group(2)) < 60 and int(m.group(3)) < 61
 
 
 def _is_hostname(value: object) -> bool:
@@ -82,7 +83,7 @@ def format_checker() -> Any:
 
 
 # -- the metaschema -------------------------------------------------------------------------
-def _patterns(schema: Any):
+def _patterns(schema: Any) -> Iterator[str]:
     """Every regular expression in `schema`: `pattern` values and `patternProperties` keys."""
     if not isinstance(schema, dict):
         return

@@ -13,7 +13,6 @@ from typing import IO, Any, NamedTuple
 
 from plantstub._json import NO_BODY
 
-
 FLUSH_DELAY = 0.1
 
 

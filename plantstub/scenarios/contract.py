@@ -21,7 +21,7 @@ OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
 def _overlaps(pattern: str, template: str) -> bool:
     """Can the rule path `pattern` (with {x} segments) and the spec path `template` match one path?"""
     a, b = pattern.strip("/").split("/"), template.strip("/").split("/")
-    return len(a) == len(b) and all(x == y or "{" in x or "{" in y for x, y in zip(a, b))
+    return len(a) == len(b) and all(x == y or "{" in x or "{" in y for x, y in zip(a, b, strict=True))
 
 
 def _media(response: Response, reply: Reply) -> tuple[str | None, str, MediaType | None]:
@@ -187,7 +187,7 @@ class ScenarioContract:
             places, raws = [f"{rule.label}.replies[{j}]" for j in range(len(raw["replies"]))], raw["replies"]
         templated: list[str] = []
         lone: dict[str, list[Placeholder]] = {where: [] for where in places}
-        for where, reply_raw in zip(places, raws):  # templates are checked even off contract: they must render
+        for where, reply_raw in zip(places, raws, strict=True):  # templates are checked even off contract: they must render
             for p in placeholder_paths(reply_raw):
                 at = location_path(where, p.location)
                 if p.problem is not None:
@@ -201,7 +201,7 @@ class ScenarioContract:
         if not ops:
             return [*found, doc.error(f"{rule.label}.match.{what}", why)]
         for op in ops:
-            for where, reply in zip(places, rule.replies):
+            for where, reply in zip(places, rule.replies, strict=True):
                 if reply.fault is None:
                     found.extend(self.reply_errors(doc, op, reply, where, templated, lone[where]))
         return found

@@ -127,6 +127,7 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
             body=match.get("body", NO_BODY),
             line=doc.line(f"{base}.match"),
         )
+        replies: tuple[Reply, ...]
         if "reply" in raw:
             replies = (_reply(raw["reply"], doc.line(f"{base}.reply")),)
         else:
@@ -138,7 +139,7 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
     )
 
 
-def _unreachable_replies(doc: ScenarioDocument, rule) -> list[ScenarioError]:
+def _unreachable_replies(doc: ScenarioDocument, rule: Rule) -> list[ScenarioError]:
     """`times: 1` with two `replies:`: the second would never answer, which is surely not what was meant."""
     if rule.times is None or rule.times >= len(rule.replies):
         return []
@@ -167,7 +168,7 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
     errors = doc.errors or _schema_errors(doc)
     if not errors:
         scenario = _build(doc, doc.data.get("name", Path(file).stem))
-        for rule, raw in zip(scenario.rules, doc.data.get("rules") or []):
+        for rule, raw in zip(scenario.rules, doc.data.get("rules") or [], strict=True):
             errors.extend(_unreachable_replies(doc, rule))
             errors.extend(contract.rule_errors(doc, rule, raw))
         if not errors:

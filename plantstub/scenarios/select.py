@@ -7,7 +7,7 @@ from typing import Any
 from plantstub._json import MISSING, NO_BODY
 from plantstub.incoming import IncomingRequest
 from plantstub.matching import Mismatch, body_mismatches, path_pattern
-from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
+from plantstub.scenarios.model import Criteria, Rule, Scenario
 
 
 def _text(value: Any) -> str:
@@ -85,7 +85,7 @@ class RuleIndex:
                 for name, value in rule.match.body.items():
                     if _key(value) is not None:
                         counts[name] = counts.get(name, 0) + 1
-        self.field = max(counts, key=counts.get) if counts else None
+        self.field = max(counts, key=lambda name: counts[name]) if counts else None
         self._routes: dict[tuple[str, str], tuple[dict[Any, list[Rule]], list[Rule]]] = {}
         self.templates: dict[int, Any] = {}  # compiled reply templates; dropped with the scenario set
 

@@ -198,7 +198,7 @@ def _present(value: Any) -> Any:
 class Template:
     """A reply value compiled once; `render(view)` fills it for one request."""
 
-    __slots__ = ("source", "_node")
+    __slots__ = ("_node", "source")
 
     def __init__(self, source: Any, node: Node) -> None:
         self.source = source

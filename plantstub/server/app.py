@@ -92,7 +92,7 @@ def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing
 class _Outcome:
     """What the pipeline decided, filled in step by step and recorded at the end."""
 
-    __slots__ = ("out", "body", "errors", "stub_errors", "scenario", "rule", "fault", "delay_ms", "op")
+    __slots__ = ("body", "delay_ms", "errors", "fault", "op", "out", "rule", "scenario", "stub_errors")
 
     def __init__(self) -> None:
         self.out: Outgoing | None = None
@@ -183,7 +183,7 @@ def _make_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Str
         active = control.active  # and attributed on arrival, before the body is read
         raw = b""
         done = _Outcome()
-        query = {k: request.query.getall(k) for k in request.query.keys()} if request.query else {}
+        query = {k: request.query.getall(k) for k in request.query} if request.query else {}
         try:
             raw = await request.read()
             _decide(control, request, raw, query, active, done)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
+from typing import Any
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -16,7 +17,9 @@ log = logging.getLogger("plantstub")
 class JsonErrorRequestHandler(RequestHandler):
     """aiohttp's connection handler, but a broken request line or header gets an Error record, not text."""
 
-    def handle_error(self, request, status=500, exc=None, message=None):  # type: ignore[override]
+    def handle_error(
+        self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
         log.debug("plantstub: unparsable request (%s): %s", status, message or exc)
         if request.writer.output_size > 0:
             raise ConnectionError("response is sent already, cannot send the error")
