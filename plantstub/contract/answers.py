@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, is_json, pick_json
+from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.model import Operation
 from plantstub.contract.outgoing import Outgoing, json_reply
-from plantstub.contract.samples import flatten, sample
+from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck
 
 
@@ -55,7 +56,7 @@ class Answer:
             if fitting:
                 self.base = fitting[0]
         if self.base is NO_BODY and schema is not None:
-            defs = schema.get("$defs", {}) if isinstance(schema, dict) else {}
+            defs = defs_of(schema)
             self.base = sample(schema, defs)
             flat = flatten(schema, defs)
             if isinstance(self.base, dict) and isinstance(flat, dict):

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from plantstub._json import MISSING
+from plantstub.contract.flatten import defs_of, resolve
 from plantstub.contract.model import Parameter
 from plantstub.contract.schema import SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
@@ -13,7 +14,10 @@ from plantstub.incoming import IncomingRequest
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
-def schema_types(schema: Any) -> set[str]:
+def schema_types(schema: Any, defs: dict[str, Any] | None = None) -> set[str]:
+    """The JSON types a parameter's schema names (through $ref, allOf, anyOf, oneOf), to read its text by."""
+    defs = defs_of(schema) if defs is None else defs
+    schema = resolve(schema, defs)
     if not isinstance(schema, dict):
         return set()
     kind = schema.get("type")
@@ -24,9 +28,7 @@ def schema_types(schema: Any) -> set[str]:
     found: set[str] = set()
     for key in ("allOf", "anyOf", "oneOf"):
         for sub in schema.get(key) or []:
-            found |= schema_types(sub)
-    if "$ref" in schema and "$defs" in schema:
-        found |= schema_types(schema["$defs"].get(schema["$ref"].rsplit("/", 1)[-1]))
+            found |= schema_types(sub, defs)
     return found
 
 
@@ -72,10 +74,12 @@ class ParameterCheck:
         if values is None:
             return MISSING
         if "array" in self.types:
-            items = self.param.schema.get("items", {}) if isinstance(self.param.schema, dict) else {}
+            defs = defs_of(self.param.schema)
+            array = resolve(self.param.schema, defs)
+            items = array.get("items", {}) if isinstance(array, dict) else {}
             if len(values) == 1 and not (p.location == "query" and p.explode):
                 values = values[0].split(",") if values[0] else []
-            return [read_scalar(v, schema_types(items)) for v in values]
+            return [read_scalar(v, schema_types(items, defs)) for v in values]
         return read_scalar(values[0], self.types)
 
     def violations(self, request: IncomingRequest, path_params: dict[str, str], cookies: dict[str, str]) -> list[Violation]:

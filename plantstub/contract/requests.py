@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from plantstub._json import BodyError, decode_json, is_json, match_media
+from plantstub.contract.flatten import defs_of
 from plantstub.contract.model import Operation, SecurityScheme
 from plantstub.contract.params import ParameterCheck, read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck, Violation
@@ -136,7 +137,7 @@ class RequestCheck:
                 return [Violation("body", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")], None
             props = check.schema.get("properties", {}) if check and isinstance(check.schema, dict) else {}
             value = {
-                name: (read_scalar(vals[0], schema_types(props.get(name))) if len(vals) == 1 else vals)
+                name: (read_scalar(vals[0], schema_types(props.get(name), defs_of(check.schema) if check else {})) if len(vals) == 1 else vals)
                 for name, vals in fields.items()
             }
         else:

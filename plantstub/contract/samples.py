@@ -10,6 +10,7 @@ import math
 import sys
 from typing import Any, TypeVar
 
+from plantstub.contract.flatten import defs_of, flatten, is_number, merge
 from plantstub.contract.schema import SchemaCheck  # the checks requests and replies get, so samples pass them
 
 if sys.version_info >= (3, 11):  # the regular-expression parser behind `re`, to build strings that match a pattern
@@ -43,64 +44,12 @@ FORMAT_SAMPLES = {
 }
 MAX_DEPTH = 12
 _T = TypeVar("_T")
-_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
-_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
-
-
-def resolve(schema: Any, defs: dict[str, Any]) -> Any:
-    """Follow a local `#/$defs/X` reference of a bundled schema (one level at a time)."""
-    seen = 0
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 64:
-        target = defs.get(schema["$ref"].rsplit("/", 1)[-1], True)
-        rest = {k: v for k, v in schema.items() if k not in ("$ref", "$defs")}
-        schema = merge([target, rest], defs) if rest else target
-        seen += 1
-    return schema
-
-
-def merge(parts: list[Any], defs: dict[str, Any]) -> Any:
-    """Merge an allOf list into one schema: properties and required united, the stricter bound kept."""
-    out: dict[str, Any] = {}
-    for part in parts:
-        part = resolve(part, defs)
-        if part is False:
-            return False
-        if not isinstance(part, dict):
-            continue
-        if "allOf" in part:
-            part = _as_dict(merge([{k: v for k, v in part.items() if k != "allOf"}, *part["allOf"]], defs))
-        for key, value in part.items():
-            if key not in out:
-                out[key] = value
-            elif key == "properties" and isinstance(value, dict):
-                props = dict(out[key])
-                for name, sub in value.items():
-                    props[name] = {"allOf": [props[name], sub]} if name in props else sub
-                out[key] = props
-            elif key == "required" and isinstance(value, list):
-                out[key] = [*out[key], *[r for r in value if r not in out[key]]]
-            elif key in _LOWER_BOUNDS and _numeric(value) and _numeric(out[key]):
-                out[key] = max(out[key], value)
-            elif key in _UPPER_BOUNDS and _numeric(value) and _numeric(out[key]):
-                out[key] = min(out[key], value)
-            elif key == "type":
-                out[key] = _meet_types(out[key], value)
-            elif key == "enum" and isinstance(value, list) and isinstance(out[key], list):
-                both = [v for v in out[key] if v in value]
-                out[key] = both or out[key]
-            elif key in ("items", "additionalProperties", "contains", "propertyNames"):
-                out[key] = False if False in (value, out[key]) else {"allOf": [out[key], value]}
-    return out
-
-
-def _numeric(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _number(schema: dict[str, Any], key: str) -> float | None:
     """`schema[key]` when it is a number (not a boolean), else None."""
     value = schema.get(key)
-    return value if _numeric(value) else None
+    return value if is_number(value) else None
 
 
 def _of(schema: dict[str, Any], key: str, kind: type[_T], default: _T) -> _T:
@@ -109,33 +58,10 @@ def _of(schema: dict[str, Any], key: str, kind: type[_T], default: _T) -> _T:
     return value if isinstance(value, kind) else default
 
 
-def _meet_types(a: Any, b: Any) -> Any:
-    """The types both `a` and `b` allow (an integer is a number too); `a` when they share none."""
-    left, right = (t if isinstance(t, list) else [t] for t in (a, b))
-
-    def admits(kinds: list[Any], kind: Any) -> bool:
-        return kind in kinds or (kind == "integer" and "number" in kinds)
-
-    both = list(dict.fromkeys(t for t in [*left, "integer"] if admits(left, t) and admits(right, t)))
-    return (both[0] if len(both) == 1 else both) if both else a
-
-
-def _as_dict(schema: Any) -> dict[str, Any]:
-    return schema if isinstance(schema, dict) else {}
-
-
-def flatten(schema: Any, defs: dict[str, Any]) -> Any:
-    """The schema with its top-level $ref and allOf folded in."""
-    schema = resolve(schema, defs)
-    if isinstance(schema, dict) and "allOf" in schema:
-        schema = merge([{k: v for k, v in schema.items() if k != "allOf"}, *schema["allOf"]], defs)
-    return schema
-
-
 def sample(schema: Any, defs: dict[str, Any] | None = None, depth: int = 0) -> Any:
     """A small value that satisfies `schema` (a bundled schema; `defs` are its `$defs`)."""
     if defs is None:
-        defs = schema.get("$defs", {}) if isinstance(schema, dict) else {}
+        defs = defs_of(schema)
     return _Sampler(defs).value(schema, depth)
 
 
@@ -226,7 +152,7 @@ class _Sampler:
         count = max(int(_number(schema, "minItems") or 0), len(prefix))
         if count == 0 and depth < 3 and items is not False:
             count = 1  # one item shows the shape; deeper down, stay small
-        if _numeric(schema.get("maxItems")):
+        if is_number(schema.get("maxItems")):
             count = min(count, int(schema["maxItems"]))
         if items is False:
             count = min(count, len(prefix))
@@ -280,8 +206,8 @@ def _variants(item: Any, i: int) -> list[Any]:
 
 def _numbers(schema: dict[str, Any], kind: str) -> list[int | float]:
     """Candidate numbers in order of preference: 0, then near the lower bound, the upper, the middle."""
-    low = max((schema[k] for k in ("minimum", "exclusiveMinimum") if _numeric(schema.get(k))), default=None)
-    high = min((schema[k] for k in ("maximum", "exclusiveMaximum") if _numeric(schema.get(k))), default=None)
+    low = max((schema[k] for k in ("minimum", "exclusiveMinimum") if is_number(schema.get(k))), default=None)
+    high = min((schema[k] for k in ("maximum", "exclusiveMaximum") if is_number(schema.get(k))), default=None)
     points: list[float] = [0, 1, -1] + ([0.5] if kind == "number" else [])
     if low is not None:
         points += [low, low + 1, low + 0.5, math.floor(low) + 1]

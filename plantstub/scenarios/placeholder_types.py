@@ -13,16 +13,13 @@ import difflib
 from typing import Any, NamedTuple
 
 from plantstub._json import MISSING, is_json
+from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.model import MediaType, Operation
-from plantstub.contract.samples import flatten, sample
+from plantstub.contract.samples import sample
 from plantstub.scenarios.templating import Ref
 
 JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 _UNKNOWN = None  # a schema that does not pin its type: anything may come, nothing to check
-
-
-def _defs(schema: Any) -> dict[str, Any]:
-    return schema.get("$defs", {}) if isinstance(schema, dict) else {}
 
 
 def _json_media(content: dict[str, MediaType] | None) -> MediaType | None:
@@ -100,7 +97,7 @@ def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | Non
     Only a name that cannot be there is refused: under `additionalProperties: false`, or one that looks
     like a typo of a declared name (an open schema may carry any other name, so that is left to run time).
     """
-    defs = _defs(schema)
+    defs = defs_of(schema)
     node = schema
     for step in steps:
         flat = flatten(node, defs)
@@ -157,7 +154,7 @@ def placeholder_source(op: Operation, ref: Ref) -> Source:
         return Source(None, MISSING, f"the request body of {op.label}: {problem}")
     if schema is None:
         return Source(None, MISSING, None)
-    defs = _defs(media.schema)
+    defs = defs_of(media.schema)
     try:
         value = sample(schema, defs)
     except (RecursionError, ValueError, TypeError):
@@ -170,7 +167,7 @@ def wanted_types(response_schema: Any, steps: tuple[str | int, ...]) -> set[str]
     schema, problem = schema_at(response_schema, steps)
     if schema is None or problem is not None:
         return _UNKNOWN  # an undeclared response field is the body check's business
-    return types_of(schema, _defs(response_schema))
+    return types_of(schema, defs_of(response_schema))
 
 
 def describe(kinds: set[str]) -> str:

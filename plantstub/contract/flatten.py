@@ -1,0 +1,92 @@
+"""Reading a bundled schema: follow its local `$ref`s and fold `allOf` into one schema.
+
+Bundled schemas (contract/bundle.py) keep every reference target under the root's `$defs`; everything
+that looks inside a schema (samples, default answers, parameter types, placeholder types) reads it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
+_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
+
+
+def defs_of(schema: Any) -> dict[str, Any]:
+    """The `$defs` of a bundled schema (empty when it has none)."""
+    defs = schema.get("$defs") if isinstance(schema, dict) else None
+    return defs if isinstance(defs, dict) else {}
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, not a boolean."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def resolve(schema: Any, defs: dict[str, Any]) -> Any:
+    """Follow a local `#/$defs/X` reference of a bundled schema (one level at a time)."""
+    seen = 0
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 64:
+        target = defs.get(schema["$ref"].rsplit("/", 1)[-1], True)
+        rest = {k: v for k, v in schema.items() if k not in ("$ref", "$defs")}
+        schema = merge([target, rest], defs) if rest else target
+        seen += 1
+    return schema
+
+
+def merge(parts: list[Any], defs: dict[str, Any]) -> Any:
+    """Merge an allOf list into one schema: properties and required united, the stricter bound kept."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        part = resolve(part, defs)
+        if part is False:
+            return False
+        if not isinstance(part, dict):
+            continue
+        if "allOf" in part:
+            part = _as_dict(merge([{k: v for k, v in part.items() if k != "allOf"}, *part["allOf"]], defs))
+        for key, value in part.items():
+            if key not in out:
+                out[key] = value
+            elif key == "properties" and isinstance(value, dict):
+                props = dict(out[key])
+                for name, sub in value.items():
+                    props[name] = {"allOf": [props[name], sub]} if name in props else sub
+                out[key] = props
+            elif key == "required" and isinstance(value, list):
+                out[key] = [*out[key], *[r for r in value if r not in out[key]]]
+            elif key in _LOWER_BOUNDS and is_number(value) and is_number(out[key]):
+                out[key] = max(out[key], value)
+            elif key in _UPPER_BOUNDS and is_number(value) and is_number(out[key]):
+                out[key] = min(out[key], value)
+            elif key == "type":
+                out[key] = _meet_types(out[key], value)
+            elif key == "enum" and isinstance(value, list) and isinstance(out[key], list):
+                both = [v for v in out[key] if v in value]
+                out[key] = both or out[key]
+            elif key in ("items", "additionalProperties", "contains", "propertyNames"):
+                out[key] = False if False in (value, out[key]) else {"allOf": [out[key], value]}
+    return out
+
+
+def _meet_types(a: Any, b: Any) -> Any:
+    """The types both `a` and `b` allow (an integer is a number too); `a` when they share none."""
+    left, right = (t if isinstance(t, list) else [t] for t in (a, b))
+
+    def admits(kinds: list[Any], kind: Any) -> bool:
+        return kind in kinds or (kind == "integer" and "number" in kinds)
+
+    both = list(dict.fromkeys(t for t in [*left, "integer"] if admits(left, t) and admits(right, t)))
+    return (both[0] if len(both) == 1 else both) if both else a
+
+
+def _as_dict(schema: Any) -> dict[str, Any]:
+    return schema if isinstance(schema, dict) else {}
+
+
+def flatten(schema: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its top-level $ref and allOf folded in."""
+    schema = resolve(schema, defs)
+    if isinstance(schema, dict) and "allOf" in schema:
+        schema = merge([{k: v for k, v in schema.items() if k != "allOf"}, *schema["allOf"]], defs)
+    return schema

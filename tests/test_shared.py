@@ -1,0 +1,64 @@
+"""The shared helpers every layer asks: media types, the markers of absence, path templates, partial equality."""
+
+from __future__ import annotations
+
+import pytest
+
+from plantstub._json import MISSING, NO_BODY, essence, is_json, match_media, pick_json
+from plantstub.matching import Mismatch, body_mismatches, path_pattern, template_names, template_regex
+
+
+@pytest.mark.parametrize(("media_type", "expected"), [
+    ("application/json", True),
+    ("Application/JSON; charset=utf-8", True),
+    ("application/problem+json", True),
+    ("application/vnd.api+json;version=2", True),
+    ("application/x-ndjson", False),
+    ("text/plain", False),
+    ("", False),
+    (None, False),
+])
+def test_is_json_has_one_answer(media_type, expected):
+    assert is_json(media_type) is expected
+
+
+def test_essence_drops_parameters_and_case():
+    assert essence(" Application/JSON ; charset=UTF-8") == "application/json"
+
+
+def test_match_media_prefers_the_exact_type_then_the_most_specific_wildcard():
+    declared = ["*/*", "application/*+json", "application/json; charset=utf-8", "text/*"]
+    assert match_media("application/json", declared) == "application/json; charset=utf-8"
+    assert match_media("application/merge-patch+json", declared) == "application/*+json"
+    assert match_media("text/csv; header=present", declared) == "text/*"
+    assert match_media("image/png", declared) == "*/*"
+    assert match_media("image/png", ["text/*"]) is None
+
+
+def test_pick_json_prefers_application_json_then_any_json_then_the_first():
+    assert pick_json(["text/plain", "application/problem+json", "application/json"]) == "application/json"
+    assert pick_json(["text/plain", "application/problem+json"]) == "application/problem+json"
+    assert pick_json(["text/plain"]) == "text/plain"
+    assert pick_json([]) is None
+
+
+def test_the_markers_are_not_json_values():
+    assert not NO_BODY and NO_BODY is not None  # `if body:` reads "is there one"
+    assert MISSING and repr(MISSING) == "MISSING" and repr(NO_BODY) == "NO_BODY"
+
+
+def test_one_template_builder_serves_routing_and_matching():
+    regex = template_regex("/plants/{id}/parts/{part}", capture=True)
+    assert regex.match("/plants/7/parts/leaf").groups() == ("7", "leaf")
+    assert template_names("/plants/{id}/parts/{part}") == ["id", "part"]
+    assert path_pattern("/plants/{id}").match("/plants/7")
+    assert not path_pattern("/plants/{id}").match("/plants/7/parts")
+    assert not path_pattern("/plants.json").match("/plantsXjson")  # literal parts are escaped
+
+
+def test_partial_equality_is_json_equality():
+    assert body_mismatches({"id": 1}, {"id": 1.0, "name": "Fern"}) == []
+    assert body_mismatches({"ok": True}, {"ok": 1}) == [Mismatch("body.ok", True, 1)]
+    [absent] = body_mismatches({"tag": "a"}, {})
+    assert str(absent) == "body.tag: expected 'a', got <absent>"
+    assert body_mismatches([1, 2], [1]) == [Mismatch("body", [1, 2], [1])]
