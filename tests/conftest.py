@@ -1,18 +1,14 @@
-"""Shared test helpers: request builders and a running `plantstub serve` subprocess."""
+"""Fixtures and hooks of the whole suite; the helpers test modules import are in tests/helpers.py."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from multidict import CIMultiDict
 
-from plantstub.incoming import IncomingRequest
+from tests.helpers import ServeProcess
 
 pytest_plugins = ["pytester"]
 
@@ -24,52 +20,6 @@ if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by tests/lanes.py
         raise RuntimeError(f"PLANTSTUB_EXPECT_INSTALLED=1 but plantstub was imported from the source tree: {plantstub.__file__}")
     if (Path.cwd() / "plantstub").is_dir():
         raise RuntimeError(f"PLANTSTUB_EXPECT_INSTALLED=1 but `python -m plantstub` run from {Path.cwd()} would import its plantstub/")
-
-DATA = Path(__file__).parent / "data"
-AUTH = {"Authorization": "Bearer t"}
-
-
-def make_request(method: str = "POST", path: str = "/plants", *, headers=None, query=None, raw: bytes = b"") -> IncomingRequest:
-    """An IncomingRequest as app.py builds it (case-insensitive headers, query values as lists)."""
-    return IncomingRequest(method, path, query or {}, CIMultiDict(headers or {}), raw)
-
-
-class ServeProcess:
-    """`plantstub serve` in a subprocess on a free port; `url` parsed from its listening line."""
-
-    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "plantstub", "serve", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, **(env or {})}, cwd=cwd,
-        )
-        self.started = time.monotonic()
-        line = self.proc.stdout.readline() if self.proc.stdout else ""
-        if not line.startswith("plantstub listening on "):
-            self.stop()
-            raise AssertionError(f"no listening line; got {line!r}; stderr: {self.stderr}")
-        self.listening_line = line.rstrip("\n")
-        self.url = self.listening_line.removeprefix("plantstub listening on ")
-        self.stderr = ""
-
-    def stop(self, sig: int | None = None, timeout: float = 5.0) -> int:
-        if self.proc.stdout is None or self.proc.stdout.closed:
-            return self.proc.returncode
-        if self.proc.poll() is None:
-            if sig is None:
-                self.proc.terminate()
-            else:
-                self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.stderr = self.proc.stderr.read() if self.proc.stderr else ""
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream:
-                stream.close()
-        return self.proc.returncode
 
 
 @pytest.fixture
@@ -85,3 +35,11 @@ def serve() -> Iterator:
     yield start
     for process in started:
         process.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` every test that runs an inner pytest session (tests/consumer/ mostly): its files name no marker
+    of this suite, as they run in consumer projects too."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

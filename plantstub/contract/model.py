@@ -73,9 +73,6 @@ class Operation:
     def label(self) -> str:
         return f"{self.method} {self.path}"
 
-    def declared_statuses(self) -> list[str]:
-        return list(self.responses)
-
     def response_for(self, status: int) -> Response | None:
         """The declared response covering `status`: exact code, then nXX, then default."""
         text = str(status)

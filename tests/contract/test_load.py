@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from openapi_spec_validator import validate as validate_openapi
@@ -13,8 +12,8 @@ from plantstub.contract.load import bundled_spec_path, load_spec
 from plantstub.contract.model import Operation, SecurityScheme, Spec
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import SpecError
+from tests.helpers import SPECS
 
-SPECS = Path(__file__).parent / "data" / "specs"
 GOOD = ["greenhouse-3.0.yaml", "greenhouse-3.1.json", "tree.yaml", "webhooks-only.yaml", "multi/main.yaml"]
 
 

@@ -9,8 +9,7 @@ import socket
 import pytest
 
 from plantstub import Stub, create_app
-
-AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+from tests.helpers import JSON_AUTH
 
 
 def raw_exchange(url: str, data: bytes, close_early: bool = False) -> bytes:
@@ -76,12 +75,12 @@ async def client(aiohttp_client, tmp_path):
     ids=["superscript", "two-digits", "empty"],
 )
 async def test_prefer_code_must_be_a_status(client, prefer, message):
-    response = await client.post("/plants", json={"id": 1, "name": "A"}, headers={**AUTH, "Prefer": prefer})
+    response = await client.post("/plants", json={"id": 1, "name": "A"}, headers={**JSON_AUTH, "Prefer": prefer})
     assert (response.status, await response.json()) == (400, {"error": 400, "message": message})
 
 
 async def test_rule_header_cannot_smuggle_lines_or_framing(client):
-    response = await client.post("/plants", json={"id": 1, "name": "Echo", "tag": "a\r\nSet-Cookie: x=1"}, headers=AUTH)
+    response = await client.post("/plants", json={"id": 1, "name": "Echo", "tag": "a\r\nSet-Cookie: x=1"}, headers=JSON_AUTH)
     assert response.status == 200
     assert response.headers["X-Echo"] == "a  Set-Cookie: x=1"
     assert "Set-Cookie" not in response.headers
@@ -89,7 +88,7 @@ async def test_rule_header_cannot_smuggle_lines_or_framing(client):
 
 
 async def test_malformed_body_fault_records_the_status_sent(client):
-    response = await client.post("/plants", json={"id": 1, "name": "Broken"}, headers=AUTH)
+    response = await client.post("/plants", json={"id": 1, "name": "Broken"}, headers=JSON_AUTH)
     assert response.status == 200
     with pytest.raises(ValueError):
         json.loads(await response.read())
@@ -98,7 +97,7 @@ async def test_malformed_body_fault_records_the_status_sent(client):
 
 
 async def test_overflowing_number_is_refused(client):
-    response = await client.post("/plants", data=b'{"id": 1, "name": "a", "tag": 1e400}', headers=AUTH)
+    response = await client.post("/plants", data=b'{"id": 1, "name": "a", "tag": 1e400}', headers=JSON_AUTH)
     assert (response.status, await response.json()) == (
         400, {"error": 400, "message": "body: not valid JSON: 1e400 is too large for a JSON number"})
     text = await (await client.get("/__plantstub/calls")).text()
@@ -132,10 +131,10 @@ async def test_head_health_for_probes(client):
 async def test_many_odd_requests_never_get_a_500(client):
     odd = [
         ("PROPFIND", "/plants", b"", {}),
-        ("POST", "/plants?x=%ff%fe", b'{"id": 1, "name": "A"}', AUTH),
-        ("POST", "/pl%ffants", b"{}", AUTH),
-        ("POST", "/plants", b'{"id": 1, "name": "A"}', {**AUTH, "X-Plantstub-Scenario": ""}),
-        ("POST", "/plants", b'{"id": 1, "name": "A"}', {**AUTH, "Prefer": "code=200," * 200}),
+        ("POST", "/plants?x=%ff%fe", b'{"id": 1, "name": "A"}', JSON_AUTH),
+        ("POST", "/pl%ffants", b"{}", JSON_AUTH),
+        ("POST", "/plants", b'{"id": 1, "name": "A"}', {**JSON_AUTH, "X-Plantstub-Scenario": ""}),
+        ("POST", "/plants", b'{"id": 1, "name": "A"}', {**JSON_AUTH, "Prefer": "code=200," * 200}),
         ("GET", "/__plantstub/calls?limit=-1", b"", {}),
         ("PUT", "/__plantstub/scenario", b'{"name": 5}', {}),
         ("PUT", "/__plantstub/scenario", b"[" * 5000, {}),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,8 +9,8 @@ from hypothesis import strategies as st
 from plantstub.contract.load import load_spec
 from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, jsonschema_rs
+from tests.helpers import REPO, SPECS
 
-SPECS = Path(__file__).parent / "data" / "specs"
 SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml", SPECS / "multi" / "main.yaml"]
 
 pytestmark = pytest.mark.skipif(jsonschema_rs is None, reason="jsonschema-rs is not installed")
@@ -84,6 +82,7 @@ def instances(draw, schema):
     return value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "schema"), SCHEMAS, ids=[n for n, _ in SCHEMAS])
 def test_accelerator_agrees_with_jsonschema(name, schema):
     check = SchemaCheck(schema, name)
@@ -134,6 +133,7 @@ def _nest(inner):
 META_SCHEMAS = st.recursive(LEAF_SCHEMAS, _nest, max_leaves=10)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(META_SCHEMAS)
 def test_fast_metaschema_check_agrees_with_jsonschema(schema):
@@ -143,6 +143,7 @@ def test_fast_metaschema_check_agrees_with_jsonschema(schema):
     assert meta_valid(schema) == slow_valid, schema
 
 
+@pytest.mark.slow
 def test_serving_valid_requests_never_imports_jsonschema(tmp_path):
     """jsonschema (about 50 ms to import) is loaded for messages only: start-up and valid calls skip it."""
     import subprocess
@@ -164,7 +165,7 @@ def test_serving_valid_requests_never_imports_jsonschema(tmp_path):
             except urllib.error.HTTPError as exc:
                 print(exc.code, json.loads(exc.read())["message"], "jsonschema" in sys.modules)
     """)
-    scenarios = Path(__file__).parents[1] / "scenarios"
+    scenarios = REPO / "scenarios"
     done = subprocess.run([sys.executable, "-c", script, str(scenarios)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     valid, invalid = done.stdout.splitlines()

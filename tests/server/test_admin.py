@@ -1,4 +1,4 @@
-"""The admin API over HTTP: calls with filters, reset, coverage, scenario switching."""
+"""The admin API over HTTP: health, calls with filters, reset, coverage, unknown routes and methods."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import asyncio
 import pytest
 
 from plantstub import create_app
-
-AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+from tests.helpers import JSON_AUTH
 
 
 @pytest.fixture
@@ -17,8 +16,8 @@ async def client(aiohttp_client, tmp_path):
 
 
 async def traffic(client):
-    await client.post("/plants", data=b'{"id": 1, "name": "Fern"}', headers=AUTH)
-    await client.post("/plants?dry_run=1&tag=a&tag=b", data=b'{"id": "x", "name": "Fern"}', headers=AUTH)
+    await client.post("/plants", data=b'{"id": 1, "name": "Fern"}', headers=JSON_AUTH)
+    await client.post("/plants?dry_run=1&tag=a&tag=b", data=b'{"id": "x", "name": "Fern"}', headers=JSON_AUTH)
     await client.get("/nope")
     await client.post("/plants", data=b'{"id": 2, "name": "Ivy"}', headers={"Content-Type": "application/json"})
 
@@ -117,7 +116,7 @@ async def test_coverage_counts_calls_per_declared_response(client):
 
 
 async def test_coverage_shows_the_untested_400(client):
-    await client.post("/plants", data=b'{"id": 1, "name": "Fern"}', headers=AUTH)
+    await client.post("/plants", data=b'{"id": 1, "name": "Fern"}', headers=JSON_AUTH)
     report = await (await client.get("/__plantstub/coverage")).json()
     assert report["operations"][0]["responses"] == [{"status": "200", "calls": 1}, {"status": "400", "calls": 0}]
     assert (report["covered"], report["total"], report["percent"]) == (1, 2, 50.0)
@@ -126,7 +125,7 @@ async def test_coverage_shows_the_untested_400(client):
 async def test_concurrent_clients_lose_and_duplicate_nothing(client):
     async def one(i):
         body = f'{{"id": {i}, "name": "P{i}"}}'.encode()
-        response = await client.post("/plants", data=body, headers=AUTH)
+        response = await client.post("/plants", data=body, headers=JSON_AUTH)
         assert response.status == 200
 
     await asyncio.gather(*(one(i) for i in range(300)))
@@ -139,7 +138,7 @@ async def test_concurrent_clients_lose_and_duplicate_nothing(client):
 async def test_journal_cap_keeps_the_newest_and_counts_the_dropped(aiohttp_client, tmp_path):
     client = await aiohttp_client(create_app(scenarios=str(tmp_path), journal_size=3))
     for i in range(5):
-        await client.post("/plants", data=f'{{"id": {i}, "name": "P"}}'.encode(), headers=AUTH)
+        await client.post("/plants", data=f'{{"id": {i}, "name": "P"}}'.encode(), headers=JSON_AUTH)
     response = await client.get("/__plantstub/calls")
     assert [c["seq"] for c in await response.json()] == [3, 4, 5]
     assert (response.headers["X-Plantstub-Recorded"], response.headers["X-Plantstub-Dropped"]) == ("5", "2")
@@ -151,3 +150,18 @@ async def test_admin_wrong_method_is_json_405(client):
     assert response.headers["Allow"] == "DELETE, GET, HEAD"
     assert await response.json() == {
         "error": 405, "message": "method: POST is not allowed on /__plantstub/calls (allowed: DELETE, GET, HEAD)"}
+
+
+async def test_health_route(client):
+    response = await client.get("/__plantstub/health")
+    assert response.status == 200
+    body = await response.json()
+    assert body["status"] == "ok"
+    assert body["spec"] == {"title": "Plant Store", "version": "1.0.0", "operations": 1}
+
+
+async def test_unknown_admin_route_gets_json_404(client):
+    response = await client.get("/__plantstub/nothing")
+    assert response.status == 404
+    assert await response.json() == {
+        "error": 404, "message": "path: /__plantstub/nothing is not an admin route (see GET /__plantstub/health)"}

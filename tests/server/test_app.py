@@ -10,9 +10,7 @@ import pytest
 
 from plantstub import create_app
 from plantstub.server.app import CONTROL_KEY
-
-AUTH = {"Authorization": "Bearer t"}
-JSON_AUTH = {**AUTH, "Content-Type": "application/json"}
+from tests.helpers import AUTH, JSON_AUTH
 
 
 @pytest.fixture
@@ -156,21 +154,6 @@ async def test_default_limit_is_one_mebibyte(client):
     small = json.dumps({"id": 1, "name": "x" * (1024 * 1024 - 100)}).encode()
     response = await client.post("/plants", data=io.BytesIO(small), headers=JSON_AUTH)
     assert response.status == 200
-
-
-async def test_health_route(client):
-    response = await client.get("/__plantstub/health")
-    assert response.status == 200
-    body = await response.json()
-    assert body["status"] == "ok"
-    assert body["spec"] == {"title": "Plant Store", "version": "1.0.0", "operations": 1}
-
-
-async def test_unknown_admin_route_gets_json_404(client):
-    response = await client.get("/__plantstub/nothing")
-    assert response.status == 404
-    assert await response.json() == {
-        "error": 404, "message": "path: /__plantstub/nothing is not an admin route (see GET /__plantstub/health)"}
 
 
 async def test_every_call_is_recorded_with_its_outcome(client):

@@ -1,16 +1,10 @@
-"""Scenario loading: exact `file:line: path: message` for every broken file, the model, `check`, `schema`."""
+"""Scenario loading: exact `file:line: path: message` for every broken file, the model, the JSON Schema."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
-import yaml
 
 from plantstub._json import NO_BODY
 from plantstub.contract.load import load_spec
@@ -24,29 +18,10 @@ from plantstub.scenarios.load import (
     scenario_schema,
 )
 from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
+from tests.helpers import REPO, SCENARIO_DATA, TREES, write
 
-REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = Path(__file__).resolve().parent / "data" / "scenarios"
 BUILTIN = builtin_folder()
 SPEC = load_spec()
-
-TREES = """\
-openapi: 3.1.0
-info: {title: Trees, version: "1"}
-paths:
-  /trees/{treeId}:
-    get:
-      responses:
-        "200":
-          description: a tree
-          content:
-            application/json:
-              schema: {type: object, required: [height], properties: {height: {type: integer}}}
-        "404": {description: no such tree}
-    delete:
-      responses:
-        "204": {description: gone}
-"""
 
 TOO_LARGE = "too large: more than 100000 values, or nested deeper than 100, once aliases are expanded"
 
@@ -95,13 +70,7 @@ BROKEN = [
 @pytest.fixture
 def in_scenarios(monkeypatch):
     """Run from tests/data/scenarios, so errors name files as `broken/x.yaml`."""
-    monkeypatch.chdir(SCENARIOS)
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.write_text(text, encoding="utf-8")
-    return path
+    monkeypatch.chdir(SCENARIO_DATA)
 
 
 def errors_of(path: Path, spec=SPEC) -> list[str]:
@@ -116,7 +85,7 @@ def test_load_scenario_file_names_file_line_path_and_problem(in_scenarios, name,
 
 
 def test_load_scenario_file_pins_every_broken_file():
-    assert sorted(p.name for p in (SCENARIOS / "broken").iterdir()) == sorted(name for name, _ in BROKEN)
+    assert sorted(p.name for p in (SCENARIO_DATA / "broken").iterdir()) == sorted(name for name, _ in BROKEN)
 
 
 def test_load_scenarios_reports_every_broken_file_in_order(in_scenarios):
@@ -342,86 +311,6 @@ def test_load_scenarios_missing_folder_is_an_error(tmp_path):
     scenarios, errors = load_scenarios(tmp_path / "nope", SPEC)
     assert scenarios == {}
     assert [str(e) for e in errors] == [f"{tmp_path / 'nope'}: cannot read the folder (No such file or directory)"]
-
-
-# -- the CLI ------------------------------------------------------------------------------------
-def plantstub(*args: str, cwd: Path = SCENARIOS, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANTSTUB_")}
-    return subprocess.run(
-        [sys.executable, "-m", "plantstub", *args], capture_output=True, text=True, cwd=cwd,
-        env={**environ, **(env or {})}, timeout=60,
-    )
-
-
-def test_cli_check_good_folder_exits_0():
-    result = plantstub("check", "good")
-    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 4 scenarios OK\n", "")
-
-
-def test_cli_check_prints_each_error_and_a_summary_and_exits_1():
-    result = plantstub("check", "good", "broken/unknown-key.yaml", "broken/status-not-declared.yaml", "nowhere.yaml")
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert result.stderr.splitlines() == [
-        "broken/unknown-key.yaml:7: rules[0].match: unknown key 'heders' (did you mean 'headers'?)",
-        "broken/status-not-declared.yaml:8: rules[0].replies[1].status: 418 is not declared for POST /plants"
-        " (declared: 200, 400); add `off_contract: true` to this rule to serve it anyway",
-        "nowhere.yaml: no such file or folder",
-        "plantstub: 3 errors in 3 files",
-    ]
-
-
-def test_cli_check_folder_with_duplicates():
-    result = plantstub("check", "duplicates")
-    assert (result.returncode, result.stderr.splitlines()[-1]) == (1, "plantstub: 1 error in 1 file")
-
-
-def test_cli_check_repo_scenarios():
-    # Not from the repository root: `python -m plantstub` there would import the source tree, not the install.
-    result = plantstub("check", str(REPO / "scenarios"))
-    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 1 scenario OK\n", "")
-    result = plantstub("check", str(BUILTIN))
-    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 4 scenarios OK\n", "")
-
-
-@pytest.mark.parametrize("how", ["flag", "env"])
-def test_cli_check_spec_from_flag_or_environment(tmp_path, how):
-    spec = write(tmp_path, "trees.yaml", TREES)
-    write(tmp_path, "felled.yaml", "rules:\n  - match: {method: DELETE, path: /trees/7}\n    reply: {status: 204}\n")
-    assert plantstub("check", str(tmp_path / "felled.yaml")).stderr.splitlines()[0] == (
-        f"{tmp_path}/felled.yaml:2: rules[0].match.path: /trees/7 matches no path in the spec (paths: /plants)"
-    )
-    args, env = (["--spec", str(spec)], None) if how == "flag" else ([], {"PLANTSTUB_SPEC": str(spec)})
-    result = plantstub("check", *args, str(tmp_path / "felled.yaml"), env=env)
-    assert (result.returncode, result.stdout) == (0, "plantstub: 1 scenario OK\n")
-
-
-def test_cli_check_empty_folder_and_usage(tmp_path):
-    result = plantstub("check", str(tmp_path))
-    assert (result.returncode, result.stderr.splitlines()) == (
-        1, [f"{tmp_path}: no scenario files here (*.yaml, *.yml)", "plantstub: 1 error in 1 file"]
-    )
-    assert plantstub("check").returncode == 2
-
-
-def test_cli_check_bad_spec_exits_1(tmp_path):
-    result = plantstub("check", "--spec", str(tmp_path / "missing.yaml"), "good")
-    assert result.returncode == 1
-    assert result.stderr.startswith(f"plantstub: cannot use spec {tmp_path / 'missing.yaml'}")
-
-
-def test_cli_schema_prints_a_valid_json_schema_that_the_examples_fit():
-    result = plantstub("schema")
-    assert result.returncode == 0
-    schema = json.loads(result.stdout)
-    assert schema == scenario_schema()
-    jsonschema.Draft202012Validator.check_schema(schema)
-    validator = jsonschema.Draft202012Validator(schema)
-    examples = [*sorted((REPO / "scenarios").glob("*.yaml")), *sorted(BUILTIN.glob("*.yaml")),
-                *sorted((SCENARIOS / "good").glob("*.y*ml"))]
-    assert len(examples) == 9
-    for path in examples:
-        assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
 
 
 def test_schema_describes_every_property():

@@ -10,8 +10,7 @@ import pytest
 from plantstub.contract.load import load_spec
 from plantstub.contract.requests import RequestCheck
 from plantstub.contract.router import Router
-
-from .conftest import make_request
+from tests.helpers import make_request
 
 API = {
     "openapi": "3.1.0",

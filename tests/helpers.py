@@ -1,0 +1,93 @@
+"""Shared test helpers: paths, headers, request builders and a running `plantstub serve` subprocess.
+
+Test modules import these with `from tests.helpers import ...`; tests/conftest.py keeps only fixtures and hooks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from multidict import CIMultiDict
+
+from plantstub.incoming import IncomingRequest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+SPECS = DATA / "specs"  # OpenAPI documents written for the tests
+SCENARIO_DATA = DATA / "scenarios"  # scenario files written for the tests: good/, broken/, duplicates/
+
+AUTH = {"Authorization": "Bearer t"}
+JSON_AUTH = {**AUTH, "Content-Type": "application/json"}
+
+# A small spec other than the Plant Store: GET and DELETE /trees/{treeId}.
+TREES = """\
+openapi: 3.1.0
+info: {title: Trees, version: "1"}
+paths:
+  /trees/{treeId}:
+    get:
+      responses:
+        "200":
+          description: a tree
+          content:
+            application/json:
+              schema: {type: object, required: [height], properties: {height: {type: integer}}}
+        "404": {description: no such tree}
+    delete:
+      responses:
+        "204": {description: gone}
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    """Write `text` to folder/name (UTF-8) and return the path."""
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_request(method: str = "POST", path: str = "/plants", *, headers=None, query=None, raw: bytes = b"") -> IncomingRequest:
+    """An IncomingRequest as app.py builds it (case-insensitive headers, query values as lists)."""
+    return IncomingRequest(method, path, query or {}, CIMultiDict(headers or {}), raw)
+
+
+class ServeProcess:
+    """`plantstub serve` in a subprocess on a free port; `url` parsed from its listening line."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "plantstub", "serve", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, **(env or {})}, cwd=cwd,
+        )
+        self.started = time.monotonic()
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line.startswith("plantstub listening on "):
+            self.stop()
+            raise AssertionError(f"no listening line; got {line!r}; stderr: {self.stderr}")
+        self.listening_line = line.rstrip("\n")
+        self.url = self.listening_line.removeprefix("plantstub listening on ")
+        self.stderr = ""
+
+    def stop(self, sig: int | None = None, timeout: float = 5.0) -> int:
+        if self.proc.stdout is None or self.proc.stdout.closed:
+            return self.proc.returncode
+        if self.proc.poll() is None:
+            if sig is None:
+                self.proc.terminate()
+            else:
+                self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr = self.proc.stderr.read() if self.proc.stderr else ""
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+        return self.proc.returncode

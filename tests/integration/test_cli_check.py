@@ -1,0 +1,99 @@
+"""`plantstub check` and `plantstub schema` as a user runs them: a real process, exit codes, exact output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from plantstub.scenarios.load import builtin_folder, scenario_schema
+from tests.helpers import REPO, SCENARIO_DATA, TREES, write
+
+BUILTIN = builtin_folder()
+
+pytestmark = pytest.mark.slow  # every test starts `python -m plantstub`
+
+
+def plantstub(*args: str, cwd: Path = SCENARIO_DATA, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANTSTUB_")}
+    return subprocess.run(
+        [sys.executable, "-m", "plantstub", *args], capture_output=True, text=True, cwd=cwd,
+        env={**environ, **(env or {})}, timeout=60,
+    )
+
+
+def test_cli_check_good_folder_exits_0():
+    result = plantstub("check", "good")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 4 scenarios OK\n", "")
+
+
+def test_cli_check_prints_each_error_and_a_summary_and_exits_1():
+    result = plantstub("check", "good", "broken/unknown-key.yaml", "broken/status-not-declared.yaml", "nowhere.yaml")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "broken/unknown-key.yaml:7: rules[0].match: unknown key 'heders' (did you mean 'headers'?)",
+        "broken/status-not-declared.yaml:8: rules[0].replies[1].status: 418 is not declared for POST /plants"
+        " (declared: 200, 400); add `off_contract: true` to this rule to serve it anyway",
+        "nowhere.yaml: no such file or folder",
+        "plantstub: 3 errors in 3 files",
+    ]
+
+
+def test_cli_check_folder_with_duplicates():
+    result = plantstub("check", "duplicates")
+    assert (result.returncode, result.stderr.splitlines()[-1]) == (1, "plantstub: 1 error in 1 file")
+
+
+def test_cli_check_repo_scenarios():
+    # Not from the repository root: `python -m plantstub` there would import the source tree, not the install.
+    result = plantstub("check", str(REPO / "scenarios"))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 1 scenario OK\n", "")
+    result = plantstub("check", str(BUILTIN))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "plantstub: 4 scenarios OK\n", "")
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_cli_check_spec_from_flag_or_environment(tmp_path, how):
+    spec = write(tmp_path, "trees.yaml", TREES)
+    write(tmp_path, "felled.yaml", "rules:\n  - match: {method: DELETE, path: /trees/7}\n    reply: {status: 204}\n")
+    assert plantstub("check", str(tmp_path / "felled.yaml")).stderr.splitlines()[0] == (
+        f"{tmp_path}/felled.yaml:2: rules[0].match.path: /trees/7 matches no path in the spec (paths: /plants)"
+    )
+    args, env = (["--spec", str(spec)], None) if how == "flag" else ([], {"PLANTSTUB_SPEC": str(spec)})
+    result = plantstub("check", *args, str(tmp_path / "felled.yaml"), env=env)
+    assert (result.returncode, result.stdout) == (0, "plantstub: 1 scenario OK\n")
+
+
+def test_cli_check_empty_folder_and_usage(tmp_path):
+    result = plantstub("check", str(tmp_path))
+    assert (result.returncode, result.stderr.splitlines()) == (
+        1, [f"{tmp_path}: no scenario files here (*.yaml, *.yml)", "plantstub: 1 error in 1 file"]
+    )
+    assert plantstub("check").returncode == 2
+
+
+def test_cli_check_bad_spec_exits_1(tmp_path):
+    result = plantstub("check", "--spec", str(tmp_path / "missing.yaml"), "good")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"plantstub: cannot use spec {tmp_path / 'missing.yaml'}")
+
+
+def test_cli_schema_prints_a_valid_json_schema_that_the_examples_fit():
+    result = plantstub("schema")
+    assert result.returncode == 0
+    schema = json.loads(result.stdout)
+    assert schema == scenario_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    examples = [*sorted((REPO / "scenarios").glob("*.yaml")), *sorted(BUILTIN.glob("*.yaml")),
+                *sorted((SCENARIO_DATA / "good").glob("*.y*ml"))]
+    assert len(examples) == 9
+    for path in examples:
+        assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
