@@ -61,7 +61,7 @@ def match_media(media_type: str, declared: Iterable[str]) -> str | None:
         if essence(name) == kind:
             return name
     fitting = [name for name in names if "*" in name and fnmatchcase(kind, essence(name))]
-    return max(fitting, key=len) if fitting else None
+    return max(fitting, key=lambda name: len(essence(name))) if fitting else None
 
 
 def pick_json(declared: Iterable[str]) -> str | None:

@@ -33,6 +33,8 @@ def test_match_media_prefers_the_exact_type_then_the_most_specific_wildcard():
     assert match_media("text/csv; header=present", declared) == "text/*"
     assert match_media("image/png", declared) == "*/*"
     assert match_media("image/png", ["text/*"]) is None
+    # parameters do not make a wildcard more specific
+    assert match_media("text/plain", ["text/*", "*/*; charset=utf-8"]) == "text/*"
 
 
 def test_pick_json_prefers_application_json_then_any_json_then_the_first():

@@ -1,4 +1,4 @@
-"""The spec's declared answers: an example, or a generated body with request fields echoed in; and `Prefer`."""
+"""The spec's declared answers: an example, or a generated body with request fields echoed in."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+_UNKNOWN = None  # a schema that does not pin its type: anything may come
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 
@@ -90,3 +92,49 @@ def flatten(schema: Any, defs: dict[str, Any]) -> Any:
     if isinstance(schema, dict) and "allOf" in schema:
         schema = merge([{k: v for k, v in schema.items() if k != "allOf"}, *schema["allOf"]], defs)
     return schema
+
+
+def types_of(schema: Any, defs: dict[str, Any], depth: int = 0) -> set[str] | None:
+    """The JSON types `schema` admits, or None when it does not say (no `type`, `const` or `enum`)."""
+    if schema is True or depth > 16:
+        return _UNKNOWN
+    if schema is False:
+        return set()
+    try:
+        flat = flatten(schema, defs)
+    except RecursionError:  # an allOf that contains itself: nothing to be learnt
+        return _UNKNOWN
+    if not isinstance(flat, dict):
+        return _UNKNOWN
+    kind = flat.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        return set(kind)
+    values = [flat["const"]] if "const" in flat else flat.get("enum")
+    if isinstance(values, list):
+        return {_type_of(v) for v in values}
+    branches = flat.get("anyOf") or flat.get("oneOf")
+    if isinstance(branches, list) and branches:
+        found: set[str] = set()
+        for branch in branches:
+            kinds = types_of(branch, defs, depth + 1)
+            if kinds is None:
+                return _UNKNOWN
+            found |= kinds
+        return found
+    return _UNKNOWN
+
+
+def _type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"

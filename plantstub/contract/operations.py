@@ -1,7 +1,8 @@
 """ServedOperation: one operation with everything compiled for serving it, and `Prefer` among its answers.
 
-The one per-operation runtime object: its request check (built at start), its declared answers and
-its response schema checks (built on first use), so no other table is keyed by operation.
+The one runtime object per operation: its request check (the server builds every one at start), its
+declared answers and its response schema checks (built on first use). The other tables keyed by
+operation hold what other layers own: coverage counts (recording) and rendered-reply checks (scenarios).
 """
 
 from __future__ import annotations

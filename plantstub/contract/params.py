@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from plantstub._json import MISSING
-from plantstub.contract.flatten import defs_of, resolve
+from plantstub.contract.flatten import defs_of, flatten, types_of
 from plantstub.contract.model import Parameter
 from plantstub.contract.schema import SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
@@ -15,21 +15,8 @@ _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
 def schema_types(schema: Any, defs: dict[str, Any] | None = None) -> set[str]:
-    """The JSON types a parameter's schema names (through $ref, allOf, anyOf, oneOf), to read its text by."""
-    defs = defs_of(schema) if defs is None else defs
-    schema = resolve(schema, defs)
-    if not isinstance(schema, dict):
-        return set()
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return set(kind)
-    found: set[str] = set()
-    for key in ("allOf", "anyOf", "oneOf"):
-        for sub in schema.get(key) or []:
-            found |= schema_types(sub, defs)
-    return found
+    """The JSON types a schema names, to read a parameter's or form field's text by (empty: read as text)."""
+    return types_of(schema, defs_of(schema) if defs is None else defs) or set()
 
 
 def read_scalar(text: str, types: set[str]) -> Any:
@@ -54,6 +41,11 @@ class ParameterCheck:
     def __init__(self, param: Parameter, where: str, accelerate: bool) -> None:
         self.param = param
         self.types = schema_types(param.schema)
+        defs = defs_of(param.schema)
+        self.item_types: set[str] = set()
+        if "array" in self.types:
+            array = flatten(param.schema, defs)  # types_of() above flattened it already: no loop here
+            self.item_types = schema_types(array.get("items", {}) if isinstance(array, dict) else {}, defs)
         self.check = SchemaCheck(param.schema, where, accelerate=accelerate, checked=True) if param.schema is not None else None
         label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)
         self.where = f"{label}.{param.name}"
@@ -74,12 +66,9 @@ class ParameterCheck:
         if values is None:
             return MISSING
         if "array" in self.types:
-            defs = defs_of(self.param.schema)
-            array = resolve(self.param.schema, defs)
-            items = array.get("items", {}) if isinstance(array, dict) else {}
             if len(values) == 1 and not (p.location == "query" and p.explode):
                 values = values[0].split(",") if values[0] else []
-            return [read_scalar(v, schema_types(items, defs)) for v in values]
+            return [read_scalar(v, self.item_types) for v in values]
         return read_scalar(values[0], self.types)
 
     def violations(self, request: IncomingRequest, path_params: dict[str, str], cookies: dict[str, str]) -> list[Violation]:

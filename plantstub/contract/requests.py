@@ -8,11 +8,23 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from plantstub._json import BodyError, decode_json, is_json, match_media
-from plantstub.contract.flatten import defs_of
+from plantstub.contract.flatten import defs_of, flatten, types_of
 from plantstub.contract.model import Operation, SecurityScheme
-from plantstub.contract.params import ParameterCheck, read_scalar, schema_types
+from plantstub.contract.params import ParameterCheck, read_scalar
 from plantstub.contract.schema import SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
+
+
+def _property_types(schema: Any) -> dict[str, set[str]]:
+    defs = defs_of(schema)
+    try:
+        flat = flatten(schema, defs)
+    except RecursionError:  # an allOf that contains itself: read every field as text
+        return {}
+    props = flat.get("properties") if isinstance(flat, dict) else None
+    if not isinstance(props, dict):
+        return {}
+    return {name: types_of(sub, defs) or set() for name, sub in props.items()}
 
 
 # -- security --------------------------------------------------------------------------------
@@ -80,7 +92,11 @@ class RequestCheck:
             (only.type == "http" and only.scheme == "bearer") or only.type in ("oauth2", "openIdConnect")
         )
         self.bodies: dict[str, SchemaCheck | None] = {}
+        # A form body's fields arrive as text: each is read by the JSON types its property names.
+        self.field_types: dict[str, dict[str, set[str]]] = {}
         for name, media in (op.body or {}).items():
+            if media.schema is not None:
+                self.field_types[name.lower()] = _property_types(media.schema)
             self.bodies[name.lower()] = (
                 SchemaCheck(media.schema, f"{op.label} requestBody {name}", accelerate=accelerate, checked=True)
                 if media.schema is not None
@@ -135,9 +151,9 @@ class RequestCheck:
                 fields = parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
             except UnicodeDecodeError as exc:
                 return [Violation("body", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")], None
-            props = check.schema.get("properties", {}) if check and isinstance(check.schema, dict) else {}
+            types = self.field_types.get(media, {})
             value = {
-                name: (read_scalar(vals[0], schema_types(props.get(name), defs_of(check.schema) if check else {})) if len(vals) == 1 else vals)
+                name: read_scalar(vals[0], types.get(name, set())) if len(vals) == 1 else vals
                 for name, vals in fields.items()
             }
         else:

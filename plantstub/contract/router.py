@@ -54,6 +54,3 @@ class Router:
                 allow = sorted([*allow, "HEAD"])
             return Route(None, params, 405, tuple(allow))
         return Route(op, params)
-
-    def templates(self) -> list[str]:
-        return [*self.literal, *(regex.pattern for regex, _, _ in self.templated)]

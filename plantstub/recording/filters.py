@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -9,7 +10,6 @@ from dataclasses import dataclass
 from plantstub.matching import path_pattern
 from plantstub.recording.journal import Call
 
-CALL_FILTERS = ("method", "path", "status", "valid", "scenario", "rule", "since", "limit")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
@@ -72,3 +72,6 @@ class CallFilter:
         if self.limit is not None:
             found = found[-self.limit :] if self.limit > 0 else []
         return found
+
+
+CALL_FILTERS = tuple(f.name for f in dataclasses.fields(CallFilter))  # the query names, in this order

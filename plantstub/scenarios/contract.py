@@ -107,7 +107,8 @@ class ScenarioContract:
             if header is not None:
                 message = f"{media_type!r} is not declared for {named} (declared: {declared}); {OFF_CONTRACT_HINT}"
                 return [doc.error(f"{where}.headers.{header}", message)]
-            message = (f"a string body is sent as text/plain, which {named} does not declare (declared: {declared});"
+            kind = "a string body" if isinstance(reply.body, str) else "a JSON body"
+            message = (f"{kind} is sent as {media_type}, which {named} does not declare (declared: {declared});"
                        f" set a Content-Type header or {OFF_CONTRACT_HINT}")
             return [doc.error(body_where, message)]
         if media.schema is None:

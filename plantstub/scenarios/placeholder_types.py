@@ -12,64 +12,19 @@ from __future__ import annotations
 import difflib
 from typing import Any, NamedTuple
 
-from plantstub._json import MISSING, is_json
-from plantstub.contract.flatten import defs_of, flatten
+from plantstub._json import MISSING, is_json, pick_json
+from plantstub.contract.flatten import JSON_TYPES, defs_of, flatten, types_of
 from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.samples import sample
 from plantstub.scenarios.templating import Ref
 
-JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 _UNKNOWN = None  # a schema that does not pin its type: anything may come, nothing to check
 
 
 def _json_media(content: dict[str, MediaType] | None) -> MediaType | None:
-    for media in (content or {}).values():
-        if is_json(media.name):
-            return media
-    return None
-
-
-def types_of(schema: Any, defs: dict[str, Any], depth: int = 0) -> set[str] | None:
-    """The JSON types `schema` admits, or None when it does not say (no `type`, `const` or `enum`)."""
-    if schema is True or depth > 16:
-        return _UNKNOWN
-    if schema is False:
-        return set()
-    flat = flatten(schema, defs)
-    if not isinstance(flat, dict):
-        return _UNKNOWN
-    kind = flat.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
-        return set(kind)
-    values = [flat["const"]] if "const" in flat else flat.get("enum")
-    if isinstance(values, list):
-        return {_type_of(v) for v in values}
-    branches = flat.get("anyOf") or flat.get("oneOf")
-    if isinstance(branches, list) and branches:
-        found: set[str] = set()
-        for branch in branches:
-            kinds = types_of(branch, defs, depth + 1)
-            if kinds is None:
-                return _UNKNOWN
-            found |= kinds
-        return found
-    return _UNKNOWN
-
-
-def _type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    """The JSON media type a request body is read as (as the stub reads it), if one is declared."""
+    name = pick_json(content or {})
+    return content[name] if content and name is not None and is_json(name) else None
 
 
 def fits(given: set[str], wanted: set[str]) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -63,8 +64,20 @@ def create_app(settings: Settings | None = None, **options: Any) -> web.Applicat
 
 async def _start_watch(app: web.Application) -> None:
     control = app[CONTROL_KEY]
-    assert control.scenarios_dir is not None
-    app[WATCH_TASK] = asyncio.get_running_loop().create_task(watch(control.scenarios_dir, control.reload_scenarios))
+    folder = control.scenarios_dir
+    assert folder is not None
+
+    def reload() -> None:
+        errors = control.reload_scenarios()
+        for error in errors:
+            print(f"plantstub: {error}", file=sys.stderr, flush=True)
+        if errors:
+            print(f"plantstub: kept the last good scenarios ({len(control.scenarios)})", file=sys.stderr, flush=True)
+        else:
+            own = sum(control.builtins.get(name) is not scenario for name, scenario in control.scenarios.items())
+            print(f"plantstub: reloaded {own} scenario(s) from {folder}", file=sys.stderr, flush=True)
+
+    app[WATCH_TASK] = asyncio.get_running_loop().create_task(watch(folder, reload))
 
 
 async def _stop_watch(app: web.Application) -> None:

@@ -21,13 +21,15 @@ def sent_headers(out: Outgoing) -> dict[str, str]:
 
 
 def to_response(out: Outgoing, head: bool) -> web.Response:
-    """`out` as an aiohttp response; a HEAD request gets the headers without the body."""
+    """`out` as an aiohttp response; a HEAD request gets the headers without the body.
+
+    Content-Type goes in as a header, as written: aiohttp's `content_type=` refuses parameters
+    (`application/json; charset=utf-8`), which specs and rules may well declare.
+    """
+    headers = sent_headers(out)
     if out.body is NO_BODY or head:
-        response = web.Response(status=out.status, headers=out.headers)
-        if out.content_type and out.body is not NO_BODY:
-            response.content_type = out.content_type
-        return response
-    return web.Response(status=out.status, body=out.payload, headers=out.headers, content_type=out.content_type)
+        return web.Response(status=out.status, headers=headers)
+    return web.Response(status=out.status, body=out.payload, headers=headers)
 
 
 async def send_fault(request: web.Request, fault: Fault, out: Outgoing | None) -> web.StreamResponse:

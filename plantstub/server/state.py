@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from plantstub.config import Settings
@@ -71,20 +70,16 @@ class Control:
             self.active = None
         self.counters.clear()
 
-    def reload_scenarios(self) -> bool:
-        """Load the folder again (--watch); install it if it loads cleanly, else publish the errors and keep
-        the last good set. True if installed."""
+    def reload_scenarios(self) -> list[ScenarioError]:
+        """Load the folder again (--watch): install it when it loads cleanly; else keep the last good set
+        and publish the errors (admin `GET scenarios`). Returns the errors."""
         assert self.scenarios_dir is not None
         scenarios, errors = load_scenarios(self.scenarios_dir, self.spec, self.contract)
         if errors:
             self.load_errors = list(errors)
-            for error in errors:
-                print(f"plantstub: {error}", file=sys.stderr, flush=True)
-            print(f"plantstub: kept the last good scenarios ({len(self.scenarios)})", file=sys.stderr, flush=True)
-            return False
-        self.set_scenarios(scenarios, [])
-        print(f"plantstub: reloaded {len(scenarios)} scenario(s) from {self.scenarios_dir}", file=sys.stderr, flush=True)
-        return True
+        else:
+            self.set_scenarios(scenarios, [])
+        return errors
 
     def scenario(self, name: str) -> Scenario:
         try:

@@ -400,3 +400,31 @@ def test_a_placeholder_the_request_cannot_carry_is_refused(tmp_path):
     assert errors_of(path, spec) == [
         f"{path}:2: rules[0].reply.body.b: {{{{ request.body.b }}}}: the request body of POST /closed: 'b' is not "
         "declared (declared: a); add `off_contract: true` to this rule to serve it anyway"]
+
+
+TEXT_ONLY = """\
+openapi: 3.1.0
+info: {title: Notes, version: "1"}
+paths:
+  /notes:
+    get:
+      responses:
+        "200":
+          description: a note
+          content:
+            text/plain: {schema: {type: string}}
+"""
+
+
+def test_a_json_body_where_only_text_is_declared_is_named_as_json(tmp_path):
+    spec = load_spec(write(tmp_path, "notes.yaml", TEXT_ONLY))
+    path = write(tmp_path, "json.yaml", "rules:\n  - match: {path: /notes}\n    reply: {body: {note: hi}}\n")
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario_file(path, spec)
+    assert str(raised.value) == (
+        f"{path}:3: rules[0].reply.body: a JSON body is sent as application/json, which GET /notes response 200"
+        " does not declare (declared: text/plain); set a Content-Type header or add `off_contract: true` to this"
+        " rule to serve it anyway"
+    )
+    write(tmp_path, "text.yaml", "rules:\n  - match: {path: /notes}\n    reply: {body: hi}\n")
+    assert load_scenario_file(tmp_path / "text.yaml", spec).rules[0].replies[0].body == "hi"
