@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from multidict import CIMultiDict
@@ -48,6 +50,16 @@ def write(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def post_status(base_url: str, body: bytes, path: str = "/plants") -> int:
+    """POST a JSON `body` with a bearer token using only the standard library; the status it got."""
+    request = urllib.request.Request(base_url + path, data=body, method="POST", headers=JSON_AUTH)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
 
 
 def make_request(method: str = "POST", path: str = "/plants", *, headers=None, query=None, raw: bytes = b"") -> IncomingRequest:

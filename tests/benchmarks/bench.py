@@ -24,6 +24,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from the repo root
+from tests.helpers import post_status
+
 BASELINE = r"""
 import asyncio, sys
 from aiohttp import web
@@ -152,13 +155,7 @@ def rss_mib(pid: int) -> float:
 
 def probe(port: int, body: bytes) -> int:
     """Send one POST /plants and return its status (a sanity check of what the load will get)."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/plants", data=body, method="POST",
-                                 headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
+    return post_status(f"http://127.0.0.1:{port}", body)
 
 
 def wrk(port: int, mode: str, seconds: int, opts: argparse.Namespace, script: Path, prefix: list[str]) -> dict:

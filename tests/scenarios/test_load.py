@@ -402,18 +402,11 @@ def test_a_placeholder_the_request_cannot_carry_is_refused(tmp_path):
         "declared (declared: a); add `off_contract: true` to this rule to serve it anyway"]
 
 
-TEXT_ONLY = """\
-openapi: 3.1.0
-info: {title: Notes, version: "1"}
-paths:
-  /notes:
-    get:
-      responses:
-        "200":
-          description: a note
-          content:
-            text/plain: {schema: {type: string}}
-"""
+# GET /notes answers text/plain only.
+TEXT_ONLY = (
+    'openapi: 3.1.0\ninfo: {title: Notes, version: "1"}\n'
+    'paths: {/notes: {get: {responses: {"200": {description: a note, content: {text/plain: {schema: {type: string}}}}}}}}\n'
+)
 
 
 def test_a_json_body_where_only_text_is_declared_is_named_as_json(tmp_path):

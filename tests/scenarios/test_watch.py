@@ -8,6 +8,7 @@ import time
 import pytest
 
 from plantstub.scenarios.load import builtin_folder
+from tests.helpers import post_status
 
 pytestmark = pytest.mark.slow  # starts `plantstub serve` and waits for the watcher
 
@@ -22,13 +23,7 @@ def test_watch_reloads_and_keeps_last_good_set(serve, tmp_path):
     stub = serve("--port", "0", "--scenarios", str(folder), "--scenario", "closed", "--watch")
 
     def status() -> int:
-        request = urllib.request.Request(stub.url + "/plants", data=b'{"id": 1, "name": "A"}', method="POST",
-                                         headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                return response.status
-        except urllib.error.HTTPError as exc:
-            return exc.code
+        return post_status(stub.url, b'{"id": 1, "name": "A"}')
 
     def scenarios() -> dict:
         with urllib.request.urlopen(stub.url + "/__plantstub/scenarios", timeout=5) as response:
