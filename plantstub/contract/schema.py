@@ -15,6 +15,8 @@ from datetime import datetime
 from functools import cache, cached_property
 from typing import Any
 
+from plantstub.contract.fallback import validator_class
+from plantstub.contract.messages import message_of
 from plantstub.errors import SpecError
 
 try:  # the accelerator answers yes/no; jsonschema still defines behaviour and writes messages
@@ -186,7 +188,8 @@ class Violation:
 
 
 class SchemaCheck:
-    """One compiled schema: a fast yes/no (jsonschema-rs when present) and jsonschema's messages.
+    """One compiled schema: jsonschema-rs decides and explains; jsonschema where jsonschema-rs is missing or
+    refuses the schema.
 
     :param checked: the schema already passed the metaschema check (load_spec checks every schema once).
     :param formats: assert `format` (request and reply bodies do; scenario files have no formats).
@@ -212,14 +215,22 @@ class SchemaCheck:
 
     @cached_property
     def slow(self) -> Any:
-        """jsonschema's validator: behaviour's reference and the author of every message."""
-        from jsonschema import Draft202012Validator
-
-        return Draft202012Validator(inline_refs(self.schema), format_checker=format_checker() if self.formats else None)
+        """jsonschema's validator, with regular expressions bounded in time (contract/fallback.py)."""
+        return validator_class()(inline_refs(self.schema), format_checker=format_checker() if self.formats else None)
 
     def errors(self, instance: Any, root: str) -> list[Violation]:
-        if self.fast is not None and self.is_valid(instance):
-            return []
+        """Every violation of `instance`, located under `root` (`body`, `query.limit`), in path order."""
+        if self.fast is not None:
+            try:
+                if self.fast.is_valid(instance):
+                    return []
+                # jsonschema-rs decided, and it explains too: no Python regex runs on the failing value.
+                fast = sorted(self.fast.iter_errors(instance), key=lambda e: [str(p) for p in e.instance_path])
+                return list(dict.fromkeys(
+                    Violation(location_path(root, e.instance_path), _short(message_of(e))) for e in fast
+                ))
+            except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
+                pass
         try:
             found = sorted(self.slow.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
             # allOf branches can report the same problem twice; say it once.

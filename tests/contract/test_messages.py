@@ -1,0 +1,70 @@
+"""400 messages written from jsonschema-rs's errors, and jsonschema's fallback with bounded regexes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from plantstub.contract.schema import SchemaCheck, jsonschema_rs
+
+needs_rs = pytest.mark.skipif(jsonschema_rs is None, reason="jsonschema-rs is not installed")
+
+
+@needs_rs
+@pytest.mark.parametrize(("schema", "value", "expected"), [
+    ({"type": "integer"}, "x", "body: 'x' is not of type 'integer'"),
+    ({"type": ["string", "null"]}, 1, "body: 1 is not of type 'null', 'string'"),
+    ({"required": ["name"]}, {}, "body: 'name' is a required property"),
+    ({"minimum": 1}, 0, "body: 0 is less than the minimum of 1"),
+    ({"exclusiveMaximum": 3}, 3, "body: 3 is greater than or equal to the maximum of 3"),
+    ({"multipleOf": 5}, 7, "body: 7 is not a multiple of 5"),
+    ({"minLength": 1}, "", "body: '' should be non-empty"),
+    ({"maxItems": 1}, [1, 2], "body: [1, 2] is too long"),
+    ({"enum": ["a", "b"]}, "c", "body: 'c' is not one of ['a', 'b']"),
+    ({"const": "a"}, "c", "body: 'a' was expected"),
+    ({"pattern": "^[a-z]+$"}, "A", "body: 'A' does not match '^[a-z]+$'"),
+    ({"format": "uuid"}, "x", "body: 'x' is not a 'uuid'"),
+    ({"properties": {}, "additionalProperties": False}, {"b": 1, "a": 2},
+     "body: Additional properties are not allowed ('a', 'b' were unexpected)"),
+    ({"anyOf": [{"type": "integer"}, {"type": "boolean"}]}, "x", "body: 'x' is not valid under any of the given schemas"),
+    ({"oneOf": [{}, {"type": "integer"}]}, 1, "body: 1 is valid under more than one of the given schemas"),
+    ({"uniqueItems": True}, [1, 1], "body: [1, 1] has non-unique elements"),
+    ({"propertyNames": {"maxLength": 2}}, {"abc": 1}, "body: property name 'abc' is too long"),
+])
+def test_each_kind_of_violation_reads_in_plantstub_words(schema, value, expected):
+    [violation] = SchemaCheck(schema, "test").errors(value, "body")
+    assert str(violation) == expected
+
+
+@needs_rs
+def test_locations_use_the_one_notation_and_come_in_path_order():
+    schema = {"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"name": {"type": "string"}}}}, "id": {"type": "integer"}}}
+    found = SchemaCheck(schema, "test").errors({"items": [{"name": 1}, {"name": "ok"}, {"name": 2}], "id": "x"}, "body")
+    assert [v.where for v in found] == ["body.id", "body.items[0].name", "body.items[2].name"]
+
+
+@needs_rs
+def test_a_huge_value_is_cut_short_in_its_message():
+    [violation] = SchemaCheck({"type": "integer"}, "test").errors("x" * 100_000, "body")
+    assert len(violation.message) < 250 and violation.message.endswith("is not of type 'integer'")
+
+
+def test_jsonschema_runs_patterns_under_a_timeout():
+    check = SchemaCheck({"type": "string", "pattern": "^(a|aa)+$"}, "test", accelerate=False)
+    started = time.monotonic()
+    [violation] = check.errors("a" * 60 + "!", "body")
+    assert time.monotonic() - started < 2  # minutes with Python's `re`
+    assert violation.message.endswith("could not be checked against '^(a|aa)+$' (too costly to match)")
+    assert check.errors("aaa", "body") == []
+
+
+def test_jsonschema_bounds_pattern_properties_and_names_the_property():
+    schema = {"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}, "additionalProperties": False}
+    check = SchemaCheck(schema, "test", accelerate=False)
+    key = "a" * 60 + "!"
+    [violation] = check.errors({key: 1}, "body")
+    assert violation.where == f"body.{key}" and violation.message.endswith("(too costly to match)")
+    assert [str(v) for v in check.errors({"aa": "x", "b": 1}, "body")] == [
+        "body: Additional properties are not allowed ('b' was unexpected)", "body.aa: 'x' is not of type 'integer'"]
