@@ -7,9 +7,12 @@ it is `application/json` or ends in `+json`. Everything that asks, asks `is_json
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from typing import Any
+
+import orjson
 
 
 class _Marker:
@@ -104,8 +107,23 @@ def _integer(text: str) -> int:
 _DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite, parse_int=_integer)
 
 
+# orjson reads an integer beyond 64 bits as a float: such a body (or one with a long digit run inside
+# a string) goes to the standard library's decoder, which keeps every integer exact.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
 def decode_json(raw: bytes) -> Any:
-    """Parse a JSON body strictly: UTF-8 only, no NaN/Infinity, bounded nesting. Raises BodyError."""
+    """Parse a JSON body strictly: UTF-8 only, no NaN/Infinity, bounded nesting, integers exact.
+
+    orjson parses; whatever it refuses (or might not keep exact) is read again by the standard
+    library's strict decoder, which accepts what JSON allows (a byte-order mark, very deep nesting
+    up to Python's limit) and words every refusal. Raises BodyError.
+    """
+    if _LONG_DIGITS.search(raw) is None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -137,5 +155,9 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built 
 
 
 def json_bytes(value: Any) -> bytes:
-    """Compact UTF-8 JSON, as every answer is sent."""
-    return _ENCODER.encode(value).encode("utf-8")
+    """Compact UTF-8 JSON, as every answer is sent (orjson; the standard library for integers beyond
+    64 bits and keys that are not strings, which orjson refuses)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return _ENCODER.encode(value).encode("utf-8")

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from plantstub._json import MISSING, NO_BODY, essence, is_json, match_media, pick_json
+from plantstub._json import (
+    MISSING,
+    NO_BODY,
+    BodyError,
+    decode_json,
+    essence,
+    is_json,
+    json_bytes,
+    match_media,
+    pick_json,
+)
 from plantstub.matching import Mismatch, body_mismatches, path_pattern, template_names, template_regex
 
 
@@ -64,3 +74,30 @@ def test_partial_equality_is_json_equality():
     [absent] = body_mismatches({"tag": "a"}, {})
     assert str(absent) == "body.tag: expected 'a', got <absent>"
     assert body_mismatches([1, 2], [1]) == [Mismatch("body", [1, 2], [1])]
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (b"NaN", "not valid JSON: NaN is not valid JSON"),
+    (b'{"a": Infinity}', "not valid JSON: Infinity is not valid JSON"),
+    (b'{"a": 1e400}', "not valid JSON: 1e400 is too large for a JSON number"),
+    (b'{"a": "\xff"}', "not valid UTF-8 (invalid start byte at byte 7)"),
+    (b'{"a": 1', "not valid JSON: Expecting ',' delimiter at line 1 column 8"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply to parse"),
+])
+def test_decoding_refuses_what_json_does_not_allow_in_plantstub_words(raw, message):
+    with pytest.raises(BodyError) as refused:
+        decode_json(raw)
+    assert str(refused.value) == message
+
+
+def test_decoding_keeps_integers_exact_and_accepts_a_byte_order_mark():
+    assert decode_json(b'{"id": 18446744073709551616, "n": -9223372036854775809}') == {
+        "id": 2**64, "n": -(2**63) - 1}
+    assert type(decode_json(b'{"id": 123456789012345678901234567890}')["id"]) is int
+    assert decode_json(b'\xef\xbb\xbf{"a": [1, 2.5, null, true]}') == {"a": [1, 2.5, None, True]}
+    assert decode_json(b'{"phone": "12345678901234567890"}') == {"phone": "12345678901234567890"}
+
+
+def test_writing_is_compact_utf8_and_exact_for_any_integer():
+    assert json_bytes({"name": "Fougère", "n": [1, 2.5, None]}) == '{"name":"Fougère","n":[1,2.5,null]}'.encode()
+    assert json_bytes({"id": 2**70}) == b'{"id":1180591620717411303424}'
