@@ -27,6 +27,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--port", "PORT", "port to listen on; 0 picks a free one (default: 4010)"),
         ("--journal", "FILE", "append every call to FILE as one JSON line"),
         ("--journal-size", "N", "calls kept in memory (default: 10000)"),
+        ("--journal-bytes", "BYTES", "memory the kept calls may take, about (default: 67108864, 64 MiB)"),
         ("--max-body", "BYTES", "largest request body accepted (default: 1048576)"),
         ("--log-format", "FORMAT", "one line per request: none, text or json (default: none)"),
     ]

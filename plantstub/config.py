@@ -13,6 +13,7 @@ from plantstub.errors import ConfigError
 
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_JOURNAL_SIZE = 10_000
+DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class Settings:
     journal: Path | None = None
     max_body: int = DEFAULT_MAX_BODY
     journal_size: int = DEFAULT_JOURNAL_SIZE
+    journal_bytes: int = DEFAULT_JOURNAL_BYTES
     log_format: str = "none"
 
 
@@ -89,6 +91,7 @@ _CONVERTERS = {
     "journal": _path,
     "max_body": _int_in(1, 2**31 - 1, "a size in bytes"),
     "journal_size": _int_in(1, 10_000_000, "a journal size"),
+    "journal_bytes": _int_in(1, 2**40, "a size in bytes"),
     "log_format": _log_format,
 }
 FIELDS = tuple(_CONVERTERS)

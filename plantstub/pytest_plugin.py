@@ -16,7 +16,7 @@ from plantstub.config import Settings, build_settings
 from plantstub.recording.coverage import Tally, figures, merge, tally_of
 
 if TYPE_CHECKING:
-    from plantstub.recording.journal import Call
+    from plantstub.recording.call import Call
     from plantstub.stub import Stub
 
 COVERAGE_KEY = pytest.StashKey[Tally]()

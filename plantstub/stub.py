@@ -14,7 +14,7 @@ from plantstub._json import NO_BODY
 from plantstub.config import Settings, build_settings
 from plantstub.errors import PlantstubError
 from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
-from plantstub.recording.journal import Call
+from plantstub.recording.call import Call
 from plantstub.server.app import CONTROL_KEY, create_app
 from plantstub.server.runner import start
 from plantstub.server.state import Control

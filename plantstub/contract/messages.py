@@ -13,12 +13,39 @@ MAX_SHOWN = 120  # characters of a value shown in a message
 
 
 def shown(value: Any) -> str:
-    """`repr()` of a value, cut short: a 1 MB string must not become a 1 MB message."""
-    try:
-        text = repr(value)
-    except RecursionError:
-        return "<nested too deeply to show>"
+    """`repr()` of a value, cut short: a 1 MB body must not become a 1 MB message, nor take its time."""
+    parts: list[str] = []
+    _repr_into(value, parts, [MAX_SHOWN])
+    text = "".join(parts)
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
+
+
+def _repr_into(value: Any, parts: list[str], left: list[int]) -> None:
+    """Append the repr of `value` to `parts` until about `left[0]` characters are written."""
+    if left[0] <= 0:
+        return
+    if isinstance(value, (list, dict)):
+        opening, closing = ("[", "]") if isinstance(value, list) else ("{", "}")
+        parts.append(opening)
+        left[0] -= 1
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for i, (key, item) in enumerate(items):
+            if left[0] <= 0:
+                return
+            if i:
+                parts.append(", ")
+                left[0] -= 2
+            if isinstance(value, dict):
+                _repr_into(key, parts, left)
+                parts.append(": ")
+                left[0] -= 2
+            _repr_into(item, parts, left)
+        parts.append(closing)
+        left[0] -= 1
+        return
+    text = repr(value[: left[0] + 2] if isinstance(value, str) and len(value) > left[0] + 2 else value)
+    parts.append(text)
+    left[0] -= len(text)
 
 
 def _names(values: list[Any]) -> str:

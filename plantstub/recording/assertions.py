@@ -8,7 +8,7 @@ from typing import Any
 from plantstub._json import MISSING, NO_BODY
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches, path_pattern
-from plantstub.recording.journal import Call
+from plantstub.recording.call import Call
 
 NEAR_MISSES = 3
 

@@ -6,9 +6,31 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from plantstub.matching import path_pattern
-from plantstub.recording.journal import Call
+
+
+class Filterable(Protocol):
+    """What a filter looks at: a Call, or the journal's compact Record."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def valid(self) -> bool: ...
+    @property
+    def scenario(self) -> str | None: ...
+    @property
+    def rule(self) -> str | None: ...
+
+
+_C = TypeVar("_C", bound=Filterable)
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
@@ -50,7 +72,7 @@ class CallFilter:
             scenario=query.get("scenario"), rule=query.get("rule"), **numbers,
         )
 
-    def apply(self, calls: Iterable[Call]) -> list[Call]:
+    def apply(self, calls: Iterable[_C]) -> list[_C]:
         """The calls that match, oldest first."""
         found = list(calls)
         if self.method is not None:

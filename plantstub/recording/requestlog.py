@@ -6,7 +6,7 @@ import json
 import sys
 from typing import TextIO
 
-from plantstub.recording.journal import Call
+from plantstub.recording.call import Record
 
 
 class RequestLogger:
@@ -15,14 +15,14 @@ class RequestLogger:
         self.enabled = log_format in ("text", "json")
         self.stream = stream
 
-    def log(self, call: Call) -> None:
+    def log(self, call: Record) -> None:
         stream = self.stream or sys.stderr
-        status = call.response.get("status")
-        shown = call.response.get("fault") if status is None else status
+        status = call.status
+        shown = call.fault if status is None else status
         if self.format == "json":
             line = json.dumps({
                 "time": call.time, "seq": call.seq, "method": call.method, "path": call.path,
-                "status": status, "fault": call.response.get("fault"), "scenario": call.scenario,
+                "status": status, "fault": call.fault, "scenario": call.scenario,
                 "rule": call.rule, "valid": call.valid, "errors": list(call.errors),
                 "stub_errors": list(call.stub_errors),
             })

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -10,11 +11,18 @@ from aiohttp import web
 
 from plantstub._version import __version__
 from plantstub.contract.outgoing import error_body
+from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
-from plantstub.recording.journal import dumps_call
 from plantstub.server.state import Control, UnknownScenario
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CALLS_PER_CHUNK = 64
+
+
+def _render(records: list[Record], first: bool, last: bool) -> bytes:
+    """A piece of the JSON list of calls: `[` before the first, `,` between, `]` after the last."""
+    text = (b"[" if first else b",") + b",".join(dumps_call(r.view()) for r in records)
+    return text + b"]" if last else text
 
 ADMIN_PREFIX = "/__plantstub/"
 log = logging.getLogger("plantstub")
@@ -41,12 +49,17 @@ class _Admin:
         self.control = control
 
     async def health(self, request: web.Request) -> web.Response:
-        spec = self.control.spec
+        spec, journal = self.control.spec, self.control.journal
         return web.json_response({
             "status": "ok",
             "version": __version__,
             "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations)},
             "active": self.control.active,
+            "journal": {
+                "calls": len(journal.records()), "bytes": journal.kept_bytes, "recorded": journal.recorded,
+                "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes,
+                "max_calls": journal.size, "max_bytes": journal.max_bytes,
+            },
         })
 
     async def scenarios(self, request: web.Request) -> web.Response:
@@ -78,16 +91,28 @@ class _Admin:
             return _error(404, f"body.name: {exc}")
         return web.json_response({"active": self.control.active})
 
-    async def calls(self, request: web.Request) -> web.Response:
+    async def calls(self, request: web.Request) -> web.StreamResponse:
         try:
             wanted = CallFilter.from_query(request.query)
         except FilterError as exc:
             return _error(400, str(exc))
         journal = self.control.journal
-        found = wanted.apply(journal.snapshot())
-        headers = {"X-Plantstub-Recorded": str(journal.recorded), "X-Plantstub-Dropped": str(journal.dropped)}
-        text = "[" + ",".join(dumps_call(c) for c in found) + "]"
-        return web.Response(text=text, content_type="application/json", headers=headers)
+        found = wanted.apply(journal.records())  # filters read the compact records: nothing parsed yet
+        response = web.StreamResponse(headers={
+            "Content-Type": "application/json",
+            "X-Plantstub-Recorded": str(journal.recorded),
+            "X-Plantstub-Dropped": str(journal.dropped),
+            "X-Plantstub-Dropped-Bytes": str(journal.dropped_bytes),
+        })
+        await response.prepare(request)
+        # Bodies are parsed and written in batches, off the event loop: reading 64 MiB of calls must not
+        # stall the traffic being recorded meanwhile.
+        for start in range(0, max(len(found), 1), CALLS_PER_CHUNK):
+            chunk = found[start : start + CALLS_PER_CHUNK]
+            text = await asyncio.to_thread(_render, chunk, start == 0, start + CALLS_PER_CHUNK >= len(found))
+            await response.write(text)
+        await response.write_eof()
+        return response
 
     async def delete_calls(self, request: web.Request) -> web.Response:
         count = len(self.control.journal.snapshot())

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import ClientConnectionError, web
 
-from plantstub._json import NO_BODY, body_for_record
+from plantstub._json import NO_BODY, is_json
 from plantstub.config import Settings, build_settings
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import preferred
@@ -24,7 +24,7 @@ from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.contract.requests import challenge
 from plantstub.contract.schema import Violation
 from plantstub.incoming import IncomingRequest
-from plantstub.recording.journal import Call, response_record
+from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
 from plantstub.scenarios.model import Fault
 from plantstub.scenarios.replies import rule_reply
@@ -225,31 +225,21 @@ def _make_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Str
         finally:
             # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
             out = done.out or error_reply(499, "client went away before the answer")
-            body = done.body
-            if body is None and raw:
-                body = body_for_record(raw)
-            response = response_record(out.status, sent_headers(out), out.body)
-            if done.fault is not None:
-                sent = out.status if done.fault.sends_status else None
-                response = {"status": sent, "headers": {}, "body": None, "fault": done.fault.value}
-            call = Call(
-                seq=seq,
-                started=started,
-                method=request.method,
-                path=request.path,
-                query={k: (v if len(v) > 1 else v[0]) for k, v in query.items()},
-                headers=request.headers,
-                body=body,
-                valid=not done.errors,
-                errors=done.errors,
-                scenario=done.scenario,
-                rule=done.rule,
-                response=response,
-                stub_errors=done.stub_errors,
+            fault = done.fault
+            status = out.status if fault is None or fault.sends_status else None
+            # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
+            parsed = done.body if done.body is not None and not is_json(request.content_type) else NO_BODY
+            record = Record(
+                seq, started, request.method, request.path,
+                {k: (v if len(v) > 1 else v[0]) for k, v in query.items()}, request.headers,
+                raw, parsed, not done.errors, done.errors, done.scenario, done.rule,
+                status, sent_headers(out), out.payload, is_json(out.content_type),
+                None if fault is None else fault.value, done.stub_errors,
             )
-            if journal.append(call, epoch):
-                control.coverage.count(done.op, response["status"])
+            response_body = None if out.body is NO_BODY else out.body
+            if journal.append(record, epoch, NO_BODY if done.body is None else done.body, response_body):
+                control.coverage.count(done.op, status)
             if logger.enabled:
-                logger.log(call)
+                logger.log(record)
 
     return handle

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from plantstub.recording.call import Call
 from plantstub.recording.filters import CALL_FILTERS, CallFilter, FilterError
-from plantstub.recording.journal import Call
 
 
 def call(seq: int, method: str = "POST", path: str = "/plants", status: int = 200, valid: bool = True) -> Call:
