@@ -13,8 +13,8 @@ from pathlib import Path
 from plantstub._version import __version__
 from plantstub.config import Settings, build_settings, env_name
 from plantstub.errors import PlantstubError
-from plantstub.server.app import create_app
 from plantstub.server.runner import start
+from plantstub.server.state import Control
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -128,21 +128,22 @@ def _with_default_folder(settings: Settings) -> Settings:
 
 
 async def _serve(settings: Settings) -> int:
-    app = create_app(settings)
+    control = Control(settings)
     try:
-        runner, url = await start(app, settings.host, settings.port)
+        running = await start(control, settings.host, settings.port)
     except OSError as exc:
+        control.close()
         print(f"plantstub: cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    print(f"plantstub listening on {url}", flush=True)
+    print(f"plantstub listening on {running.url}", flush=True)
     try:
         await stop.wait()
     finally:
-        await runner.cleanup()
+        await running.stop()
     return 0
 
 

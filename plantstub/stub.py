@@ -8,14 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aiohttp import web
-
 from plantstub._json import NO_BODY
 from plantstub.config import Settings, build_settings
 from plantstub.errors import PlantstubError
 from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
 from plantstub.recording.call import Call
-from plantstub.server.app import CONTROL_KEY, create_app
 from plantstub.server.runner import start
 from plantstub.server.state import Control
 
@@ -66,7 +63,7 @@ class Stub:
             settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
         self.settings = settings
         self.url = ""
-        self._app: web.Application | None = None
+        self._control: Control | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -76,25 +73,26 @@ class Stub:
         """Start serving (spec and scenario errors raise here, in the caller's thread)."""
         if self._thread is not None:
             return self
-        app = self._app = create_app(self.settings)
+        control = self._control = Control(self.settings)
         ready = threading.Event()
         failure: list[BaseException] = []
 
         def run() -> None:
             loop = self._loop = asyncio.new_event_loop()
             try:
-                runner, self.url = loop.run_until_complete(start(app, self.settings.host, self.settings.port))
+                running = loop.run_until_complete(start(control, self.settings.host, self.settings.port))
             except BaseException as exc:  # noqa: BLE001 - reported to the caller below, in its thread
                 failure.append(exc)
                 ready.set()
                 loop.close()
                 return
+            self.url = running.url
             self._stop = asyncio.Event()
             ready.set()
             try:
                 loop.run_until_complete(self._stop.wait())
             finally:
-                loop.run_until_complete(runner.cleanup())
+                loop.run_until_complete(running.stop())
                 _finish_tasks(loop)
                 loop.close()
 
@@ -103,6 +101,7 @@ class Stub:
         ready.wait()
         if failure:
             self._thread = None
+            control.close()
             exc = failure[0]
             if isinstance(exc, OSError):
                 raise PlantstubError(f"cannot listen on {self.settings.host}:{self.settings.port}: {exc}") from exc
@@ -134,9 +133,9 @@ class Stub:
     # -- control ----------------------------------------------------------------------------
     @property
     def control(self) -> Control:
-        if self._app is None:
+        if self._control is None:
             raise PlantstubError("the stub is not started; use `with Stub(...) as stub:` or stub.start()")
-        return self._app[CONTROL_KEY]
+        return self._control
 
     def _in_loop(self, fn: Callable[..., _R], *args: Any) -> _R:
         # State belongs to the server's loop: mutate it there, and wait for it.

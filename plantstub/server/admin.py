@@ -15,17 +15,18 @@ from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.server.state import Control, UnknownScenario
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 CALLS_PER_CHUNK = 64
+
+
+ADMIN_PREFIX = "/__plantstub/"
+log = logging.getLogger("plantstub")
 
 
 def _render(records: list[Record], first: bool, last: bool) -> bytes:
     """A piece of the JSON list of calls: `[` before the first, `,` between, `]` after the last."""
     text = (b"[" if first else b",") + b",".join(dumps_call(r.view()) for r in records)
     return text + b"]" if last else text
-
-ADMIN_PREFIX = "/__plantstub/"
-log = logging.getLogger("plantstub")
 
 
 def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
@@ -48,7 +49,7 @@ class _Admin:
     def __init__(self, control: Control) -> None:
         self.control = control
 
-    async def health(self, request: web.Request) -> web.Response:
+    async def health(self, request: web.BaseRequest) -> web.Response:
         spec, journal = self.control.spec, self.control.journal
         return web.json_response({
             "status": "ok",
@@ -62,7 +63,7 @@ class _Admin:
             },
         })
 
-    async def scenarios(self, request: web.Request) -> web.Response:
+    async def scenarios(self, request: web.BaseRequest) -> web.Response:
         c = self.control
         return web.json_response({
             "active": c.active,
@@ -76,7 +77,7 @@ class _Admin:
             "builtins_left_out": c.unfit_builtins,  # built-ins that do not fit this spec, and why
         })
 
-    async def put_scenario(self, request: web.Request) -> web.Response:
+    async def put_scenario(self, request: web.BaseRequest) -> web.Response:
         try:
             data = json.loads(await request.read() or b"null")
         except web.HTTPRequestEntityTooLarge:
@@ -91,7 +92,7 @@ class _Admin:
             return _error(404, f"body.name: {exc}")
         return web.json_response({"active": self.control.active})
 
-    async def calls(self, request: web.Request) -> web.StreamResponse:
+    async def calls(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
             wanted = CallFilter.from_query(request.query)
         except FilterError as exc:
@@ -114,24 +115,24 @@ class _Admin:
         await response.write_eof()
         return response
 
-    async def delete_calls(self, request: web.Request) -> web.Response:
+    async def delete_calls(self, request: web.BaseRequest) -> web.Response:
         count = len(self.control.journal.snapshot())
         self.control.journal.clear()
         self.control.coverage.clear()
         return web.json_response({"deleted": count})
 
-    async def reset(self, request: web.Request) -> web.Response:
+    async def reset(self, request: web.BaseRequest) -> web.Response:
         self.control.reset()
         return web.json_response({"reset": True, "active": self.control.active})
 
-    async def coverage(self, request: web.Request) -> web.Response:
+    async def coverage(self, request: web.BaseRequest) -> web.Response:
         return web.json_response(self.control.coverage_report())
 
 
 def _logged(handler: Handler) -> Handler:
     """An admin handler whose unexpected errors are logged with their traceback and answered in JSON."""
 
-    async def guarded(request: web.Request) -> web.StreamResponse:
+    async def guarded(request: web.BaseRequest) -> web.StreamResponse:
         try:
             return await handler(request)
         except web.HTTPException:
@@ -143,23 +144,25 @@ def _logged(handler: Handler) -> Handler:
     return guarded
 
 
-def add_admin_routes(app: web.Application, control: Control) -> None:
-    admin = _Admin(control)
-    for method, name, handler in _routes(admin):
-        handler = _logged(handler)
-        if method == "GET":
-            app.router.add_get(ADMIN_PREFIX + name, handler)  # HEAD too, for probes
-        else:
-            app.router.add_route(method, ADMIN_PREFIX + name, handler)
+class AdminRoutes:
+    """The admin API's own small router: path under ADMIN_PREFIX -> method -> handler (GET answers HEAD)."""
 
+    def __init__(self, control: Control) -> None:
+        self.table: dict[str, dict[str, Handler]] = {}
+        for method, name, handler in _routes(_Admin(control)):
+            methods = self.table.setdefault(ADMIN_PREFIX + name, {})
+            methods[method] = _logged(handler)
+            if method == "GET":
+                methods["HEAD"] = methods["GET"]  # for probes
 
-def admin_not_found(request: web.Request) -> web.Response:
-    """An admin path or method that does not exist: JSON, never aiohttp's text page."""
-    allowed = sorted(
-        {route.method for res in request.app.router.resources() if res.canonical == request.path for route in res}
-    )
-    if allowed:
-        allow = ", ".join(allowed)
-        return _error(405, f"method: {request.method} is not allowed on {request.path} (allowed: {allow})",
-                      {"Allow": allow})
-    return _error(404, f"path: {request.path} is not an admin route (see GET {ADMIN_PREFIX}health)")
+    async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Answer an admin request; a path or method that does not exist gets a JSON 404 or 405."""
+        methods = self.table.get(request.path)
+        if methods is None:
+            return _error(404, f"path: {request.path} is not an admin route (see GET {ADMIN_PREFIX}health)")
+        handler = methods.get(request.method)
+        if handler is None:
+            allow = ", ".join(sorted(methods))
+            return _error(405, f"method: {request.method} is not allowed on {request.path} (allowed: {allow})",
+                          {"Allow": allow})
+        return await handler(request)

@@ -30,7 +30,7 @@ from plantstub.scenarios.model import Fault
 from plantstub.scenarios.replies import rule_reply
 from plantstub.scenarios.select import select_rule
 from plantstub.scenarios.watch import watch
-from plantstub.server.admin import ADMIN_PREFIX, add_admin_routes, admin_not_found
+from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
 from plantstub.server.response import send_fault, sent_headers, to_response
 from plantstub.server.state import Control, UnknownScenario
 
@@ -53,8 +53,8 @@ def create_app(settings: Settings | None = None, **options: Any) -> web.Applicat
     control = Control(settings, loaded)
     app = web.Application(client_max_size=settings.max_body)
     app[CONTROL_KEY] = control
-    add_admin_routes(app, control)
-    app.router.add_route("*", "/{tail:.*}", _make_handler(control))
+    # One catch-all route: the pipeline routes by the spec, and the admin API has its own small router.
+    app.router.add_route("*", "/{tail:.*}", make_handler(control))
     app.on_cleanup.append(_close(control))
     if settings.watch and control.scenarios_dir is not None:
         app.on_startup.append(_start_watch)
@@ -63,9 +63,16 @@ def create_app(settings: Settings | None = None, **options: Any) -> web.Applicat
 
 
 async def _start_watch(app: web.Application) -> None:
-    control = app[CONTROL_KEY]
+    task = start_watch(app[CONTROL_KEY])
+    if task is not None:
+        app[WATCH_TASK] = task
+
+
+def start_watch(control: Control) -> asyncio.Task[None] | None:
+    """--watch: reload the scenarios folder when its files change, in a task of the running loop."""
     folder = control.scenarios_dir
-    assert folder is not None
+    if not control.settings.watch or folder is None:
+        return None
 
     def reload() -> None:
         errors = control.reload_scenarios()
@@ -77,11 +84,14 @@ async def _start_watch(app: web.Application) -> None:
             own = sum(control.builtins.get(name) is not scenario for name, scenario in control.scenarios.items())
             print(f"plantstub: reloaded {own} scenario(s) from {folder}", file=sys.stderr, flush=True)
 
-    app[WATCH_TASK] = asyncio.get_running_loop().create_task(watch(folder, reload))
+    return asyncio.get_running_loop().create_task(watch(folder, reload))
 
 
 async def _stop_watch(app: web.Application) -> None:
-    task = app.get(WATCH_TASK)
+    await stop_watch(app.get(WATCH_TASK))
+
+
+async def stop_watch(task: asyncio.Task[None] | None) -> None:
     if task is not None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -124,7 +134,7 @@ class _Outcome:
 
 
 def _decide(
-    control: Control, request: web.Request, raw: bytes, query: dict[str, list[str]], active: str | None, done: _Outcome
+    control: Control, request: web.BaseRequest, raw: bytes, query: dict[str, list[str]], active: str | None, done: _Outcome
 ) -> None:
     """Steps 1-5 of the pipeline, without I/O: fills `done`. `active` is the scenario when the request arrived."""
     method, path = request.method, request.path
@@ -184,13 +194,15 @@ def _decide(
     return None
 
 
-def _make_handler(control: Control) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]:
+    """The request pipeline as one aiohttp handler (for an Application's route or a low-level Server)."""
     journal = control.journal
     logger = RequestLogger(control.settings.log_format)
+    admin = AdminRoutes(control)
 
-    async def handle(request: web.Request) -> web.StreamResponse:
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
         if request.path.startswith(ADMIN_PREFIX):
-            return admin_not_found(request)
+            return await admin.dispatch(request)
         started = time.time()
         seq, epoch = journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
         active = control.active  # and attributed on arrival, before the body is read
@@ -233,7 +245,8 @@ def _make_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Str
                 seq, started, request.method, request.path,
                 {k: (v if len(v) > 1 else v[0]) for k, v in query.items()}, request.headers,
                 raw, parsed, not done.errors, done.errors, done.scenario, done.rule,
-                status, sent_headers(out), out.payload, is_json(out.content_type),
+                # a copy: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
+                status, sent_headers(out), memoryview(out.payload).tobytes(), is_json(out.content_type),
                 None if fault is None else fault.value, done.stub_errors,
             )
             response_body = None if out.body is NO_BODY else out.body

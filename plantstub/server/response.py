@@ -32,7 +32,7 @@ def to_response(out: Outgoing, head: bool) -> web.Response:
     return web.Response(status=out.status, body=out.payload, headers=headers)
 
 
-async def send_fault(request: web.Request, fault: Fault, out: Outgoing | None) -> web.StreamResponse:
+async def send_fault(request: web.BaseRequest, fault: Fault, out: Outgoing | None) -> web.StreamResponse:
     """Misbehave as asked. The call is still recorded by the caller's `finally`."""
     transport = request.transport
     if fault is Fault.MALFORMED_BODY:

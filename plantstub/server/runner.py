@@ -1,7 +1,9 @@
-"""Run an app on a socket: JSON answers even for requests aiohttp cannot parse; start and stop."""
+"""Run the stub on a socket with aiohttp's low-level server: JSON answers even for requests aiohttp cannot
+parse; start and stop."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from http import HTTPStatus
 from typing import Any
@@ -10,6 +12,8 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from plantstub.contract.outgoing import error_body
+from plantstub.server.app import make_handler, start_watch, stop_watch
+from plantstub.server.state import Control
 
 log = logging.getLogger("plantstub")
 
@@ -33,19 +37,19 @@ class JsonErrorRequestHandler(RequestHandler):
         return response
 
 
-class _JsonErrorServer(web.Server):
+class _LeanServer(web.Server):
+    """aiohttp's low-level server: no Application, no router, no middlewares between a request and
+    the pipeline; connections answer parse errors in JSON, bodies are bounded by --max-body."""
+
+    def __init__(self, handler: Any, max_body: int) -> None:
+        super().__init__(handler, request_factory=self._request, access_log=None)
+        self._max_body = max_body
+
+    def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+        return web.BaseRequest(message, payload, protocol, writer, task, self._loop, client_max_size=self._max_body)
+
     def __call__(self) -> RequestHandler:
         return JsonErrorRequestHandler(self, loop=self._loop, **self._kwargs)
-
-
-class StubRunner(web.AppRunner):
-    """An AppRunner whose connections answer parse errors in JSON."""
-
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        # aiohttp offers no public hook for the per-connection handler; the subclass adds no state.
-        server.__class__ = _JsonErrorServer
-        return server
 
 
 def url_for(host: str, port: int) -> str:
@@ -53,9 +57,27 @@ def url_for(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-async def start(app: web.Application, host: str, port: int) -> tuple[StubRunner, str]:
-    """Start serving `app`; returns the runner (call `cleanup()` to stop) and the URL with the real port."""
-    runner = StubRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+class Running:
+    """A stub listening on a socket; `stop()` ends it and closes what it holds (the journal file)."""
+
+    def __init__(self, control: Control, runner: web.ServerRunner, url: str, watch: asyncio.Task[None] | None) -> None:
+        self.control = control
+        self.url = url
+        self._runner = runner
+        self._watch = watch
+
+    async def stop(self) -> None:
+        await stop_watch(self._watch)
+        try:
+            await self._runner.cleanup()
+        finally:
+            self.control.close()
+
+
+async def start(control: Control, host: str, port: int) -> Running:
+    """Serve `control`'s stub on host:port (0: a free port); the URL carries the real port."""
+    server = _LeanServer(make_handler(control), control.settings.max_body)
+    runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
     try:
@@ -64,4 +86,4 @@ async def start(app: web.Application, host: str, port: int) -> tuple[StubRunner,
         await runner.cleanup()
         raise
     real_port = runner.addresses[0][1]
-    return runner, url_for(host, real_port)
+    return Running(control, runner, url_for(host, real_port), start_watch(control))
