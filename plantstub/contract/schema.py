@@ -15,7 +15,6 @@ from datetime import datetime
 from functools import cache, cached_property
 from typing import Any
 
-from plantstub.contract.fallback import validator_class
 from plantstub.contract.messages import message_of
 from plantstub.errors import SpecError
 
@@ -216,6 +215,8 @@ class SchemaCheck:
     @cached_property
     def slow(self) -> Any:
         """jsonschema's validator, with regular expressions bounded in time (contract/fallback.py)."""
+        from plantstub.contract.fallback import validator_class  # imports `regex`: only when needed
+
         return validator_class()(inline_refs(self.schema), format_checker=format_checker() if self.formats else None)
 
     def errors(self, instance: Any, root: str) -> list[Violation]:

@@ -59,13 +59,16 @@ class Coverage:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self._counts: dict[Operation, dict[str, int]] = {}
+        self._keys: dict[tuple[Operation, int | None], str] = {}  # response_key(), once per pair
 
     def count(self, op: Operation | None, status: int | None) -> None:
         """Count one recorded call of `op` (None: it matched no operation) that got `status`."""
         if op is None:
             return
+        key = self._keys.get((op, status))
+        if key is None:
+            key = self._keys[(op, status)] = response_key(op, status)
         counts = self._counts.setdefault(op, {})
-        key = response_key(op, status)
         counts[key] = counts.get(key, 0) + 1
 
     def clear(self) -> None:

@@ -208,7 +208,8 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
         active = control.active  # and attributed on arrival, before the body is read
         raw = b""
         done = _Outcome()
-        query = {k: request.query.getall(k) for k in request.query} if request.query else {}
+        # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
+        query = {k: request.query.getall(k) for k in request.query} if request.query_string else {}
         try:
             raw = await request.read()
             _decide(control, request, raw, query, active, done)
