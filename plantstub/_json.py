@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -44,11 +45,13 @@ MISSING: Any = _Marker("MISSING")
 JSON = "application/json"
 
 
+@lru_cache(maxsize=1024)  # asked several times per request, of a handful of distinct values
 def essence(media_type: str | None) -> str:
     """`Application/JSON; charset=utf-8` -> `application/json`: the type and subtype, lower case."""
     return (media_type or "").split(";", 1)[0].strip().lower()
 
 
+@lru_cache(maxsize=1024)
 def is_json(media_type: str | None) -> bool:
     """Whether a media type (with or without parameters) carries JSON: application/json or */*+json."""
     kind = essence(media_type)

@@ -92,6 +92,7 @@ class RequestCheck:
             (only.type == "http" and only.scheme == "bearer") or only.type in ("oauth2", "openIdConnect")
         )
         self.bodies: dict[str, SchemaCheck | None] = {}
+        self._media_for: dict[str, str | None] = {}
         # A form body's fields arrive as text: each is read by the JSON types its property names.
         self.field_types: dict[str, dict[str, set[str]]] = {}
         for name, media in (op.body or {}).items():
@@ -124,7 +125,14 @@ class RequestCheck:
 
     def media_for(self, content_type: str) -> str | None:
         """The declared body media type a request's Content-Type is read as, if any."""
-        return match_media(content_type, self.bodies)
+        try:
+            return self._media_for[content_type]
+        except KeyError:
+            pass
+        found = match_media(content_type, self.bodies)
+        if len(self._media_for) < 256:  # clients send few distinct types; a hostile one cannot grow it
+            self._media_for[content_type] = found
+        return found
 
     def body_violations(self, request: IncomingRequest) -> tuple[list[Violation], Any]:
         if not self.bodies:
