@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from aiohttp import web
 
@@ -17,10 +17,24 @@ from plantstub.server.state import Control, UnknownScenario
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 CALLS_PER_CHUNK = 64
+CHUNK_BYTES = 256 * 1024  # what one batch parses and writes while holding the GIL
 
 
 ADMIN_PREFIX = "/__plantstub/"
 log = logging.getLogger("plantstub")
+
+
+def _chunks(records: list[Record]) -> Iterator[list[Record]]:
+    """Batches of at most CALLS_PER_CHUNK calls or about CHUNK_BYTES (one at least); one empty batch for none."""
+    batch: list[Record] = []
+    size = 0
+    for record in records:
+        if batch and (len(batch) >= CALLS_PER_CHUNK or size + record.size > CHUNK_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(record)
+        size += record.size
+    yield batch
 
 
 def _render(records: list[Record], first: bool, last: bool) -> bytes:
@@ -108,9 +122,9 @@ class _Admin:
         await response.prepare(request)
         # Bodies are parsed and written in batches, off the event loop: reading 64 MiB of calls must not
         # stall the traffic being recorded meanwhile.
-        for start in range(0, max(len(found), 1), CALLS_PER_CHUNK):
-            chunk = found[start : start + CALLS_PER_CHUNK]
-            text = await asyncio.to_thread(_render, chunk, start == 0, start + CALLS_PER_CHUNK >= len(found))
+        chunks = list(_chunks(found))
+        for i, chunk in enumerate(chunks):
+            text = await asyncio.to_thread(_render, chunk, i == 0, i == len(chunks) - 1)
             await response.write(text)
         await response.write_eof()
         return response
