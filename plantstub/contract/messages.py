@@ -7,6 +7,7 @@ decided (with a bound on backtracking). Wording follows what plantstub has alway
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 MAX_SHOWN = 120  # characters of a value shown in a message
@@ -57,60 +58,65 @@ def _unexpected(names: list[Any], what: str) -> str:
     return f"{what} are not allowed ({_names(sorted(names, key=str))} {verb} unexpected)"
 
 
+def _bound(name: str, value: str, kind: Any) -> str:
+    side, bound = ("less than", "minimum") if name.endswith("Minimum") else ("greater than", "maximum")
+    equal = " or equal to" if name.startswith("Exclusive") else ""
+    return f"{value} is {side}{equal} the {bound} of {kind.limit!r}"
+
+
+def _too_short(value: str, kind: Any) -> str:
+    return f"{value} should be non-empty" if kind.limit == 1 else f"{value} is too short"
+
+
+def _too_long(value: str, kind: Any) -> str:
+    return f"{value} is expected to be empty" if kind.limit == 0 else f"{value} is too long"
+
+
+def _none_valid(value: str, kind: Any) -> str:
+    return f"{value} is not valid under any of the given schemas"
+
+
+def _costly(value: str, kind: Any) -> str:
+    return f"{value} could not be checked against its pattern (too costly to match)"
+
+
+# The kind's class name (ValidationErrorKind.Type, .Required, ...) -> the text, from the shown value and the kind.
+_TEXTS: dict[str, Callable[[str, Any], str]] = {
+    "Type": lambda v, k: f"{v} is not of type {_names(list(k.types))}",
+    "Required": lambda v, k: f"{k.property!r} is a required property",
+    "Minimum": lambda v, k: _bound("Minimum", v, k),
+    "Maximum": lambda v, k: _bound("Maximum", v, k),
+    "ExclusiveMinimum": lambda v, k: _bound("ExclusiveMinimum", v, k),
+    "ExclusiveMaximum": lambda v, k: _bound("ExclusiveMaximum", v, k),
+    "MultipleOf": lambda v, k: f"{v} is not a multiple of {k.multiple_of!r}",
+    "MinLength": _too_short,
+    "MinItems": _too_short,
+    "MaxLength": _too_long,
+    "MaxItems": _too_long,
+    "MinProperties": lambda v, k: f"{v} does not have enough properties (at least {k.limit})",
+    "MaxProperties": lambda v, k: f"{v} has too many properties (at most {k.limit})",
+    "Enum": lambda v, k: f"{v} is not one of {shown(list(k.options))}",
+    "Constant": lambda v, k: f"{shown(k.expected_value)} was expected",
+    "Pattern": lambda v, k: f"{v} does not match {k.pattern!r}",
+    "Format": lambda v, k: f"{v} is not a {k.format!r}",
+    "AdditionalProperties": lambda v, k: _unexpected(list(k.unexpected), "Additional properties"),
+    "UnevaluatedProperties": lambda v, k: _unexpected(list(k.unexpected), "Unevaluated properties"),
+    "UnevaluatedItems": lambda v, k: _unexpected(list(k.unexpected), "Unevaluated items"),
+    "AdditionalItems": lambda v, k: f"{v} has more than the {k.limit} items allowed",
+    "AnyOf": _none_valid,
+    "OneOfNotValid": _none_valid,
+    "OneOfMultipleValid": lambda v, k: f"{v} is valid under more than one of the given schemas",
+    "Not": lambda v, k: f"{v} should not be valid under {shown(k.schema)}",
+    "UniqueItems": lambda v, k: f"{v} has non-unique elements",
+    "Contains": lambda v, k: f"{v} does not contain an item that is valid under the given schema",
+    "FalseSchema": lambda v, k: f"{v} is not allowed here (the schema is false)",
+    "PropertyNames": lambda v, k: f"property name {message_of(k.error)}",
+    "BacktrackLimitExceeded": _costly,
+    "RegexEngineFailure": _costly,
+}
+
+
 def message_of(error: Any) -> str:
     """The text of one jsonschema-rs ValidationError, without its location."""
-    kind = error.kind
-    name = type(kind).__name__  # the kind's class: ValidationErrorKind.Type, .Required, ...
-    value = shown(error.instance)
-    if name == "Type":
-        return f"{value} is not of type {_names(list(kind.types))}"
-    if name == "Required":
-        return f"{kind.property!r} is a required property"
-    if name in ("Minimum", "Maximum", "ExclusiveMinimum", "ExclusiveMaximum"):
-        side = "less than" if name.endswith("Minimum") else "greater than"
-        bound = "minimum" if name.endswith("Minimum") else "maximum"
-        equal = " or equal to" if name.startswith("Exclusive") else ""
-        return f"{value} is {side}{equal} the {bound} of {kind.limit!r}"
-    if name == "MultipleOf":
-        return f"{value} is not a multiple of {kind.multiple_of!r}"
-    if name in ("MinLength", "MinItems"):
-        return f"{value} should be non-empty" if kind.limit == 1 else f"{value} is too short"
-    if name in ("MaxLength", "MaxItems"):
-        return f"{value} is expected to be empty" if kind.limit == 0 else f"{value} is too long"
-    if name == "MinProperties":
-        return f"{value} does not have enough properties (at least {kind.limit})"
-    if name == "MaxProperties":
-        return f"{value} has too many properties (at most {kind.limit})"
-    if name == "Enum":
-        return f"{value} is not one of {shown(list(kind.options))}"
-    if name == "Constant":
-        return f"{shown(kind.expected_value)} was expected"
-    if name == "Pattern":
-        return f"{value} does not match {kind.pattern!r}"
-    if name == "Format":
-        return f"{value} is not a {kind.format!r}"
-    if name == "AdditionalProperties":
-        return _unexpected(list(kind.unexpected), "Additional properties")
-    if name == "UnevaluatedProperties":
-        return _unexpected(list(kind.unexpected), "Unevaluated properties")
-    if name == "UnevaluatedItems":
-        return _unexpected(list(kind.unexpected), "Unevaluated items")
-    if name == "AdditionalItems":
-        return f"{value} has more than the {kind.limit} items allowed"
-    if name in ("AnyOf", "OneOfNotValid"):
-        return f"{value} is not valid under any of the given schemas"
-    if name == "OneOfMultipleValid":
-        return f"{value} is valid under more than one of the given schemas"
-    if name == "Not":
-        return f"{value} should not be valid under {shown(kind.schema)}"
-    if name == "UniqueItems":
-        return f"{value} has non-unique elements"
-    if name == "Contains":
-        return f"{value} does not contain an item that is valid under the given schema"
-    if name == "FalseSchema":
-        return f"{value} is not allowed here (the schema is false)"
-    if name == "PropertyNames":
-        return f"property name {message_of(kind.error)}"
-    if name in ("BacktrackLimitExceeded", "RegexEngineFailure"):
-        return f"{value} could not be checked against its pattern (too costly to match)"
-    return str(error.message)
+    text = _TEXTS.get(type(error.kind).__name__)
+    return str(error.message) if text is None else text(shown(error.instance), error.kind)
