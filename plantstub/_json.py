@@ -155,6 +155,7 @@ def body_for_record(raw: bytes) -> Any:
 
 # -- writing ------------------------------------------------------------------------------------
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built once, not per call
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 
 
 def json_bytes(value: Any) -> bytes:
@@ -163,4 +164,8 @@ def json_bytes(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
+        pass
+    try:
         return _ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (from a `\ud800` escape): JSON carries it escaped
+        return _ASCII_ENCODER.encode(value).encode("ascii")

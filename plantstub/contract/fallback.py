@@ -7,13 +7,25 @@ package with a timeout; a value that cannot be matched in time is a violation th
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
-import regex
+PATTERN_SECONDS = 0.1  # at most, per match
+_DEADLINE: ContextVar[float | None] = ContextVar("plantstub_regex_deadline", default=None)
 
-PATTERN_SECONDS = 0.1  # per match; a request's whole check stays well under a second of CPU
+
+@contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Every match inside shares `seconds` in all: a body of many costly values cannot add them up."""
+    token = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 class PatternTooCostly(Exception):
@@ -22,8 +34,16 @@ class PatternTooCostly(Exception):
 
 def search(pattern: str, text: str) -> bool:
     """Does `pattern` match somewhere in `text`? Raises PatternTooCostly instead of running on."""
+    import regex  # the `regex` package: only where jsonschema has to run
+
+    timeout = PATTERN_SECONDS
+    deadline = _DEADLINE.get()
+    if deadline is not None:
+        timeout = min(timeout, deadline - time.monotonic())
+        if timeout <= 0:
+            raise PatternTooCostly(pattern)
     try:
-        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
+        return regex.search(pattern, text, timeout=timeout) is not None
     except TimeoutError:
         raise PatternTooCostly(pattern) from None
 

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, cached_property
+from itertools import islice
 from typing import Any
 
+from plantstub.contract.fallback import time_budget
 from plantstub.contract.messages import message_of
 from plantstub.errors import SpecError
 
@@ -24,6 +26,7 @@ except ImportError:  # pragma: no cover - exercised where no wheel exists
     jsonschema_rs = None  # type: ignore[assignment]
 
 MAX_MESSAGE = 240
+BACKTRACK_LIMIT = 10_000
 
 # Keywords whose values are subschemas, by shape: {name: schema}, one schema, [schema, ...].
 SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -186,6 +189,30 @@ class Violation:
         return f"{self.where}: {self.message}"
 
 
+LARGE = 1000  # parts (values, items, properties) of a value whose violations are all listed
+MAX_VIOLATIONS = 50
+CHECK_SECONDS = 0.5  # what jsonschema's regular expressions may take together, for one check
+
+
+def _larger_than(value: Any, limit: int) -> bool:
+    """Whether `value` has more than `limit` parts, counting no further than that."""
+    todo, seen = [value], 0
+    while todo:
+        node = todo.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(node, dict):
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return False
+
+
+def _more(root: str) -> Violation:
+    return Violation(root, f"more than {LARGE} parts: only the first violation is listed")
+
+
 class SchemaCheck:
     """One compiled schema: jsonschema-rs decides and explains; jsonschema where jsonschema-rs is missing or
     refuses the schema.
@@ -208,7 +235,11 @@ class SchemaCheck:
         self.fast = None
         if accelerate and jsonschema_rs is not None:
             try:
-                self.fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=formats)
+                self.fast = jsonschema_rs.Draft202012Validator(
+                    schema, validate_formats=formats,
+                    # fancy-regex backtracks for lookarounds: stop a pattern at this many steps (< 1 ms)
+                    pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT),
+                )
             except Exception:  # noqa: BLE001 - e.g. a regex dialect it rejects: jsonschema still works
                 self.fast = None
 
@@ -220,25 +251,45 @@ class SchemaCheck:
         return validator_class()(inline_refs(self.schema), format_checker=format_checker() if self.formats else None)
 
     def errors(self, instance: Any, root: str) -> list[Violation]:
-        """Every violation of `instance`, located under `root` (`body`, `query.limit`), in path order."""
+        """The violations of `instance`, located under `root` (`body`, `query.limit`), in path order.
+
+        Every one for a value of up to LARGE parts; for a larger one, the first only (listing all of a
+        300,000-item array took seconds and megabytes), and at most MAX_VIOLATIONS in any case.
+        """
+        large = _larger_than(instance, LARGE)
         if self.fast is not None:
             try:
                 if self.fast.is_valid(instance):
                     return []
                 # jsonschema-rs decided, and it explains too: no Python regex runs on the failing value.
-                fast = sorted(self.fast.iter_errors(instance), key=lambda e: [str(p) for p in e.instance_path])
-                return list(dict.fromkeys(
-                    Violation(location_path(root, e.instance_path), _short(message_of(e))) for e in fast
-                ))
+                if large:
+                    try:
+                        self.fast.validate(instance)
+                    except jsonschema_rs.ValidationError as error:
+                        return [self._violation(root, error.instance_path, message_of(error)), _more(root)]
+                found = [(e.instance_path, message_of(e)) for e in self.fast.iter_errors(instance)]
+                return self._listed(root, found)
             except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
                 pass
         try:
-            found = sorted(self.slow.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
-            # allOf branches can report the same problem twice; say it once.
-            unique = dict.fromkeys(Violation(location_path(root, e.absolute_path), _short(e.message)) for e in found)
-            return list(unique)
+            with time_budget(CHECK_SECONDS):  # every regex of this check shares one budget
+                errors = islice(self.slow.iter_errors(instance), 1 if large else MAX_VIOLATIONS + 1)
+                found = [(e.absolute_path, e.message) for e in errors]
+            listed = self._listed(root, found)
+            return [*listed, _more(root)] if large and listed else listed
         except RecursionError:
             return [Violation(root, "nested too deeply to check")]
+
+    def _violation(self, root: str, path: Any, message: str) -> Violation:
+        return Violation(location_path(root, path), _short(message))
+
+    def _listed(self, root: str, found: list[tuple[Any, str]]) -> list[Violation]:
+        """In path order (array indices as numbers), each said once (allOf branches can repeat one)."""
+        found.sort(key=lambda item: [(p, "") if isinstance(p, int) else (-1, str(p)) for p in item[0]])
+        unique = list(dict.fromkeys(self._violation(root, path, message) for path, message in found))
+        if len(unique) > MAX_VIOLATIONS:
+            return [*unique[:MAX_VIOLATIONS], Violation(root, f"more violations follow; the first {MAX_VIOLATIONS} are listed")]
+        return unique
 
     def is_valid(self, instance: Any) -> bool:
         if self.fast is not None:
@@ -247,6 +298,7 @@ class SchemaCheck:
             except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
                 pass
         try:
-            return self.slow.is_valid(instance)
+            with time_budget(CHECK_SECONDS):
+                return bool(self.slow.is_valid(instance))
         except RecursionError:
             return False

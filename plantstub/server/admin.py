@@ -120,6 +120,9 @@ class _Admin:
             "X-Plantstub-Dropped-Bytes": str(journal.dropped_bytes),
         })
         await response.prepare(request)
+        if request.method == "HEAD":  # the headers only: a body here would corrupt a kept-alive connection
+            await response.write_eof()
+            return response
         # Bodies are parsed and written in batches, off the event loop: reading 64 MiB of calls must not
         # stall the traffic being recorded meanwhile.
         chunks = list(_chunks(found))
@@ -130,7 +133,7 @@ class _Admin:
         return response
 
     async def delete_calls(self, request: web.BaseRequest) -> web.Response:
-        count = len(self.control.journal.snapshot())
+        count = len(self.control.journal.records())  # counted, not parsed
         self.control.journal.clear()
         self.control.coverage.clear()
         return web.json_response({"deleted": count})
@@ -150,6 +153,8 @@ def _logged(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except web.HTTPException:
+            raise
+        except (ConnectionError, asyncio.IncompleteReadError):  # the client left: nothing to answer, no bug
             raise
         except Exception as exc:
             log.exception("plantstub: internal error on admin route %s %s", request.method, request.path)

@@ -194,14 +194,35 @@ def _decide(
     return None
 
 
+async def _continue(request: web.BaseRequest, max_body: int) -> bool:
+    """Answer `Expect: 100-continue` with `100 Continue`; True (and no go-ahead) when the declared body is
+    over the limit, to be refused with a 413 at once."""
+    if request.version < (1, 1) or request.headers.get("Expect", "").lower() != "100-continue":
+        return False
+    if request.content_length is not None and request.content_length > max_body:
+        return True
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the answer proper has not started
+    return False
+
+
 def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]:
     """The request pipeline as one aiohttp handler (for an Application's route or a low-level Server)."""
     journal = control.journal
     logger = RequestLogger(control.settings.log_format)
     admin = AdminRoutes(control)
 
+    max_body = control.settings.max_body
+
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        # `Expect: 100-continue` (curl sends it for bodies over 1 MiB): the client waits for a go-ahead
+        # before the body, which aiohttp's low-level server does not give on its own.
+        expect_too_large = False
+        if "Expect" in request.headers:
+            expect_too_large = await _continue(request, max_body)
         if request.path.startswith(ADMIN_PREFIX):
+            if expect_too_large:
+                return to_response(error_reply(413, f"body: larger than the limit of {max_body} bytes (--max-body)"), False)
             return await admin.dispatch(request)
         started = time.time()
         seq, epoch = journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
@@ -211,6 +232,8 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
         # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
         query = {k: request.query.getall(k) for k in request.query} if request.query_string else {}
         try:
+            if expect_too_large:  # declared too large: refused before the client sends it
+                raise web.HTTPRequestEntityTooLarge(max_size=max_body, actual_size=request.content_length or 0)
             raw = await request.read()
             _decide(control, request, raw, query, active, done)
             if done.delay_ms:

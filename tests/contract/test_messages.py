@@ -68,3 +68,20 @@ def test_jsonschema_bounds_pattern_properties_and_names_the_property():
     assert violation.where == f"body.{key}" and violation.message.endswith("(too costly to match)")
     assert [str(v) for v in check.errors({"aa": "x", "b": 1}, "body")] == [
         "body: Additional properties are not allowed ('b' was unexpected)", "body.aa: 'x' is not of type 'integer'"]
+
+
+@needs_rs
+def test_indices_sort_as_numbers_and_the_list_is_capped():
+    check = SchemaCheck({"type": "array", "items": {"type": "string"}}, "test")
+    found = check.errors(["a", "b", 2, "c", "d", "e", "f", "g", "h", "i", 10], "body")
+    assert [v.where for v in found] == ["body[2]", "body[10]"]
+    many = check.errors(list(range(60)), "body")
+    assert len(many) == 51 and str(many[-1]) == "body: more violations follow; the first 50 are listed"
+    assert [v.where for v in many[:3]] == ["body[0]", "body[1]", "body[2]"]
+
+
+@needs_rs
+def test_a_large_value_lists_its_first_violation_only():
+    found = SchemaCheck({"type": "array", "items": {"type": "string"}}, "test").errors([1] * 300_000, "body")
+    assert [str(v) for v in found] == [
+        "body[0]: 1 is not of type 'string'", "body: more than 1000 parts: only the first violation is listed"]

@@ -37,6 +37,20 @@ paths:
             schema: {type: object, properties: {name: {type: string, pattern: "^(a|aa)+\\Z"}}}
       responses:
         "204": {description: ok}
+  /keys:
+    post:
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                k: {type: object, patternProperties: {"^(a|aa)+(?!b)$": {type: integer}}, additionalProperties: false}
+                arr: {type: array, items: {type: string, pattern: "^(a|aa)+\\Z"}}
+                many: {type: array, items: {type: string}}
+      responses:
+        "204": {description: ok}
 """
 
 
@@ -62,3 +76,21 @@ def test_a_backtracking_pattern_is_answered_at_once(serve, tmp_path, path, value
     with urllib.request.urlopen(stub.url + "/__plantstub/health", timeout=2) as response:
         assert json.load(response)["status"] == "ok"
     assert post(stub.url + path, {"name": "aaaa"})[0] == 204
+
+
+@pytest.mark.parametrize("body", [
+    {"k": {"a" * 40 + f"!{i}": 1 for i in range(2000)}},  # jsonschema-rs: a lookahead, many keys
+    {"arr": ["a" * 40 + "!"] * 100},  # jsonschema: one budget for all of them
+    {"many": [1] * 300_000},  # 300,000 violations
+], ids=["many-costly-keys", "many-costly-items", "many-violations"])
+def test_many_costly_values_share_one_budget(serve, tmp_path, body):
+    stub = serve("--port", "0", "--spec", str(write(tmp_path, "hostile.yaml", SPEC)), "--max-body", "4000000",
+                 cwd=tmp_path)
+    started = time.monotonic()
+    status, answer = post(stub.url + "/keys", body)
+    took = time.monotonic() - started
+    assert status == 400 and answer["message"].startswith("body.")
+    assert took < 3, f"the answer took {took:.1f} s"
+    assert len(answer["message"]) < 20_000  # not 13 MB of messages
+    with urllib.request.urlopen(stub.url + "/__plantstub/health", timeout=2) as response:
+        assert json.load(response)["status"] == "ok"
