@@ -256,13 +256,12 @@ class SchemaCheck:
         Every one for a value of up to LARGE parts; for a larger one, the first only (listing all of a
         300,000-item array took seconds and megabytes), and at most MAX_VIOLATIONS in any case.
         """
-        large = _larger_than(instance, LARGE)
         if self.fast is not None:
             try:
                 if self.fast.is_valid(instance):
                     return []
                 # jsonschema-rs decided, and it explains too: no Python regex runs on the failing value.
-                if large:
+                if _larger_than(instance, LARGE):  # counted only once invalid: valid calls never pay for it
                     try:
                         self.fast.validate(instance)
                     except jsonschema_rs.ValidationError as error:
@@ -271,6 +270,7 @@ class SchemaCheck:
                 return self._listed(root, found)
             except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
                 pass
+        large = _larger_than(instance, LARGE)
         try:
             with time_budget(CHECK_SECONDS):  # every regex of this check shares one budget
                 errors = islice(self.slow.iter_errors(instance), 1 if large else MAX_VIOLATIONS + 1)

@@ -106,7 +106,12 @@ class Journal:
     @property
     def dropped(self) -> int:
         """Calls pushed out of memory by the bounds since the last clear (still in the file)."""
-        return max(0, self.recorded - len(self._records))
+        return max(0, self.recorded - self.kept)
+
+    @property
+    def kept(self) -> int:
+        """How many calls are in memory."""
+        return len(self._records)
 
     @property
     def kept_bytes(self) -> int:

@@ -13,6 +13,7 @@ from plantstub._version import __version__
 from plantstub.contract.outgoing import error_body
 from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
+from plantstub.server.response import too_large
 from plantstub.server.state import Control, UnknownScenario
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
@@ -71,7 +72,7 @@ class _Admin:
             "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations)},
             "active": self.control.active,
             "journal": {
-                "calls": len(journal.records()), "bytes": journal.kept_bytes, "recorded": journal.recorded,
+                "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
                 "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes,
                 "max_calls": journal.size, "max_bytes": journal.max_bytes,
             },
@@ -95,7 +96,7 @@ class _Admin:
         try:
             data = json.loads(await request.read() or b"null")
         except web.HTTPRequestEntityTooLarge:
-            return _error(413, f"body: larger than the limit of {self.control.settings.max_body} bytes (--max-body)")
+            return _error(413, too_large(self.control.settings.max_body))
         except (ValueError, RecursionError):
             return _error(400, 'body: not valid JSON; send {"name": "SCENARIO"} or {"name": null}')
         if not isinstance(data, dict) or "name" not in data or not isinstance(data["name"], (str, type(None))):
@@ -133,7 +134,7 @@ class _Admin:
         return response
 
     async def delete_calls(self, request: web.BaseRequest) -> web.Response:
-        count = len(self.control.journal.records())  # counted, not parsed
+        count = self.control.journal.kept
         self.control.journal.clear()
         self.control.coverage.clear()
         return web.json_response({"deleted": count})

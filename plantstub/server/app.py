@@ -31,7 +31,7 @@ from plantstub.scenarios.replies import rule_reply
 from plantstub.scenarios.select import select_rule
 from plantstub.scenarios.watch import watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
-from plantstub.server.response import send_fault, sent_headers, to_response
+from plantstub.server.response import send_fault, sent_headers, to_response, too_large
 from plantstub.server.state import Control, UnknownScenario
 
 CONTROL_KEY = web.AppKey("control", Control)
@@ -56,9 +56,8 @@ def create_app(settings: Settings | None = None, **options: Any) -> web.Applicat
     # One catch-all route: the pipeline routes by the spec, and the admin API has its own small router.
     app.router.add_route("*", "/{tail:.*}", make_handler(control))
     app.on_cleanup.append(_close(control))
-    if settings.watch and control.scenarios_dir is not None:
-        app.on_startup.append(_start_watch)
-        app.on_cleanup.append(_stop_watch)
+    app.on_startup.append(_start_watch)  # start_watch() decides whether there is anything to watch
+    app.on_cleanup.append(_stop_watch)
     return app
 
 
@@ -211,7 +210,6 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
     journal = control.journal
     logger = RequestLogger(control.settings.log_format)
     admin = AdminRoutes(control)
-
     max_body = control.settings.max_body
 
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
@@ -222,7 +220,7 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             expect_too_large = await _continue(request, max_body)
         if request.path.startswith(ADMIN_PREFIX):
             if expect_too_large:
-                return to_response(error_reply(413, f"body: larger than the limit of {max_body} bytes (--max-body)"), False)
+                return to_response(error_reply(413, too_large(max_body)), False)
             return await admin.dispatch(request)
         started = time.time()
         seq, epoch = journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
@@ -247,8 +245,7 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             done.refuse(error_reply(499, "request: the client closed the connection before sending the whole body"))
             raise
         except web.HTTPRequestEntityTooLarge:
-            limit = control.settings.max_body
-            out = error_reply(413, f"body: larger than the limit of {limit} bytes (--max-body)")
+            out = error_reply(413, too_large(max_body))
             done.refuse(out)
             return to_response(out, False)
         except Exception as exc:  # a plantstub bug: answer in the Error shape, keep serving

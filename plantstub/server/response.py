@@ -13,6 +13,11 @@ from plantstub.contract.outgoing import Outgoing
 from plantstub.scenarios.model import Fault
 
 
+def too_large(limit: int) -> str:
+    """The 413 message: the body is over --max-body."""
+    return f"body: larger than the limit of {limit} bytes (--max-body)"
+
+
 def sent_headers(out: Outgoing) -> dict[str, str]:
     """The headers a call records as sent: the reply's own, and Content-Type when there is a body."""
     if out.content_type and out.body is not NO_BODY:
