@@ -169,3 +169,47 @@ def json_bytes(value: Any) -> bytes:
         return _ENCODER.encode(value).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (from a `\ud800` escape): JSON carries it escaped
         return _ASCII_ENCODER.encode(value).encode("ascii")
+
+
+# -- quoting -----------------------------------------------------------------------------------
+MAX_SHOWN = 80  # characters of a value (or of a key, tag or anchor name) that any message quotes
+
+
+def shown(value: Any) -> str:
+    """`repr()` of a value, cut short: a 1 MB body must not become a 1 MB message, nor take its time."""
+    parts: list[str] = []
+    _repr_into(value, parts, [MAX_SHOWN])
+    return cut("".join(parts))
+
+
+def cut(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text` if it is at most `limit` characters long, else its start and an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _repr_into(value: Any, parts: list[str], left: list[int]) -> None:
+    """Append the repr of `value` to `parts` until about `left[0]` characters are written."""
+    if left[0] <= 0:
+        return
+    if isinstance(value, (list, dict)):
+        opening, closing = ("[", "]") if isinstance(value, list) else ("{", "}")
+        parts.append(opening)
+        left[0] -= 1
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for i, (key, item) in enumerate(items):
+            if left[0] <= 0:
+                return
+            if i:
+                parts.append(", ")
+                left[0] -= 2
+            if isinstance(value, dict):
+                _repr_into(key, parts, left)
+                parts.append(": ")
+                left[0] -= 2
+            _repr_into(item, parts, left)
+        parts.append(closing)
+        left[0] -= 1
+        return
+    text = repr(value[: left[0] + 2] if isinstance(value, str) and len(value) > left[0] + 2 else value)
+    parts.append(text)
+    left[0] -= len(text)

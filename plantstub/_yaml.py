@@ -4,16 +4,120 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml import events
 from yaml.constructor import ConstructorError
 
+from plantstub._json import MAX_DIGITS, MAX_SHOWN, cut, shown
+
 _MERGE = "tag:yaml.org,2002:merge"
+_KEY_TYPES = (str, int, float, bool, type(None))
 # libyaml's parser when PyYAML has it (about 9x faster: start-up time), the pure-Python one otherwise.
 _SAFE_BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# What a spec or scenario document may be, aliases expanded: deeper or larger data would crash libyaml's
+# composer (it recurses; 50,000 levels overflow the C stack) or make every later walk over it take hours.
+MAX_DEPTH = 100  # levels of lists and mappings, one inside the other
+MAX_ALIASED = 100_000  # values that aliases (`*name`, `<<: *name`) may add to a document, all counted
+
+
+class DocumentLimit(ValueError):
+    """A document nests too deeply, or its aliases expand too far; `line` is where it crossed the limit."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
+TOO_DEEP = f"nested deeper than the {MAX_DEPTH} levels plantstub reads"
+_SCALAR = events.ScalarEvent
+_OPENING = frozenset({events.SequenceStartEvent, events.MappingStartEvent})
+_CLOSING = frozenset({events.SequenceEndEvent, events.MappingEndEvent})
+
+
+def check_yaml_shape(text: str) -> None:
+    """Refuse YAML nested deeper than MAX_DEPTH, or whose aliases add more than MAX_ALIASED values.
+
+    Walks the parser's events (libyaml parses without recursion), before anything composes the
+    document; counts what each alias stands for, so a "billion laughs" is refused at its first big alias.
+    A YAML syntax error is left for the loader to report. Raises DocumentLimit.
+    """
+    parser = _SAFE_BASE(text)
+    stack: list[list[Any]] = []  # open collections: [anchor, values before it, deepest level inside]
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (values, levels) it stands for
+    count = aliased = 0
+    try:
+        while (event := parser.get_event()) is not None:
+            kind = type(event)
+            if kind is _SCALAR:
+                count += 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = (1, 0)
+            elif kind in _OPENING:
+                count += 1
+                stack.append([event.anchor, count, len(stack) + 1])
+                if len(stack) > MAX_DEPTH:
+                    raise DocumentLimit(event.start_mark.line + 1, TOO_DEEP)
+            elif kind in _CLOSING:
+                anchor, before, deepest = stack.pop()
+                if anchor is not None:
+                    anchors[anchor] = (count - before + 1, deepest - len(stack))
+                if stack and stack[-1][2] < deepest:
+                    stack[-1][2] = deepest
+            elif kind is events.AliasEvent:
+                line, name = event.start_mark.line + 1, event.anchor
+                if name not in anchors:
+                    if any(frame[0] == name for frame in stack):
+                        raise DocumentLimit(line, "an alias inside the anchored value it stands for: a loop, which"
+                                                  " JSON data cannot hold")
+                    continue  # an undefined alias: the loader says so
+                values, levels = anchors[name]
+                count += values
+                aliased += values
+                reach = len(stack) + levels
+                if aliased > MAX_ALIASED:
+                    raise DocumentLimit(line, f"aliases expand to more than the {MAX_ALIASED:,} values plantstub reads")
+                if reach > MAX_DEPTH:
+                    raise DocumentLimit(line, f"{TOO_DEEP} once an alias is expanded")
+                if stack and stack[-1][2] < reach:
+                    stack[-1][2] = reach
+            elif kind is events.DocumentStartEvent:
+                anchors = {}  # anchors belong to one document
+    finally:
+        parser.dispose()
+
+
+# JSON's nesting, counted at C speed: escapes dropped, then all but quotes and brackets, then strings; each
+# opening bracket is +1 and each closing one -1 (as a signed byte), and the running sum is the depth.
+_JSON_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_JSON_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'[]{}"')))
+_JSON_STRING = re.compile(rb'"[^"]*"?')
+_JSON_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+# The slow way, to find the line where the limit is crossed: a string (escapes and all) or a bracket.
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+
+
+def check_json_shape(text: str) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH, as YAML is (the standard library's decoder recurses); DocumentLimit."""
+    structure = _JSON_ESCAPE.sub(b"", text.encode("utf-8", "surrogatepass")).translate(None, _JSON_NOT_STRUCTURE)
+    steps = array("b", _JSON_STRING.sub(b"", structure).translate(_JSON_STEPS))
+    if max(accumulate(steps), default=0) <= MAX_DEPTH:
+        return
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        char = match.group()[0]
+        if char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise DocumentLimit(text.count("\n", 0, match.start()) + 1, TOO_DEEP)
+        elif char != '"':
+            depth -= 1
 
 
 class JsonSafeLoader(_SAFE_BASE):  # type: ignore[misc,valid-type]
@@ -22,8 +126,21 @@ class JsonSafeLoader(_SAFE_BASE):  # type: ignore[misc,valid-type]
     Only `true`/`false` are booleans (a country code `NO` stays a string), `18:00` and dates stay
     strings, `0755` is decimal; so a value means what a JSON reader would take it to mean.
     Keys are strings, as in JSON. A key written twice in one mapping is an error (as in js-yaml),
-    not a silent overwrite.
+    not a silent overwrite. A document nested or expanded beyond the limits above raises DocumentLimit
+    before it is composed.
     """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.text = stream
+
+    def get_single_node(self) -> Any:
+        check_yaml_shape(self.text)
+        return super().get_single_node()
+
+    def construct_undefined(self, node: yaml.Node) -> Any:
+        raise ConstructorError(None, None, f"could not determine a constructor for the tag {shown(node.tag)}",
+                               node.start_mark)
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
@@ -35,12 +152,32 @@ class JsonSafeLoader(_SAFE_BASE):  # type: ignore[misc,valid-type]
                 if slot in seen:
                     first = seen[slot].start_mark.line + 1
                     raise ConstructorError(
-                        None, None, f"duplicate key {key_node.value!r} (first at line {first})", key_node.start_mark
+                        None, None, f"duplicate key {shown(key_node.value)} (first at line {first})", key_node.start_mark
                     )
                 seen[slot] = key_node
         mapping = super().construct_mapping(node, deep=deep)
+        if not all(isinstance(k, _KEY_TYPES) for k in mapping):
+            raise ConstructorError(None, None, "a key must be text, a number, true, false or null", node.start_mark)
         # JSON keys are strings: `200:` is the status code "200", as a JSON pointer finds it.
         return {k if isinstance(k, str) else json.dumps(k): v for k, v in mapping.items()}
+
+
+def _written_tag(tag: str) -> str:
+    """`tag:yaml.org,2002:int` -> `!!int`, as written."""
+    return cut("!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag)
+
+
+def _scalar(construct: Callable[[Any, yaml.ScalarNode], Any]) -> Callable[[Any, yaml.ScalarNode], Any]:
+    """`construct`, refusing in YAML's terms a value it cannot read (`!!int abc`, `!!bool maybe`, `!!timestamp x`)."""
+
+    def guarded(loader: Any, node: yaml.ScalarNode) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, LookupError, AttributeError, TypeError):  # what PyYAML's constructors then raise
+            raise ConstructorError(None, None, f"{shown(node.value)} is not a {_written_tag(node.tag)}",
+                                   node.start_mark) from None
+
+    return guarded
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
@@ -49,6 +186,10 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
         return int(text, 8)
     if text.startswith("0x"):
         return int(text, 16)
+    digits = len(text) - (text[0] in "+-")
+    if digits > MAX_DIGITS:
+        raise ConstructorError(None, None, f"a number of {digits} digits is longer than the {MAX_DIGITS} digits"
+                                           " plantstub reads", node.start_mark)
     return int(text)  # decimal, leading zeros and all: YAML 1.2 has no 0755 octal
 
 
@@ -63,35 +204,58 @@ for _tag, _pattern, _first in (
 ):
     JsonSafeLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(f"^(?:{_pattern})$"), list(_first))
 JsonSafeLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+for _tag in ("int", "float", "bool", "timestamp"):
+    JsonSafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _scalar(JsonSafeLoader.yaml_constructors[f"tag:yaml.org,2002:{_tag}"]))
 JsonSafeLoader.add_constructor(_MERGE, yaml.SafeLoader.construct_scalar)  # `<<` as a value, not a key
+JsonSafeLoader.add_constructor(None, JsonSafeLoader.construct_undefined)
 
 
-def parse_text(text: str, name: str) -> Any:
-    """Parse JSON (by extension) or YAML text; raises ValueError with `name:line: reason`."""
-    if name.endswith(".json"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{name}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+def parse_text(text: str, name: str, *, quote: bool = True) -> Any:
+    """Parse JSON (by extension) or YAML text; raises ValueError with `name:line: reason`.
+
+    With `quote=False` a syntax error says where, not what (the parser's words may quote the text):
+    for a file that the user did not name, such as the target of a `$ref`.
+    """
     try:
+        if name.endswith(".json"):
+            return _json_loads(text, name, quote)
         return yaml.load(text, Loader=JsonSafeLoader)  # a SafeLoader subclass: no arbitrary objects
+    except DocumentLimit as exc:
+        raise ValueError(f"{name}:{exc.line}: {exc.reason}") from None
     except yaml.MarkedYAMLError as exc:
         if text.lstrip().startswith("{"):
             try:  # JSON with tabs is valid JSON but not valid YAML
-                return json.loads(text)
-            except json.JSONDecodeError:
+                return _json_loads(text, name, quote)
+            except DocumentLimit as limit:
+                raise ValueError(f"{name}:{limit.line}: {limit.reason}") from None
+            except ValueError:
                 pass
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
-        raise ValueError(f"{name}{line}: not valid YAML: {exc.problem or exc.context}") from None
+        raise ValueError(f"{name}{line}: not valid YAML{_reason(exc.problem or exc.context, quote)}") from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{name}: not valid YAML: {exc}") from None
+        raise ValueError(f"{name}: not valid YAML{_reason(str(exc), quote)}") from None
 
 
-def read_document(path: Path, name: str | None = None) -> Any:
+def _reason(text: str | None, quote: bool) -> str:
+    return f": {cut(text, 3 * MAX_SHOWN)}" if quote and text else ""
+
+
+def _json_loads(text: str, name: str, quote: bool) -> Any:
+    check_json_shape(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name}:{exc.lineno}: not valid JSON{_reason(exc.msg, quote)}") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise ValueError(f"{name}: not valid JSON{_reason(str(exc), quote)}") from None
+
+
+def read_document(path: Path, name: str | None = None, *, quote: bool = True) -> Any:
     """Read and parse one YAML or JSON file; raises ValueError with a readable reason.
 
     `name` is how messages show the file (default: the path as given); it keeps the file's extension.
+    `quote=False`: see parse_text.
     """
     name = str(path) if name is None else name
     try:
@@ -104,7 +268,7 @@ def read_document(path: Path, name: str | None = None) -> Any:
         raise ValueError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ValueError(f"{name}: cannot read ({exc.strerror})") from None
-    return parse_text(text, name)
+    return parse_text(text, name, quote=quote)
 
 
 # -- YAML with line marks ---------------------------------------------------------------------

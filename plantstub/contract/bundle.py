@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
+from plantstub._json import MAX_SHOWN, cut, shown
+from plantstub.contract.messages import python_message
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
 from plantstub.errors import SpecError
 
@@ -166,10 +168,10 @@ def _check(schema: Any, at: list[str], where: str) -> None:
     error = best_match(metaschema_validator().iter_errors(schema))
     if error is None:
         return
-    inside = ".".join([*at, *(str(part) for part in error.absolute_path)])
-    message = error.message
+    inside = cut(".".join([*at, *(str(part) for part in error.absolute_path)]), 3 * MAX_SHOWN)
+    message = python_message(error)
     if error.validator == "format" and error.validator_value == "regex":
-        message = (f"{error.instance!r} is not a regular expression Python can run"
+        message = (f"{shown(error.instance)} is not a regular expression Python can run"
                    " (ECMA-only syntax such as \\p{L} is not supported)")
     raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")
 

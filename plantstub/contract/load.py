@@ -11,7 +11,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 import referencing
 import referencing.exceptions
 
-from plantstub._json import MISSING
+from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import read_document
 from plantstub.contract.bundle import Bundler
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
@@ -39,7 +39,7 @@ def load_spec(path: str | Path | None = None) -> Spec:
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
         # A safety net: a shape no check above foresaw still gets one readable paragraph.
         raise SpecError(
-            f"cannot use spec {file}: the document has an unexpected shape ({type(exc).__name__}: {exc});"
+            f"cannot use spec {file}: the document has an unexpected shape ({type(exc).__name__}: {cut(str(exc))});"
             " check it with an OpenAPI validator"
         ) from None
     except RecursionError:
@@ -51,13 +51,8 @@ def _expect(kind: type, node: Any, where: str, what: str) -> Any:
     if node is None:
         return kind()
     if not isinstance(node, kind):
-        raise SpecError(f"{where}: expected {what}, found {type(node).__name__} {_short(node)}")
+        raise SpecError(f"{where}: expected {what}, found {type(node).__name__} {shown(node)}")
     return node
-
-
-def _short(node: Any) -> str:
-    text = repr(node)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _Loader:
@@ -75,13 +70,13 @@ class _Loader:
         if version is None:
             if "swagger" in doc:
                 raise SpecError(
-                    f"this is a Swagger {doc['swagger']} document; plantstub reads OpenAPI 3.0 and 3.1"
+                    f"this is a Swagger {cut(str(doc['swagger']))} document; plantstub reads OpenAPI 3.0 and 3.1"
                     " (convert it first, e.g. with swagger2openapi)"
                 )
             raise SpecError("no 'openapi' field: this is not an OpenAPI 3.x document")
         version = str(version)
         if not version.startswith(("3.0", "3.1")):
-            raise SpecError(f"openapi: {version!r} is not supported (expected 3.0.x or 3.1.x)")
+            raise SpecError(f"openapi: {shown(version)} is not supported (expected 3.0.x or 3.1.x)")
         self.bundler = Bundler(self.lookup, legacy=version.startswith("3.0"))
         components = _expect(dict, doc.get("components"), "components", "a mapping")
         self.schemes = _expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
@@ -92,7 +87,7 @@ class _Loader:
             if isinstance(template, str) and template.startswith("x-"):
                 continue  # a specification extension, not a path
             if not isinstance(template, str) or not template.startswith("/"):
-                raise SpecError(f"paths: {template!r} must start with '/'")
+                raise SpecError(f"paths: {shown(template)} must start with '/'")
             where = f"paths.{template}"
             item, base = self.deref(item, self.uri, where)
             item = _expect(dict, item, where, "a Path Item mapping")
@@ -119,10 +114,21 @@ class _Loader:
             return str(path)
 
     def read(self, uri: str, name: str) -> Any:
+        """Parse the file at `uri`: the spec itself, or a file a $ref names, which must lie in the spec's folder.
+
+        A referenced file is never quoted: a syntax error says where only, and a file that holds no
+        mapping or list (any text file reads as YAML's one long string) is refused without showing it.
+        """
+        path = Path(unquote(urlparse(uri).path))
+        main = uri == self.uri
+        if not main and not path.resolve().is_relative_to(self.file.parent):
+            raise SpecError(f"{name} is outside the spec's folder {self.file.parent}; not read")
         try:
-            contents = read_document(Path(unquote(urlparse(uri).path)), name)
+            contents = read_document(path, name, quote=main)
         except ValueError as exc:
             raise SpecError(str(exc)) from None
+        if not main and not isinstance(contents, (dict, list)):
+            raise SpecError(f"{name} holds no YAML or JSON mapping or list, so nothing in it can be referenced")
         self.registry = self.registry.with_resource(uri, referencing.Resource.opaque(contents))
         return contents
 
@@ -134,7 +140,7 @@ class _Loader:
             target = urljoin(base, node["$ref"])
             written.append(node["$ref"])
             if target in seen:
-                raise SpecError(f"{where}: $ref loop: {' -> '.join(written)}")
+                raise SpecError(f"{where}: $ref loop: {cut(' -> '.join(written), 3 * MAX_SHOWN)}")
             seen.append(target)
             node, base = self.lookup(target, where, node["$ref"])
         return node, base
@@ -143,18 +149,18 @@ class _Loader:
         """The contents at absolute `target` (reading a sibling file on first use) and its file URI."""
         uri, fragment = urldefrag(target)
         if urlparse(uri).scheme != "file":
-            raise SpecError(f"{where}: $ref {ref!r}: only local files can be referenced (no network)")
+            raise SpecError(f"{where}: $ref {shown(ref)}: only local files can be referenced (no network)")
         if uri not in self.registry:
             try:
                 self.read(uri, self.display(uri))
             except SpecError as exc:
-                raise SpecError(f"{where}: $ref {ref!r}: {exc}") from None
+                raise SpecError(f"{where}: $ref {shown(ref)}: {exc}") from None
         try:
             resolved = self.registry.resolver().lookup(target)
-        except referencing.exceptions.Unresolvable:
+        except (referencing.exceptions.Unresolvable, LookupError, TypeError, ValueError):  # `#/x` into a list
             pointer = unquote(fragment) or "/"
             raise SpecError(
-                f"{where}: $ref {ref!r}: {self.display(uri)} has nothing at {pointer!r}{self.near(uri, pointer)}"
+                f"{where}: $ref {shown(ref)}: {self.display(uri)} has nothing at {shown(pointer)}{self.near(uri, pointer)}"
             ) from None
         return resolved.contents, uri
 
@@ -163,12 +169,12 @@ class _Loader:
         parent, _, last = pointer.rpartition("/")
         try:
             container = self.registry.resolver().lookup(f"{uri}#{parent}").contents
-        except referencing.exceptions.Unresolvable:
+        except (referencing.exceptions.Unresolvable, LookupError, TypeError, ValueError):
             return ""
         if not isinstance(container, dict):
             return ""
         close = difflib.get_close_matches(last.replace("~1", "/").replace("~0", "~"), [str(k) for k in container], n=1)
-        return f" (did you mean {close[0]!r}?)" if close else ""
+        return f" (did you mean {shown(close[0])}?)" if close else ""
 
     def schema(self, node: Any, base: str, where: str) -> dict | bool | None:
         """The bundled, checked 2020-12 schema of `node` (None when there is none)."""
@@ -237,7 +243,7 @@ class _Loader:
             raise SpecError(f"{where}: a parameter needs 'name' and 'in'")
         location = raw["in"]
         if location not in ("path", "query", "header", "cookie"):
-            raise SpecError(f"{where}: in: {location!r} is not one of path, query, header, cookie")
+            raise SpecError(f"{where}: in: {shown(location)} is not one of path, query, header, cookie")
         style = raw.get("style", "form" if location in ("query", "cookie") else "simple")
         return Parameter(
             name=str(raw["name"]),
@@ -279,7 +285,7 @@ class _Loader:
             schemes = []
             for name in requirement:
                 if name not in self.schemes:
-                    raise SpecError(f"{where}[{i}]: security scheme {name!r} is not declared in"
+                    raise SpecError(f"{where}[{i}]: security scheme {shown(name)} is not declared in"
                                     f" components.securitySchemes{_suggest(str(name), self.schemes)}")
                 scheme, _ = self.deref(self.schemes[name], self.uri, f"components.securitySchemes.{name}")
                 scheme = _expect(dict, scheme, f"components.securitySchemes.{name}", "a Security Scheme mapping")
@@ -302,5 +308,5 @@ def _suggest(name: str, declared: dict) -> str:
     names = [str(n) for n in declared]
     close = difflib.get_close_matches(name, names, n=1)
     if close:
-        return f" (did you mean {close[0]!r}?)"
-    return f" (declared: {', '.join(names)})" if names else " (none are declared)"
+        return f" (did you mean {shown(close[0])}?)"
+    return f" (declared: {cut(', '.join(names), 3 * MAX_SHOWN)})" if names else " (none are declared)"

@@ -10,47 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-MAX_SHOWN = 120  # characters of a value shown in a message
+from plantstub._json import MAX_SHOWN, cut, shown
 
-
-def shown(value: Any) -> str:
-    """`repr()` of a value, cut short: a 1 MB body must not become a 1 MB message, nor take its time."""
-    parts: list[str] = []
-    _repr_into(value, parts, [MAX_SHOWN])
-    text = "".join(parts)
-    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
-
-
-def _repr_into(value: Any, parts: list[str], left: list[int]) -> None:
-    """Append the repr of `value` to `parts` until about `left[0]` characters are written."""
-    if left[0] <= 0:
-        return
-    if isinstance(value, (list, dict)):
-        opening, closing = ("[", "]") if isinstance(value, list) else ("{", "}")
-        parts.append(opening)
-        left[0] -= 1
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for i, (key, item) in enumerate(items):
-            if left[0] <= 0:
-                return
-            if i:
-                parts.append(", ")
-                left[0] -= 2
-            if isinstance(value, dict):
-                _repr_into(key, parts, left)
-                parts.append(": ")
-                left[0] -= 2
-            _repr_into(item, parts, left)
-        parts.append(closing)
-        left[0] -= 1
-        return
-    text = repr(value[: left[0] + 2] if isinstance(value, str) and len(value) > left[0] + 2 else value)
-    parts.append(text)
-    left[0] -= len(text)
+__all__ = ["MAX_SHOWN", "message_of", "python_message", "shown"]
 
 
 def _names(values: list[Any]) -> str:
-    return ", ".join(repr(v) for v in values)
+    return ", ".join(shown(v) for v in values)
 
 
 def _unexpected(names: list[Any], what: str) -> str:
@@ -120,3 +86,11 @@ def message_of(error: Any) -> str:
     """The text of one jsonschema-rs ValidationError, without its location."""
     text = _TEXTS.get(type(error.kind).__name__)
     return str(error.message) if text is None else text(shown(error.instance), error.kind)
+
+
+def python_message(error: Any) -> str:
+    """The text of one `jsonschema` ValidationError, with the value it quotes in full cut short (`shown`)."""
+    text, whole = str(error.message), repr(error.instance)
+    if text.startswith(whole):
+        text = shown(error.instance) + text[len(whole):]
+    return cut(text, 3 * MAX_SHOWN)

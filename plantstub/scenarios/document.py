@@ -6,11 +6,12 @@ from typing import Any
 
 import yaml
 
-from plantstub._yaml import LineMarkedLoader
+from plantstub._json import MAX_SHOWN, cut
+from plantstub._yaml import DocumentLimit, LineMarkedLoader
 from plantstub.contract.schema import location_path
 from plantstub.errors import ScenarioError
 
-MAX_VALUES, MAX_DEPTH = 100_000, 100  # once aliases are expanded: stops "billion laughs" and self-references
+MAX_VALUES = 100_000  # a scenario file's values, aliases expanded (_yaml bounds nesting and what aliases add)
 
 
 def where_of(parts: Any) -> str:
@@ -34,15 +35,19 @@ class ScenarioDocument:
         loader = LineMarkedLoader(text)
         try:
             self.data = loader.get_single_data()
+        except DocumentLimit as exc:
+            self.errors.append(ScenarioError(file, exc.line, "", exc.reason))
+            return
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             problem = exc.problem or exc.context or "cannot be read"
             if problem.startswith("but ") and exc.context:  # "expected a single document ..., but found another"
                 problem = f"{exc.context}, {problem}"
-            self.errors.append(ScenarioError(file, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}"))
+            line = mark.line + 1 if mark else None
+            self.errors.append(ScenarioError(file, line, "", f"not valid YAML: {cut(problem, 3 * MAX_SHOWN)}"))
             return
         except yaml.YAMLError as exc:
-            self.errors.append(ScenarioError(file, None, "", f"not valid YAML: {exc}"))
+            self.errors.append(ScenarioError(file, None, "", f"not valid YAML: {cut(str(exc), 3 * MAX_SHOWN)}"))
             return
         finally:
             loader.dispose()
@@ -50,8 +55,7 @@ class ScenarioDocument:
         try:
             self.walk(self.data, (), loader.line_marks)
         except _TooLarge:
-            message = f"too large: more than {MAX_VALUES} values, or nested deeper than {MAX_DEPTH}, once aliases are"
-            message += " expanded"
+            message = f"too large: more than {MAX_VALUES:,} values (aliases expanded)"
             self.errors = [ScenarioError(file, None, "", message)]
 
     def error(self, where: str, message: str, line: int | None = None) -> ScenarioError:
@@ -59,7 +63,7 @@ class ScenarioDocument:
 
     def walk(self, value: Any, parts: tuple, marks: dict[int, tuple[Any, Any]]) -> None:
         self.count += 1
-        if self.count > MAX_VALUES or len(parts) > MAX_DEPTH:
+        if self.count > MAX_VALUES:
             raise _TooLarge
         entry = marks.get(id(value))
         lines = entry[1] if entry is not None and entry[0] is value else None

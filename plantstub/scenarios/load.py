@@ -12,7 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from plantstub._json import NO_BODY
+from plantstub._json import NO_BODY, shown
+from plantstub.contract.messages import python_message
 from plantstub.contract.model import Spec
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import ScenarioError
@@ -55,8 +56,13 @@ def _validator() -> SchemaCheck:
 def _shown(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return "a mapping" if isinstance(value, dict) else "a list"
-    text = json.dumps(value) if value is None or isinstance(value, bool) else repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
+    return json.dumps(value) if value is None or isinstance(value, bool) else shown(value)
+
+
+def _kind(value: Any) -> str:
+    """What a value is, without quoting it: a whole file that is not a mapping may be any file at all."""
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
 
 
 def _suggest(word: Any, choices: Any) -> str:
@@ -80,7 +86,7 @@ def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
             known = list(error.schema.get("properties", {}))
             for key in (k for k in instance if k not in known):
                 hint = _suggest(key, known) or f" (allowed: {', '.join(known)})"
-                found.append(doc.error(where, f"unknown key {key!r}{hint}", doc.line(where_of((*parts, key)))))
+                found.append(doc.error(where, f"unknown key {shown(key)}{hint}", doc.line(where_of((*parts, key)))))
             continue
         if kind == "oneOf" and isinstance(instance, dict) and "reply" in instance and "replies" in instance:
             line = max(doc.line(f"{where}.reply"), doc.line(f"{where}.replies"))
@@ -89,15 +95,15 @@ def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
             message = "has no `reply:`; add `reply:` (one answer) or `replies:` (successive answers, the last"
             message += " repeats)"
         elif kind == "type" and not parts:
-            message = f"a scenario file holds a mapping (description:, rules:), not {_shown(instance)}"
+            message = f"a scenario file holds a mapping (description:, rules:), not {_kind(instance)}"
         elif kind == "type":
             expected = error.validator_value
             expected = ", ".join(map(repr, expected)) if isinstance(expected, list) else repr(expected)
             message = f"{_shown(instance)} is not of type {expected}"
         elif kind == "enum":
-            message = error.message + _suggest(instance, error.validator_value)
+            message = python_message(error) + _suggest(instance, error.validator_value)
         else:
-            message = error.message
+            message = python_message(error)
         found.append(doc.error(where, message, line))
     return found
 
