@@ -222,3 +222,15 @@ def test_scenario_hard_link_to_another_file_is_not_quoted(tmp_path, secret_file)
         f"{folder / 'leak.yaml'}:1: a scenario file holds a mapping (description:, rules:), not a string",
         f"{folder / 'long.yaml'}:2: rules[0].match.path: '{SECRET}{'x' * 62}… does not match '^/'",
     ]
+
+
+def test_a_link_to_a_named_pipe_is_not_read(tmp_path):
+    api, folder = tmp_path / "api", tmp_path / "scenarios"
+    folder.mkdir()
+    path = ref_spec(api, "pipe.yaml")
+    for place in (api, folder):
+        os.mkfifo(place / ".pipe")
+        (place / "pipe.yaml").symlink_to(place / ".pipe")  # reading it would wait for a writer for ever
+    assert spec_error(path).endswith("$ref 'pipe.yaml': pipe.yaml is not a regular file; not read")
+    assert scenario_errors(folder) == [
+        f"{folder / 'pipe.yaml'}: links to something that is not a regular file; not read"]

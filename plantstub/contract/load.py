@@ -123,6 +123,8 @@ class _Loader:
         main = uri == self.uri
         if not main and not path.resolve().is_relative_to(self.file.parent):
             raise SpecError(f"{name} is outside the spec's folder {self.file.parent}; not read")
+        if not main and path.exists() and not path.is_file():  # a named pipe would block the read for ever
+            raise SpecError(f"{name} is not a regular file; not read")
         try:
             contents = read_document(path, name, quote=main)
         except ValueError as exc:
