@@ -56,7 +56,7 @@ class Control:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
-        self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes)
+        self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes, settings.journal_flush)
 
     # -- scenarios ---------------------------------------------------------------------------
     def set_scenarios(self, scenarios: dict[str, Scenario], errors: list[ScenarioError]) -> None:
