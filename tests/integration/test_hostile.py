@@ -108,8 +108,10 @@ async def test_overflowing_number_is_refused(client):
     ("query", "message"),
     [("?limit=--1", "query.limit: '--1' is not an integer"),
      ("?status=%C2%B2", "query.status: '\u00b2' is not an integer"),
-     ("?since=abc", "query.since: 'abc' is not an integer")],
-    ids=["double-minus", "superscript", "word"],
+     ("?since=abc", "query.since: 'abc' is not an integer"),
+     ("?limit=-1", "query.limit: -1 is negative (the newest N calls: 0 or more)"),
+     ("?valid=" + "x" * 5000, f"query.valid: {'x' * 40 + '…'!r} is not true or false")],
+    ids=["double-minus", "superscript", "word", "negative-limit", "long-value"],
 )
 async def test_calls_filter_numbers_are_checked(client, query, message):
     response = await client.get("/__plantstub/calls" + query)
