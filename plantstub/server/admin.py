@@ -171,7 +171,7 @@ class AdminRoutes:
     """The admin API's own small router: path under ADMIN_PREFIX -> method -> handler (GET answers HEAD)."""
 
     def __init__(self, control: Control) -> None:
-        self.guard = AdminGuard(control.settings.admin_token)
+        self.guard = AdminGuard(control.settings.admin_token, control.settings.host)
         self.table: dict[str, dict[str, Handler]] = {}
         for method, name, handler in _routes(_Admin(control)):
             methods = self.table.setdefault(ADMIN_PREFIX + name, {})

@@ -1,9 +1,11 @@
 """Who may use the admin API: the bearer token of --admin-token, and, always, no state change from a page
-on another site (a foreign Origin, a cross-site fetch, or a body that is not JSON)."""
+on another site (a foreign Origin, a cross-site fetch, or a body that is not JSON), and on a loopback
+address no admin call named for another host (a DNS-rebinding page)."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 
 from aiohttp import web
 
@@ -21,13 +23,19 @@ def _shown(value: str) -> str:
 class AdminGuard:
     """Refusals for admin requests: `refusal(request)` is None when the request may go on."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, bound_to: str = "127.0.0.1") -> None:
         self._expected = None if token is None else f"Bearer {token}".encode()
+        self._loopback_only = _is_loopback(bound_to)
 
     def refusal(self, request: web.BaseRequest) -> tuple[int, str, dict[str, str]] | None:
         """(status, message, headers) of the answer that refuses `request`, or None."""
         if request.path in OPEN_PATHS and request.method in SAFE_METHODS:
             return None
+        host = request.headers.get("Host")
+        if self._loopback_only and host is not None and not _is_loopback(_hostname(host)):
+            return 403, (f"Host: {_shown(host)} is not a loopback name; this stub listens on a loopback "
+                         "address, so its admin API answers only to localhost or a loopback IP (a web page "
+                         "of another site can make its own name point here)"), {}
         if self._expected is not None:
             sent = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
             if not hmac.compare_digest(sent, self._expected):
@@ -37,6 +45,23 @@ class AdminGuard:
         if request.method in SAFE_METHODS:
             return None
         return _cross_site(request)
+
+
+def _hostname(host: str) -> str:
+    """`localhost:4010` -> `localhost`, `[::1]:4010` -> `::1`."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _cross_site(request: web.BaseRequest) -> tuple[int, str, dict[str, str]] | None:

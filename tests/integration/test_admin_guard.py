@@ -121,3 +121,29 @@ def test_same_site_tools_and_scripts_still_change_state(open_stub):
     assert call(url, "POST", "/__plantstub/reset")[0] == 200
     assert call(url, "POST", "/__plantstub/reset", b"", {"Content-Type": "application/octet-stream"})[0] == 200
     assert recorded(url) == 0
+
+
+def test_on_loopback_the_admin_api_answers_only_to_loopback_names(open_stub):
+    url = open_stub.url
+    port = urllib.parse.urlsplit(url).port
+    assert post_status(url, b'{"id": 1, "name": "Fern"}') == 200
+    # a page of evil.example whose name now points at 127.0.0.1 (DNS rebinding) reads as "same origin"
+    status, error, _ = call(url, "GET", "/__plantstub/calls", headers={"Host": f"evil.example:{port}"})
+    assert status == 403 and error["message"].startswith(f"Host: 'evil.example:{port}' is not a loopback name")
+    status, _, _ = call(url, "POST", "/__plantstub/reset",
+                        headers={"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"})
+    assert status == 403 and recorded(url) == 1
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"app.localhost:{port}", "127.0.0.2"):
+        assert call(url, "GET", "/__plantstub/calls", headers={"Host": host})[0] == 200, host
+    assert call(url, "GET", "/__plantstub/health", headers={"Host": "evil.example"})[0] == 200
+
+
+def test_bound_to_all_interfaces_any_host_name_is_served():
+    from aiohttp.test_utils import make_mocked_request
+
+    from plantstub.server.admin_guard import AdminGuard
+
+    request = make_mocked_request("GET", "/__plantstub/calls", headers={"Host": "plantstub:4010"})
+    assert AdminGuard(None, "0.0.0.0").refusal(request) is None  # a compose service name
+    assert AdminGuard(None, "127.0.0.1").refusal(request)[0] == 403
+    assert AdminGuard(None, "::1").refusal(request)[0] == 403
