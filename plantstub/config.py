@@ -32,6 +32,7 @@ class Settings:
     journal_bytes: int = DEFAULT_JOURNAL_BYTES
     journal_flush: str = "batch"
     admin_token: str | None = None
+    cors: bool = False
     log_format: str = "none"
 
 
@@ -112,6 +113,7 @@ _CONVERTERS = {
     "journal_bytes": _int_in(1, 2**40, "a size in bytes"),
     "journal_flush": _journal_flush,
     "admin_token": _token,
+    "cors": _bool,
     "log_format": _log_format,
 }
 FIELDS = tuple(_CONVERTERS)

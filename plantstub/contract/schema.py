@@ -253,9 +253,9 @@ class SchemaCheck:
     @cached_property
     def slow(self) -> Any:
         """jsonschema's validator, with regular expressions bounded in time (contract/fallback.py)."""
-        from plantstub.contract.fallback import validator_class  # imports `regex`: only when needed
-
         from referencing import Registry  # empty: jsonschema would otherwise fetch a remote `$ref`
+
+        from plantstub.contract.fallback import validator_class  # imports `regex`: only when needed
 
         return validator_class()(inline_refs(self.schema), format_checker=format_checker() if self.formats else None,
                                  registry=Registry())

@@ -31,6 +31,7 @@ from plantstub.scenarios.replies import rule_reply
 from plantstub.scenarios.select import select_rule
 from plantstub.scenarios.watch import watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
+from plantstub.server.cors import with_cors
 from plantstub.server.response import send_fault, sent_headers, to_response, too_large
 from plantstub.server.state import Control, UnknownScenario
 
@@ -276,4 +277,5 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             if logger.enabled:
                 logger.log(record)
 
-    return handle
+    # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
+    return with_cors(handle, control.router, ADMIN_PREFIX) if control.settings.cors else handle

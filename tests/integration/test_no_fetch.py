@@ -16,7 +16,7 @@ def listener():
     hits: list[str] = []
 
     class Counting(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the name http.server calls
+        def do_GET(self):
             hits.append(self.path)
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
