@@ -48,10 +48,13 @@ class FolderSnapshot:
         self.files: dict[str, tuple[Stamp, bytes | None]] = {}
         self.hashed = 0  # files read at the last scan (for measurements)
 
-    def _stamps(self) -> dict[str, tuple[str, Stamp]]:
-        found: dict[str, tuple[str, Stamp]] = {}
+    def _stamps(self) -> dict[str, tuple[str | None, Stamp]]:
+        """Each scenario file's stamp, and its path when it may be read: a regular file, not a link out
+        of the folder (the load refuses those; their content is no business of ours, nor is a FIFO's)."""
+        found: dict[str, tuple[str | None, Stamp]] = {}
         try:
             entries = list(os.scandir(self.folder))
+            root = os.path.realpath(self.folder) + os.sep
         except OSError:
             return found  # gone or unreadable: every file counts as removed; the reload says why
         for entry in entries:
@@ -59,10 +62,13 @@ class FolderSnapshot:
                 continue  # as scenario_files() does: editors' hidden swap and lock files are no change
             try:
                 info = os.stat(entry.path)
+                inside = not entry.is_symlink() or os.path.realpath(entry.path).startswith(root)
             except OSError:
                 continue
             if not stat.S_ISDIR(info.st_mode):
-                found[entry.name] = (entry.path, (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino))
+                readable = stat.S_ISREG(info.st_mode) and inside
+                stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+                found[entry.name] = (entry.path if readable else None, stamp)
         return found
 
     def scan(self) -> list[str]:
@@ -75,8 +81,8 @@ class FolderSnapshot:
             if before is not None and before[0] == stamp and now - max(stamp[0], stamp[1]) > RACY_NS:
                 current[name] = before  # settled: the stamp speaks for the content
                 continue
-            current[name] = (stamp, _digest(path))
-            self.hashed += 1
+            current[name] = (stamp, repr(stamp).encode() if path is None else _digest(path))
+            self.hashed += path is not None
         changed = sorted(
             name for name in current.keys() | self.files.keys()
             if name not in current or name not in self.files or current[name][1] != self.files[name][1]

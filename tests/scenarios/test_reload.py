@@ -233,3 +233,24 @@ def test_rule_index_of_many_pinned_rules_is_built_in_linear_time():
     chosen = select_rule(index, RuleCounters(), make_request(headers=JSON_AUTH), {"name": "P4999"})
     assert chosen is not None and chosen[0].index == 4999
     assert time.monotonic() - started < 5  # a list per pinned value, each of every rule, took 25 s
+
+
+def test_snapshot_reads_no_file_outside_the_folder(tmp_path, monkeypatch):
+    outside = write(tmp_path, "secret.yaml", "x: 1\n")
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "link.yaml").symlink_to(outside)
+    opened: list[str] = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: opened.append(str(path)) or real_open(path, *a, **k))
+    snapshot = FolderSnapshot(folder)
+    assert snapshot.scan() == ["link.yaml"]
+    outside.write_text("x: 22\n")
+    assert snapshot.scan() == ["link.yaml"]  # seen by its stamp
+    assert opened == []
+
+
+def test_snapshot_does_not_open_a_fifo(tmp_path):
+    os.mkfifo(tmp_path / "pipe.yaml")  # opening it would wait for a writer for ever
+    snapshot = FolderSnapshot(tmp_path)
+    assert (snapshot.scan(), snapshot.hashed) == (["pipe.yaml"], 0)
