@@ -88,7 +88,8 @@ class _Admin:
             "folder": str(c.scenarios_dir) if c.scenarios_dir else None,
             "scenarios": [
                 {"name": s.name, "description": s.description, "file": s.file, "rules": len(s.rules),
-                 "validate_requests": s.validate_requests, "builtin": c.builtins.get(s.name) is s}
+                 "validate_requests": s.validate_requests, "builtin": c.builtins.get(s.name) is s,
+                 "missing": s.name in c.missing}  # --watch: kept, as last loaded, while its file is gone
                 for s in sorted(c.scenarios.values(), key=lambda s: s.name)
             ],
             "errors": [str(e) for e in c.load_errors],
