@@ -136,7 +136,8 @@ def decode_json(raw: bytes) -> Any:
     try:
         return _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise BodyError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        reason = exc.msg.removesuffix(" at")  # the standard library's "Invalid control character at"
+        raise BodyError(f"not valid JSON: {reason} at line {exc.lineno} column {exc.colno}") from None
     except ValueError as exc:  # NaN, Infinity, or an integer too long to convert
         raise BodyError(f"not valid JSON: {exc}") from None
     except RecursionError:

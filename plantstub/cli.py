@@ -28,6 +28,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--journal", "FILE", "append every call to FILE as one JSON line"),
         ("--journal-size", "N", "calls kept in memory (default: 10000)"),
         ("--journal-bytes", "BYTES", "memory the kept calls may take, about (default: 67108864, 64 MiB)"),
+        ("--journal-flush", "MODE", "batch: a call reaches the file within 0.1 s; call: before its answer "
+                                    "is sent (default: batch)"),
+        ("--admin-token", "TOKEN", "the admin API then needs 'Authorization: Bearer TOKEN' (health stays open)"),
         ("--max-body", "BYTES", "largest request body accepted (default: 1048576)"),
         ("--log-format", "FORMAT", "one line per request: none, text or json (default: none)"),
     ]
@@ -36,6 +39,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument(flag, metavar=metavar, dest=dest, help=f"{text} [env {env_name(dest)}]")
     p.add_argument("--watch", action="store_const", const=True, default=None,
                    help=f"reload scenarios when their files change [env {env_name('watch')}]")
+    p.add_argument("--cors", action="store_const", const=True, default=None,
+                   help=f"answer CORS preflights and let web pages of any origin read the answers [env {env_name('cors')}]")
 
 
 def _health_parser(sub: argparse._SubParsersAction) -> None:
@@ -50,17 +55,26 @@ def _health_parser(sub: argparse._SubParsersAction) -> None:
 def _health(args: argparse.Namespace) -> int:
     import json
     import os
+    import urllib.error
     import urllib.request
 
     url = args.url or f"http://127.0.0.1:{os.environ.get(env_name('port')) or 4010}"
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout) as response:
-            status = json.load(response).get("status")
+            answer = json.load(response)
+    except urllib.error.HTTPError as exc:  # 503 degraded carries its problems
+        try:
+            answer = json.load(exc)
+        except ValueError:
+            answer = {"status": f"HTTP {exc.code}"}
     except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
         print(f"plantstub: {url} is not healthy: {exc}", file=sys.stderr)
         return 1
+    status = answer.get("status") if isinstance(answer, dict) else None
     if status != "ok":
-        print(f"plantstub: {url} answered status {status!r}", file=sys.stderr)
+        problems = answer.get("problems") if isinstance(answer, dict) else None
+        detail = "".join(f"\n  {p}" for p in problems) if isinstance(problems, list) else ""
+        print(f"plantstub: {url} answered status {status!r}{detail}", file=sys.stderr)
         return 1
     return 0
 
@@ -144,6 +158,11 @@ async def _serve(settings: Settings) -> int:
         await stop.wait()
     finally:
         await running.stop()
+    lost = control.journal.lost
+    if lost:
+        print(f"plantstub: {_count(lost, 'call')} could not be written to the journal file "
+              f"{settings.journal}; exit status 1", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -30,6 +30,9 @@ class Settings:
     max_body: int = DEFAULT_MAX_BODY
     journal_size: int = DEFAULT_JOURNAL_SIZE
     journal_bytes: int = DEFAULT_JOURNAL_BYTES
+    journal_flush: str = "batch"
+    admin_token: str | None = None
+    cors: bool = False
     log_format: str = "none"
 
 
@@ -81,6 +84,22 @@ def _log_format(name: str, value: Any) -> str:
     return text
 
 
+def _journal_flush(name: str, value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("batch", "call"):
+        raise ConfigError(f"{name}={value!r}: unknown flush mode (expected batch or call)")
+    return text
+
+
+def _token(name: str, value: Any) -> str | None:
+    text = str(value)
+    if text == "":
+        return None
+    if text != text.strip() or any(not 0x21 <= ord(c) <= 0x7E for c in text):
+        raise ConfigError(f"{name}: not a usable token (printable ASCII without spaces, as a bearer token is)")
+    return text
+
+
 _CONVERTERS = {
     "spec": _path,
     "scenarios": _path,
@@ -92,6 +111,9 @@ _CONVERTERS = {
     "max_body": _int_in(1, 2**31 - 1, "a size in bytes"),
     "journal_size": _int_in(1, 10_000_000, "a journal size"),
     "journal_bytes": _int_in(1, 2**40, "a size in bytes"),
+    "journal_flush": _journal_flush,
+    "admin_token": _token,
+    "cors": _bool,
     "log_format": _log_format,
 }
 FIELDS = tuple(_CONVERTERS)

@@ -101,3 +101,11 @@ def test_decoding_keeps_integers_exact_and_accepts_a_byte_order_mark():
 def test_writing_is_compact_utf8_and_exact_for_any_integer():
     assert json_bytes({"name": "Fougère", "n": [1, 2.5, None]}) == '{"name":"Fougère","n":[1,2.5,null]}'.encode()
     assert json_bytes({"id": 2**70}) == b'{"id":1180591620717411303424}'
+
+
+def test_a_control_character_is_placed_once():
+    with pytest.raises(BodyError) as refused:
+        decode_json(b'{"name": "a\x01b"}')
+    message = str(refused.value)
+    assert message.startswith("not valid JSON: ") and message.endswith(" at line 1 column 12")
+    assert " at at " not in message

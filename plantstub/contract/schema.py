@@ -106,12 +106,19 @@ def _patterns(schema: Any) -> Iterator[str]:
                 yield from _patterns(sub)
 
 
+@cache
+def _fast_metaschema() -> Any:
+    """jsonschema-rs's check against the 2020-12 metaschema, offline. Its `meta.is_valid` reads a
+    schema's `$schema` to choose a dialect and fetches one it does not know: never here."""
+    return jsonschema_rs.Draft202012Validator({"$ref": "https://json-schema.org/draft/2020-12/schema"}, offline=True)
+
+
 def meta_valid(schema: Any) -> bool:
     """Fast: is `schema` valid 2020-12 JSON Schema whose patterns Python can run? False: ask jsonschema why."""
     if jsonschema_rs is None:
         return False
     try:
-        if not jsonschema_rs.meta.is_valid(schema):
+        if not _fast_metaschema().is_valid(schema):
             return False
         for pattern in _patterns(schema):
             re.compile(pattern)
@@ -236,7 +243,7 @@ class SchemaCheck:
         if accelerate and jsonschema_rs is not None:
             try:
                 self.fast = jsonschema_rs.Draft202012Validator(
-                    schema, validate_formats=formats,
+                    schema, validate_formats=formats, offline=True,  # no URL is ever fetched
                     # fancy-regex backtracks for lookarounds: stop a pattern at this many steps (< 1 ms)
                     pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT),
                 )
@@ -246,9 +253,12 @@ class SchemaCheck:
     @cached_property
     def slow(self) -> Any:
         """jsonschema's validator, with regular expressions bounded in time (contract/fallback.py)."""
+        from referencing import Registry  # empty: jsonschema would otherwise fetch a remote `$ref`
+
         from plantstub.contract.fallback import validator_class  # imports `regex`: only when needed
 
-        return validator_class()(inline_refs(self.schema), format_checker=format_checker() if self.formats else None)
+        return validator_class()(inline_refs(self.schema), format_checker=format_checker() if self.formats else None,
+                                 registry=Registry())
 
     def errors(self, instance: Any, root: str) -> list[Violation]:
         """The violations of `instance`, located under `root` (`body`, `query.limit`), in path order.

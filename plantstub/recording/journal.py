@@ -3,16 +3,15 @@ JSON-lines file that gets every call complete."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import deque
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from plantstub._json import NO_BODY
 from plantstub.recording.call import Call, Record, dumps_call
+from plantstub.recording.journal_file import JournalFile
 
-FLUSH_DELAY = 0.1
 DEFAULT_SIZE = 10_000
 DEFAULT_BYTES = 64 * 1024 * 1024
 
@@ -30,7 +29,9 @@ class Journal:
     so it never shows up among the next test's calls.
     """
 
-    def __init__(self, size: int = DEFAULT_SIZE, file: Path | None = None, max_bytes: int = DEFAULT_BYTES) -> None:
+    def __init__(
+        self, size: int = DEFAULT_SIZE, file: Path | None = None, max_bytes: int = DEFAULT_BYTES, flush: str = "batch"
+    ) -> None:
         self.size = size
         self.max_bytes = max_bytes
         self._records: deque[Record] = deque()
@@ -40,12 +41,7 @@ class Journal:
         self.epoch = 0  # +1 on every clear()
         self.recorded = 0  # since the last clear
         self.dropped_bytes = 0  # since the last clear
-        self.file = file
-        self._sink: IO[bytes] | None = None
-        self._flush_pending = False
-        if file is not None:
-            file.parent.mkdir(parents=True, exist_ok=True)
-            self._sink = open(file, "ab")  # noqa: SIM115 - closed by close()
+        self.file = None if file is None else JournalFile(file, flush)
 
     def arrive(self) -> tuple[int, int]:
         """Number a request as it arrives: its `seq`, and the epoch it belongs to."""
@@ -64,9 +60,8 @@ class Journal:
             if current:
                 self._insert(record)
                 self.recorded += 1
-        if self._sink is not None:
-            self._sink.write(dumps_call(record.view(body, response_body)) + b"\n")
-            self._schedule_flush()
+        if self.file is not None:
+            self.file.write(dumps_call(record.view(body, response_body)) + b"\n")
         return current
 
     def _insert(self, record: Record) -> None:
@@ -84,24 +79,6 @@ class Journal:
             gone = records.popleft()
             self._bytes -= gone.size
             self.dropped_bytes += gone.size
-
-    def _schedule_flush(self) -> None:
-        # Flush within FLUSH_DELAY rather than per call (a fifth of the throughput): a reader of the
-        # file sees every call 0.1 s later at most, and SIGTERM or Ctrl-C flush through close().
-        if self._flush_pending:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not in an event loop: nothing would flush later
-            self.flush()
-            return
-        self._flush_pending = True
-        loop.call_later(FLUSH_DELAY, self.flush)
-
-    def flush(self) -> None:
-        self._flush_pending = False
-        if self._sink is not None:
-            self._sink.flush()
 
     @property
     def dropped(self) -> int:
@@ -136,8 +113,19 @@ class Journal:
             self.dropped_bytes = 0
             self.epoch += 1
 
+    @property
+    def lost(self) -> int:
+        """Calls the journal file could not take (0 without a file)."""
+        return 0 if self.file is None else self.file.lost
+
+    def problems(self) -> list[str]:
+        """Why calls are being lost right now, for health (empty when nothing is)."""
+        return [] if self.file is None else self.file.problems()
+
+    def flush(self) -> None:
+        if self.file is not None:
+            self.file.flush()
+
     def close(self) -> None:
-        if self._sink is not None:
-            self._sink.flush()
-            self._sink.close()
-            self._sink = None
+        if self.file is not None:
+            self.file.close()

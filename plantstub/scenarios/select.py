@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from plantstub._json import MISSING, NO_BODY
@@ -38,7 +41,8 @@ def mismatches(criteria: Criteria, request: IncomingRequest, body: Any) -> list[
 
 
 class RuleCounters:
-    """How often each rule of each scenario has answered; reset by `POST reset` and by switching scenario."""
+    """How often each rule of each scenario has answered; reset by `POST reset` and by switching scenario,
+    and per scenario when a reload changes its rules (`forget`)."""
 
     def __init__(self) -> None:
         self._uses: dict[tuple[str, int], int] = {}
@@ -56,6 +60,23 @@ class RuleCounters:
     def clear(self) -> None:
         self._uses.clear()
 
+    def forget(self, names: set[str]) -> None:
+        """Start the scenarios `names` afresh; the others keep their counts."""
+        if names:
+            self._uses = {key: n for key, n in self._uses.items() if key[0] not in names}
+
+
+def _without_lines(rule: Rule) -> tuple:
+    return (rule.match.method, rule.match.path, rule.match.headers, rule.match.query, rule.match.body,
+            tuple((r.status, r.headers, r.body, r.delay_ms, r.fault) for r in rule.replies), rule.times, rule.off_contract)
+
+
+def same_rules(old: Scenario, new: Scenario) -> bool:
+    """Whether a reloaded scenario answers as before: the same rules in the same order (lines may move),
+    so its counters still mean what they counted."""
+    return (old.validate_requests == new.validate_requests and len(old.rules) == len(new.rules)
+            and all(_without_lines(a) == _without_lines(b) for a, b in zip(old.rules, new.rules, strict=True)))
+
 
 def _key(value: Any) -> Any:
     """A hashable key with JSON equality: 1 and 1.0 share one, True and 1 do not."""
@@ -68,11 +89,16 @@ def _key(value: Any) -> Any:
     return None  # lists and objects are not indexed
 
 
+_BY_INDEX = attrgetter("index")
+
+
 class RuleIndex:
     """Finds candidate rules fast: by method and path, then by the body field most rules pin down.
 
     A 200-rule scenario costs a dictionary lookup or two per request, not 200 comparisons; the
     candidates are still checked in order with mismatches(), so the first matching rule wins.
+    Building a route's entry is linear in the rules: a rule that pins the field goes into one bucket,
+    and a request's candidates are its bucket merged in rule order with the rules that pin nothing.
     """
 
     MAX_ROUTES = 1024
@@ -96,20 +122,21 @@ class RuleIndex:
         return None
 
     def _build(self, method: str, path: str) -> tuple[dict[Any, list[Rule]], list[Rule]]:
-        rules = [
-            r for r in self.scenario.rules
-            if (r.match.method is None or r.match.method.upper() == method)
-            and (r.match.path is None or path_pattern(r.match.path).match(path))
-        ]
-        free = [r for r in rules if self._pinned(r) is None]
         buckets: dict[Any, list[Rule]] = {}
-        for rule in rules:
-            key = self._pinned(rule)
-            if key is not None and key not in buckets:
-                buckets[key] = [r for r in rules if self._pinned(r) in (key, None)]
+        free: list[Rule] = []
+        for rule in self.scenario.rules:
+            if (rule.match.method is None or rule.match.method.upper() == method) and (
+                rule.match.path is None or path_pattern(rule.match.path).match(path)
+            ):
+                key = self._pinned(rule)
+                if key is None:
+                    free.append(rule)
+                else:
+                    buckets.setdefault(key, []).append(rule)
         return buckets, free
 
-    def candidates(self, request: IncomingRequest, body: Any) -> list[Rule]:
+    def candidates(self, request: IncomingRequest, body: Any) -> Iterable[Rule]:
+        """The rules that may match, in rule order (a lazy merge: iterating stops at the first match)."""
         slot = (request.method, request.path)
         entry = self._routes.get(slot)
         if entry is None:
@@ -118,7 +145,9 @@ class RuleIndex:
             entry = self._routes[slot] = self._build(*slot)
         buckets, free = entry
         if buckets and isinstance(body, dict) and self.field in body:
-            return buckets.get(_key(body[self.field]), free)
+            pinned = buckets.get(_key(body[self.field]))
+            if pinned:
+                return heapq.merge(pinned, free, key=_BY_INDEX) if free else pinned
         return free
 
 

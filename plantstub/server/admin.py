@@ -13,6 +13,7 @@ from plantstub._version import __version__
 from plantstub.contract.outgoing import error_body
 from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
+from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.response import too_large
 from plantstub.server.state import Control, UnknownScenario
 
@@ -66,17 +67,19 @@ class _Admin:
 
     async def health(self, request: web.BaseRequest) -> web.Response:
         spec, journal = self.control.spec, self.control.journal
+        problems = journal.problems()
         return web.json_response({
-            "status": "ok",
+            "status": "degraded" if problems else "ok",
+            **({"problems": problems} if problems else {}),
             "version": __version__,
             "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations)},
             "active": self.control.active,
             "journal": {
                 "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
                 "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes,
-                "max_calls": journal.size, "max_bytes": journal.max_bytes,
+                "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
-        })
+        }, status=503 if problems else 200)
 
     async def scenarios(self, request: web.BaseRequest) -> web.Response:
         c = self.control
@@ -85,7 +88,8 @@ class _Admin:
             "folder": str(c.scenarios_dir) if c.scenarios_dir else None,
             "scenarios": [
                 {"name": s.name, "description": s.description, "file": s.file, "rules": len(s.rules),
-                 "validate_requests": s.validate_requests, "builtin": c.builtins.get(s.name) is s}
+                 "validate_requests": s.validate_requests, "builtin": c.builtins.get(s.name) is s,
+                 "missing": s.name in c.missing}  # --watch: kept, as last loaded, while its file is gone
                 for s in sorted(c.scenarios.values(), key=lambda s: s.name)
             ],
             "errors": [str(e) for e in c.load_errors],
@@ -168,6 +172,7 @@ class AdminRoutes:
     """The admin API's own small router: path under ADMIN_PREFIX -> method -> handler (GET answers HEAD)."""
 
     def __init__(self, control: Control) -> None:
+        self.guard = AdminGuard(control.settings.admin_token, control.settings.host)
         self.table: dict[str, dict[str, Handler]] = {}
         for method, name, handler in _routes(_Admin(control)):
             methods = self.table.setdefault(ADMIN_PREFIX + name, {})
@@ -177,6 +182,9 @@ class AdminRoutes:
 
     async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         """Answer an admin request; a path or method that does not exist gets a JSON 404 or 405."""
+        refused = self.guard.refusal(request)
+        if refused is not None:
+            return _error(*refused)
         methods = self.table.get(request.path)
         if methods is None:
             return _error(404, f"path: {request.path} is not an admin route (see GET {ADMIN_PREFIX}health)")

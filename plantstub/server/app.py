@@ -29,8 +29,9 @@ from plantstub.recording.requestlog import RequestLogger
 from plantstub.scenarios.model import Fault
 from plantstub.scenarios.replies import rule_reply
 from plantstub.scenarios.select import select_rule
-from plantstub.scenarios.watch import watch
+from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
+from plantstub.server.cors import with_cors
 from plantstub.server.response import send_fault, sent_headers, to_response, too_large
 from plantstub.server.state import Control, UnknownScenario
 
@@ -68,22 +69,20 @@ async def _start_watch(app: web.Application) -> None:
 
 
 def start_watch(control: Control) -> asyncio.Task[None] | None:
-    """--watch: reload the scenarios folder when its files change, in a task of the running loop."""
-    folder = control.scenarios_dir
-    if not control.settings.watch or folder is None:
+    """--watch: reload the scenarios folder when its files change, in a task of the running loop.
+
+    The folder loads in a thread; the result is swapped in on the loop, so requests keep being answered
+    during a reload and never see half of one."""
+    snapshot = control.snapshot
+    if not control.settings.watch or snapshot is None:
         return None
 
-    def reload() -> None:
-        errors = control.reload_scenarios()
-        for error in errors:
-            print(f"plantstub: {error}", file=sys.stderr, flush=True)
-        if errors:
-            print(f"plantstub: kept the last good scenarios ({len(control.scenarios)})", file=sys.stderr, flush=True)
-        else:
-            own = sum(control.builtins.get(name) is not scenario for name, scenario in control.scenarios.items())
-            print(f"plantstub: reloaded {own} scenario(s) from {folder}", file=sys.stderr, flush=True)
+    async def reload(changed: list[str]) -> None:
+        loaded = await off_loop(control.load_folder)
+        for line in control.install(loaded):
+            print(f"plantstub: {line}", file=sys.stderr, flush=True)
 
-    return asyncio.get_running_loop().create_task(watch(folder, reload))
+    return asyncio.get_running_loop().create_task(watch(snapshot, reload))
 
 
 async def _stop_watch(app: web.Application) -> None:
@@ -276,4 +275,5 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             if logger.enabled:
                 logger.log(record)
 
-    return handle
+    # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
+    return with_cors(handle, control.router, ADMIN_PREFIX) if control.settings.cors else handle

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from plantstub.config import Settings
@@ -15,11 +16,23 @@ from plantstub.recording.journal import Journal
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.load import load_builtin_scenarios, load_scenarios
 from plantstub.scenarios.model import Scenario
-from plantstub.scenarios.select import RuleCounters, RuleIndex
+from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
+from plantstub.scenarios.watch import FolderSnapshot
 
 
 class UnknownScenario(LookupError):
     """A scenario name that is not loaded; the message lists the known ones."""
+
+
+@dataclass
+class FolderLoad:
+    """The scenarios folder loaded off the event loop, ready to install in one step on it."""
+
+    scenarios: dict[str, Scenario]
+    indexes: dict[str, RuleIndex]
+    errors: list[ScenarioError]
+    # name -> the installed scenario it answers like (same rules): its rule counters carry on
+    unchanged: dict[str, Scenario] = field(default_factory=dict)
 
 
 class Control:
@@ -38,48 +51,93 @@ class Control:
         self.indexes: dict[str, RuleIndex] = {}
         self.load_errors: list[ScenarioError] = []
         self.active: str | None = None
+        # The active scenario kept, last loaded, while the folder no longer defines it: name -> its file.
+        self.missing: dict[str, str] = {}
+        self._own: dict[str, Scenario] = {}  # the folder's scenarios (and a kept missing one)
+        self._own_indexes: dict[str, RuleIndex] = {}
         # Only the folder it was given: Stub() and create_app() never read ./scenarios on their own.
         self.scenarios_dir = settings.scenarios
         # Checks rules at load, and templated replies once rendered, with the schemas compiled above.
         self.contract = ScenarioContract(self.spec, self.served)
         self.builtins, self.unfit_builtins = load_builtin_scenarios(self.spec, self.contract)
-        own: dict[str, Scenario] = {}
+        self._builtin_indexes = {name: RuleIndex(s) for name, s in self.builtins.items()}
+        # --watch: the files as they are before the first load, so an edit made meanwhile is seen as one.
+        self.snapshot: FolderSnapshot | None = None
         if self.scenarios_dir is not None:
             if not self.scenarios_dir.is_dir():
                 raise ConfigError(f"--scenarios={str(self.scenarios_dir)!r}: no such folder")
-            own, errors = load_scenarios(self.scenarios_dir, self.spec, self.contract)
-            if errors:
-                raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, errors)))
-        self.set_scenarios(own, [])
+            if settings.watch:
+                self.snapshot = FolderSnapshot(self.scenarios_dir)
+                self.snapshot.scan()
+            loaded = self.load_folder()
+            if loaded.errors:
+                raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, loaded.errors)))
+            self._install(loaded.scenarios, loaded.indexes, {})
+        else:
+            self._install({}, {}, {})
         if settings.scenario is not None:
             try:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
-        self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes)
+        self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes, settings.journal_flush)
 
     # -- scenarios ---------------------------------------------------------------------------
-    def set_scenarios(self, scenarios: dict[str, Scenario], errors: list[ScenarioError]) -> None:
-        """Install a freshly loaded set from the folder, over the built-ins (a folder's scenario of the
-        same name wins); keeps the active name when it still exists."""
-        self.scenarios = {**self.builtins, **scenarios}
+    def _install(self, own: dict[str, Scenario], indexes: dict[str, RuleIndex], missing: dict[str, str]) -> None:
+        """Swap in a scenario set (the folder's over the built-ins: a folder's scenario of the same name
+        wins) by replacing references, so a request sees the old set or the new one, never a mix."""
+        self._own, self._own_indexes, self.missing = own, indexes, missing
+        self.scenarios = {**self.builtins, **own}
+        self.indexes = {**self._builtin_indexes, **indexes}
         self.contract.rendered.clear()
-        self.indexes = {name: RuleIndex(s) for name, s in self.scenarios.items()}
-        self.load_errors = list(errors)
-        if self.active is not None and self.active not in self.scenarios:
-            self.active = None
-        self.counters.clear()
 
-    def reload_scenarios(self) -> list[ScenarioError]:
-        """Load the folder again (--watch): install it when it loads cleanly; else keep the last good set
-        and publish the errors (admin `GET scenarios`). Returns the errors."""
+    def load_folder(self) -> FolderLoad:
+        """Load the folder and index its rules, touching nothing a request reads: safe in a thread while
+        the event loop serves (install() then swaps the result in on the loop)."""
         assert self.scenarios_dir is not None
+        before = self._own
         scenarios, errors = load_scenarios(self.scenarios_dir, self.spec, self.contract)
         if errors:
-            self.load_errors = list(errors)
-        else:
-            self.set_scenarios(scenarios, [])
-        return errors
+            return FolderLoad({}, {}, errors)
+        unchanged = {name: old for name, s in scenarios.items()
+                     if (old := before.get(name)) is not None and same_rules(old, s)}
+        return FolderLoad(scenarios, {name: RuleIndex(s) for name, s in scenarios.items()}, [], unchanged)
+
+    def install(self, loaded: FolderLoad) -> list[str]:
+        """Install a reload (--watch), on the event loop; returns what to log.
+
+        A broken folder installs nothing: the last good set keeps serving, the errors are published
+        (admin `GET scenarios`). The active scenario stays active, as last loaded, while the folder no
+        longer defines it (a file deleted, a `git checkout` half-way), and is loaded again when it is back.
+        Rule counters carry on for each scenario whose rules did not change; the others start afresh.
+        """
+        if loaded.errors:
+            self.load_errors = list(loaded.errors)
+            return [*map(str, loaded.errors), f"kept the last good scenarios ({len(self.scenarios)})"]
+        own, indexes, missing = dict(loaded.scenarios), dict(loaded.indexes), {}
+        notes = []
+        active = self.active
+        if active is not None and active not in own and active in self._own:
+            kept = self._own[active]
+            gone = f"no longer defines {active!r}" if any(s.file == kept.file for s in own.values()) else "is gone"
+            own[active], indexes[active], missing[active] = kept, self._own_indexes[active], kept.file
+            notes.append(f"{kept.file} {gone}; the active scenario {active!r} stays active as last loaded "
+                         "until its file is back")
+        elif active in self.missing:
+            notes.append(f"the active scenario {active!r} is back ({own[active].file}); loaded, still active")
+        previous = self.scenarios
+        self._install(own, indexes, missing)
+        self.load_errors = []
+        self.counters.forget({
+            name for name, old in previous.items()
+            if self.scenarios.get(name) is not old and loaded.unchanged.get(name) is not old
+        })
+        notes.append(f"reloaded {len(loaded.scenarios)} scenario(s) from {self.scenarios_dir}")
+        return notes
+
+    def reload_scenarios(self) -> list[str]:
+        """load_folder() then install(), in one go (for callers without an event loop)."""
+        return self.install(self.load_folder())
 
     def scenario(self, name: str) -> Scenario:
         try:
@@ -97,6 +155,9 @@ class Control:
         """Make `name` the active scenario (None: no scenario); rule counters start again."""
         if name is not None:
             self.scenario(name)
+        if self.missing and name not in self.missing:  # a kept scenario is kept only while active
+            own = {n: s for n, s in self._own.items() if n not in self.missing}
+            self._install(own, {n: i for n, i in self._own_indexes.items() if n in own}, {})
         self.active = name
         self.counters.clear()
 

@@ -108,8 +108,10 @@ async def test_overflowing_number_is_refused(client):
     ("query", "message"),
     [("?limit=--1", "query.limit: '--1' is not an integer"),
      ("?status=%C2%B2", "query.status: '\u00b2' is not an integer"),
-     ("?since=abc", "query.since: 'abc' is not an integer")],
-    ids=["double-minus", "superscript", "word"],
+     ("?since=abc", "query.since: 'abc' is not an integer"),
+     ("?limit=-1", "query.limit: -1 is negative (the newest N calls: 0 or more)"),
+     ("?valid=" + "x" * 5000, f"query.valid: {'x' * 40 + '…'!r} is not true or false")],
+    ids=["double-minus", "superscript", "word", "negative-limit", "long-value"],
 )
 async def test_calls_filter_numbers_are_checked(client, query, message):
     response = await client.get("/__plantstub/calls" + query)
@@ -118,7 +120,8 @@ async def test_calls_filter_numbers_are_checked(client, query, message):
 
 async def test_admin_body_over_the_limit_is_json_413(aiohttp_client, tmp_path):
     client = await aiohttp_client(create_app(scenarios=str(tmp_path), max_body=64))
-    response = await client.put("/__plantstub/scenario", data=b'{"name": "' + b"x" * 100 + b'"}')
+    response = await client.put("/__plantstub/scenario", data=b'{"name": "' + b"x" * 100 + b'"}',
+                                headers={"Content-Type": "application/json"})
     assert (response.status, await response.json()) == (
         413, {"error": 413, "message": "body: larger than the limit of 64 bytes (--max-body)"})
 
@@ -136,8 +139,9 @@ async def test_many_odd_requests_never_get_a_500(client):
         ("POST", "/plants", b'{"id": 1, "name": "A"}', {**JSON_AUTH, "X-Plantstub-Scenario": ""}),
         ("POST", "/plants", b'{"id": 1, "name": "A"}', {**JSON_AUTH, "Prefer": "code=200," * 200}),
         ("GET", "/__plantstub/calls?limit=-1", b"", {}),
-        ("PUT", "/__plantstub/scenario", b'{"name": 5}', {}),
-        ("PUT", "/__plantstub/scenario", b"[" * 5000, {}),
+        ("PUT", "/__plantstub/scenario", b'{"name": 5}', {"Content-Type": "application/json"}),
+        ("PUT", "/__plantstub/scenario", b"[" * 5000, {"Content-Type": "application/json"}),
+        ("PUT", "/__plantstub/scenario", b'{"name": null}', {"Content-Type": "text/plain"}),
     ]
     for method, path, data, headers in odd:
         response = await client.request(method, path, data=data, headers=headers)

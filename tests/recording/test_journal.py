@@ -60,3 +60,36 @@ def test_a_lone_surrogate_still_reaches_the_file(tmp_path):
     journal.close()
     [line] = (tmp_path / "calls.jsonl").read_text(encoding="ascii").splitlines()
     assert json.loads(line)["body"] == {"name": "\ud800"}
+
+
+def test_a_failed_write_counts_its_calls_lost_and_the_next_one_starts_on_a_new_line(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from plantstub.recording import journal_file
+
+    real_write = os.write
+    script = ["part", "full", "full"]  # a partial write, then the disk is full, then space again
+
+    def write(fd, data):
+        step = script.pop(0) if script else "ok"
+        if step == "part":
+            return real_write(fd, bytes(data[:5]))
+        if step == "full":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(journal_file.os, "write", write)
+    sink = journal_file.JournalFile(tmp_path / "calls.jsonl")
+    sink.write(b'{"seq": 1}\n')
+    sink.write(b'{"seq": 2}\n')
+    sink.flush()
+    assert (sink.lost, sink.written) == (2, 0)
+    assert sink.problems() == [f"journal file {tmp_path / 'calls.jsonl'}: cannot write (No space left on device); "
+                               "2 call(s) not written"]
+    sink.write(b'{"seq": 3}\n')
+    sink.flush()
+    assert sink.problems() == [] and (sink.lost, sink.written) == (2, 1)
+    sink.close()
+    text = (tmp_path / "calls.jsonl").read_text()
+    assert text == '{"seq\n{"seq": 3}\n'  # the torn line was ended, the next call is whole

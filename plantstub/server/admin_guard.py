@@ -1,0 +1,85 @@
+"""Who may use the admin API: the bearer token of --admin-token, and, always, no state change from a page
+on another site (a foreign Origin, a cross-site fetch, or a body that is not JSON), and on a loopback
+address no admin call named for another host (a DNS-rebinding page)."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+from aiohttp import web
+
+from plantstub._json import is_json
+
+OPEN_PATHS = frozenset({"/__plantstub/health"})  # for orchestrators' probes, token or not
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+SHOWN = 80  # characters of a header value quoted in a refusal
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= SHOWN else value[:SHOWN] + "…")
+
+
+class AdminGuard:
+    """Refusals for admin requests: `refusal(request)` is None when the request may go on."""
+
+    def __init__(self, token: str | None, bound_to: str = "127.0.0.1") -> None:
+        self._expected = None if token is None else f"Bearer {token}".encode()
+        self._loopback_only = _is_loopback(bound_to)
+
+    def refusal(self, request: web.BaseRequest) -> tuple[int, str, dict[str, str]] | None:
+        """(status, message, headers) of the answer that refuses `request`, or None."""
+        if request.path in OPEN_PATHS and request.method in SAFE_METHODS:
+            return None
+        host = request.headers.get("Host")
+        if self._loopback_only and host is not None and not _is_loopback(_hostname(host)):
+            return 403, (f"Host: {_shown(host)} is not a loopback name; this stub listens on a loopback "
+                         "address, so its admin API answers only to localhost or a loopback IP (a web page "
+                         "of another site can make its own name point here)"), {}
+        if self._expected is not None:
+            sent = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+            if not hmac.compare_digest(sent, self._expected):
+                what = "is missing" if not sent else "does not carry the admin token"
+                return 401, (f"Authorization: {what}; this stub's admin API needs 'Bearer <token>' "
+                             "with the token of --admin-token"), {"WWW-Authenticate": 'Bearer realm="plantstub admin"'}
+        if request.method in SAFE_METHODS:
+            return None
+        return _cross_site(request)
+
+
+def _hostname(host: str) -> str:
+    """`localhost:4010` -> `localhost`, `[::1]:4010` -> `::1`."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _cross_site(request: web.BaseRequest) -> tuple[int, str, dict[str, str]] | None:
+    """Why a state-changing admin request looks like it comes from a page on another site, if it does."""
+    origin = request.headers.get("Origin")
+    if origin is not None and origin.partition("://")[2].lower() != request.host.lower():
+        return 403, (f"Origin: {_shown(origin)} is another site; admin calls that change state are refused "
+                     "from web pages of other sites"), {}
+    fetch_site = request.headers.get("Sec-Fetch-Site", "").lower()
+    if fetch_site in ("cross-site", "same-site"):
+        return 403, (f"Sec-Fetch-Site: {_shown(fetch_site)}; admin calls that change state are refused "
+                     "from web pages of other sites"), {}
+    if not request.body_exists or request.content_length == 0:  # no body: its declared type does not matter
+        return None
+    content_type = request.headers.get("Content-Type")
+    if content_type is None:
+        return 415, "Content-Type: missing for a body; admin calls take an application/json body, or none", {}
+    if not is_json(content_type):
+        return 415, (f"Content-Type: {_shown(content_type)} is not JSON; admin calls take an application/json "
+                     "body, or none"), {}
+    return None
