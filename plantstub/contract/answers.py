@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, is_json, pick_json
+from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten
-from plantstub.contract.model import Operation
-from plantstub.contract.outgoing import Outgoing, json_reply
-from plantstub.contract.samples import sample
+from plantstub.contract.model import MediaType, Operation
+from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
+from plantstub.contract.samples import generate
 from plantstub.contract.schema import SchemaCheck
+
+UNANSWERABLE = 501  # the status of an answer the spec makes impossible (the Error record says why)
+_CLASSES = "2d345"  # which declared response answers a request with no scenario: 2xx, default, 3xx, 4xx, 5xx
 
 
 def status_of(key: str) -> int:
@@ -21,19 +26,35 @@ def status_of(key: str) -> int:
     return 200
 
 
-def success_key(op: Operation) -> str | None:
-    """The first declared 2xx response (exact codes before 2XX), else `default`."""
-    keys = sorted(k for k in op.responses if k.startswith("2") and k.isdigit())
-    keys += [k for k in op.responses if k.upper() == "2XX"]
-    if keys:
-        return keys[0]
-    return "default" if "default" in op.responses else None
+def answer_key(op: Operation) -> str | None:
+    """The declared response that answers a request with no scenario: the lowest 2xx, else `default`, else the
+    lowest 3xx, 4xx, 5xx (an exact code before its `nXX` range), else a 1xx; None when none is declared."""
+    for kind in (*_CLASSES, "1"):
+        if kind == "d":
+            if "default" in op.responses:
+                return "default"
+            continue
+        keys = sorted(k for k in op.responses if k.startswith(kind) and k.isdigit())
+        keys += [k for k in op.responses if k.upper() == f"{kind}XX"]
+        if keys:
+            return keys[0]
+    return None
+
+
+def sends_no_body(status: int) -> bool:
+    """Statuses whose answers have no body in HTTP: 1xx, 204, 205, 304."""
+    return status < 200 or status in (204, 205, 304)
 
 
 class Answer:
-    """One declared response of one operation, precomputed: example, or a generated body plus echo."""
+    """One declared response of one operation, precomputed: example, or a generated body plus echo.
 
-    def __init__(self, op: Operation, key: str) -> None:
+    `problem` says why no body keeps the contract (a schema no value satisfies, a 1xx status): the answer is
+    then a 501 Error record saying so, never a body that breaks the schema.
+    """
+
+    def __init__(self, op: Operation, key: str, check: Callable[[MediaType], SchemaCheck | None],
+                 samples: Checks | None = None) -> None:
         self.status = status_of(key)
         self.key = key
         response = op.responses[key]
@@ -43,60 +64,77 @@ class Answer:
         if self.media and self.media.example is not MISSING:
             self.examples.setdefault("example", self.media.example)
         self.base: Any = NO_BODY
-        self.echo: dict[str, SchemaCheck] = {}
+        self.echo: tuple[str, ...] = ()  # response properties a request's fields may fill
         self.whole: SchemaCheck | None = None
+        self.problem: str | None = None
+        self.label = op.label
         self.content_type = self.media.name if self.media else None
-        if self.status == 204 or self.status == 304 or self.media is None:
+        if self.status < 200:
+            self.problem = f"its response {key} is informational (1xx), which cannot end an exchange"
+            return
+        if sends_no_body(self.status) or self.media is None or self.media.schema is None:
+            if self.media is not None and self.examples and not sends_no_body(self.status):
+                self.base = next(iter(self.examples.values()))
             return
         schema = self.media.schema
+        whole = check(self.media)
         if self.examples:
             # The default answer must keep the contract: the first example that fits its schema.
-            check = SchemaCheck(schema, f"{op.label} response {key}", checked=True) if schema is not None else None
-            fitting = [v for v in self.examples.values() if check is None or check.is_valid(v)]
+            fitting = [v for v in self.examples.values() if whole is None or whole.is_valid(v)]
             if fitting:
                 self.base = fitting[0]
-        if self.base is NO_BODY and schema is not None:
-            defs = defs_of(schema)
-            self.base = sample(schema, defs)
-            flat = flatten(schema, defs)
-            if isinstance(self.base, dict) and isinstance(flat, dict):
-                for name, sub in (flat.get("properties") or {}).items():
-                    sub_schema = {**sub, "$defs": defs} if isinstance(sub, dict) and defs else sub
-                    self.echo[name] = SchemaCheck(sub_schema, f"{op.label} response {key} property {name}", checked=True)
-                self._fill_status()
-                self.whole = SchemaCheck(schema, f"{op.label} response {key}", checked=True)
+                return
+        made = generate(schema, samples)
+        self.base = made.value
+        if made.problem is not None:
+            found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
+            self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
+            return
+        flat = flatten(schema, defs_of(schema))
+        if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
+            self.echo = tuple(flat.get("properties") or {})
+            self.whole = whole
+            self._fill_status()
 
     def _fill_status(self) -> None:
         """An error record generated for status 400 says `error: 400`, not `error: 0`, when it may."""
-        if self.status < 400:
+        if self.status < 400 or self.whole is None:
             return
         for name in ("error", "code", "status"):
-            check = self.echo.get(name)
-            if check is not None and isinstance(self.base.get(name), int) and check.is_valid(self.status):
+            if isinstance(self.base.get(name), int) and self.whole.is_valid({**self.base, name: self.status}):
                 self.base[name] = self.status
 
     def body_for(self, request_body: Any, example: str | None = None) -> Any:
-        """The body to send: a named example, or the base value with request fields echoed in."""
+        """The body to send: a named example, or the base value with request fields echoed in.
+
+        The echo keeps the contract: all fields at once when the whole body validates (the fast path), else
+        each field that keeps it valid (an `allOf` with `additionalProperties: false` may refuse them all).
+        """
         if example is not None and example in self.examples:
             return self.examples[example]
-        if not self.echo or not isinstance(request_body, dict):
+        if not self.echo or not isinstance(request_body, dict) or self.whole is None:
             return self.base
         body = dict(self.base)
-        for name in self.echo:
-            if name in request_body:
-                body[name] = request_body[name]
-        # One check of the whole body (fast path); field by field only when it fails.
-        if self.whole is not None and self.whole.is_valid(body):
+        copied = [name for name in self.echo if name in request_body]
+        if not copied:
+            return body
+        for name in copied:
+            body[name] = request_body[name]
+        if self.whole.is_valid(body):
             return body
         body = dict(self.base)
-        for name, check in self.echo.items():
-            if name in request_body and check.is_valid(request_body[name]):
-                body[name] = request_body[name]
+        for name in copied:
+            trial = {**body, name: request_body[name]}
+            if self.whole.is_valid(trial):
+                body = trial
         return body
 
     def build(self, request_body: Any, example: str | None = None) -> Outgoing:
+        if self.problem is not None and (example is None or example not in self.examples):
+            return error_reply(UNANSWERABLE, f"plantstub cannot answer {self.label}: {self.problem}; a scenario rule"
+                                             " with `off_contract: true` can answer it")
         body = self.body_for(request_body, example)
-        if body is NO_BODY:
+        if body is NO_BODY or sends_no_body(self.status):
             return Outgoing(self.status, NO_BODY, b"", None)
         content_type = self.content_type or JSON
         if isinstance(body, str) and not is_json(content_type):

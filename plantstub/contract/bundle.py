@@ -159,7 +159,7 @@ class Bundler:
 def _check(schema: Any, at: list[str], where: str) -> None:
     """Refuse what is not valid JSON Schema, naming the keyword's place (`$defs.Plant.properties.id.type`).
 
-    A `pattern` Python cannot compile is refused too (the metaschema's formats are asserted).
+    A `pattern` plantstub cannot run is refused too (the metaschema's formats are asserted; contract/pattern.py).
     """
     if meta_valid(schema):
         return
@@ -171,8 +171,8 @@ def _check(schema: Any, at: list[str], where: str) -> None:
     inside = cut(".".join([*at, *(str(part) for part in error.absolute_path)]), 3 * MAX_SHOWN)
     message = python_message(error)
     if error.validator == "format" and error.validator_value == "regex":
-        message = (f"{shown(error.instance)} is not a regular expression Python can run"
-                   " (ECMA-only syntax such as \\p{L} is not supported)")
+        message = (f"{shown(error.instance)} is not a regular expression plantstub can run"
+                   " (neither Python's re nor the regex package reads it)")
     raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")
 
 

@@ -2,7 +2,8 @@
 
 jsonschema runs `pattern` and `patternProperties` with Python's `re`, which backtracks without limit
 inside the event loop: `^(a+)+\\Z` and 41 bytes freeze the stub. Here those keywords use the `regex`
-package with a timeout; a value that cannot be matched in time is a violation that says so.
+package with a timeout (which also reads `\\p{L}`; contract/pattern.py rewrites the ECMA escapes it lacks);
+a value that cannot be matched in time is a violation that says so.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from typing import Any
+
+from plantstub.contract.pattern import python_dialect
 
 PATTERN_SECONDS = 0.1  # at most, per match
 _DEADLINE: ContextVar[float | None] = ContextVar("plantstub_regex_deadline", default=None)
@@ -43,7 +46,7 @@ def search(pattern: str, text: str) -> bool:
         if timeout <= 0:
             raise PatternTooCostly(pattern)
     try:
-        return regex.search(pattern, text, timeout=timeout) is not None
+        return regex.search(python_dialect(pattern), text, timeout=timeout) is not None
     except TimeoutError:
         raise PatternTooCostly(pattern) from None
 

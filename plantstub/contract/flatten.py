@@ -27,26 +27,54 @@ def is_number(value: Any) -> bool:
 
 def resolve(schema: Any, defs: dict[str, Any]) -> Any:
     """Follow a local `#/$defs/X` reference of a bundled schema (one level at a time)."""
-    seen = 0
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 64:
-        target = defs.get(schema["$ref"].rsplit("/", 1)[-1], True)
-        rest = {k: v for k, v in schema.items() if k not in ("$ref", "$defs")}
-        schema = merge([target, rest], defs) if rest else target
-        seen += 1
-    return schema
+    return _resolve(schema, defs, frozenset())[0]
 
 
 def merge(parts: list[Any], defs: dict[str, Any]) -> Any:
     """Merge an allOf list into one schema: properties and required united, the stricter bound kept."""
+    return _merge(parts, defs, frozenset())
+
+
+def flatten(schema: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its top-level $ref and allOf folded in."""
+    return _flatten(schema, defs, frozenset())[0]
+
+
+def flatten_keys(schema: Any, defs: dict[str, Any]) -> tuple[Any, frozenset[str]]:
+    """flatten(), and the `$defs` keys it went through in place (to see a schema come back to itself)."""
+    return _flatten(schema, defs, frozenset())
+
+
+# `within`: the `$defs` keys being folded in at this place of the value. A `$ref` back to one of them (an
+# allOf loop: A is allOf [B], B is allOf [A]) adds nothing that is not being added already: it reads as `true`,
+# as jsonschema-rs reads it when it meets the same schema again at the same place.
+def _resolve(schema: Any, defs: dict[str, Any], within: frozenset[str]) -> tuple[Any, frozenset[str]]:
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        key = schema["$ref"].rsplit("/", 1)[-1]
+        rest = {k: v for k, v in schema.items() if k not in ("$ref", "$defs")}
+        if key in within:
+            return (rest or True), within
+        within = within | {key}
+        target = defs.get(key, True)
+        schema = _merge([target, rest], defs, within) if rest else target
+    return schema, within
+
+
+def _flatten(schema: Any, defs: dict[str, Any], within: frozenset[str]) -> tuple[Any, frozenset[str]]:
+    schema, within = _resolve(schema, defs, within)
+    if isinstance(schema, dict) and isinstance(schema.get("allOf"), list):
+        schema = _merge([{k: v for k, v in schema.items() if k != "allOf"}, *schema["allOf"]], defs, within)
+    return schema, within
+
+
+def _merge(parts: list[Any], defs: dict[str, Any], within: frozenset[str]) -> Any:
     out: dict[str, Any] = {}
     for part in parts:
-        part = resolve(part, defs)
+        part = _flatten(part, defs, within)[0]
         if part is False:
             return False
         if not isinstance(part, dict):
             continue
-        if "allOf" in part:
-            part = _as_dict(merge([{k: v for k, v in part.items() if k != "allOf"}, *part["allOf"]], defs))
         for key, value in part.items():
             if key not in out:
                 out[key] = value
@@ -82,28 +110,17 @@ def _meet_types(a: Any, b: Any) -> Any:
     return (both[0] if len(both) == 1 else both) if both else a
 
 
-def _as_dict(schema: Any) -> dict[str, Any]:
-    return schema if isinstance(schema, dict) else {}
-
-
-def flatten(schema: Any, defs: dict[str, Any]) -> Any:
-    """The schema with its top-level $ref and allOf folded in."""
-    schema = resolve(schema, defs)
-    if isinstance(schema, dict) and "allOf" in schema:
-        schema = merge([{k: v for k, v in schema.items() if k != "allOf"}, *schema["allOf"]], defs)
-    return schema
-
-
 def types_of(schema: Any, defs: dict[str, Any], depth: int = 0) -> set[str] | None:
     """The JSON types `schema` admits, or None when it does not say (no `type`, `const` or `enum`)."""
+    return _types(schema, defs, depth, frozenset())
+
+
+def _types(schema: Any, defs: dict[str, Any], depth: int, within: frozenset[str]) -> set[str] | None:
     if schema is True or depth > 16:
         return _UNKNOWN
     if schema is False:
         return set()
-    try:
-        flat = flatten(schema, defs)
-    except RecursionError:  # an allOf that contains itself: nothing to be learnt
-        return _UNKNOWN
+    flat, keys = _flatten(schema, defs, within)
     if not isinstance(flat, dict):
         return _UNKNOWN
     kind = flat.get("type")
@@ -118,7 +135,7 @@ def types_of(schema: Any, defs: dict[str, Any], depth: int = 0) -> set[str] | No
     if isinstance(branches, list) and branches:
         found: set[str] = set()
         for branch in branches:
-            kinds = types_of(branch, defs, depth + 1)
+            kinds = _types(branch, defs, depth + 1, keys)  # a branch back to `schema` itself: anything (True)
             if kinds is None:
                 return _UNKNOWN
             found |= kinds

@@ -1,30 +1,37 @@
 """ServedOperation: one operation with everything compiled for serving it, and `Prefer` among its answers.
 
 The one runtime object per operation: its request check (the server builds every one at start), its
+default answer (built by `serve`, which warns once about operations the spec leaves without one), its other
 declared answers and its response schema checks (built on first use). The other tables keyed by
 operation hold what other layers own: coverage counts (recording) and rendered-reply checks (scenarios).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import cached_property
 from typing import Any
 
 from plantstub._json import NO_BODY
-from plantstub.contract.answers import Answer, success_key
+from plantstub.contract.answers import UNANSWERABLE, Answer, answer_key
+from plantstub.contract.compiled import Checks
 from plantstub.contract.model import MediaType, Operation, Spec
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.contract.requests import RequestCheck
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import SpecError
 
+log = logging.getLogger("plantstub")
+LISTED = 20  # operations named in the start-up warning; each answer says its own reason anyway
+
 
 class ServedOperation:
     """One operation of the spec and what serving it needs, each part compiled once."""
 
-    def __init__(self, op: Operation) -> None:
+    def __init__(self, op: Operation, samples: Checks | None = None) -> None:
         self.op = op
+        self.samples = samples if samples is not None else Checks()  # shared by the operations of one spec
         self._answers: dict[str, Answer] = {}
         self._response_checks: dict[tuple[str, str], SchemaCheck | str] = {}
 
@@ -37,19 +44,23 @@ class ServedOperation:
         """The declared response `key` ("200", "4XX", "default") as an answer."""
         answer = self._answers.get(key)
         if answer is None:
-            answer = self._answers[key] = Answer(self.op, key)
+            answer = self._answers[key] = Answer(self.op, key, lambda media: self._checked(key, media), self.samples)
         return answer
 
     @cached_property
     def default_answer(self) -> Answer | None:
-        """The answer with no scenario: the first declared 2xx, else `default`; None when neither exists."""
-        key = success_key(self.op)
+        """The answer with no scenario (answers.answer_key: 2xx, default, 3xx, 4xx, 5xx); None if none is declared."""
+        key = answer_key(self.op)
         return None if key is None else self.answer(key)
 
     def default(self, request_body: Any) -> Outgoing:
-        """What a request gets when nothing else decides: the default answer, or an empty 200."""
+        """What a request gets when nothing else decides: the default answer, or an empty 200 (no responses)."""
         answer = self.default_answer
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body)
+
+    def _checked(self, key: str, media: MediaType) -> SchemaCheck | None:
+        check = self.response_check(key, media)
+        return check if isinstance(check, SchemaCheck) else None
 
     def response_check(self, status: str, media: MediaType) -> SchemaCheck | str:
         """The compiled schema of a declared response body, or why it cannot be checked."""
@@ -58,7 +69,8 @@ class ServedOperation:
         if check is None:
             try:
                 schema = True if media.schema is None else media.schema  # no schema: any body
-                check = SchemaCheck(schema, f"{self.op.label} response {status} {media.name}", checked=True)
+                # Compiled once for the spec: the default answer's generated body was checked with it already.
+                check = self.samples.check(schema) if isinstance(schema, dict) else SchemaCheck(schema, "", checked=True)
             except SpecError as exc:
                 check = str(exc)
             self._response_checks[key] = check
@@ -66,8 +78,21 @@ class ServedOperation:
 
 
 def serve(spec: Spec) -> dict[Operation, ServedOperation]:
-    """A ServedOperation for each operation of `spec` (Operation hashes by identity)."""
-    return {op: ServedOperation(op) for op in spec.operations}
+    """A ServedOperation for each operation of `spec` (Operation hashes by identity), default answers built.
+
+    Operations whose default answer cannot keep the contract are logged once, with the reason each gets.
+    """
+    samples = Checks()
+    served = {op: ServedOperation(op, samples) for op in spec.operations}
+    answers = [s.default_answer for s in served.values()]
+    problems = [f"{a.label}: {a.problem}" for a in answers if a is not None and a.problem is not None]
+    if problems:
+        listed = [f"  {p}" for p in problems[:LISTED]]
+        if len(problems) > LISTED:
+            listed.append(f"  ... and {len(problems) - LISTED} more")
+        log.warning("plantstub: %d operation(s) of %s have no answer that keeps the contract; with no scenario rule"
+                    " they answer %d with the reason:\n%s", len(problems), spec.source, UNANSWERABLE, "\n".join(listed))
+    return served
 
 
 def _prefer_tokens(prefer: str) -> dict[str, str]:
@@ -111,6 +136,6 @@ def preferred(served: ServedOperation, prefer: str, request_body: Any) -> tuple[
         problem = f"headers.Prefer: example={example!r} is not declared for {op.label} response {key}"
         return error_reply(400, problem), problem
     out = answer.build(request_body, example)
-    if code is not None and out.status != int(code):
+    if code is not None and out.status != int(code) and answer.problem is None:  # a 501 says why, as it is
         out = Outgoing(int(code), out.body, out.payload, out.content_type, out.headers)
     return out, None

@@ -44,7 +44,7 @@ class ParameterCheck:
         defs = defs_of(param.schema)
         self.item_types: set[str] = set()
         if "array" in self.types:
-            array = flatten(param.schema, defs)  # types_of() above flattened it already: no loop here
+            array = flatten(param.schema, defs)
             self.item_types = schema_types(array.get("items", {}) if isinstance(array, dict) else {}, defs)
         self.check = SchemaCheck(param.schema, where, accelerate=accelerate, checked=True) if param.schema is not None else None
         label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)

@@ -17,10 +17,7 @@ from plantstub.incoming import IncomingRequest
 
 def _property_types(schema: Any) -> dict[str, set[str]]:
     defs = defs_of(schema)
-    try:
-        flat = flatten(schema, defs)
-    except RecursionError:  # an allOf that contains itself: read every field as text
-        return {}
+    flat = flatten(schema, defs)  # an allOf loop folds in once (flatten.py)
     props = flat.get("properties") if isinstance(flat, dict) else None
     if not isinstance(props, dict):
         return {}

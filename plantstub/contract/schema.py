@@ -18,6 +18,7 @@ from typing import Any
 
 from plantstub.contract.fallback import time_budget
 from plantstub.contract.messages import message_of
+from plantstub.contract.pattern import servable
 from plantstub.errors import SpecError
 
 try:  # the accelerator answers yes/no; jsonschema still defines behaviour and writes messages
@@ -114,26 +115,28 @@ def _fast_metaschema() -> Any:
 
 
 def meta_valid(schema: Any) -> bool:
-    """Fast: is `schema` valid 2020-12 JSON Schema whose patterns Python can run? False: ask jsonschema why."""
+    """Fast: is `schema` valid 2020-12 JSON Schema whose patterns plantstub serves? False: ask jsonschema why."""
     if jsonschema_rs is None:
         return False
     try:
         if not _fast_metaschema().is_valid(schema):
             return False
-        for pattern in _patterns(schema):
-            re.compile(pattern)
-    except (re.error, ValueError, RecursionError):
+        return all(servable(pattern) for pattern in _patterns(schema))
+    except (ValueError, RecursionError):
         return False
-    return True
 
 
 @cache
 def metaschema_validator() -> Any:
-    """jsonschema's 2020-12 metaschema validator with its formats asserted (built on first use)."""
+    """jsonschema's 2020-12 metaschema validator with its formats asserted (built on first use); a `regex` is
+    what plantstub serves (contract/pattern.py: `\\p{L}` too), not only what Python's `re` reads."""
     import jsonschema
 
     meta = jsonschema.Draft202012Validator
-    return meta(meta.META_SCHEMA, format_checker=meta.FORMAT_CHECKER)
+    checker = jsonschema.FormatChecker(())
+    checker.checkers = {**meta.FORMAT_CHECKER.checkers}
+    checker.checks("regex")(lambda value: not isinstance(value, str) or servable(value))
+    return meta(meta.META_SCHEMA, format_checker=checker)
 
 
 # -- one schema -----------------------------------------------------------------------------
@@ -174,6 +177,75 @@ def inline_refs(schema: Any) -> Any:
         return walk(schema, ())
     except _Recursive:
         return schema
+
+
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")  # applied to the value where they stand
+MAX_UNFOLDED = 10_000  # schema nodes an unfolded allOf loop may take before it is left as it is
+
+
+def _in_place_refs(node: Any) -> Iterator[str]:
+    """The `$defs` keys `node` applies to the value where it stands (no property or item in between)."""
+    if not isinstance(node, dict):
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        yield ref[8:]
+    for key in _IN_PLACE:
+        value = node.get(key)
+        for sub in value if isinstance(value, list) else [value]:
+            yield from _in_place_refs(sub)
+
+
+def without_loops(schema: Any) -> Any:
+    """The bundled schema with its in-place loops cut, for jsonschema (which recurses into them for ever).
+
+    A: allOf [B] and B: allOf [A] check one value against A, B, A, ... at the same place: the second A adds
+    nothing, so it becomes `true`, which is how jsonschema-rs reads it. Loops through a property or an item
+    are left alone (each turn goes one level into the value, and values are finite).
+    """
+    defs = schema.get("$defs") if isinstance(schema, dict) else None
+    if not isinstance(defs, dict):
+        return schema
+    graph = {key: {k for k in _in_place_refs(node) if k in defs} for key, node in defs.items()}
+
+    def loops(start: str) -> bool:
+        todo, seen = list(graph[start]), set()
+        while todo:
+            key = todo.pop()
+            if key == start:
+                return True
+            if key not in seen:
+                seen.add(key)
+                todo.extend(graph[key])
+        return False
+
+    looping = {key for key in graph if loops(key)}
+    if not looping:
+        return schema
+    size = 0
+
+    def unfold(node: Any, stack: tuple[str, ...]) -> Any:
+        nonlocal size
+        size += 1
+        if size > MAX_UNFOLDED:
+            raise _Recursive
+        if not isinstance(node, dict):
+            return node
+        out = {k: ([unfold(n, stack) for n in v] if isinstance(v, list) else unfold(v, stack)) if k in _IN_PLACE else v
+               for k, v in node.items() if k != "$ref"}
+        ref = node.get("$ref")
+        key = ref[8:] if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+        if key is None or key not in looping:
+            return {"$ref": ref, **out} if ref is not None else out
+        inner = True if key in stack else unfold(defs[key], (*stack, key))
+        return {"allOf": [inner], **out} if out else inner
+
+    try:
+        root = unfold({k: v for k, v in schema.items() if k != "$defs"}, ())
+        unfolded = {k: unfold(v, (k,)) if k in looping else v for k, v in defs.items()}
+    except _Recursive:
+        return schema
+    return {**root, "$defs": unfolded} if isinstance(root, dict) else {"allOf": [root], "$defs": unfolded}
 
 
 def location_path(root: str, parts: Any) -> str:
@@ -257,7 +329,7 @@ class SchemaCheck:
 
         from plantstub.contract.fallback import validator_class  # imports `regex`: only when needed
 
-        return validator_class()(inline_refs(self.schema), format_checker=format_checker() if self.formats else None,
+        return validator_class()(inline_refs(without_loops(self.schema)), format_checker=format_checker() if self.formats else None,
                                  registry=Registry())
 
     def errors(self, instance: Any, root: str) -> list[Violation]:

@@ -280,8 +280,8 @@ BROKEN = {
                             "not valid JSON Schema at $defs.Plant.properties.height.type: "
                             "12 is not valid under any of the given schemas",
     "bad-pattern.yaml": "{path}: paths./plants/{{name}}.get.parameters[0].schema: not valid JSON Schema at pattern: "
-                        "'^\\\\p{{L}}+$' is not a regular expression Python can run "
-                        "(ECMA-only syntax such as \\p{{L}} is not supported)",
+                        "'^\\\\p{{Letters}}+$' is not a regular expression plantstub can run "
+                        "(neither Python's re nor the regex package reads it)",
     "ref-loop-parameters.yaml": "{path}: paths./plants.get.parameters[0]: $ref loop: #/components/parameters/Limit"
                                 " -> #/components/parameters/PageSize -> #/components/parameters/Limit",
     "ref-loop-schemas.yaml": "{path}: paths./plants.get.responses.200.content.application/json.schema: "

@@ -11,7 +11,8 @@ from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, jsonschema_rs, location_path
 from tests.helpers import REPO, SPECS
 
-SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml", SPECS / "multi" / "main.yaml"]
+SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml", SPECS / "multi" / "main.yaml",
+          SPECS / "real-world.yaml"]
 
 pytestmark = pytest.mark.skipif(jsonschema_rs is None, reason="jsonschema-rs is not installed")
 

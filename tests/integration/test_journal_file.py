@@ -41,7 +41,8 @@ def test_a_full_disk_makes_health_degraded_and_the_exit_status_1():
     stub = ServeProcess("--port", "0", "--journal", "/dev/full")
     try:
         assert [post_status(stub.url, PLANT) for _ in range(20)] == [200] * 20  # the consumer is still served
-        status, body = eventually(lambda: (lambda h: h if h[0] == 503 else None)(health(stub.url)))
+        # the calls of each 0.1 s are written together: wait until every one of them was tried
+        status, body = eventually(lambda: (lambda h: h if h[1]["journal"]["file_lost"] == 20 else None)(health(stub.url)))
         assert status == 503 and body["status"] == "degraded"
         [problem] = body["problems"]
         assert problem.startswith("journal file /dev/full: cannot write") and "20 call(s) not written" in problem

@@ -1,0 +1,207 @@
+"""Regular expressions in schemas: which ones are served, read in Python's dialect, and strings that match.
+
+Specs write ECMA-262 regular expressions (JSON Schema's dialect, with the `u` flag): `\\p{L}`, `\\u{1F331}`.
+jsonschema-rs runs them as written. Where jsonschema runs instead (contract/fallback.py), the `regex` package
+does, once `python_dialect` has rewritten the ECMA escapes it lacks (`\\u{...}`, `\\cX`, `\\k<name>`). A
+pattern is served when Python's `re` or the `regex` package can run it; any other is refused when the spec
+loads. Strings that match are built with Python's own regular-expression parser, a `\\p{...}` class read as
+the characters of a small pool that it holds; every string is checked against its schema afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import sys
+from functools import lru_cache
+from itertools import islice
+from typing import Any
+
+if sys.version_info >= (3, 11):  # the regular-expression parser behind `re`, to build strings that match a pattern
+    from re import _parser as sre_parse
+else:  # pragma: no cover - Python 3.10
+    import sre_parse
+
+_ECMA_ESCAPES = re.compile(r"\\\\|\\u\{([0-9A-Fa-f]{1,6})\}|\\c([A-Za-z])|\\k<([A-Za-z_][A-Za-z0-9_]*)>")
+_GENERATION = re.compile(r"\\\\|\\([pP])(?:\{([^}]*)\}|([A-Za-z]))|\(\?<([A-Za-z_][A-Za-z0-9_]*)>")
+# Characters a `\p{...}` class is read as when strings are built: ASCII first, then one or two of other scripts.
+_POOL = string.ascii_letters + string.digits + " _-.,:;!?'\"()[]{}<>/\\|@#$%&*+=^`~\t" + "éÀßªʰǅ²Ⅳ中αдعא\u0301\u00a0©€"
+
+
+def _ecma_escape(match: re.Match[str]) -> str:
+    code, control, group = match.group(1), match.group(2), match.group(3)
+    if group is not None:
+        return f"(?P={group})"
+    if code is not None:
+        return f"\\U{int(code, 16):08x}"
+    if control is not None:
+        return f"\\x{ord(control.upper()) % 32:02x}"
+    return match.group(0)
+
+
+@lru_cache(maxsize=1024)
+def python_dialect(pattern: str) -> str:
+    """`pattern` as the `regex` package reads it: `\\u{1F331}` -> `\\U0001f331`, `\\cM` -> `\\x0d`,
+    `\\k<n>` -> `(?P=n)`."""
+    return _ECMA_ESCAPES.sub(_ecma_escape, pattern)
+
+
+@lru_cache(maxsize=1024)
+def servable(pattern: str) -> bool:
+    """Can plantstub run `pattern` on every path: Python's `re`, else the `regex` package (`\\p{L}`)?"""
+    try:
+        re.compile(pattern)
+        return True
+    except (re.error, ValueError, OverflowError, RecursionError):
+        pass
+    import regex  # only for a pattern Python's `re` cannot read
+
+    try:
+        regex.compile(python_dialect(pattern))
+    except (regex.error, ValueError, OverflowError, RecursionError):
+        return False
+    return True
+
+
+# -- strings built to match ---------------------------------------------------------------------------
+@lru_cache(maxsize=256)
+def _members(name: str, negated: bool) -> str:
+    """Characters of the class `\\p{name}` (`\\P{name}` when negated), escaped for a `[...]`; "" if unknown."""
+    import regex
+
+    try:
+        compiled = regex.compile(f"\\{'P' if negated else 'p'}{{{name}}}")
+    except (regex.error, ValueError):
+        return ""
+    found = [c for c in _POOL if compiled.match(c)]
+    if not found:  # a script or block the pool misses: the first few of the Basic Multilingual Plane
+        found = [m.group() for m in islice(compiled.finditer(_plane()), 4)]
+    return "".join(re.escape(c) for c in found)
+
+
+@lru_cache(maxsize=1)
+def _plane() -> str:
+    """Every character of the Basic Multilingual Plane past ASCII, surrogates left out (JSON cannot hold one)."""
+    return "".join(chr(c) for c in range(0x80, 0x10000) if not 0xD800 <= c <= 0xDFFF)
+
+
+def _generation_dialect(pattern: str) -> str:
+    """`pattern` as Python's parser reads it, for building strings: classes `\\p{..}` spelt out, named groups."""
+    out, i, in_class = [], 0, False
+    text = python_dialect(pattern)
+    while i < len(text):
+        match = _GENERATION.match(text, i)
+        if match is not None and match.group(0) != "\\\\":
+            kind, name, short, group = match.groups()
+            if group is not None:
+                out.append(f"(?P<{group}>")
+            else:
+                members = _members(name if name is not None else short, kind == "P")
+                if not members:
+                    return pattern  # an unknown class: the pattern stays unreadable
+                out.append(members if in_class else f"[{members}]")
+            i = match.end()
+            continue
+        if text[i] == "\\":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if text[i] == "[" and not in_class:
+            in_class = True
+        elif text[i] == "]" and in_class:
+            in_class = False
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=512)
+def matching_strings(pattern: str, min_length: int) -> tuple[str, ...]:
+    """Strings built to match `pattern`: repeats at their minimum, then longer; lookaheads tried two ways."""
+    try:
+        parsed = sre_parse.parse(_generation_dialect(pattern))
+    except Exception:  # noqa: BLE001 - syntax Python's parser does not read: no candidates from the pattern
+        return ()
+    out: list[str] = []
+    for extra in sorted({0, 1, 2, 4, min(max(0, min_length), 64)}):
+        for inline in (True, False):
+            builder = _RegexBuilder(extra, inline)
+            text = builder.build(list(parsed.data)) + "".join(builder.tail)
+            if text not in out:
+                out.append(text)
+    return tuple(out)
+
+
+_CATEGORY = {"DIGIT": "0", "WORD": "a", "SPACE": " ", "NOT_DIGIT": "a", "NOT_WORD": "-", "NOT_SPACE": "a"}
+
+
+class _RegexBuilder:
+    def __init__(self, extra: int, inline: bool) -> None:
+        self.extra = extra
+        self.inline = inline  # a lookahead's text written in place (True) or after the rest (False)
+        self.groups: dict[int, str] = {}
+        self.tail: list[str] = []
+
+    def build(self, items: list[Any]) -> str:
+        return "".join(self.item(op.name, av) for op, av in items)
+
+    def item(self, name: str, av: Any) -> str:
+        if name == "LITERAL":
+            return chr(av)
+        if name == "NOT_LITERAL":
+            return "a" if chr(av) != "a" else "b"
+        if name == "ANY":
+            return "a"
+        if name == "IN":
+            return self.char(av)
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, sub = av
+            count = low + self.extra if high == sre_parse.MAXREPEAT else min(high, low + self.extra)
+            return "".join(self.build(list(sub)) for _ in range(count))
+        if name == "SUBPATTERN":
+            text = self.build(list(av[-1]))
+            if av[0] is not None:
+                self.groups[av[0]] = text
+            return text
+        if name == "ATOMIC_GROUP":
+            return self.build(list(av))
+        if name == "BRANCH":
+            return self.build(list(av[1][0]))
+        if name == "GROUPREF":
+            return self.groups.get(av, "")
+        if name == "GROUPREF_EXISTS":
+            return self.build(list(av[1]))
+        if name == "ASSERT" and av[0] == 1:  # positive lookahead
+            text = self.build(list(av[1]))
+            if self.inline:
+                return text
+            self.tail.append(text)
+        return ""  # anchors, lookbehinds, negative lookaheads: the candidate check decides
+
+    def char(self, items: list[Any]) -> str:
+        negate = bool(items) and items[0][0].name == "NEGATE"
+        if not negate:
+            op, av = items[0]
+            if op.name == "LITERAL":
+                return chr(av)
+            if op.name == "RANGE":
+                return chr(av[0])
+            if op.name == "CATEGORY":
+                return _CATEGORY.get(av.name.replace("CATEGORY_", "").replace("UNI_", ""), "a")
+            return "a"
+        for candidate in "aA0_-. x":
+            if not any(_in_class(candidate, op.name, av) for op, av in items[1:]):
+                return candidate
+        return "\u00e9"
+
+
+def _in_class(ch: str, name: str, av: Any) -> bool:
+    if name == "LITERAL":
+        return ch == chr(av)
+    if name == "RANGE":
+        return av[0] <= ord(ch) <= av[1]
+    if name == "CATEGORY":
+        kind = av.name.replace("CATEGORY_", "").replace("UNI_", "")
+        tests = {"DIGIT": ch.isdigit(), "WORD": ch.isalnum() or ch == "_", "SPACE": ch.isspace()}
+        return tests.get(kind.replace("NOT_", ""), False) != kind.startswith("NOT_")
+    return False
