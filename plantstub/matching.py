@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -36,16 +37,100 @@ def literal_length(template: str) -> int:
 
 
 def template_regex(template: str, *, capture: bool = False) -> re.Pattern[str]:
-    """A literal path, or a spec-style template (`/plants/{id}`) where each `{x}` is one segment.
+    """A literal path, or a spec-style template (`/plants/{id}`) where each `{x}` stands for text within one segment.
 
-    With `capture`, each segment is a group, in the order of template_names().
+    With `capture`, each parameter alone in its segment is a group, and so is each whole segment that holds
+    several (`{name}.{ext}`: split by split_segment()), in the order of template_groups(). Parameters side by
+    side (`{name}{ext}`) match as one run, so no path makes the regex backtrack once per way to split it.
     """
-    segment = "([^/]+)" if capture else "[^/]+"
-    pattern, last = "", 0
-    for m in _PARAMETER.finditer(template):
-        pattern += re.escape(template[last : m.start()]) + segment
+    pattern = ""
+    for i, segment in enumerate(template.split("/")):
+        part = "" if i == 0 else "/"
+        found = list(_PARAMETER.finditer(segment))
+        if capture and len(found) > 1:
+            pattern += part + "([^/]+)"  # any text; split_segment() tells whether it fits, and how
+            continue
+        last, run = 0, 0
+        for m in found:
+            text = segment[last : m.start()]
+            if text or not run:
+                part += ("[^/]+" if run == 1 else f"[^/]{{{run},}}") if run else ""
+                part += re.escape(text)
+                run = 0
+            run += 1
+            last = m.end()
+        if run:
+            part += ("([^/]+)" if capture else "[^/]+") if run == 1 else f"[^/]{{{run},}}"
+        pattern += part + re.escape(segment[last:])
+    return re.compile(pattern + r"\Z")
+
+
+def template_groups(template: str) -> list[str]:
+    """What each group of template_regex(capture=True) holds: a parameter's name, or a segment template with
+    several parameters (`{name}.{ext}`)."""
+    groups = []
+    for segment in template.split("/"):
+        names = _PARAMETER.findall(segment)
+        if len(names) > 1:
+            groups.append(segment)
+        else:
+            groups.extend(names)
+    return groups
+
+
+def split_segment(segment: str, text: str, budget: int = 4096) -> Iterator[dict[str, str]]:
+    """Each way `text` fills segment template `segment` (`{name}.{ext}`), the first parameters longest first.
+
+    Literals must match where they stand and every value is non-empty; `budget` bounds the places looked at
+    (a few milliseconds), so a long segment split many ways cannot hold the stub up.
+    """
+    tokens: list[tuple[bool, str]] = []  # (is a parameter, name or literal text)
+    last = 0
+    for m in _PARAMETER.finditer(segment):
+        if m.start() > last:
+            tokens.append((False, segment[last : m.start()]))
+        tokens.append((True, m.group(1)))
         last = m.end()
-    return re.compile(pattern + re.escape(template[last:]) + r"\Z")
+    if last < len(segment):
+        tokens.append((False, segment[last:]))
+    left = [budget]
+    found: dict[str, str] = {}
+
+    def fill(i: int, pos: int) -> Iterator[dict[str, str]]:
+        left[0] -= 1
+        if left[0] < 0:
+            return
+        if i == len(tokens):
+            if pos == len(text):
+                yield dict(found)
+            return
+        is_param, word = tokens[i]
+        if not is_param:
+            if text.startswith(word, pos):
+                yield from fill(i + 1, pos + len(word))
+            return
+        if i + 1 == len(tokens):
+            ends: Iterable[int] = [len(text)] if pos < len(text) else []
+        elif tokens[i + 1][0]:
+            ends = range(len(text) - 1, pos, -1)  # leave the next parameter one character at least
+        else:
+            ends = _occurrences(text, tokens[i + 1][1], pos + 1)  # where the next literal starts
+        for end in ends:
+            left[0] -= 1  # every place looked at counts, found or not
+            if left[0] < 0:
+                return
+            found[word] = text[pos:end]
+            yield from fill(i + 1, end)
+
+    return fill(0, 0)
+
+
+def _occurrences(text: str, word: str, start: int) -> Iterator[int]:
+    """Where `word` starts in `text` at `start` or after, last first."""
+    end = len(text)
+    while (at := text.rfind(word, start, end)) >= 0:
+        yield at
+        end = at + len(word) - 1
 
 
 @lru_cache(maxsize=1024)
