@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from itertools import islice
 from typing import NamedTuple
 from urllib.parse import unquote
@@ -11,6 +12,7 @@ from plantstub.contract.params import ParameterCheck
 from plantstub.matching import literal_length, split_segment, template_groups, template_regex
 
 MAX_SPLITS = 64  # ways to split a segment of side-by-side parameters that are checked against their schemas
+CHOOSE_SECONDS = 0.2
 
 
 class Route(NamedTuple):
@@ -34,11 +36,16 @@ class _Shared:
         }
 
     def choose(self, op: Operation | None, splits: list[list[dict[str, str]]]) -> dict[str, str]:
-        """Per segment, the first split whose values all fit `op`'s schemas; else the first split."""
+        """Per segment, the first split whose values all fit `op`'s schemas; else the first split.
+
+        The schemas may take CHOOSE_SECONDS in all (patterns that jsonschema runs under a timeout could add up).
+        """
         checks = self.checks.get(op, {}) if op is not None else {}
         params: dict[str, str] = {}
+        deadline = time.monotonic() + CHOOSE_SECONDS
         for ways in splits:
-            fits = (way for way in ways if all(checks[n].accepts(v) for n, v in way.items() if n in checks))
+            fits = (way for way in ways if time.monotonic() < deadline
+                    and all(checks[n].accepts(v) for n, v in way.items() if n in checks))
             params.update(next(fits, ways[0]))
         return params
 

@@ -218,3 +218,22 @@ async def test_accept_content_type_and_authorization_header_parameters_are_ignor
     assert await answer(client, "/ignored", {"X-Kept": "k"}) == (200, "")
     assert await answer(client, "/ignored", {"Accept": "application/json"}) == (
         400, "headers.X-Kept: required parameter is missing")
+
+
+async def test_a_style_the_location_does_not_have_reads_as_its_default_with_a_warning(aiohttp_client, tmp_path):
+    text = """\
+openapi: 3.1.0
+info: {title: Odd, version: "1"}
+paths:
+  /odd/{ids}:
+    get:
+      parameters: [{name: ids, in: path, required: true, style: form, schema: {type: array, items: {type: integer}}}]
+      responses: {"200": {description: ok}}
+"""
+    client = await aiohttp_client(create_app(spec=str(write(tmp_path, "odd.yaml", text))))
+    health = await (await client.get("/__plantstub/health")).json()
+    assert health["spec"]["warnings"] == [
+        "paths./odd/{ids}.get.parameters[0]: style: 'form' is not a style of path parameters (simple, label, matrix);"
+        " read as simple"]
+    assert await answer(client, "/odd/1,2") == (200, "")
+    assert await answer(client, "/odd/1,x") == (400, "path.ids[1]: 'x' is not of type 'integer'")
