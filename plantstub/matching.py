@@ -39,29 +39,24 @@ def literal_length(template: str) -> int:
 def template_regex(template: str, *, capture: bool = False) -> re.Pattern[str]:
     """A literal path, or a spec-style template (`/plants/{id}`) where each `{x}` stands for text within one segment.
 
-    With `capture`, each parameter alone in its segment is a group, and so is each whole segment that holds
-    several (`{name}.{ext}`: split by split_segment()), in the order of template_groups(). Parameters side by
-    side (`{name}{ext}`) match as one run, so no path makes the regex backtrack once per way to split it.
+    A segment with several parameters (`{name}.{ext}`, `{name}{ext}`) matches any text here: whether it fits,
+    and how it splits, is split_segment()'s to say (PathTemplate does both), so no path makes the regex
+    backtrack once per way to split it. With `capture`, each parameter alone in its segment is a group, and so
+    is each segment with several, in the order of template_groups().
     """
+    any_text = "([^/]+)" if capture else "[^/]+"
     pattern = ""
     for i, segment in enumerate(template.split("/")):
-        part = "" if i == 0 else "/"
+        pattern += "" if i == 0 else "/"
         found = list(_PARAMETER.finditer(segment))
-        if capture and len(found) > 1:
-            pattern += part + "([^/]+)"  # any text; split_segment() tells whether it fits, and how
+        if len(found) > 1:
+            pattern += any_text
             continue
-        last, run = 0, 0
+        last = 0
         for m in found:
-            text = segment[last : m.start()]
-            if text or not run:
-                part += ("[^/]+" if run == 1 else f"[^/]{{{run},}}") if run else ""
-                part += re.escape(text)
-                run = 0
-            run += 1
+            pattern += re.escape(segment[last : m.start()]) + any_text
             last = m.end()
-        if run:
-            part += ("([^/]+)" if capture else "[^/]+") if run == 1 else f"[^/]{{{run},}}"
-        pattern += part + re.escape(segment[last:])
+        pattern += re.escape(segment[last:])
     return re.compile(pattern + r"\Z")
 
 
@@ -133,10 +128,22 @@ def _occurrences(text: str, word: str, start: int) -> Iterator[int]:
         end = at + len(word) - 1
 
 
+class PathTemplate:
+    """A path template as a predicate on concrete paths (`match`), segments with several parameters included."""
+
+    def __init__(self, template: str) -> None:
+        self.regex = template_regex(template, capture=True)
+        self.shared = [(i + 1, group) for i, group in enumerate(template_groups(template)) if "{" in group]
+
+    def match(self, path: str) -> bool:
+        m = self.regex.match(path)
+        return m is not None and all(next(split_segment(group, m.group(i)), None) is not None for i, group in self.shared)
+
+
 @lru_cache(maxsize=1024)
-def path_pattern(path: str) -> re.Pattern[str]:
-    """template_regex() of a rule's or an expectation's path, cached."""
-    return template_regex(path)
+def path_pattern(path: str) -> PathTemplate:
+    """The PathTemplate of a rule's or an expectation's path, cached."""
+    return PathTemplate(path)
 
 
 def _same(expected: Any, actual: Any) -> bool:
