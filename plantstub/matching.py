@@ -141,9 +141,11 @@ class PathTemplate:
 
 
 @lru_cache(maxsize=1024)
-def path_pattern(path: str) -> PathTemplate:
-    """The PathTemplate of a rule's or an expectation's path, cached."""
-    return PathTemplate(path)
+def path_pattern(path: str) -> re.Pattern[str] | PathTemplate:
+    """A rule's or an expectation's path as something to `match` paths with, cached: its regex when every
+    segment has one parameter at most (the common case, as fast as can be), else a PathTemplate."""
+    template = PathTemplate(path)
+    return template if template.shared else template_regex(path)
 
 
 def _same(expected: Any, actual: Any) -> bool:
