@@ -1,8 +1,9 @@
 """Turn an OpenAPI schema into one self-contained JSON Schema 2020-12 document.
 
-$refs (local, sibling files, recursive) become entries of `$defs`; OpenAPI 3.0 quirks
-(`nullable`, boolean `exclusiveMinimum`, ignored `$ref` siblings) are rewritten to mean the
-same in 2020-12; `format: int32/int64` become integer bounds, so every validator enforces them.
+$refs (local, sibling files, recursive) become entries of `$defs`; schemas written in another
+dialect (OpenAPI 3.0's `nullable` and boolean `exclusiveMinimum`, draft-04 to 2019-09 by
+`jsonSchemaDialect` or `$schema`) are rewritten to mean the same in 2020-12 (contract/dialects.py);
+`format: int32/int64` become integer bounds, so every validator enforces them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
 from plantstub._json import MAX_SHOWN, cut, shown
+from plantstub.contract import dialects
 from plantstub.contract.messages import python_message
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
 from plantstub.errors import SpecError
@@ -25,7 +27,8 @@ Lookup = Callable[[str, str, str], "tuple[Any, str]"]
 def bundle_schema(node: Any, base: str, lookup: Lookup, *, legacy: bool, where: str) -> dict | bool:
     """Bundle `node` (found at document URI `base`) into a self-contained 2020-12 schema, and check it.
 
-    Raises SpecError naming `where` when a $ref cannot be followed or the result is not valid JSON Schema.
+    `legacy`: the document is OpenAPI 3.0. Raises SpecError naming `where` when a $ref cannot be followed
+    or the result is not valid JSON Schema.
     """
     return Bundler(lookup, legacy=legacy).bundle(node, base, where)
 
@@ -37,9 +40,11 @@ class Bundler:
     all the bundles that need it, and the metaschema check (slow in jsonschema) runs once per target.
     """
 
-    def __init__(self, lookup: Lookup, *, legacy: bool) -> None:
+    def __init__(self, lookup: Lookup, *, legacy: bool = False, dialect: str = dialects.DRAFT2020) -> None:
+        """`legacy`: an OpenAPI 3.0 document; else `dialect` is the one its `jsonSchemaDialect` names."""
         self.lookup = lookup
-        self.legacy = legacy
+        self.dialect = dialects.OAS30 if legacy else dialect  # of every schema without its own `$schema`
+        self.warnings: list[str] = []  # dialects read as 2020-12 because plantstub does not know them
         self.where = ""
         self.keys: dict[str, str] = {}  # absolute target URI -> key in $defs
         self.defs: dict[str, Any] = {}  # key -> converted schema
@@ -86,7 +91,7 @@ class Bundler:
             self.keys[target] = key
             self.defs[key], self.deps[key] = True, set()  # placeholder: a recursive schema refers to its own key
             contents, target_base = self.lookup(target, self.where, ref)
-            self.defs[key] = self.convert(contents, target_base, self.deps[key])
+            self.defs[key] = self.convert(contents, target_base, self.deps[key], self.dialect_at(target))
         refs.add(self.keys[target])
         return "#/$defs/" + self.keys[target]
 
@@ -118,34 +123,81 @@ class Bundler:
             key = f"{name}_{n}"
         return key
 
-    def convert(self, node: Any, base: str, refs: set[str]) -> Any:
-        """`node` in 2020-12 terms; the `$defs` keys it refers to are added to `refs`."""
+    def dialect_at(self, target: str) -> str:
+        """The dialect of the schema at absolute `target`: the nearest `$schema` on the way from its file's
+        root down to it (the schema itself included), else the document's."""
+        uri, fragment = urldefrag(target)
+        node, _ = self.lookup(uri, self.where, uri)
+        named = None
+        for step in unquote(fragment).split("/")[1:]:
+            if isinstance(node, dict) and isinstance(node.get("$schema"), str):
+                named = node["$schema"]
+            step = step.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and step in node:
+                node = node[step]
+            elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
+                node = node[int(step)]
+            else:
+                break
+        else:
+            if isinstance(node, dict) and isinstance(node.get("$schema"), str):
+                named = node["$schema"]
+        return self.dialect if named is None else self.dialect_named(named, "$schema")
+
+    def dialect_named(self, uri: str, field: str) -> str:
+        """The dialect `uri` names; an unknown one reads as 2020-12 with a warning, draft-03 is refused."""
+        try:
+            return dialects.dialect_named(uri)
+        except dialects.UnsupportedDialect as exc:
+            raise SpecError(f"{self.where + ': ' if self.where else ''}{field} {shown(uri)}: {exc}") from None
+        except dialects.UnknownDialect:
+            warning = (f"{field} {shown(uri)}{f' ({self.where})' if self.where else ''} is not a JSON Schema"
+                       f" dialect plantstub knows ({dialects.SUPPORTED}): its schemas are read as 2020-12")
+            if not any(w.startswith(f"{field} {shown(uri)} ") for w in self.warnings):
+                self.warnings.append(warning)
+            return dialects.DRAFT2020
+
+    def convert(self, node: Any, base: str, refs: set[str], dialect: str | None = None) -> Any:
+        """`node` in 2020-12 terms; the `$defs` keys it refers to are added to `refs`.
+
+        `dialect`: the one `node` is written in (the document's when None), unless its own `$schema` says.
+        """
         if not isinstance(node, dict):
             return node
+        if dialect is None:
+            dialect = self.dialect
+        if isinstance(node.get("$schema"), str):
+            dialect = self.dialect_named(node["$schema"], "$schema")
         if "$ref" in node and isinstance(node["$ref"], str):
             pointer = self.ref(node["$ref"], base, refs)
-            if self.legacy or len(node) == 1:
-                return {"$ref": pointer}  # OpenAPI 3.0 ignores a $ref's siblings
-            rest = self.convert({k: v for k, v in node.items() if k != "$ref"}, base, refs)
+            if dialects.ref_siblings_ignored(dialect) or len(node) == 1:
+                return {"$ref": pointer}  # OpenAPI 3.0 and draft-07 and older ignore a $ref's siblings
+            rest = self.convert({k: v for k, v in node.items() if k != "$ref"}, base, refs, dialect)
             return {"$ref": pointer, **rest}
         out: dict[str, Any] = {}
+        old: dict[str, Any] = {}  # subschemas whose keyword changes name once the schema is read
         for key, value in node.items():
-            if key == "items" and isinstance(value, list):  # draft-4 tuple form in 3.0
-                out["prefixItems"] = [self.convert(sub, base, refs) for sub in value]
+            if key == "items" and isinstance(value, list):  # the tuple form before 2020-12
+                out["prefixItems"] = [self.convert(sub, base, refs, dialect) for sub in value]
+            elif key == "additionalItems":
+                old[key] = self.convert(value, base, refs, dialect)
+            elif key == "dependencies" and isinstance(value, dict):  # a list of names, or a schema, per name
+                out[key] = {name: sub if isinstance(sub, list) else self.convert(sub, base, refs, dialect)
+                            for name, sub in value.items()}
             elif key in SCHEMA_MAPS and isinstance(value, dict):
-                out[key] = {name: self.convert(sub, base, refs) for name, sub in value.items()}
+                out[key] = {name: self.convert(sub, base, refs, dialect) for name, sub in value.items()}
             elif key in SCHEMA_ONE:
-                out[key] = self.convert(value, base, refs)
+                out[key] = self.convert(value, base, refs, dialect)
             elif key in SCHEMA_LISTS and isinstance(value, list):
-                out[key] = [self.convert(sub, base, refs) for sub in value]
+                out[key] = [self.convert(sub, base, refs, dialect) for sub in value]
             else:
                 out[key] = value
+        dialects.tuple_items(out, old)
         kind = out.get("type", "")
         if kind is None or (isinstance(kind, list) and None in kind):
             # YAML reads a bare `null` as no value; in a type it can only mean the "null" type.
             out["type"] = "null" if kind is None else ["null" if k is None else k for k in kind]
-        if self.legacy:
-            out = _from_openapi30(out)
+        out = dialects.to_2020_12(out, dialect)
         bounds = INT_BOUNDS.get(out["format"]) if isinstance(out.get("format"), str) else None
         if bounds:
             low, high = bounds
@@ -174,24 +226,3 @@ def _check(schema: Any, at: list[str], where: str) -> None:
         message = (f"{shown(error.instance)} is not a regular expression plantstub can run"
                    " (neither Python's re nor the regex package reads it)")
     raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")
-
-
-def _from_openapi30(schema: dict[str, Any]) -> dict[str, Any]:
-    """Rewrite OpenAPI 3.0 schema keywords to their 2020-12 meaning."""
-    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
-        if isinstance(schema.get(exclusive), bool):
-            flag = schema.pop(exclusive)
-            if flag and bound in schema:
-                schema[exclusive] = schema.pop(bound)
-    if schema.pop("nullable", False) is True:
-        kind = schema.get("type")
-        if isinstance(kind, str):
-            schema["type"] = [kind, "null"]
-            if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
-                schema["enum"] = [*schema["enum"], None]
-        elif isinstance(kind, list):
-            if "null" not in kind:
-                schema["type"] = [*kind, "null"]
-        else:
-            return {"anyOf": [{"type": "null"}, schema]}
-    return schema

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import logging
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,16 @@ from plantstub._yaml import read_document
 from plantstub.contract.bundle import Bundler
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
 from plantstub.errors import SpecError
+
+log = logging.getLogger("plantstub")
+
+STYLES = {  # the styles each location allows (OpenAPI 3.1, "Style Values")
+    "path": ("simple", "label", "matrix"),
+    "query": ("form", "spaceDelimited", "pipeDelimited", "deepObject"),
+    "header": ("simple",),
+    "cookie": ("form",),
+}
+IGNORED_HEADERS = ("accept", "content-type", "authorization")  # "the parameter definition SHALL be ignored"
 
 
 def bundled_spec_path() -> Path:
@@ -31,7 +42,10 @@ def load_spec(path: str | Path | None = None) -> Spec:
     """
     file = Path(path) if path is not None else bundled_spec_path()
     try:
-        return _Loader(file).load()
+        spec = _Loader(file).load()
+        for warning in spec.warnings:  # said once, where the stub starts (stderr) and in GET /__plantstub/health
+            log.warning("plantstub: spec %s: %s", file, warning)
+        return spec
     except SpecError as exc:
         text = str(exc)
         # A parse error already starts with `FILE:line:`; anything else gets the file in front.
@@ -61,6 +75,7 @@ class _Loader:
         self.file = file.resolve()
         self.uri = self.file.as_uri()
         self.registry: referencing.Registry = referencing.Registry()
+        self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
 
     def load(self) -> Spec:
         doc = self.read(self.uri, str(self.shown))
@@ -78,6 +93,11 @@ class _Loader:
         if not version.startswith(("3.0", "3.1")):
             raise SpecError(f"openapi: {shown(version)} is not supported (expected 3.0.x or 3.1.x)")
         self.bundler = Bundler(self.lookup, legacy=version.startswith("3.0"))
+        dialect = doc.get("jsonSchemaDialect")
+        if dialect is not None and version.startswith("3.1"):  # 3.0 has no such field
+            if not isinstance(dialect, str):
+                raise SpecError(f"jsonSchemaDialect: expected a URI, found {type(dialect).__name__} {shown(dialect)}")
+            self.bundler.dialect = self.bundler.dialect_named(dialect, "jsonSchemaDialect")
         components = _expect(dict, doc.get("components"), "components", "a mapping")
         self.schemes = _expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
         paths = _expect(dict, doc.get("paths"), "paths", "a mapping of path templates")
@@ -88,19 +108,25 @@ class _Loader:
                 continue  # a specification extension, not a path
             if not isinstance(template, str) or not template.startswith("/"):
                 raise SpecError(f"paths: {shown(template)} must start with '/'")
+            if "?" in template or "#" in template:
+                self.warnings.append(f"paths: {shown(template)} is not served: no request path holds"
+                                f" {'a ?, which starts the query' if '?' in template else 'a #, which starts the fragment'}")
+                continue
             where = f"paths.{template}"
             item, base = self.deref(item, self.uri, where)
             item = _expect(dict, item, where, "a Path Item mapping")
             shared = [
-                self.parameter(raw, base, f"{where}.parameters[{i}]")
+                param
                 for i, raw in enumerate(_expect(list, item.get("parameters"), f"{where}.parameters", "a list"))
+                if (param := self.parameter(raw, base, f"{where}.parameters[{i}]")) is not None
             ]
             for method in (m for m in METHODS if m in item):
                 here = f"{where}.{method}"
                 operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
         info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
-        return Spec(str(self.shown), version, title, release, tuple(operations))
+        warnings = tuple(dict.fromkeys([*self.warnings, *self.bundler.warnings]))
+        return Spec(str(self.shown), version, title, release, tuple(operations), warnings)
 
     # -- files and $refs ---------------------------------------------------------------
     def display(self, uri: str) -> str:
@@ -193,7 +219,8 @@ class _Loader:
         own = _expect(list, node.get("parameters"), f"{where}.parameters", "a list")
         # Path-level parameters first: an operation parameter with the same name and location replaces one.
         for param in shared + [self.parameter(raw, base, f"{where}.parameters[{i}]") for i, raw in enumerate(own)]:
-            params[(param.name.lower() if param.location == "header" else param.name, param.location)] = param
+            if param is not None:
+                params[(param.name.lower() if param.location == "header" else param.name, param.location)] = param
         body_required, body = False, None
         if node.get("requestBody") is not None:
             raw, body_base = self.deref(node["requestBody"], base, f"{where}.requestBody")
@@ -238,22 +265,36 @@ class _Loader:
             headers=headers,
         )
 
-    def parameter(self, raw: Any, base: str, where: str) -> Parameter:
+    def parameter(self, raw: Any, base: str, where: str) -> Parameter | None:
+        """The declared parameter; None for an Accept, Content-Type or Authorization header, which OpenAPI ignores."""
         raw, base = self.deref(raw, base, where)
         raw = _expect(dict, raw, where, "a Parameter mapping")
         if "name" not in raw or "in" not in raw:
             raise SpecError(f"{where}: a parameter needs 'name' and 'in'")
         location = raw["in"]
-        if location not in ("path", "query", "header", "cookie"):
+        if location not in STYLES:
             raise SpecError(f"{where}: in: {shown(location)} is not one of path, query, header, cookie")
-        style = raw.get("style", "form" if location in ("query", "cookie") else "simple")
+        name = str(raw["name"])
+        if location == "header" and name.lower() in IGNORED_HEADERS:
+            return None
+        style = raw.get("style", STYLES[location][0])
+        if style not in STYLES[location]:
+            self.warnings.append(f"{where}: style: {shown(style)} is not a style of {location} parameters"
+                                 f" ({', '.join(STYLES[location])}); read as {STYLES[location][0]}")
+            style = STYLES[location][0]
+        explode = raw.get("explode", style == "form")
+        if not isinstance(explode, bool):
+            self.warnings.append(f"{where}: explode: {shown(explode)} is not true or false; read as {style == 'form'}")
+            explode = style == "form"
+        content = raw.get("content") if raw.get("schema") is None else None
         return Parameter(
-            name=str(raw["name"]),
+            name=name,
             location=location,
             required=location == "path" or raw.get("required", False) is True,
             schema=self.schema(_content_schema(raw, where), base, f"{where}.schema"),
-            explode=bool(raw.get("explode", style == "form")),
+            explode=explode,
             style=style,
+            media=str(next(iter(content))) if isinstance(content, dict) and content else "",
         )
 
     def content(self, raw: Any, base: str, where: str) -> dict[str, MediaType]:

@@ -19,7 +19,8 @@ class Parameter:
     required: bool
     schema: dict | bool | None
     explode: bool = True
-    style: str = ""
+    style: str = ""  # as declared, or the location's default: form (query, cookie), simple (path, header)
+    media: str = ""  # declared with `content` instead of `schema`: its one media type, e.g. application/json
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +94,5 @@ class Spec:
     title: str
     version: str
     operations: tuple[Operation, ...]
+    # What the loader set aside and why, one sentence each (paths no request can reach, unknown dialects).
+    warnings: tuple[str, ...] = ()

@@ -8,20 +8,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from plantstub._json import BodyError, decode_json, is_json, match_media
-from plantstub.contract.flatten import defs_of, flatten, types_of
 from plantstub.contract.model import Operation, SecurityScheme
-from plantstub.contract.params import ParameterCheck, read_scalar
+from plantstub.contract.params import ParameterCheck, property_types, read_scalar
 from plantstub.contract.schema import SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
-
-
-def _property_types(schema: Any) -> dict[str, set[str]]:
-    defs = defs_of(schema)
-    flat = flatten(schema, defs)  # an allOf loop folds in once (flatten.py)
-    props = flat.get("properties") if isinstance(flat, dict) else None
-    if not isinstance(props, dict):
-        return {}
-    return {name: types_of(sub, defs) or set() for name, sub in props.items()}
 
 
 # -- security --------------------------------------------------------------------------------
@@ -78,8 +68,12 @@ class RequestCheck:
 
     def __init__(self, op: Operation, accelerate: bool = True) -> None:
         self.op = op
+        # What an exploded form object spread over the query leaves alone: the other query names, API keys included.
+        in_query = [p.name for p in op.parameters if p.location == "query"] + [
+            s.param for alt in op.security for s in alt if s.type == "apiKey" and s.location == "query"]
         self.params = [
-            ParameterCheck(p, f"{op.label} parameter {p.name}", accelerate) for p in op.parameters
+            ParameterCheck(p, f"{op.label} parameter {p.name}", accelerate, frozenset(in_query) - {p.name})
+            for p in op.parameters
         ]
         self.uses_cookies = any(p.location == "cookie" for p in op.parameters) or any(
             s.location == "cookie" for alt in op.security for s in alt
@@ -94,7 +88,7 @@ class RequestCheck:
         self.field_types: dict[str, dict[str, set[str]]] = {}
         for name, media in (op.body or {}).items():
             if media.schema is not None:
-                self.field_types[name.lower()] = _property_types(media.schema)
+                self.field_types[name.lower()] = property_types(media.schema)
             self.bodies[name.lower()] = (
                 SchemaCheck(media.schema, f"{op.label} requestBody {name}", accelerate=accelerate, checked=True)
                 if media.schema is not None

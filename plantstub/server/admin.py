@@ -72,7 +72,8 @@ class _Admin:
             "status": "degraded" if problems else "ok",
             **({"problems": problems} if problems else {}),
             "version": __version__,
-            "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations)},
+            "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations),
+                     **({"warnings": list(spec.warnings)} if spec.warnings else {})},
             "active": self.control.active,
             "journal": {
                 "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
