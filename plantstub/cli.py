@@ -29,6 +29,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--journal-size", "N", "calls kept in memory (default: 10000)"),
         ("--journal-bytes", "BYTES", "memory the kept calls may take, about (default: 67108864, 64 MiB)"),
         ("--max-body", "BYTES", "largest request body accepted (default: 1048576)"),
+        ("--read-timeout", "SECONDS", "close a connection that has not sent a whole request within it, "
+                                      "or idles that long (default: 30)"),
         ("--log-format", "FORMAT", "one line per request: none, text or json (default: none)"),
     ]
     for flag, metavar, text in flags:
