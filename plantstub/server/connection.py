@@ -155,19 +155,24 @@ class Connection(RequestHandler):
     def data_received(self, data: bytes) -> None:
         if self._stopped:
             return
-        if not self._reading and data and not self._last:  # the first byte of a request: its time starts
+        if not data:  # aiohttp re-parsing what it held back (after each body read, a queue that was full)
+            count = self._request_count
+            RequestHandler.data_received(self, data)
+            if self._request_count != count:
+                self._fed(count)
+            return
+        if not self._reading and not self._last:  # the first byte of a request: its time starts
             self._reading = True
             end = data.find(b"\r\n\r\n") + 4
             if end >= 4 and (end == len(data) or _one_request(data, end)):
                 # The usual read: one whole request and nothing after it, fed as it came. Inline, as it
-                # runs for nearly every request: done in full, the timer goes on to the idle time.
+                # runs for nearly every request; once it is answered, log_access() starts the idle time.
                 count = self._request_count
                 RequestHandler.data_received(self, data)
                 if self._request_count == count + 1 and self._messages:
                     message, payload = self._messages[-1]
                     if payload.is_eof() and isinstance(message, RawRequestMessage):
                         self._reading = False
-                        self._arm()
                         return
                 self._head = data[:HEAD_KEPT]
                 self._fed(count)
@@ -175,9 +180,6 @@ class Connection(RequestHandler):
                     self._arm()
                 return
             self._arm()
-        elif not data:  # aiohttp re-parsing what it held back while its queue was full
-            self._feed(data)
-            return
         elif not self._reading:
             self._reading = True
             self._arm()
