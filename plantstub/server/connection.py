@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.hdrs import CONTENT_LENGTH
 from aiohttp.http import HttpProcessingError, RawRequestMessage
-from aiohttp.http_exceptions import BadHttpMethod, LineTooLong
+from aiohttp.http_exceptions import LineTooLong
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
@@ -27,7 +27,8 @@ from plantstub.server.response import ReadTimeout, closing, not_received
 
 log = logging.getLogger("plantstub")
 Refuse = Callable[[str, str, Outgoing], None]  # method, target, answer: records the call
-HEAD_KEPT = 8192  # bytes of a request's head kept to name one that breaks: a request line of aiohttp's 8190 and CRLF
+LINE_LIMIT = 8190  # aiohttp's limit on the request line and on each header (max_line_size, max_field_size)
+HEAD_KEPT = LINE_LIMIT + 2  # bytes of a request's head kept to name one that breaks: a whole request line
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # an HTTP method as RFC 9110 spells a token
 _QUIET = (ConnectionError, HttpProcessingError, web.RequestPayloadError)  # a client's doing, not a bug
 
@@ -274,10 +275,10 @@ class Connection(RequestHandler):
         if isinstance(exc, ReadTimeout):
             return str(exc)
         if isinstance(exc, LineTooLong):
-            if 0 <= self._head.find(b"\n") <= self.max_line_size + 1:
-                return f"headers: a header is longer than {self.max_field_size} bytes"
-            return f"request: the request line is longer than {self.max_line_size} bytes"
-        if isinstance(exc, BadHttpMethod) and self._head.startswith(b"\x16\x03"):
+            if 0 <= self._head.find(b"\n") <= LINE_LIMIT + 1:
+                return f"headers: a header is longer than {LINE_LIMIT} bytes"
+            return f"request: the request line is longer than {LINE_LIMIT} bytes"
+        if self._head.startswith(b"\x16\x03"):  # a TLS record: a ClientHello
             return "request: this is TLS (https://) on a plain HTTP port; use http://"
         reason = (message or str(exc) or HTTPStatus(status).phrase).strip().splitlines()[0]
         return f"request: cannot be parsed as HTTP/1.1: {reason[:200]}"
