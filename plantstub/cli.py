@@ -32,6 +32,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
                                     "is sent (default: batch)"),
         ("--admin-token", "TOKEN", "the admin API then needs 'Authorization: Bearer TOKEN' (health stays open)"),
         ("--max-body", "BYTES", "largest request body accepted (default: 1048576)"),
+        ("--read-timeout", "SECONDS", "close a connection that has not sent a whole request within it, "
+                                      "or idles that long (default: 30)"),
         ("--log-format", "FORMAT", "one line per request: none, text or json (default: none)"),
     ]
     for flag, metavar, text in flags:

@@ -14,6 +14,7 @@ from plantstub.errors import ConfigError
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
+DEFAULT_READ_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class Settings:
     watch: bool = False
     journal: Path | None = None
     max_body: int = DEFAULT_MAX_BODY
+    read_timeout: float = DEFAULT_READ_TIMEOUT
     journal_size: int = DEFAULT_JOURNAL_SIZE
     journal_bytes: int = DEFAULT_JOURNAL_BYTES
     journal_flush: str = "batch"
@@ -70,6 +72,16 @@ def _int_in(low: int, high: int, what: str) -> Callable[[str, Any], int]:
     return convert
 
 
+def _seconds(name: str, value: Any) -> float:
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or not 0 < number <= 86_400:
+        raise ConfigError(f"{name}={value!r}: not a number of seconds (expected a number above 0, at most 86400)")
+    return number
+
+
 def _host(name: str, value: Any) -> str:
     text = str(value).strip()
     if not text:
@@ -109,6 +121,7 @@ _CONVERTERS = {
     "watch": _bool,
     "journal": _path,
     "max_body": _int_in(1, 2**31 - 1, "a size in bytes"),
+    "read_timeout": _seconds,
     "journal_size": _int_in(1, 10_000_000, "a journal size"),
     "journal_bytes": _int_in(1, 2**40, "a size in bytes"),
     "journal_flush": _journal_flush,

@@ -70,11 +70,17 @@ def make_request(method: str = "POST", path: str = "/plants", *, headers=None, q
 class ServeProcess:
     """`plantstub serve` in a subprocess on a free port; `url` parsed from its listening line."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                 open_files: int | None = None) -> None:
+        def limit() -> None:  # in the child: a lower open-file limit (ulimit -n), as some CI machines have
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "plantstub", "serve", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, **(env or {})}, cwd=cwd,
+            env={**os.environ, **(env or {})}, cwd=cwd, preexec_fn=limit if open_files else None,
         )
         self.started = time.monotonic()
         line = self.proc.stdout.readline() if self.proc.stdout else ""

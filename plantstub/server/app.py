@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import ClientConnectionError, web
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from plantstub._json import NO_BODY, is_json
 from plantstub.config import Settings, build_settings
@@ -32,7 +33,15 @@ from plantstub.scenarios.select import select_rule
 from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
 from plantstub.server.cors import with_cors
-from plantstub.server.response import send_fault, sent_headers, to_response, too_large
+from plantstub.server.response import (
+    ReadTimeout,
+    closing,
+    not_received,
+    send_fault,
+    sent_headers,
+    to_response,
+    too_large,
+)
 from plantstub.server.state import Control, UnknownScenario
 
 CONTROL_KEY = web.AppKey("control", Control)
@@ -192,35 +201,82 @@ def _decide(
     return None
 
 
-async def _continue(request: web.BaseRequest, max_body: int) -> bool:
-    """Answer `Expect: 100-continue` with `100 Continue`; True (and no go-ahead) when the declared body is
-    over the limit, to be refused with a 413 at once."""
+async def _continue(request: web.BaseRequest) -> None:
+    """Answer `Expect: 100-continue` with `100 Continue` (curl sends it for bodies over 1 MiB): the client
+    waits for a go-ahead before the body, which aiohttp's low-level server does not give on its own."""
     if request.version < (1, 1) or request.headers.get("Expect", "").lower() != "100-continue":
-        return False
-    if request.content_length is not None and request.content_length > max_body:
-        return True
+        return
     await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
     request.writer.output_size = 0  # the answer proper has not started
-    return False
+
+
+def _unreadable(request: web.BaseRequest) -> str:
+    """Why aiohttp could not read a body: its Content-Encoding, or its chunked framing."""
+    encoding = request.headers.get("Content-Encoding")
+    if encoding:
+        return f"body: cannot be read: it does not decode as its Content-Encoding ({encoding[:50]}) says"
+    return "body: cannot be read: its chunked framing is broken"
+
+
+class _Keeper:
+    """Where every call goes once answered: the journal, coverage and the request log."""
+
+    __slots__ = ("control", "journal", "logger")
+
+    def __init__(self, control: Control) -> None:
+        self.control = control
+        self.journal = control.journal
+        self.logger = RequestLogger(control.settings.log_format)
+
+    def keep(self, record: Record, epoch: int, body: Any, response_body: Any, op: Operation | None) -> None:
+        if self.journal.append(record, epoch, body, response_body):
+            self.control.coverage.count(op, record.status)
+        if self.logger.enabled:
+            self.logger.log(record)
+
+
+def make_refusal(control: Control) -> Callable[[str, str, Outgoing], None]:
+    """Record a request the pipeline never saw: aiohttp could not parse it, or it did not arrive in full.
+
+    Called with the method and the target as far as they were read (`""` when not even that), and the
+    answer sent; the call has no headers, no body, and `errors` holds the answer's message.
+    """
+    keeper = _Keeper(control)
+    no_headers = CIMultiDictProxy(CIMultiDict[str]())
+
+    def refuse(method: str, target: str, out: Outgoing) -> None:
+        seq, epoch = keeper.journal.arrive()
+        record = Record(
+            seq, time.time(), method, target, {}, no_headers, b"", NO_BODY, False, (out.body["message"],),
+            None, None, out.status, sent_headers(out), out.payload, True, None,
+        )
+        keeper.keep(record, epoch, NO_BODY, out.body, None)
+
+    return refuse
 
 
 def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]:
     """The request pipeline as one aiohttp handler (for an Application's route or a low-level Server)."""
     journal = control.journal
-    logger = RequestLogger(control.settings.log_format)
+    keeper = _Keeper(control)
     admin = AdminRoutes(control)
     max_body = control.settings.max_body
+    read_timeout = control.settings.read_timeout
 
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
-        # `Expect: 100-continue` (curl sends it for bodies over 1 MiB): the client waits for a go-ahead
-        # before the body, which aiohttp's low-level server does not give on its own.
-        expect_too_large = False
-        if "Expect" in request.headers:
-            expect_too_large = await _continue(request, max_body)
-        if request.path.startswith(ADMIN_PREFIX):
-            if expect_too_large:
-                return to_response(error_reply(413, too_large(max_body)), False)
-            return await admin.dispatch(request)
+        # A body declared over the limit is refused at once, before the client sends it (or while it does).
+        declared = request.content_length
+        over_limit = declared is not None and declared > max_body
+        if not over_limit and "Expect" in request.headers:
+            await _continue(request)
+        path = request.path
+        if path.startswith(ADMIN_PREFIX):
+            if over_limit:
+                return closing(error_reply(413, too_large(max_body)))
+            try:
+                return await admin.dispatch(request)
+            except ReadTimeout:
+                return closing(error_reply(408, not_received(read_timeout)))
         started = time.time()
         seq, epoch = journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
         active = control.active  # and attributed on arrival, before the body is read
@@ -229,8 +285,14 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
         # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
         query = {k: request.query.getall(k) for k in request.query} if request.query_string else {}
         try:
-            if expect_too_large:  # declared too large: refused before the client sends it
-                raise web.HTTPRequestEntityTooLarge(max_size=max_body, actual_size=request.content_length or 0)
+            if not path.startswith("/"):  # CONNECT host:443, OPTIONS *: no path to route
+                path = request.raw_path
+                out = error_reply(400, f"request: the target {path!r} is not a path such as /plants (plantstub is "
+                                       "not a proxy)")
+                done.refuse(out)
+                return closing(out)
+            if over_limit:
+                raise web.HTTPRequestEntityTooLarge(max_size=max_body, actual_size=declared or 0)
             raw = await request.read()
             _decide(control, request, raw, query, active, done)
             if done.delay_ms:
@@ -239,6 +301,10 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
                 return await send_fault(request, done.fault, done.out)
             assert done.out is not None  # _decide() always decides
             return to_response(done.out, request.method == "HEAD")
+        except ReadTimeout:  # the body did not arrive within --read-timeout
+            out = error_reply(408, not_received(read_timeout))
+            done.refuse(out)
+            return closing(out)
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError):
             # The client left mid-request: record it, no traceback, nothing to answer.
             done.refuse(error_reply(499, "request: the client closed the connection before sending the whole body"))
@@ -246,9 +312,13 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
         except web.HTTPRequestEntityTooLarge:
             out = error_reply(413, too_large(max_body))
             done.refuse(out)
-            return to_response(out, False)
+            return closing(out)
+        except web.RequestPayloadError:  # a broken chunked encoding, gzip that does not inflate
+            out = error_reply(400, _unreadable(request))
+            done.refuse(out)
+            return closing(out)
         except Exception as exc:  # a plantstub bug: answer in the Error shape, keep serving
-            log.exception("plantstub: internal error on %s %s", request.method, request.path)
+            log.exception("plantstub: internal error on %s %s", request.method, path)
             # Recorded as the stub's own error: the request may well be valid, and the consumer is not to blame.
             message = f"plantstub internal error (a bug in plantstub, not in the client): {type(exc).__name__}: {exc}"
             done.out, done.fault = error_reply(500, message), None
@@ -262,7 +332,7 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
             parsed = done.body if done.body is not None and not is_json(request.content_type) else NO_BODY
             record = Record(
-                seq, started, request.method, request.path,
+                seq, started, request.method, path,
                 {k: (v if len(v) > 1 else v[0]) for k, v in query.items()}, request.headers,
                 raw, parsed, not done.errors, done.errors, done.scenario, done.rule,
                 # a copy: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
@@ -270,10 +340,7 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
                 None if fault is None else fault.value, done.stub_errors,
             )
             response_body = None if out.body is NO_BODY else out.body
-            if journal.append(record, epoch, NO_BODY if done.body is None else done.body, response_body):
-                control.coverage.count(done.op, status)
-            if logger.enabled:
-                logger.log(record)
+            keeper.keep(record, epoch, NO_BODY if done.body is None else done.body, response_body, done.op)
 
     # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
     return with_cors(handle, control.router, ADMIN_PREFIX) if control.settings.cors else handle

@@ -18,11 +18,28 @@ def too_large(limit: int) -> str:
     return f"body: larger than the limit of {limit} bytes (--max-body)"
 
 
+def not_received(seconds: float) -> str:
+    """The 408 message: the request did not arrive in full within --read-timeout."""
+    return f"request: not received in full within {seconds:g} s (--read-timeout)"
+
+
+class ReadTimeout(ConnectionError):
+    """What reading a request's body raises once --read-timeout is over; the answer is a 408 and the
+    connection closes. A ConnectionError: like a client that left, it is not a plantstub bug."""
+
+
 def sent_headers(out: Outgoing) -> dict[str, str]:
     """The headers a call records as sent: the reply's own, and Content-Type when there is a body."""
     if out.content_type and out.body is not NO_BODY:
         return {**out.headers, "Content-Type": out.content_type}
     return out.headers
+
+
+def closing(out: Outgoing) -> web.Response:
+    """`out` as the last answer on its connection (the request was not read in full, or not at all)."""
+    response = to_response(out, False)
+    response.force_close()
+    return response
 
 
 def to_response(out: Outgoing, head: bool) -> web.Response:
