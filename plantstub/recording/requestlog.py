@@ -8,6 +8,10 @@ from typing import TextIO
 
 from plantstub.recording.call import Record
 
+# A decoded path may hold a newline (`/plants%0A`): escaped, so one request is one line and no request
+# can write a line of its own into the log.
+_ESCAPED = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
 
 class RequestLogger:
     def __init__(self, log_format: str, stream: TextIO | None = None) -> None:
@@ -32,5 +36,6 @@ class RequestLogger:
             line = f"plantstub: #{call.seq} {call.method} {call.path} -> {shown} [{rule}] {verdict}"
             if call.stub_errors:
                 line += " STUB ERROR: " + "; ".join(call.stub_errors)
+            line = line.translate(_ESCAPED)
         stream.write(line + "\n")
         stream.flush()

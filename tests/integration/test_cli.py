@@ -170,6 +170,15 @@ def test_serve_logs_one_line_per_request(serve, tmp_path, log_format):
         assert record["errors"] == ["body.id: 'x' is not of type 'integer'"]
 
 
+def test_a_newline_in_the_path_cannot_forge_a_log_line(serve, tmp_path):
+    stub = serve("--port", "0", "--scenarios", str(tmp_path), "--log-format", "text")
+    http(stub.url + "/plants%0Aplantstub:%20%2399%20POST%20/plants%20-%3E%20200", "GET")
+    stub.stop()
+    lines = [line for line in stub.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("plantstub: #1 GET /plants\\x0aplantstub: #99 POST /plants -> 200 -> 404")
+
+
 def test_serve_refuses_scenarios_that_cannot_load(tmp_path):
     (tmp_path / "bad.yaml").write_text("rules:\n  - match: {path: /plants}\n    reply: {status: 418}\n")
     result = run("serve", "--port", "0", "--scenarios", str(tmp_path))
