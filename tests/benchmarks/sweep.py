@@ -12,6 +12,7 @@ traceback), crashed (a traceback or a signal) or hung (no line in time). For a s
 --operations operations (evenly spread over the sorted list) get one request each, built by
 `sweep_http.py` from the spec alone and believed valid, and each answer is: server error (5xx),
 wrongful 4xx (any 4xx: the request was believed valid; its message is kept), undeclared status,
+(an operation that declares no 2xx and no default is judged by the declared status it answers instead),
 invalid 2xx body (breaks the declared schema), no answer (timeout or reset), or ok. Operations for
 which no request can be built are counted as "not built" with the reason.
 """

@@ -232,15 +232,19 @@ def media_for(content: dict, ctype: str) -> str | None:
 def judge(doc: Document, method: str, op: dict, uri: str, ptr: str, status: int, ctype: str, body: bytes) -> tuple[str, str]:
     """(class, detail) of one answer to a request believed valid."""
     text = body[:300].decode("utf-8", "replace")
-    if status >= 500:
+    responses = mapping(op, "responses")
+    declares_success = any(str(k)[:1] == "2" or str(k) == "default" for k in responses)
+    chosen = str(status) in responses or f"{status // 100}XX" in responses or f"{status // 100}xx" in responses
+    # An operation that declares no 2xx and no default is answered with a declared 3xx/4xx/5xx (issue 14): that
+    # is its answer, judged as one, not a refusal of the request.
+    if status >= 500 and (declares_success or not chosen):
         return "server error", f"{status}: {text}"
-    if 400 <= status < 500:
+    if 400 <= status < 500 and (declares_success or not chosen):
         try:
             message = json.loads(body).get("message", text)
         except Exception:
             message = text
         return "wrongful 4xx", f"{status}: {str(message)[:400]}"
-    responses = mapping(op, "responses")
     key = next((k for k in (str(status), f"{status // 100}XX", f"{status // 100}xx", "default") if k in responses), None)
     if key is None:
         return "undeclared status", f"{status} (declared: {', '.join(map(str, responses))})"
