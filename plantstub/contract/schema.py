@@ -30,12 +30,12 @@ MAX_MESSAGE = 240
 BACKTRACK_LIMIT = 10_000
 
 # Keywords whose values are subschemas, by shape: {name: schema}, one schema, [schema, ...].
-SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-SCHEMA_ONE = (
+SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
+SCHEMA_ONE = frozenset((
     "items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
     "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
-)
-SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+))
+SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
 _DATA_KEYWORDS = ("enum", "const", "default", "example", "examples")  # values, not subschemas
 
 

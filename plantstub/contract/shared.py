@@ -9,6 +9,7 @@ checked against a place as that property of a one-key object: `{"12": value}`.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -16,14 +17,22 @@ from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, com
 
 # Keywords whose meaning depends on where the schema stands (its resource, the dynamic scope): a place that
 # holds one is compiled alone, where it always was.
-_PLACE_BOUND = ("$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "$id")
+_PLACE_BOUND = frozenset(("$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "$id"))
+_MAPS = frozenset(SCHEMA_MAPS) - {"$defs"}  # a schema's own `$defs` are targets under their own keys already
+_ONE, _LISTS = frozenset(SCHEMA_ONE), frozenset(SCHEMA_LISTS)
 _PLAIN = re.compile(r"[A-Za-z0-9_.$@:-]*\Z")  # a pointer step that needs no escaping
+_TOKENS: dict[str, str] = {}
 
 
 def _token(step: Any) -> str:
     """One step of a JSON pointer in a URI fragment (`~` and `/` escaped, then percent-encoded)."""
     text = str(step)
-    return text if _PLAIN.match(text) else quote(text.replace("~", "~0").replace("/", "~1"), safe="")
+    token = _TOKENS.get(text)
+    if token is None:
+        token = text if _PLAIN.match(text) else quote(text.replace("~", "~0").replace("/", "~1"), safe="")
+        if len(_TOKENS) < 100_000:
+            _TOKENS[text] = token
+    return token
 
 
 class Shared:
@@ -56,7 +65,7 @@ class Shared:
         if jsonschema_rs is None or defs is None:
             return
         roots = [r for r in self.roots if r.get("$defs") is defs]
-        walks = {key: _Walk(node, ["$defs", key]) for key, node in defs.items()}
+        walks = {key: _Walk(node, f"#/$defs/{_token(key)}") for key, node in defs.items()}
         refused = _refused(walks)
         properties: dict[str, Any] = {}
         names: dict[int, tuple[Any, str]] = {}
@@ -70,21 +79,21 @@ class Shared:
 
         for key, node in defs.items():
             if key not in refused:
-                by_key[key] = add(node, {"$ref": _pointer(["$defs", key])})
+                by_key[key] = add(node, {"$ref": walks[key].pointer})
         fit = [walks[key] for key in defs if key not in refused]
         for root in roots:
             body = {k: v for k, v in root.items() if k != "$defs"}
-            walk = _Walk(body, ["properties", str(len(properties))])
+            walk = _Walk(body, f"#/properties/{len(properties)}")
             if not walk.unfit and not walk.refs() & refused:
                 add(root, body)
                 fit.append(walk)
         for walk in fit:
-            for sub, steps in walk.found:
+            for sub, pointer in walk.found:
                 ref = sub.get("$ref")
                 if len(sub) == 1 and isinstance(ref, str) and ref[8:] in by_key:
                     names[id(sub)] = (sub, by_key[ref[8:]])  # a bare `$ref`: checked as its target
                 elif id(sub) not in names:
-                    add(sub, {"$ref": _pointer(steps)})
+                    add(sub, {"$ref": pointer})
         try:
             self.validator = compile_fast({"$defs": defs, "properties": properties})
         except Exception:  # noqa: BLE001 - whatever jsonschema-rs refuses: each schema is then compiled alone
@@ -92,46 +101,45 @@ class Shared:
         self.names = names
 
 
-def _pointer(steps: list[Any]) -> str:
-    return "#/" + "/".join(_token(step) for step in steps)
-
-
 class _Walk:
-    """One pass over a schema: its subschemas with a `$ref` in them (with their steps from the document's
-    root), and whether it holds anything the shared validator must not (`unfit`)."""
+    """One pass over a schema: its subschemas with a `$ref` in them (with their JSON pointers), and whether it
+    holds anything the shared validator must not (`unfit`)."""
 
-    def __init__(self, node: Any, steps: list[Any]) -> None:
-        self.node = node
-        self.found: list[tuple[dict[str, Any], list[Any]]] = []
+    def __init__(self, node: Any, pointer: str) -> None:
+        self.node, self.pointer = node, pointer
+        self.found: list[tuple[dict[str, Any], str]] = []
         self.unfit = False
         if isinstance(node, dict):
-            self._visit(node, steps)
+            self._visit(node, pointer)
 
-    def _visit(self, node: dict[str, Any], steps: list[Any]) -> bool:
+    def _visit(self, node: dict[str, Any], at: str) -> bool:
         has = "$ref" in node
-        if any(key in node for key in _PLACE_BOUND) or not _patterns_run(node):
+        if not _PLACE_BOUND.isdisjoint(node) or (("pattern" in node or "patternProperties" in node)
+                                                 and not _patterns_run(node)):
             self.unfit = True
         for key, value in node.items():
-            if key in SCHEMA_MAPS and isinstance(value, dict) and key != "$defs":
-                subs: Any = ((key, name, sub) for name, sub in value.items())
-            elif key in SCHEMA_ONE:
-                subs = ((key, None, value),)
-            elif key in SCHEMA_LISTS and isinstance(value, list):
-                subs = ((key, i, sub) for i, sub in enumerate(value))
-            else:
-                continue
-            for keyword, step, sub in subs:
-                if isinstance(sub, dict):
-                    here = [*steps, keyword] if step is None else [*steps, keyword, step]
-                    if self._visit(sub, here):
+            if key in _ONE:
+                if isinstance(value, dict) and self._visit(value, here := f"{at}/{key}"):
+                    has = True
+                    self.found.append((value, here))
+            elif key in _MAPS and isinstance(value, dict):
+                for name, sub in value.items():
+                    if isinstance(sub, dict) and self._visit(sub, here := f"{at}/{key}/{_token(name)}"):
+                        has = True
+                        self.found.append((sub, here))
+            elif key in _LISTS and isinstance(value, list):
+                for i, sub in enumerate(value):
+                    if isinstance(sub, dict) and self._visit(sub, here := f"{at}/{key}/{i}"):
                         has = True
                         self.found.append((sub, here))
         return has
 
     def refs(self) -> set[str]:
         """The `$defs` keys it refers to, itself and below."""
-        return {sub["$ref"][8:] for sub, _ in self.found if isinstance(sub.get("$ref"), str)} | (
-            {self.node["$ref"][8:]} if isinstance(self.node, dict) and isinstance(self.node.get("$ref"), str) else set())
+        nodes = [sub for sub, _ in self.found]
+        if isinstance(self.node, dict):
+            nodes.append(self.node)
+        return {sub["$ref"][8:] for sub in nodes if isinstance(sub.get("$ref"), str)}
 
 
 def _refused(walks: dict[str, _Walk]) -> set[str]:
@@ -152,21 +160,18 @@ def _refused(walks: dict[str, _Walk]) -> set[str]:
     return refused
 
 
-_RUNS: dict[str, bool] = {}
-
-
 def _patterns_run(node: dict[str, Any]) -> bool:
-    """Whether jsonschema-rs compiles the node's `pattern` and `patternProperties` (each pattern tried once)."""
+    """Whether jsonschema-rs compiles the node's `pattern` and `patternProperties`."""
     patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
     if isinstance(node.get("patternProperties"), dict):
         patterns += [str(p) for p in node["patternProperties"]]
-    for pattern in patterns:
-        if pattern not in _RUNS:
-            try:
-                compile_fast({"pattern": pattern})
-                _RUNS[pattern] = True
-            except Exception:  # noqa: BLE001 - a regex dialect it rejects
-                _RUNS[pattern] = False
-        if not _RUNS[pattern]:
-            return False
-    return True
+    return all(_runs(pattern) for pattern in patterns)
+
+
+@lru_cache(maxsize=4096)
+def _runs(pattern: str) -> bool:
+    try:
+        compile_fast({"pattern": pattern})
+        return True
+    except Exception:  # noqa: BLE001 - a regex dialect it rejects
+        return False
