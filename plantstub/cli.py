@@ -143,7 +143,21 @@ def _with_default_folder(settings: Settings) -> Settings:
     return settings
 
 
+class _StoppedStarting(BaseException):
+    """SIGTERM came before the stub listened (a BaseException: no `except Exception` on the way swallows it)."""
+
+
+def _stop_starting(signum: int, frame: object) -> None:
+    raise _StoppedStarting
+
+
 async def _serve(settings: Settings) -> int:
+    try:  # a big spec takes seconds to load: the line says the silence is not a hang
+        size = settings.spec.stat().st_size if settings.spec is not None else 0
+    except OSError:
+        size = 0
+    if size >= 2**20:
+        print(f"plantstub: loading {settings.spec} ({size / 2**20:.1f} MiB)", file=sys.stderr, flush=True)
     control = Control(settings)
     try:
         running = await start(control, settings.host, settings.port)
@@ -185,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check":
             return _check(args)
         if args.command == "serve":
+            # Until the server's own handlers replace it (once the spec is loaded), SIGTERM stops start-up
+            # at once; as PID 1 in a container, a process without a handler would ignore it.
+            signal.signal(signal.SIGTERM, _stop_starting)
             options = {k: v for k, v in vars(args).items() if k != "command"}
             return asyncio.run(_serve(_with_default_folder(build_settings(options))))
     except PlantstubError as exc:
@@ -192,4 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 0
+    except _StoppedStarting:
+        print("plantstub: stopped by SIGTERM before listening; exit status 143", file=sys.stderr)
+        return 128 + signal.SIGTERM
     return 2

@@ -1,23 +1,38 @@
-"""Checks: one spec's subschemas compiled once, and the folded schemas they are compiled from.
+"""Checks: one spec's schemas compiled once (the places and their subschemas), and the folded schemas
+they are read from.
 
-Generating a value checks each candidate with the checks requests and replies get (contract/schema.py). A
-subschema is usually a `$defs` entry many bundles hold (the same object), so each is compiled once per spec;
-compiled without the `$defs` it does not use, it takes microseconds instead of milliseconds.
+A place or a subschema with a `$ref` in it is checked by the spec's shared validator (contract/shared.py),
+compiled once for the spec; a subschema with no `$ref` is compiled alone (microseconds), and so is what the
+shared validator leaves out, with only the `$defs` it needs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from plantstub.contract.flatten import flatten_keys, merge
+from plantstub.contract.model import Spec
 from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.shared import Shared
+
+
+def places(spec: Spec) -> Iterator[Any]:
+    """Every schema of `spec`: parameters, request bodies, response bodies and headers."""
+    for op in spec.operations:
+        yield from (p.schema for p in op.parameters)
+        yield from (m.schema for m in (op.body or {}).values())
+        for response in op.responses.values():
+            yield from (m.schema for m in response.content.values())
+            yield from response.headers.values()
 
 
 class Checks:
-    """Compiled checks of the subschemas of one spec's bundles, each with only the `$defs` it refers to; shared
-    by every answer of the spec (ServedOperation.samples). Keyed by object identity, holding the object."""
+    """The compiled checks of one spec's schemas (the places `roots`, and every subschema of them), shared by
+    its request checks and answers. Keyed by object identity, holding the object."""
 
-    def __init__(self) -> None:
+    def __init__(self, roots: Iterable[Any] = ()) -> None:
+        self.shared = Shared(list(roots))  # compiled on first use
         self.compiled: dict[int, tuple[Any, SchemaCheck]] = {}
         self.refs: dict[int, tuple[Any, frozenset[str]]] = {}
         self.flat: dict[int, tuple[Any, tuple[Any, frozenset[str]]]] = {}
@@ -38,20 +53,30 @@ class Checks:
             entry = self.merged[(id(flat), id(branch))] = (flat, branch, merge([rest, branch], defs))
         return entry[2]
 
-    def check(self, schema: Any, defs: dict[str, Any] | None = None) -> SchemaCheck:
-        """The compiled check of `schema`: a bundle's root as it is, a subschema with the `$defs` it needs."""
+    def check(self, schema: Any, defs: dict[str, Any] | None = None, where: str = "") -> SchemaCheck:
+        """The compiled check of `schema`: a place as it is, a subschema with the `$defs` it needs."""
         entry = self.compiled.get(id(schema))
         if entry is None or entry[0] is not schema:
-            root = schema
-            if isinstance(schema, dict) and "$defs" not in schema and defs:
-                needed = self.closure(schema, defs)
-                root = {**schema, "$defs": {k: defs[k] for k in needed}} if needed else schema
-            entry = self.compiled[id(schema)] = (schema, SchemaCheck(root, "", checked=True))
+            name = self.shared.name(schema) if isinstance(schema, dict) else None
+            if name is not None:  # compiled already: the whole `$defs` is there for jsonschema, if it is asked
+                root = schema if "$defs" in schema or not defs else {**schema, "$defs": defs}
+                check = SchemaCheck(root, where, checked=True, shared=(self.shared.validator, name))
+            else:
+                root = schema
+                if isinstance(schema, dict) and "$defs" not in schema and defs:
+                    needed = self.closure(schema, defs)
+                    root = {**schema, "$defs": {k: defs[k] for k in needed}} if needed else schema
+                check = SchemaCheck(root, where, checked=True)
+            entry = self.compiled[id(schema)] = (schema, check)
         return entry[1]
 
     def valid(self, value: Any, schema: Any, defs: dict[str, Any]) -> bool:
         if isinstance(schema, bool):
             return schema
+        if isinstance(schema, dict) and set(schema) == {"allOf"} and isinstance(schema["allOf"], list) \
+                and self.shared.name(schema) is None:
+            # flatten.merge()'s `allOf: [a, b]` of two subschemas: each checked as it is, not compiled anew
+            return all(self.valid(value, part, defs) for part in schema["allOf"])
         try:
             return self.check(schema, defs).is_valid(value)
         except Exception:  # noqa: BLE001 - a schema jsonschema cannot run: the value is not known good

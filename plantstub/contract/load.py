@@ -7,14 +7,14 @@ import logging
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urldefrag, urljoin, urlparse
+from urllib.parse import unquote, urldefrag, urlparse
 
 import referencing
 import referencing.exceptions
 
 from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import read_document
-from plantstub.contract.bundle import Bundler
+from plantstub.contract.bundle import Bundler, join
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
 from plantstub.errors import SpecError
 
@@ -76,6 +76,7 @@ class _Loader:
         self.uri = self.file.as_uri()
         self.registry: referencing.Registry = referencing.Registry()
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
+        self.found: dict[str, tuple[Any, str]] = {}  # absolute $ref target -> (its contents, its file's URI)
 
     def load(self) -> Spec:
         doc = self.read(self.uri, str(self.shown))
@@ -165,7 +166,7 @@ class _Loader:
         seen: list[str] = []
         written: list[str] = []
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
-            target = urljoin(base, node["$ref"])
+            target = join(base, node["$ref"])
             written.append(node["$ref"])
             if target in seen:
                 raise SpecError(f"{where}: $ref loop: {cut(' -> '.join(written), 3 * MAX_SHOWN)}")
@@ -175,6 +176,9 @@ class _Loader:
 
     def lookup(self, target: str, where: str, ref: str) -> tuple[Any, str]:
         """The contents at absolute `target` (reading a sibling file on first use) and its file URI."""
+        found = self.found.get(target)
+        if found is not None:  # a big document names the same targets thousands of times
+            return found
         uri, fragment = urldefrag(target)
         if urlparse(uri).scheme != "file":
             raise SpecError(f"{where}: $ref {shown(ref)}: only local files can be referenced (no network)")
@@ -190,7 +194,8 @@ class _Loader:
             raise SpecError(
                 f"{where}: $ref {shown(ref)}: {self.display(uri)} has nothing at {shown(pointer)}{self.near(uri, pointer)}"
             ) from None
-        return resolved.contents, uri
+        found = self.found[target] = (resolved.contents, uri)
+        return found
 
     def near(self, uri: str, pointer: str) -> str:
         """` (did you mean 'Plant'?)` when the last step of a broken pointer is a typo."""

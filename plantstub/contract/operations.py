@@ -15,7 +15,7 @@ from typing import Any
 
 from plantstub._json import NO_BODY
 from plantstub.contract.answers import UNANSWERABLE, Answer, answer_key
-from plantstub.contract.compiled import Checks
+from plantstub.contract.compiled import Checks, places
 from plantstub.contract.model import MediaType, Operation, Spec
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.contract.requests import RequestCheck
@@ -38,7 +38,7 @@ class ServedOperation:
     @cached_property
     def check(self) -> RequestCheck:
         """The request check: security, parameters, body."""
-        return RequestCheck(self.op)
+        return RequestCheck(self.op, checks=self.samples)
 
     def answer(self, key: str) -> Answer:
         """The declared response `key` ("200", "4XX", "default") as an answer."""
@@ -82,7 +82,7 @@ def serve(spec: Spec) -> dict[Operation, ServedOperation]:
 
     Operations whose default answer cannot keep the contract are logged once, with the reason each gets.
     """
-    samples = Checks()
+    samples = Checks(places(spec))
     served = {op: ServedOperation(op, samples) for op in spec.operations}
     answers = [s.default_answer for s in served.values()]
     problems = [f"{a.label}: {a.problem}" for a in answers if a is not None and a.problem is not None]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plantstub._json import MISSING, BodyError, decode_json, is_json, shown
+from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten, types_of
 from plantstub.contract.model import Parameter
 from plantstub.contract.schema import SchemaCheck, Violation
@@ -87,7 +88,8 @@ class ParameterCheck:
         spread over the query does not take.
     """
 
-    def __init__(self, param: Parameter, where: str, accelerate: bool, others: frozenset[str] = frozenset()) -> None:
+    def __init__(self, param: Parameter, where: str, accelerate: bool, others: frozenset[str] = frozenset(),
+                 checks: Checks | None = None) -> None:
         self.param = param
         self.style = param.style or ("form" if param.location in ("query", "cookie") else "simple")
         self.types = schema_types(param.schema)
@@ -111,7 +113,10 @@ class ParameterCheck:
         self.plain = self.kind == "scalar" and self.style in ("simple", "form")
         self.members_in_query = (self.kind == "object" and param.location == "query" and param.explode
                                  and self.style in ("form", "deepObject"))
-        self.check = SchemaCheck(param.schema, where, accelerate=accelerate, checked=True) if param.schema is not None else None
+        self.check: SchemaCheck | None = None
+        if param.schema is not None:  # compiled with the spec's other schemas when `checks` are given
+            self.check = (checks.check(param.schema, where=where) if checks is not None and accelerate
+                          else SchemaCheck(param.schema, where, accelerate=accelerate, checked=True))
         label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)
         self.where = f"{label}.{param.name}"
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from functools import lru_cache
 from itertools import islice
 from typing import NamedTuple
 from urllib.parse import unquote
@@ -13,6 +15,13 @@ from plantstub.matching import literal_length, split_segment, template_groups, t
 
 MAX_SPLITS = 64  # ways to split a segment of side-by-side parameters that are checked against their schemas
 CHOOSE_SECONDS = 0.2
+
+
+@lru_cache(maxsize=65536)
+def _regex(template: str) -> re.Pattern[str]:
+    """template_regex(capture=True), remembered: a spec is routed by the stub and by its scenario checks, and a
+    big spec has thousands of templates (6,000 took a second to compile, each time)."""
+    return template_regex(template, capture=True)
 
 
 class Route(NamedTuple):
@@ -65,7 +74,7 @@ class Router:
         for path in templated:
             groups = template_groups(path)
             shared = _Shared(by_path[path]) if any("{" in g for g in groups) else None
-            self.templated.append((template_regex(path, capture=True), groups, by_path[path], shared))
+            self.templated.append((_regex(path), groups, by_path[path], shared))
 
     def route(self, method: str, path: str) -> Route:
         """Find the operation for `method path`; path parameters come back percent-decoded."""

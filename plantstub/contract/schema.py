@@ -30,12 +30,12 @@ MAX_MESSAGE = 240
 BACKTRACK_LIMIT = 10_000
 
 # Keywords whose values are subschemas, by shape: {name: schema}, one schema, [schema, ...].
-SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-SCHEMA_ONE = (
+SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
+SCHEMA_ONE = frozenset((
     "items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
     "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
-)
-SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+))
+SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
 _DATA_KEYWORDS = ("enum", "const", "default", "example", "examples")  # values, not subschemas
 
 
@@ -292,16 +292,46 @@ def _more(root: str) -> Violation:
     return Violation(root, f"more than {LARGE} parts: only the first violation is listed")
 
 
+def compile_fast(schema: Any, formats: bool = True) -> Any:
+    """jsonschema-rs's validator of `schema`; raises whatever it raises for a schema it refuses."""
+    return jsonschema_rs.Draft202012Validator(
+        schema, validate_formats=formats, offline=True,  # no URL is ever fetched
+        # fancy-regex backtracks for lookarounds: stop a pattern at this many steps (< 1 ms)
+        pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT),
+    )
+
+
+class _Property:
+    """A schema checked as one property of a validator shared by a spec (contract/compiled.py): the value is
+    checked as `{name: value}`, so the places its errors name start with `name`."""
+
+    __slots__ = ("name", "validator")
+
+    def __init__(self, validator: Any, name: str) -> None:
+        self.validator, self.name = validator, name
+
+    def is_valid(self, instance: Any) -> bool:
+        return bool(self.validator.is_valid({self.name: instance}))
+
+    def validate(self, instance: Any) -> None:
+        self.validator.validate({self.name: instance})
+
+    def iter_errors(self, instance: Any) -> Iterator[Any]:
+        return iter(self.validator.iter_errors({self.name: instance}))
+
+
 class SchemaCheck:
     """One compiled schema: jsonschema-rs decides and explains; jsonschema where jsonschema-rs is missing or
     refuses the schema.
 
     :param checked: the schema already passed the metaschema check (load_spec checks every schema once).
     :param formats: assert `format` (request and reply bodies do; scenario files have no formats).
+    :param shared: (validator, property): `schema` is that property of a validator compiled already, with
+        formats asserted (contract/compiled.py); nothing is compiled here.
     """
 
     def __init__(self, schema: dict | bool, where: str, *, accelerate: bool = True, checked: bool = False,
-                 formats: bool = True) -> None:
+                 formats: bool = True, shared: tuple[Any, str] | None = None) -> None:
         if not checked and not meta_valid(schema):
             from jsonschema import Draft202012Validator, SchemaError
 
@@ -311,14 +341,13 @@ class SchemaCheck:
                 raise SpecError(f"{where}: the schema is not valid JSON Schema: {exc.message}") from None
         self.schema = schema
         self.formats = formats
-        self.fast = None
-        if accelerate and jsonschema_rs is not None:
+        self.fast: Any = None
+        self.skip = 0  # leading steps of an error's instance path that are not the value's
+        if shared is not None and accelerate and formats:
+            self.fast, self.skip = _Property(*shared), 1
+        elif accelerate and jsonschema_rs is not None:
             try:
-                self.fast = jsonschema_rs.Draft202012Validator(
-                    schema, validate_formats=formats, offline=True,  # no URL is ever fetched
-                    # fancy-regex backtracks for lookarounds: stop a pattern at this many steps (< 1 ms)
-                    pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT),
-                )
+                self.fast = compile_fast(schema, formats)
             except Exception:  # noqa: BLE001 - e.g. a regex dialect it rejects: jsonschema still works
                 self.fast = None
 
@@ -347,8 +376,8 @@ class SchemaCheck:
                     try:
                         self.fast.validate(instance)
                     except jsonschema_rs.ValidationError as error:
-                        return [self._violation(root, error.instance_path, message_of(error)), _more(root)]
-                found = [(e.instance_path, message_of(e)) for e in self.fast.iter_errors(instance)]
+                        return [self._violation(root, error.instance_path[self.skip:], message_of(error)), _more(root)]
+                found = [(e.instance_path[self.skip:], message_of(e)) for e in self.fast.iter_errors(instance)]
                 return self._listed(root, found)
             except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
                 pass

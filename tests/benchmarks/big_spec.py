@@ -1,0 +1,152 @@
+"""Start-up and first calls on a big document: run by hand, not by pytest.
+
+    .venv/bin/python tests/benchmarks/big_spec.py --spec FILE [--ops 10] [--json]
+    .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--ops 10]
+
+Starts `python -m plantstub serve --spec FILE --port 0` and prints the time to its listening line, its peak
+resident memory (VmHWM) then, the first call of `--ops` operations spread over the document (each a
+request its spec accepts: path, query and body made from the schemas) and a later call of each, and the
+peak memory at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from the repo root
+from plantstub.contract.load import load_spec
+from plantstub.contract.model import Operation
+from plantstub.contract.samples import sample
+from tests.synthetic import write_big_document
+
+
+def memory(pid: int) -> dict[str, float]:
+    """VmHWM (peak) and VmRSS of `pid` in MiB (Linux)."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmHWM", "VmRSS"):
+            found[name] = int(value.split()[0]) / 1024
+    return found
+
+
+def request_for(op: Operation) -> tuple[str, bytes | None, dict[str, str]]:
+    """A path (parameters filled from their schemas), a body and headers that the operation accepts."""
+    path, query = op.path, []
+    for param in op.parameters:
+        value = sample(param.schema) if param.schema is not None else "x"
+        text = ",".join(map(str, value)) if isinstance(value, list) else json.dumps(value) if isinstance(value, dict) else str(value)
+        if isinstance(value, bool):
+            text = str(value).lower()
+        if param.location == "path":
+            path = path.replace("{" + param.name + "}", urllib.request.quote(text or "x", safe=""))
+        elif param.location == "query" and param.required:
+            query.append(f"{urllib.request.quote(param.name)}={urllib.request.quote(text)}")
+    headers = {"Authorization": "Bearer t", **{p.name: "x" for p in op.parameters if p.location == "header" and p.required}}
+    body = None
+    media = next(iter((op.body or {}).values()), None)
+    if media is not None:
+        headers["Content-Type"] = media.name
+        value = sample(media.schema) if media.schema is not None else {}
+        if media.name == "application/x-www-form-urlencoded" and isinstance(value, dict):
+            body = urllib.parse.urlencode({k: v for k, v in value.items() if isinstance(v, (str, int, float))}).encode()
+        else:
+            body = json.dumps(value).encode()
+    return path + ("?" + "&".join(query) if query else ""), body, headers
+
+
+def call(url: str, op: Operation, request: tuple[str, bytes | None, dict[str, str]]) -> tuple[int, float]:
+    path, body, headers = request
+    req = urllib.request.Request(url + path, data=body, method=op.method, headers=headers)
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(req, timeout=300) as response:
+            response.read()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        status = exc.code
+    except OSError as exc:  # a timeout, a reset: shown in the table instead of a status
+        print(f"big_spec: {op.label}: {exc}", file=sys.stderr)
+        status = 0
+    return status, (time.perf_counter() - started) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--spec", type=Path, help="the document to serve")
+    source.add_argument("--synthetic", nargs=2, type=int, metavar=("SCHEMAS", "PATHS"),
+                        help="serve tests/synthetic.py's document of this size (3 operations per path)")
+    parser.add_argument("--ops", type=int, default=10, help="operations called (spread over the document)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the listening line")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_path = args.spec or write_big_document(Path(tmp) / "synthetic.json", *args.synthetic)
+        size = spec_path.stat().st_size
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--spec", str(spec_path), "--port", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=tmp)
+        try:
+            line = proc.stdout.readline() if proc.stdout else ""
+            ready = time.perf_counter() - started
+            if not line.startswith("plantstub listening on "):
+                print(f"big_spec: no listening line (exit {proc.poll()})", file=sys.stderr)
+                return 1
+            url = line.split()[-1]
+            at_start = memory(proc.pid)
+            logging.disable(logging.WARNING)
+            spec = load_spec(spec_path)
+            ops = spec.operations
+            chosen = [ops[(i * len(ops) // args.ops + i) % len(ops)] for i in range(min(args.ops, len(ops)))]
+            calls = []
+            for op in chosen:
+                request = request_for(op)
+                status, first = call(url, op, request)
+                _, later = call(url, op, request)
+                calls.append({"operation": op.label, "status": status, "first_ms": round(first, 1), "later_ms": round(later, 1)})
+            at_end = memory(proc.pid)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                print("big_spec: the stub did not stop within 30 s of SIGTERM; killed", file=sys.stderr)
+                proc.kill()
+                proc.wait()
+    figures: dict[str, Any] = {
+        "spec": str(args.spec or f"synthetic {args.synthetic[0]} {args.synthetic[1]}"), "megabytes": round(size / 2**20, 1),
+        "operations": len(ops), "ready_s": round(ready, 2), "peak_rss_at_start_mib": round(at_start["VmHWM"]),
+        "rss_at_start_mib": round(at_start["VmRSS"]), "peak_rss_at_end_mib": round(at_end["VmHWM"]),
+        "first_call_ms_median": round(statistics.median(c["first_ms"] for c in calls), 1),
+        "first_call_ms_max": max(c["first_ms"] for c in calls),
+        "later_call_ms_median": round(statistics.median(c["later_ms"] for c in calls), 1), "calls": calls,
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(f"{figures['spec']}: {figures['megabytes']} MB, {figures['operations']} operations")
+    print(f"ready in {figures['ready_s']} s; peak RSS {figures['peak_rss_at_start_mib']} MiB at start,"
+          f" {figures['peak_rss_at_end_mib']} MiB after the calls (RSS at start {figures['rss_at_start_mib']} MiB)")
+    for c in calls:
+        print(f"  {c['operation']:60.60} {c['status']}  first {c['first_ms']:8.1f} ms  later {c['later_ms']:6.1f} ms")
+    print(f"first call: median {figures['first_call_ms_median']} ms, max {figures['first_call_ms_max']} ms;"
+          f" later call: median {figures['later_call_ms_median']} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""One validator per spec (contract/shared.py): every place and subschema with a `$ref` checked through it, with
+the same verdicts, the same 400 messages and the same default answers as each schema compiled alone."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from plantstub.contract import shared as shared_module
+from plantstub.contract.answers import answer_key
+from plantstub.contract.compiled import Checks, places
+from plantstub.contract.load import load_spec
+from plantstub.contract.operations import ServedOperation, serve
+from plantstub.contract.requests import RequestCheck
+from plantstub.contract.schema import SchemaCheck, jsonschema_rs
+from tests.helpers import SPECS, make_request, write
+
+pytestmark = pytest.mark.skipif(jsonschema_rs is None, reason="jsonschema-rs is not installed")
+
+SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml",
+          SPECS / "multi" / "main.yaml", SPECS / "real-world.yaml"]
+IDS = ["plant-store", "greenhouse-3.0", "greenhouse-3.1", "tree", "multi", "real-world"]
+
+REFUSED = """\
+openapi: 3.1.0
+info: {title: Patterns, version: "1"}
+paths:
+  /codes:
+    post:
+      requestBody:
+        required: true
+        content: {application/json: {schema: {$ref: "#/components/schemas/Code"}}}
+      responses: {"204": {description: stored}}
+  /plants:
+    post:
+      requestBody:
+        required: true
+        content: {application/json: {schema: {$ref: "#/components/schemas/Plant"}}}
+      responses: {"204": {description: stored}}
+components:
+  schemas:
+    Code:  # `\\Z` is Python's; jsonschema-rs refuses the pattern, so this place is compiled alone
+      type: object
+      required: [code]
+      properties: {code: {type: string, pattern: "^[a-z]+\\\\Z"}, plant: {$ref: "#/components/schemas/Plant"}}
+    Plant:
+      type: object
+      required: [name]
+      properties: {name: {type: string}, height: {type: integer, minimum: 0}}
+"""
+
+
+def _outcome(served: ServedOperation, key: str) -> tuple[int, bytes, str | None]:
+    out = served.answer(key).build(None)
+    return out.status, out.payload, served.answer(key).problem
+
+
+@pytest.mark.parametrize("path", SERVED, ids=IDS)
+def test_bundles_of_one_document_share_one_defs_mapping(path):
+    held = {id(s["$defs"]) for s in places(load_spec(path)) if isinstance(s, dict) and "$defs" in s}
+    assert len(held) <= 1
+
+
+@pytest.mark.parametrize("path", SERVED, ids=IDS)
+def test_every_place_with_a_ref_is_a_property_of_one_validator(path):
+    spec = load_spec(path)
+    checks = Checks(places(spec))
+    shared = [checks.check(s) for s in places(spec) if isinstance(s, dict) and "$defs" in s]
+    assert shared, "the spec has places with a $ref"
+    assert all(check.skip == 1 for check in shared)
+    assert len({id(check.fast.validator) for check in shared}) == 1
+
+
+@pytest.mark.parametrize("path", SERVED, ids=IDS)
+def test_default_answers_are_those_of_schemas_compiled_alone(path, caplog):
+    """Generated bodies are checked at every step: through the shared validator they come out the same."""
+    caplog.set_level(logging.ERROR)
+    spec = load_spec(path)
+    together = serve(spec)
+    for op in spec.operations:
+        alone = ServedOperation(op, Checks())  # nothing shared: each schema compiled on its own
+        for key in op.responses:
+            assert _outcome(together[op], key) == _outcome(alone, key), f"{op.label} {key}"
+    keyed = [op for op in spec.operations if answer_key(op) is not None]
+    assert keyed
+
+
+BODIES = [b'{"name": 5, "height": -1}', b'{"height": "x"}', b"[]", b'{"name": "Fern", "extra": {"deep": [1, 2]}}',
+          b'{"name": "Fern", "height": 3}']
+
+
+@pytest.mark.parametrize("raw", BODIES)
+@pytest.mark.parametrize("path", SERVED, ids=IDS)
+def test_request_checks_word_violations_as_compiled_alone(path, raw):
+    """Same 400 messages, at the same places (the property the value is checked as is not part of them)."""
+    spec = load_spec(path)
+    checks = Checks(places(spec))
+    for op in spec.operations:
+        request = make_request(op.method, op.path, headers={"Content-Type": "application/json"}, raw=raw,
+                               query={p.name: ["x"] for p in op.parameters if p.location == "query"})
+        path_params = {p.name: "x" for p in op.parameters if p.location == "path"}
+        shared, alone = RequestCheck(op, checks=checks), RequestCheck(op)
+        assert shared.violations(request, path_params) == alone.violations(request, path_params), op.label
+
+
+def test_a_pattern_jsonschema_rs_refuses_leaves_only_its_places_alone(tmp_path):
+    spec = load_spec(write(tmp_path, "api.yaml", REFUSED))
+    checks = Checks(places(spec))
+    code, plant = (RequestCheck(op, checks=checks) for op in spec.operations)
+    code_body, plant_body = code.bodies["application/json"], plant.bodies["application/json"]
+    assert code_body is not None and plant_body is not None
+    assert (code_body.fast, plant_body.skip) == (None, 1)  # jsonschema checks Code; Plant is shared
+    bad = make_request("POST", "/codes", headers={"Content-Type": "application/json"},
+                       raw=b'{"code": "ab1", "plant": {"name": 1}}')
+    assert [str(v) for v in code.violations(bad, {})[0]] == [
+        "body.code: 'ab1' does not match '^[a-z]+\\\\Z'", "body.plant.name: 1 is not of type 'string'"]
+    plant_bad = make_request("POST", "/plants", headers={"Content-Type": "application/json"}, raw=b'{"height": -1}')
+    assert [str(v) for v in plant.violations(plant_bad, {})[0]] == [
+        "body: 'name' is a required property", "body.height: -1 is less than the minimum of 0"]
+
+
+def test_when_jsonschema_rs_refuses_the_shared_validator_each_schema_is_compiled_alone(monkeypatch):
+    spec = load_spec(SPECS / "greenhouse-3.1.json")
+    refuse = shared_module.compile_fast
+
+    def failing(schema, formats=True):
+        if isinstance(schema, dict) and "properties" in schema and "$defs" in schema:
+            raise ValueError("refused")
+        return refuse(schema, formats)
+
+    monkeypatch.setattr(shared_module, "compile_fast", failing)
+    checks = Checks(places(spec))
+    schema = next(s for s in places(spec) if isinstance(s, dict) and "$defs" in s)
+    check = checks.check(schema)
+    assert check.skip == 0 and check.fast is not None  # compiled alone, as before
+    assert check.errors([], "body") == SchemaCheck(schema, "test").errors([], "body")
+
+
+def test_a_subschema_is_checked_through_the_shared_validator_by_its_place(tmp_path):
+    """A subschema inside a component (`Code.properties.plant`) is a property too: no compile of its own."""
+    spec = load_spec(write(tmp_path, "api.yaml", REFUSED.replace('pattern: "^[a-z]+\\\\Z"', "minLength: 2")))
+    checks = Checks(places(spec))
+    root = spec.operations[0].body["application/json"].schema
+    code = root["$defs"]["Code"]
+    for sub in (code, code["properties"]["plant"], root["$defs"]["Plant"]):
+        assert checks.check(sub, root["$defs"]).skip == 1
+        assert checks.valid({"name": "Fern"}, sub, root["$defs"]) is (sub is not code)
+    leaf = code["properties"]["code"]  # no $ref: compiled alone, in microseconds
+    assert checks.check(leaf, root["$defs"]).skip == 0

@@ -1,0 +1,91 @@
+"""read_events(): a spec's YAML built straight from libyaml's events reads as JsonSafeLoader reads it, and whatever
+it leaves to JsonSafeLoader (tags, merge keys, duplicates, errors) is read or refused in JsonSafeLoader's words."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from plantstub._yaml import JsonSafeLoader, _Unusual, parse_text, read_events
+from tests.helpers import SPECS
+
+
+def full(text: str) -> object:
+    return yaml.load(text, Loader=JsonSafeLoader)
+
+
+def same(a: object, b: object) -> bool:
+    """Equal, NaN included."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("path", sorted(SPECS.rglob("*.yaml")), ids=lambda p: p.name)
+def test_every_yaml_spec_of_the_tests_reads_the_same(path):
+    text = path.read_text(encoding="utf-8")
+    try:
+        fast = read_events(text)
+    except _Unusual:
+        return  # left to JsonSafeLoader, which read_document uses then
+    assert same(fast, full(text))
+
+
+WORDS = ["true", "True", "TRUE", "false", "yes", "NO", "on", "null", "Null", "~", "", "0", "007", "-12", "+3", "0o17",
+         "0x1F", "0b11", "1.5", "1.", ".5", "1e3", "-1E-3", ".inf", "-.Inf", ".NaN", "1_000", "18:00", "2001-01-01",
+         "2001-01-01T00:00:00Z", "x", "<<", "- x", "a: b", "#", "'q'", '"dq"', "é", "7" * 30]
+SCALAR = st.one_of(st.sampled_from(WORDS), st.text(max_size=8), st.integers(), st.floats(), st.booleans(), st.none())
+DATA = st.recursive(SCALAR, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.sampled_from(WORDS), st.text(max_size=5), st.integers()),
+                                                 inner, max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(DATA, st.sampled_from([{}, {"default_flow_style": True}, {"default_style": '"'}, {"default_style": "'"},
+                              {"canonical": True}, {"width": 2}]))
+def test_any_document_reads_as_json_safe_loader_reads_it(data, style):
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, **style)
+    for variant in (text, text.replace("'", ""), text.replace('"', "")):  # quoted words then read plain
+        try:
+            expected = full(variant)
+        except yaml.YAMLError:
+            with pytest.raises(_Unusual):
+                read_events(variant)
+            continue
+        try:
+            fast = read_events(variant)
+        except _Unusual:
+            continue
+        assert same(fast, expected), variant
+
+
+@pytest.mark.parametrize("text", [
+    "a: !!str 1\n", "a: ! 12\n", "base: &b {x: 1}\nuse: {<<: *b, y: 2}\n", "a: 1\na: 2\n", "1: a\n1.0: b\n",
+    ".nan: 1\n.nan: 2\n", "? [a]\n: 1\n", "&a k: 1\n*a : 2\n", "a: &x 1\nb: &x 2\n", "a: &x [&x 1]\n", "a: *nowhere\n",
+    "--- 1\n--- 2\n", "a: [1\n", "x: !!set {a}\n", "x: " + "7" * 5000 + "\n",
+], ids=["tag", "bang", "merge", "duplicate", "int-float-keys", "nan-keys", "complex-key", "alias-key", "anchor-twice",
+        "anchor-inside-itself", "undefined-alias", "two-documents", "syntax", "set", "long-int"])
+def test_the_unusual_is_left_to_json_safe_loader(text):
+    with pytest.raises(_Unusual):
+        read_events(text)
+    try:
+        expected: object = full(text)
+    except yaml.YAMLError as exc:
+        with pytest.raises(ValueError) as caught:
+            parse_text(text, "t.yaml")
+        assert str(caught.value).startswith("t.yaml:") and type(exc).__name__.endswith("Error")
+        return
+    assert same(parse_text(text, "t.yaml"), expected)
+
+
+def test_aliases_share_their_value_as_json_safe_loader_does():
+    value = read_events("a: &x {b: [1]}\nc: *x\nd: [*x, *x]\n")
+    assert value["a"] is value["c"] is value["d"][0] is value["d"][1]
