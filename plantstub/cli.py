@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import gc
 import signal
 import sys
 from collections.abc import Sequence
@@ -159,6 +160,7 @@ async def _serve(settings: Settings) -> int:
     if size >= 2**20:
         print(f"plantstub: loading {settings.spec} ({size / 2**20:.1f} MiB)", file=sys.stderr, flush=True)
     control = Control(settings)
+    gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
         running = await start(control, settings.host, settings.port)
     except OSError as exc:

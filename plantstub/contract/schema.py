@@ -206,6 +206,8 @@ def without_loops(schema: Any) -> Any:
     defs = schema.get("$defs") if isinstance(schema, dict) else None
     if not isinstance(defs, dict):
         return schema
+    # Only what the root reaches: every bundle of a spec holds the spec's whole `$defs` (contract/bundle.py).
+    defs = {key: defs[key] for key in _reachable(schema, defs)}
     graph = {key: {k for k in _in_place_refs(node) if k in defs} for key, node in defs.items()}
 
     def loops(start: str) -> bool:
@@ -246,6 +248,23 @@ def without_loops(schema: Any) -> Any:
     except _Recursive:
         return schema
     return {**root, "$defs": unfolded} if isinstance(root, dict) else {"allOf": [root], "$defs": unfolded}
+
+
+def _reachable(schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
+    """The `$defs` keys `schema` refers to, directly or through other entries, in the order met."""
+    found: dict[str, None] = {}
+    todo: list[Any] = [{k: v for k, v in schema.items() if k != "$defs"}]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs and ref[8:] not in found:
+                found[ref[8:]] = None
+                todo.append(defs[ref[8:]])
+            todo.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS and k != "$defs")
+        elif isinstance(node, list):
+            todo.extend(node)
+    return list(found)
 
 
 def location_path(root: str, parts: Any) -> str:
