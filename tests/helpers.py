@@ -62,6 +62,21 @@ def post_status(base_url: str, body: bytes, path: str = "/plants") -> int:
         return exc.code
 
 
+def raw_call(url: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None):
+    """(status, body bytes, headers) of one request that carries only the headers the caller sets."""
+    import http.client
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, response.read(), response.headers
+    finally:
+        connection.close()
+
+
 def make_request(method: str = "POST", path: str = "/plants", *, headers=None, query=None, raw: bytes = b"") -> IncomingRequest:
     """An IncomingRequest as app.py builds it (case-insensitive headers, query values as lists)."""
     return IncomingRequest(method, path, query or {}, CIMultiDict(headers or {}), raw)

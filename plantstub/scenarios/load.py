@@ -5,16 +5,14 @@ Every problem becomes a ScenarioError reading `file:line: path: message`; all of
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import gc
 import json
-from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from plantstub._gc import collector_paused
 from plantstub._json import NO_BODY, shown
 from plantstub.contract.messages import python_message
 from plantstub.contract.model import Spec
@@ -201,20 +199,6 @@ def scenario_files(folder: Path) -> list[Path]:
     )
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while a folder loads: every object a load builds lives on, so
-    each collection meanwhile walks them all again, a cost that grew faster than the rules (10,000 rules:
-    a third of the load)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def load_scenarios(
     folder: Path, spec: Spec, _contract: ScenarioContract | None = None
 ) -> tuple[dict[str, Scenario], list[ScenarioError]]:
@@ -226,7 +210,7 @@ def load_scenarios(
     except OSError as exc:
         return {}, [ScenarioError(str(folder), None, "", f"cannot read the folder ({exc.strerror or exc})")]
     contract = _contract or ScenarioContract(spec)
-    with _collector_paused():
+    with collector_paused():
         return _load_files(folder, root, files, contract)
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from plantstub._gc import collector_paused
 from plantstub.config import Settings
 from plantstub.contract.load import load_spec
 from plantstub.contract.model import Operation, Spec
@@ -21,19 +19,6 @@ from plantstub.scenarios.load import load_builtin_scenarios, load_scenarios
 from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
-
-
-@contextmanager
-def _no_collection() -> Iterator[None]:
-    """The cyclic garbage collector off while a spec loads: it makes millions of objects that live on, and the
-    collections they set off walked all of them again and again (a fifth of a 20 MB spec's start-up)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class UnknownScenario(LookupError):
@@ -56,7 +41,7 @@ class Control:
 
     def __init__(self, settings: Settings, spec: Spec | None = None) -> None:
         self.settings = settings
-        with _no_collection():
+        with collector_paused():
             self.spec = spec if spec is not None else load_spec(settings.spec)
             self.router = Router(self.spec)
             # Default answers are built now (serve() warns about the operations left without one), with every

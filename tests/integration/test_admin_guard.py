@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import stat
@@ -10,22 +9,15 @@ import urllib.parse
 
 import pytest
 
-from tests.helpers import ServeProcess, post_status
+from tests.helpers import ServeProcess, post_status, raw_call
 
 TOKEN = "s3cret-admin-token"
 
 
 def call(url: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None):
     """(status, parsed JSON body, headers) of one request, with only what the caller sets."""
-    parts = urllib.parse.urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
-    try:
-        connection.request(method, path, body=body, headers=headers or {})
-        response = connection.getresponse()
-        data = response.read()
-        return response.status, (json.loads(data) if data else None), response.headers
-    finally:
-        connection.close()
+    status, data, answer_headers = raw_call(url, method, path, body, headers)
+    return status, (json.loads(data) if data else None), answer_headers
 
 
 @pytest.fixture

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.parse
 
 import pytest
 
 from tests.helpers import JSON_AUTH, ServeProcess
+from tests.helpers import raw_call as call
 
 PAGE = "http://localhost:3000"
-
-
-def call(url: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None):
-    parts = urllib.parse.urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
-    try:
-        connection.request(method, path, body=body, headers=headers or {})
-        response = connection.getresponse()
-        return response.status, response.read(), response.headers
-    finally:
-        connection.close()
 
 
 @pytest.fixture(scope="module")
