@@ -70,6 +70,17 @@ def match_media(media_type: str, declared: Iterable[str]) -> str | None:
     return max(fitting, key=lambda name: len(essence(name))) if fitting else None
 
 
+def concrete(media_type: str) -> str:
+    """A media type an answer can carry: a declared range (`*/*`, `application/*`) becomes JSON, `text/*`
+    plain text, any other `type/*` octet-stream; a concrete type stays as written."""
+    kind = essence(media_type)
+    if "*" not in kind:
+        return media_type
+    if kind in ("*/*", "application/*") or kind.endswith("+json"):
+        return JSON
+    return "text/plain" if kind.startswith("text/") else "application/octet-stream"
+
+
 def pick_json(declared: Iterable[str]) -> str | None:
     """The media type a stub answers in, of those declared: application/json, else a +json one, else the first."""
     names = list(declared)

@@ -309,7 +309,8 @@ class Lanes:
             # finds the installed package; PYTHONSAFEPATH covers tests that chdir to the repo on 3.11+).
             cmd = [str(venv / "bin" / "pytest"), "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
                    "--import-mode=importlib", "-p", "no:cacheprovider", "--basetemp", str(work / "basetemp"),
-                   "--ignore", str(CONSUMER), str(REPO / "tests")]  # the consumer lanes run tests/consumer/
+                   # two workers: half the suite waits on subprocesses and timeouts, so this halves the lane
+                   "-n", "2", "--ignore", str(CONSUMER), str(REPO / "tests")]  # the consumer lanes run tests/consumer/
             env = clean_env(PLANTSTUB_EXPECT_INSTALLED="1", PYTHONSAFEPATH="1")
             cwd, timeout = work, 420
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from plantstub._json import JSON, MISSING, NO_BODY, is_json, pick_json
+from plantstub._json import JSON, MISSING, NO_BODY, concrete, is_json, pick_json
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.model import MediaType, Operation
@@ -68,7 +68,7 @@ class Answer:
         self.whole: SchemaCheck | None = None
         self.problem: str | None = None
         self.label = op.label
-        self.content_type = self.media.name if self.media else None
+        self.content_type = concrete(self.media.name) if self.media else None  # never a range such as */*
         if self.status < 200:
             self.problem = f"its response {key} is informational (1xx), which cannot end an exchange"
             return

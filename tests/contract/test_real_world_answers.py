@@ -165,3 +165,38 @@ def test_request_checks_agree_without_jsonschema_rs(method, path, query, raw):
     fast, slow = RequestCheck(op), RequestCheck(op, accelerate=False)
     assert all(check.fast is None for check in slow.bodies.values() if check is not None)
     assert fast.violations(request, {}) == slow.violations(request, {})
+
+
+RANGES = """\
+openapi: 3.0.3
+info: {title: Ranges, version: "1"}
+paths:
+  /any:
+    get:
+      responses:
+        "200":
+          description: a body declared as any media type
+          content:
+            "*/*":
+              schema: {type: object, required: [id], properties: {id: {type: integer}}}
+  /text:
+    get:
+      responses:
+        "200":
+          description: text of some kind
+          content:
+            "text/*":
+              schema: {type: string}
+"""
+
+
+@pytest.mark.parametrize(("path", "content_type"), [("/any", "application/json"), ("/text", "text/plain")])
+async def test_a_declared_media_range_is_answered_in_a_concrete_type(aiohttp_client, tmp_path, path, content_type):
+    spec = write(tmp_path, "ranges.yaml", RANGES)
+    (tmp_path / "scenarios").mkdir()
+    client = await aiohttp_client(create_app(spec=str(spec), scenarios=str(tmp_path / "scenarios")))
+    response = await client.get(path)
+    assert response.status == 200
+    assert response.headers["Content-Type"].split(";")[0] == content_type
+    if content_type == "application/json":
+        assert isinstance((await response.json())["id"], int)
