@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from plantstub.config import Settings
+from plantstub.contract import schema as schema_module
 from plantstub.contract import shared as shared_module
 from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks, places
@@ -172,3 +173,17 @@ def test_control_leaves_the_garbage_collector_as_it_found_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_schema_reaching_a_pattern_jsonschema_rs_refuses_is_not_compiled_again(tmp_path, monkeypatch):
+    """jsonschema-rs took 0.1 s to refuse `^.{0,262144}$` (Adyen's TerminalAPI), at every schema reaching it:
+    the first request of an operation took that long. Known refused once, such a schema goes to jsonschema."""
+    spec = load_spec(write(tmp_path, "api.yaml", REFUSED))
+    served = serve(spec)
+    compiled: list[object] = []
+    monkeypatch.setattr(schema_module, "compile_fast", lambda schema, formats=True: compiled.append(schema))
+    code, plant = (served[op].check for op in spec.operations)
+    assert compiled == []  # Code reaches the pattern: jsonschema; Plant is in the shared validator
+    assert code.bodies["application/json"].fast is None and plant.bodies["application/json"].skip == 1
+    bad = make_request("POST", "/codes", headers={"Content-Type": "application/json"}, raw=b'{"code": "ab1"}')
+    assert [str(v) for v in code.violations(bad, {})[0]] == ["body.code: 'ab1' does not match '^[a-z]+\\\\Z'"]
