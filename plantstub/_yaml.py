@@ -327,8 +327,11 @@ def read_events(text: str) -> Any:
     resolvers = JsonSafeLoader.yaml_implicit_resolvers
     tags: dict[str, str] = {}  # plain scalar -> its resolved tag (a document repeats its words)
     loader = JsonSafeLoader("")  # builds ints, floats, booleans and nulls with its own constructors
-    # Open collections: [value, anchor, values before it, deepest level inside, pending key]
+    # The open collections around the current one: [collection, its pending key, anchor, values before it,
+    # deepest level inside]; the current one is `into` with `key` (a mapping's key waiting for its value).
     stack: list[list[Any]] = []
+    into: Any = None
+    key: Any = _NO_KEY
     anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> (value, values it stands for, levels)
     count = aliased = documents = 0
     result: Any = None
@@ -350,33 +353,47 @@ def read_events(text: str) -> Any:
                                                  text_tag)
                     if tag is not text_tag:
                         value = _typed(loader, tag, value)
-                keyable = True
                 if event.anchor is not None:
                     _define(event.anchor, anchors, stack)
                     anchors[event.anchor] = (value, 1, 0)
-            elif kind in opening:
+                # Put it in the current collection: in a mapping, as its key first.
+                if type(into) is dict:
+                    if key is no_key:
+                        if value in into or value != value:  # a key met again (NaN: never equal to itself)
+                            raise _Unusual
+                        key = value
+                    else:
+                        into[key] = value
+                        key = no_key
+                elif into is not None:
+                    into.append(value)
+                else:
+                    result = value
+                continue
+            if kind in opening:
                 if event.tag is not None:
                     raise _Unusual
                 if event.anchor is not None:
                     _define(event.anchor, anchors, stack)
                 count += 1
-                stack.append([[] if kind is sequence_start else {}, event.anchor, count, len(stack) + 1, no_key])
+                stack.append([into, key, event.anchor, count, len(stack) + 1])
                 if len(stack) > MAX_DEPTH:
                     raise DocumentLimit(event.start_mark.line + 1, TOO_DEEP)
+                into, key = ([] if kind is sequence_start else {}), no_key
                 continue
-            elif kind in closing:
-                value, anchor, before, deepest, _ = stack.pop()
+            if kind in closing:
+                value = into
+                into, key, anchor, before, deepest = stack.pop()
                 if type(value) is dict and not all(type(k) is str for k in value):
                     value = {k if isinstance(k, str) else json.dumps(k): v for k, v in value.items()}
                 if anchor is not None:
                     anchors[anchor] = (value, count - before + 1, deepest - len(stack))
-                if stack and stack[-1][3] < deepest:
-                    stack[-1][3] = deepest
-                keyable = False  # a collection: JsonSafeLoader says why it is no key
+                if stack and stack[-1][4] < deepest:
+                    stack[-1][4] = deepest
             elif kind is alias_event:
                 line, name = event.start_mark.line + 1, event.anchor
                 if name not in anchors:
-                    if any(frame[1] == name for frame in stack):
+                    if any(frame[2] == name for frame in stack):
                         raise DocumentLimit(line, "an alias inside the anchored value it stands for: a loop, which"
                                                   " JSON data cannot hold")
                     raise _Unusual
@@ -388,30 +405,24 @@ def read_events(text: str) -> Any:
                     raise DocumentLimit(line, f"aliases expand to more than the {MAX_ALIASED:,} values plantstub reads")
                 if reach > MAX_DEPTH:
                     raise DocumentLimit(line, f"{TOO_DEEP} once an alias is expanded")
-                if stack and stack[-1][3] < reach:
-                    stack[-1][3] = reach
-                keyable = False  # an alias as a key: left to JsonSafeLoader
+                if stack and stack[-1][4] < reach:
+                    stack[-1][4] = reach
             else:
                 if kind is events.DocumentStartEvent:
                     documents += 1
                     if documents > 1:
                         raise _Unusual
                 continue
-            # Put the value in the innermost open collection: in a mapping, as its key first.
-            if not stack:
-                result = value
-                continue
-            top = stack[-1]
-            into = top[0]
-            if type(into) is list:
-                into.append(value)
-            elif top[4] is no_key:
-                if not keyable or value in into or value != value:  # a key met again (NaN: never equal)
+            # A collection or an alias: a value, never a key (JsonSafeLoader says why, or reads an alias key).
+            if type(into) is dict:
+                if key is no_key:
                     raise _Unusual
-                top[4] = value
+                into[key] = value
+                key = no_key
+            elif into is not None:
+                into.append(value)
             else:
-                into[top[4]] = value
-                top[4] = no_key
+                result = value
     except yaml.YAMLError:
         raise _Unusual from None
     finally:
@@ -430,7 +441,7 @@ def _typed(loader: Any, tag: str, value: str) -> Any:
 
 def _define(anchor: str, anchors: dict[str, Any], stack: list[list[Any]]) -> None:
     """JsonSafeLoader refuses an anchor defined twice in a document, in its own words."""
-    if anchor in anchors or any(frame[1] == anchor for frame in stack):
+    if anchor in anchors or any(frame[2] == anchor for frame in stack):
         raise _Unusual
 
 

@@ -20,6 +20,7 @@ from plantstub.contract.messages import python_message
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
 from plantstub.errors import SpecError
 
+_HOLDS_SCHEMAS = SCHEMA_MAPS | SCHEMA_ONE | SCHEMA_LISTS | {"dependencies"}
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 Lookup = Callable[[str, str, str], "tuple[Any, str]"]
@@ -184,7 +185,9 @@ class Bundler:
         out: dict[str, Any] = {}
         old: dict[str, Any] = {}  # subschemas whose keyword changes name once the schema is read
         for key, value in node.items():
-            if key == "items" and isinstance(value, list):  # the tuple form before 2020-12
+            if key not in _HOLDS_SCHEMAS:  # most keywords: a value, kept as it is
+                out[key] = value
+            elif key == "items" and isinstance(value, list):  # the tuple form before 2020-12
                 out["prefixItems"] = [self.convert(sub, base, refs, dialect) for sub in value]
             elif key == "additionalItems":
                 old[key] = self.convert(value, base, refs, dialect)

@@ -66,7 +66,8 @@ class Checks:
                 if isinstance(schema, dict) and "$defs" not in schema and defs:
                     needed = self.closure(schema, defs)
                     root = {**schema, "$defs": {k: defs[k] for k in needed}} if needed else schema
-                check = SchemaCheck(root, where, checked=True)
+                # jsonschema at once where jsonschema-rs is known to refuse the schema (it would only say so)
+                check = SchemaCheck(root, where, checked=True, accelerate=self.shared.compiles(schema))
             entry = self.compiled[id(schema)] = (schema, check)
         return entry[1]
 

@@ -41,8 +41,9 @@ def load_spec(path: str | Path | None = None) -> Spec:
     OpenAPI 3.x, or holds a $ref or schema that cannot be used.
     """
     file = Path(path) if path is not None else bundled_spec_path()
+    loader = _Loader(file)
     try:
-        spec = _Loader(file).load()
+        spec = loader.load()
         for warning in spec.warnings:  # said once, where the stub starts (stderr) and in GET /__plantstub/health
             log.warning("plantstub: spec %s: %s", file, warning)
         return spec
@@ -58,6 +59,10 @@ def load_spec(path: str | Path | None = None) -> Spec:
         ) from None
     except RecursionError:
         raise SpecError(f"cannot use spec {file}: the document is nested too deeply") from None
+    finally:
+        # The bundler holds loader.lookup, a cycle: broken here, the parsed document is freed at once, not by a
+        # collection (serve freezes what is loaded, and a cycle frozen is never freed).
+        loader.__dict__.pop("bundler", None)
 
 
 def _expect(kind: type, node: Any, where: str, what: str) -> Any:

@@ -206,8 +206,6 @@ def without_loops(schema: Any) -> Any:
     defs = schema.get("$defs") if isinstance(schema, dict) else None
     if not isinstance(defs, dict):
         return schema
-    # Only what the root reaches: every bundle of a spec holds the spec's whole `$defs` (contract/bundle.py).
-    defs = {key: defs[key] for key in _reachable(schema, defs)}
     graph = {key: {k for k in _in_place_refs(node) if k in defs} for key, node in defs.items()}
 
     def loops(start: str) -> bool:
@@ -248,6 +246,16 @@ def without_loops(schema: Any) -> Any:
     except _Recursive:
         return schema
     return {**root, "$defs": unfolded} if isinstance(root, dict) else {"allOf": [root], "$defs": unfolded}
+
+
+def reached(schema: Any) -> Any:
+    """The bundled schema with only the `$defs` it reaches: every bundle of a spec holds the spec's whole
+    `$defs` (contract/bundle.py), which jsonschema would otherwise walk (24 ms instead of 1 ms to build)."""
+    defs = schema.get("$defs") if isinstance(schema, dict) else None
+    if not isinstance(defs, dict):
+        return schema
+    keys = _reachable(schema, defs)
+    return schema if len(keys) == len(defs) else {**schema, "$defs": {key: defs[key] for key in keys}}
 
 
 def _reachable(schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
@@ -377,7 +385,7 @@ class SchemaCheck:
 
         from plantstub.contract.fallback import validator_class  # imports `regex`: only when needed
 
-        return validator_class()(inline_refs(without_loops(self.schema)), format_checker=format_checker() if self.formats else None,
+        return validator_class()(inline_refs(without_loops(reached(self.schema))), format_checker=format_checker() if self.formats else None,
                                  registry=Registry())
 
     def errors(self, instance: Any, root: str) -> list[Violation]:

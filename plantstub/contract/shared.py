@@ -48,6 +48,9 @@ class Shared:
     def __init__(self, roots: list[Any]) -> None:
         self.roots = list({id(r): r for r in roots if isinstance(r, dict)}.values())  # each once, in order
         self.names: dict[int, tuple[Any, str]] = {}
+        # id -> schema, for those holding or reaching a pattern jsonschema-rs refuses: jsonschema checks them
+        # at once (compiling one takes jsonschema-rs 0.1 s to refuse, each time: `^.{0,262144}$`).
+        self.hopeless: dict[int, Any] = {}
         self.validator: Any = None
         self.built = False
 
@@ -58,6 +61,12 @@ class Shared:
         entry = self.names.get(id(schema))
         return entry[1] if entry is not None and entry[0] is schema else None
 
+    def compiles(self, schema: Any) -> bool:
+        """False when jsonschema-rs is known to refuse `schema` (a pattern it cannot run, held or reached)."""
+        if not self.built:
+            self.build()
+        return self.hopeless.get(id(schema)) is not schema
+
     def build(self) -> None:
         """Compile the shared validator; when jsonschema-rs refuses it, nothing is shared."""
         self.built = True
@@ -66,7 +75,9 @@ class Shared:
             return
         roots = [r for r in self.roots if r.get("$defs") is defs]
         walks = {key: _Walk(node, f"#/$defs/{_token(key)}") for key, node in defs.items()}
-        refused = _refused(walks)
+        refused, hopeless = _refused(walks), _refused(walks, "hopeless")
+        for key in hopeless:
+            _mark(defs[key], hopeless, self.hopeless)
         properties: dict[str, Any] = {}
         names: dict[int, tuple[Any, str]] = {}
         by_key: dict[str, str] = {}  # `$defs` key -> the property checking it
@@ -87,6 +98,8 @@ class Shared:
             if not walk.unfit and not walk.refs() & refused:
                 add(root, body)
                 fit.append(walk)
+            elif walk.hopeless or walk.refs() & hopeless:
+                _mark(root, hopeless, self.hopeless)
         for walk in fit:
             for sub, pointer in walk.found:
                 ref = sub.get("$ref")
@@ -109,13 +122,15 @@ class _Walk:
         self.node, self.pointer = node, pointer
         self.found: list[tuple[dict[str, Any], str]] = []
         self.unfit = False
+        self.hopeless = False  # it holds a pattern jsonschema-rs refuses: no validator of it can be compiled
         if isinstance(node, dict):
             self._visit(node, pointer)
 
     def _visit(self, node: dict[str, Any], at: str) -> bool:
         has = "$ref" in node
-        if not _PLACE_BOUND.isdisjoint(node) or (("pattern" in node or "patternProperties" in node)
-                                                 and not _patterns_run(node)):
+        if ("pattern" in node or "patternProperties" in node) and not _patterns_run(node):
+            self.unfit = self.hopeless = True
+        elif not _PLACE_BOUND.isdisjoint(node):
             self.unfit = True
         for key, value in node.items():
             if key in _ONE:
@@ -142,9 +157,9 @@ class _Walk:
         return {sub["$ref"][8:] for sub in nodes if isinstance(sub.get("$ref"), str)}
 
 
-def _refused(walks: dict[str, _Walk]) -> set[str]:
-    """The `$defs` keys whose schema is unfit, or reaches one that is through `$ref`s."""
-    unfit = {key for key, walk in walks.items() if walk.unfit}
+def _refused(walks: dict[str, _Walk], attribute: str = "unfit") -> set[str]:
+    """The `$defs` keys whose schema is unfit (or hopeless), or reaches one that is through `$ref`s."""
+    unfit = {key for key, walk in walks.items() if getattr(walk, attribute)}
     if not unfit:
         return set()
     users: dict[str, set[str]] = {}
@@ -158,6 +173,28 @@ def _refused(walks: dict[str, _Walk]) -> set[str]:
                 refused.add(user)
                 todo.append(user)
     return refused
+
+
+def _mark(node: Any, hopeless: set[str], into: dict[int, Any]) -> bool:
+    """Put in `into` every schema in `node` (itself included) that holds or reaches a pattern jsonschema-rs
+    refuses (reaching: a `$ref` to a `hopeless` key); whether `node` does."""
+    if not isinstance(node, dict):
+        return False
+    ref = node.get("$ref")
+    bad = (isinstance(ref, str) and ref[8:] in hopeless) or (
+        ("pattern" in node or "patternProperties" in node) and not _patterns_run(node))
+    for key, value in node.items():
+        if key in _ONE:
+            bad = _mark(value, hopeless, into) or bad
+        elif key in _MAPS and isinstance(value, dict):
+            for sub in value.values():
+                bad = _mark(sub, hopeless, into) or bad
+        elif key in _LISTS and isinstance(value, list):
+            for sub in value:
+                bad = _mark(sub, hopeless, into) or bad
+    if bad:
+        into[id(node)] = node
+    return bad
 
 
 def _patterns_run(node: dict[str, Any]) -> bool:

@@ -3,10 +3,13 @@ the same verdicts, the same 400 messages and the same default answers as each sc
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import pytest
 
+from plantstub.config import Settings
+from plantstub.contract import schema as schema_module
 from plantstub.contract import shared as shared_module
 from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks, places
@@ -14,6 +17,7 @@ from plantstub.contract.load import load_spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.requests import RequestCheck
 from plantstub.contract.schema import SchemaCheck, jsonschema_rs
+from plantstub.server.state import Control
 from tests.helpers import SPECS, make_request, write
 
 pytestmark = pytest.mark.skipif(jsonschema_rs is None, reason="jsonschema-rs is not installed")
@@ -148,3 +152,38 @@ def test_a_subschema_is_checked_through_the_shared_validator_by_its_place(tmp_pa
         assert checks.valid({"name": "Fern"}, sub, root["$defs"]) is (sub is not code)
     leaf = code["properties"]["code"]  # no $ref: compiled alone, in microseconds
     assert checks.check(leaf, root["$defs"]).skip == 0
+
+
+def test_serve_compiles_the_shared_validator_before_any_request(tmp_path):
+    """Even when no default answer checks anything (every answer a 204), the first request compiles nothing."""
+    spec = load_spec(write(tmp_path, "api.yaml", REFUSED.replace('pattern: "^[a-z]+\\\\Z"', "minLength: 2")))
+    served = serve(spec)
+    shared = next(iter(served.values())).samples.shared
+    assert shared.built and shared.validator is not None
+
+
+def test_control_leaves_the_garbage_collector_as_it_found_it():
+    """Off while the spec loads (server/state.py), then as it was."""
+    assert gc.isenabled()
+    Control(Settings()).close()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Control(Settings()).close()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_schema_reaching_a_pattern_jsonschema_rs_refuses_is_not_compiled_again(tmp_path, monkeypatch):
+    """jsonschema-rs took 0.1 s to refuse `^.{0,262144}$` (Adyen's TerminalAPI), at every schema reaching it:
+    the first request of an operation took that long. Known refused once, such a schema goes to jsonschema."""
+    spec = load_spec(write(tmp_path, "api.yaml", REFUSED))
+    served = serve(spec)
+    compiled: list[object] = []
+    monkeypatch.setattr(schema_module, "compile_fast", lambda schema, formats=True: compiled.append(schema))
+    code, plant = (served[op].check for op in spec.operations)
+    assert compiled == []  # Code reaches the pattern: jsonschema; Plant is in the shared validator
+    assert code.bodies["application/json"].fast is None and plant.bodies["application/json"].skip == 1
+    bad = make_request("POST", "/codes", headers={"Content-Type": "application/json"}, raw=b'{"code": "ab1"}')
+    assert [str(v) for v in code.violations(bad, {})[0]] == ["body.code: 'ab1' does not match '^[a-z]+\\\\Z'"]
