@@ -29,9 +29,21 @@ STYLES = {  # the styles each location allows (OpenAPI 3.1, "Style Values")
 IGNORED_HEADERS = ("accept", "content-type", "authorization")  # "the parameter definition SHALL be ignored"
 
 
-def bundled_spec_path() -> Path:
-    """The Plant Store document shipped with the package."""
-    return Path(str(resources.files("plantstub") / "data" / "plant-store.openapi.yaml"))
+BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
+
+
+def bundled_spec_path(name: str = "plant-store") -> Path:
+    """A document shipped with the package: the seed's Plant Store (the default) or the whole store."""
+    return Path(str(resources.files("plantstub") / "data" / f"{name}.openapi.yaml"))
+
+
+def spec_file(path: str | Path | None) -> Path:
+    """The file `--spec` names: a path, or the name of a bundled document when no such file exists."""
+    if path is None:
+        return bundled_spec_path()
+    if not Path(path).exists() and str(path) in BUNDLED_SPECS:
+        return bundled_spec_path(str(path))
+    return Path(path)
 
 
 def load_spec(path: str | Path | None = None) -> Spec:
@@ -40,7 +52,9 @@ def load_spec(path: str | Path | None = None) -> Spec:
     Raises SpecError with a one-paragraph reason when the file is missing, unreadable, not
     OpenAPI 3.x, or holds a $ref or schema that cannot be used.
     """
-    file = Path(path) if path is not None else bundled_spec_path()
+    file = spec_file(path)
+    if not file.exists() and not file.suffix and len(file.parts) == 1:  # meant as a name: say which names there are
+        raise SpecError(f"cannot use spec {file}: no such file (the bundled documents, by name: {', '.join(BUNDLED_SPECS)})")
     loader = _Loader(file)
     try:
         spec = loader.load()

@@ -53,6 +53,23 @@ def test_load_spec_bundled_is_valid_openapi_3_1():
     assert load_spec().openapi == "3.1.0"
 
 
+def test_load_spec_full_store_by_name_is_valid_openapi_3_1():
+    validate_openapi(read_document(bundled_spec_path("plant-store-full")))
+    spec = load_spec("plant-store-full")
+    assert [op.label for op in spec.operations] == ["GET /plants", "POST /plants", "DELETE /plants/{id}"]
+    limit = param(operation(spec, "GET /plants"), "limit")
+    assert (limit.location, limit.required, limit.schema["format"]) == ("query", False, "int32")
+    delete = operation(spec, "DELETE /plants/{id}")
+    assert delete.security == ((SecurityScheme("bearerAuth", "http", scheme="bearer"),),)
+    assert sorted(delete.responses) == ["204", "400"]
+
+
+def test_load_spec_unknown_name_lists_the_bundled_documents(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError, match=re.escape("cannot use spec plant-store-ful: no such file (the bundled documents, by name: plant-store, plant-store-full)")):
+        load_spec("plant-store-ful")
+
+
 def test_load_spec_bundled_matches_product():
     spec = load_spec()
     assert [op.label for op in spec.operations] == ["POST /plants"]
