@@ -35,6 +35,7 @@ class Settings:
     journal_flush: str = "batch"
     admin_token: str | None = None
     cors: bool = False
+    stateful: bool = False
     log_format: str = "none"
 
 
@@ -127,6 +128,7 @@ _CONVERTERS = {
     "journal_flush": _journal_flush,
     "admin_token": _token,
     "cors": _bool,
+    "stateful": _bool,
     "log_format": _log_format,
 }
 FIELDS = tuple(_CONVERTERS)

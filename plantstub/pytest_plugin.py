@@ -90,12 +90,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="OpenAPI document the stub serves, relative to the current folder (default: bundled Plant Store)")
     group.addoption("--plantstub-scenarios", metavar="DIR",
                     help="folder of scenario files, relative to the current folder")
+    group.addoption("--plantstub-stateful", action="store_const", const=True, default=None,
+                    help="the stub remembers what is created, listed, read, updated and deleted (reset per test)")
     group.addoption("--plantstub-coverage", action="store_true", default=False,
                     help="show contract coverage (calls per operation and response) in the summary")
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
                     help="fail the run when contract coverage is below PCT percent")
     parser.addini("plantstub_spec", "OpenAPI document the stub serves, relative to the ini file", type="paths")
     parser.addini("plantstub_scenarios", "folder of scenario files, relative to the ini file", type="paths")
+    parser.addini("plantstub_stateful", "the stub remembers what it is told (true/false)", default=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -131,11 +134,13 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     explicit = {
         "spec": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec")),
         "scenarios": _resolve(pytestconfig, pytestconfig.getoption("plantstub_scenarios")),
+        "stateful": pytestconfig.getoption("plantstub_stateful"),
         "port": 0,
     }
     fallback = {
         "spec": _first(pytestconfig.getini("plantstub_spec")),
         "scenarios": _first(pytestconfig.getini("plantstub_scenarios")),
+        "stateful": pytestconfig.getini("plantstub_stateful"),
     }
     if fallback["scenarios"] is None and explicit["scenarios"] is None and (pytestconfig.rootpath / "scenarios").is_dir():
         fallback["scenarios"] = str(pytestconfig.rootpath / "scenarios")
