@@ -152,7 +152,7 @@ class Store:
             start = start or 0
             records = islice(records, start, None if stop is None else start + stop)
         shape = action.shape
-        return json_reply(shape.status, [shape.show(r) for r in records], content_type=shape.content_type or JSON)
+        return json_reply(shape.status, shape.show_all(records), content_type=shape.content_type or JSON)
 
     def _create(self, action: Action, path: str, body: dict[str, Any]) -> Outgoing:
         resource = action.resource
