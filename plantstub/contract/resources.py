@@ -21,6 +21,7 @@ from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck, location_path
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
+MAX_BYTES = 32 * 2**20  # and their size as JSON: parsed, a record may take up to twenty times that
 CREATE, LIST, READ, REPLACE, MERGE, DELETE = "create", "list", "read", "replace", "merge", "delete"
 _ITEM_KINDS = {"GET": READ, "PUT": REPLACE, "PATCH": MERGE, "DELETE": DELETE}
 
@@ -98,18 +99,17 @@ def key_text(value: Any) -> str:
     return value if isinstance(value, str) else shown(value)
 
 
+def _declares(op: Operation, status: int) -> bool:
+    text = str(status)
+    return any(k in op.responses for k in (text, f"{text[0]}XX", f"{text[0]}xx", "default"))
+
+
 def _error_status(op: Operation, wanted: int) -> int:
-    """`wanted` where the operation declares it (exactly, by range or by `default`), else its first declared
-    client error, else `wanted` all the same."""
-    text = str(wanted)
-    if text in op.responses or f"{text[0]}XX" in op.responses or f"{text[0]}xx" in op.responses:
+    """`wanted` where the operation declares it (exactly, by range or by `default`), else 400 where it declares
+    that (the Plant Store's one error), else `wanted` all the same: an honest status the spec did not list."""
+    if _declares(op, wanted) or not _declares(op, 400):
         return wanted
-    declared = sorted(k for k in op.responses if k.isdigit() and k.startswith("4"))
-    if declared:
-        return int(declared[0])
-    if "4XX" in op.responses or "4xx" in op.responses:
-        return 400
-    return wanted
+    return 400
 
 
 def _flat(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:

@@ -164,7 +164,9 @@ class _Admin:
             data = json.loads(await request.read() or b"null")
         except web.HTTPRequestEntityTooLarge:
             return _error(413, too_large(self.control.settings.max_body))
-        except (ValueError, RecursionError):
+        except RecursionError:
+            return _error(400, "body: nested too deeply to parse")
+        except ValueError:
             return _error(400, 'body: not valid JSON; send {"/plants": [{"id": 1, "name": "Fern"}]}')
         try:
             problems = self.control.set_state(data)
