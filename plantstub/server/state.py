@@ -184,8 +184,9 @@ class Control:
         self.journal.clear()
         self.counters.clear()
         self.coverage.clear()
-        if self.store is not None:
-            self.store.restore()
+        if self.store is not None:  # the active scenario's `state:` as loaded now (--watch may have changed it)
+            scenario = self.scenarios.get(self.active) if self.active is not None else None
+            self.store.use_seed(scenario.state if scenario is not None else None)
 
     # -- the store (--stateful) --------------------------------------------------------------
     def _store(self) -> Store:

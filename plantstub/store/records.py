@@ -100,14 +100,13 @@ def _count(text: str) -> int | None:
 
 
 class Store:
-    """The records of one stub. `answer()` serves an operation the resources map; `seed` is what reset restores."""
+    """The records of one stub. `answer()` serves an operation the resources map."""
 
     def __init__(self, resources: Resources, most: int = MAX_RECORDS, most_bytes: int = MAX_BYTES) -> None:
         self.resources = resources
         self.most = most
         self.most_bytes = most_bytes
         self.buckets: dict[str, _Bucket] = {}
-        self.seed: dict[str, list[dict[str, Any]]] = {}
         self.count = 0
         self.bytes = 0
 
@@ -157,12 +156,8 @@ class Store:
                     bucket.next = max(bucket.next, int(key) + 1)
 
     def use_seed(self, seed: Mapping[str, list[dict[str, Any]]] | None) -> None:
-        """Make `seed` (a scenario's `state:`, checked at load) what reset restores, and restore it."""
-        self.seed = {path: list(records) for path, records in (seed or {}).items()}
-        self.restore()
-
-    def restore(self) -> None:
-        self.replace(self.seed)
+        """Hold exactly `seed` (a scenario's `state:`, checked at load), or nothing."""
+        self.replace(seed or {})
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Every collection and its records in creation order: `{"/plants": [...]}` (templated ones when filled)."""
