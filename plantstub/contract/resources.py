@@ -56,7 +56,8 @@ class Resource:
 
     collection: str  # a path template: /plants, or /stores/{store}/plants
     item: str | None  # /plants/{id}
-    key: str
+    key: str  # the record's field that holds the key
+    param: str  # the item path's parameter that names it (the same name, unless the records only have `id`)
     key_types: frozenset[str]
     schema: Any  # what a record must be (the create body's schema, else the read answer's); None: any object
     defs: Any
@@ -183,10 +184,12 @@ class Resources:
                 self._infer(path, ops, by_path)
 
     def _infer(self, path: str, ops: dict[str, Operation], by_path: dict[str, dict[str, Operation]]) -> None:
+        if path.rstrip("/").rsplit("/", 1)[-1].startswith("{"):
+            return  # an item's path (Petstore's POST /pet/{petId} updates a pet), not a collection
         items = [p for p in by_path if p.startswith(path.rstrip("/") + "/{") and p.endswith("}")
                  and p.count("/") == path.rstrip("/").count("/") + 1 and p.count("{") == path.count("{") + 1]
         item_path = items[0] if items else None
-        key = item_path.rsplit("{", 1)[1][:-1] if item_path else "id"
+        param = item_path.rsplit("{", 1)[1][:-1] if item_path else "id"
         item = by_path.get(item_path, {}) if item_path else {}
         create, listing = ops.get("POST"), ops.get("GET")
         list_shape = _shape(listing) if listing is not None else None
@@ -202,7 +205,10 @@ class Resources:
             schema = _flat(whole, defs).get("items")
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(_fields(_flat(schema, defs)) or ()) if schema is not None else frozenset()
-        resource = Resource(path, item_path, key, _key_param(item, key), schema, defs, fields | {key})
+        shown_fields = set(_shape(item["GET"]).fields or ()) if "GET" in item else set()
+        # The key is the record's field named as the parameter; Petstore's `/pet/{petId}` names a pet's `id`.
+        key = param if param in fields | shown_fields or "id" not in fields | shown_fields else "id"
+        resource = Resource(path, item_path, key, param, _key_param(item, param), schema, defs, fields | {key})
         self.resources.append(resource)
         if create is not None:
             self._add(create, CREATE, resource)

@@ -180,12 +180,12 @@ class Store:
             return self._list(action, path, query)
         if kind == CREATE:
             return self._create(action, path, body) if isinstance(body, dict) else None
-        text = path_params.get(resource.key, "")
+        text = path_params.get(resource.param, "")
         key = resource.key_of(text)
         bucket = self.buckets.get(path)
         record = bucket.records.get(key_text(key)) if bucket is not None else None
         if bucket is None or record is None:
-            return error_reply(action.missing, f"path.{resource.key}: no record in {path} has {resource.key} "
+            return error_reply(action.missing, f"path.{resource.param}: no record in {path} has {resource.key} "
                                                f"{shown(key)}")
         if kind == READ:
             return _shown(action, record)

@@ -1,4 +1,4 @@
-"""--stateful with a collection under a parameter (`/shelves/{shelf}/books`): one list per shelf."""
+"""--stateful with other shapes of spec: a collection under a parameter, and a Petstore-style `{petId}` naming `id`."""
 
 from __future__ import annotations
 
@@ -59,3 +59,54 @@ async def test_nested_collections_keep_one_list_per_parent(aiohttp_client, tmp_p
     assert put.status == 200
     assert await (await client.get("/shelves/7/books")).json() == [{"n": 4, "title": "Ulysses"}]
     assert await (await client.get("/shelves/1/books")).json() == []
+
+
+PETS = """\
+openapi: 3.0.3
+info: {title: Pets, version: "1"}
+paths:
+  /pet:
+    post:
+      requestBody:
+        required: true
+        content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}
+      responses:
+        "200":
+          description: the pet
+          content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}
+  /pet/{petId}:
+    parameters: [{name: petId, in: path, required: true, schema: {type: integer}}]
+    get:
+      responses:
+        "200":
+          description: the pet
+          content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}
+        "404": {description: no such pet}
+    post:
+      parameters: [{name: name, in: query, schema: {type: string}}]
+      responses:
+        "200":
+          description: updated
+          content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}
+components:
+  schemas:
+    Pet:
+      type: object
+      required: [name]
+      properties: {id: {type: integer}, name: {type: string}}
+"""
+
+
+async def test_petstore_path_parameter_names_the_records_id(aiohttp_client, tmp_path):
+    spec = write(tmp_path, "pets.yaml", PETS)
+    (tmp_path / "scenarios").mkdir()
+    client = await aiohttp_client(create_app(spec=str(spec), scenarios=str(tmp_path / "scenarios"), stateful=True))
+    assert await (await client.post("/pet", json={"id": 10, "name": "Rex"})).json() == {"id": 10, "name": "Rex"}
+    assert await (await client.post("/pet", json={"name": "Tom"})).json() == {"id": 1, "name": "Tom"}
+    assert await (await client.get("/pet/10")).json() == {"id": 10, "name": "Rex"}
+    missing = await client.get("/pet/3")
+    assert (missing.status, await missing.json()) == (404, {"error": 404, "message": "path.petId: no record in /pet has id 3"})
+    # POST /pet/{petId} updates a pet (with a form, in the Petstore): not a collection, the default answer
+    updated = await client.post("/pet/10?name=Max")
+    assert updated.status == 200
+    assert await (await client.get("/__plantstub/state")).json() == {"/pet": [{"id": 10, "name": "Rex"}, {"id": 1, "name": "Tom"}]}
