@@ -246,11 +246,16 @@ class Resources:
         found: list[tuple[str, str]] = []
         total = 0
         known = ", ".join(r.collection for r in self.resources) or "none in this spec"
+        seen: dict[str, str] = {}
         for path, records in state.items():
             where = location_path(root, [path])
             resource = self.resource_at(path) if isinstance(path, str) and path.startswith("/") else None
             if resource is None:
                 found.append((where, f"{shown(path)} is not a collection of the spec (collections: {known})"))
+                continue
+            same = seen.setdefault(path.rstrip("/") or "/", path)
+            if same != path:
+                found.append((where, f"{shown(path)} is the collection {shown(same)} again; list its records once"))
                 continue
             if not isinstance(records, list):
                 found.append((where, "expected a list of records"))

@@ -101,6 +101,10 @@ async def test_state_put_replaces_and_is_checked(client):
         "state./plants[0]: 'name' is a required property; "
         "state./pots: '/pots' is not a collection of the spec (collections: /plants)")})
     assert await state(client) == {"/plants": [{"id": 7, "name": "Moss"}]}  # unchanged
+    twice = await client.put("/__plantstub/state", json={"/plants": [{"id": 1, "name": "A"}],
+                                                          "/plants/": [{"id": 1, "name": "B"}]})
+    assert (twice.status, (await twice.json())["message"]) == (
+        400, "state./plants/: '/plants/' is the collection '/plants' again; list its records once")
     for body, message in ((b"[1", 'body: not valid JSON; send {"/plants": [{"id": 1, "name": "Fern"}]}'),
                           (b"[]", 'state: expected a mapping of collection paths to lists of records, '
                                   'e.g. {"/plants": []}')):
