@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 # config is stdlib only: loading the plugin stays cheap.
-from plantstub.config import Settings, build_settings
+from plantstub.config import Settings, build_settings, bundled_name
 from plantstub.recording.coverage import Tally, figures, merge, tally_of
 
 if TYPE_CHECKING:
@@ -116,6 +116,11 @@ def _first(value: Any) -> str | None:
     return value
 
 
+def _spec(value: str | Path | None) -> str | Path | None:
+    """A spec path made absolute, or the name of a bundled document (`plant-store-full`) when no such file exists."""
+    return (bundled_name(value) or value) if value is not None else None
+
+
 def _resolve(config: pytest.Config, value: str | None) -> Path | None:
     """A path given on the command line: relative to the folder pytest was started in, as a shell user expects."""
     if value is None:
@@ -132,13 +137,13 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     (port 0 unless it names one); an override in a sub-folder's conftest.py gives that folder its own stub.
     """
     explicit = {
-        "spec": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec")),
+        "spec": _spec(_resolve(pytestconfig, pytestconfig.getoption("plantstub_spec"))),
         "scenarios": _resolve(pytestconfig, pytestconfig.getoption("plantstub_scenarios")),
         "stateful": pytestconfig.getoption("plantstub_stateful"),
         "port": 0,
     }
     fallback = {
-        "spec": _first(pytestconfig.getini("plantstub_spec")),
+        "spec": _spec(_first(pytestconfig.getini("plantstub_spec"))),
         "scenarios": _first(pytestconfig.getini("plantstub_scenarios")),
         "stateful": pytestconfig.getini("plantstub_stateful"),
     }

@@ -66,13 +66,13 @@ def store_project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_stateful_fixture_from_the_command_line(store_project):
-    result = run(store_project, "--plantstub-spec", "store.yaml", "--plantstub-stateful")
+    result = run(store_project, "--plantstub-spec", "plant-store-full", "--plantstub-stateful")  # a bundled document, by name
     assert result.ret == 0, output(result)
     result.assert_outcomes(passed=4)
 
 
 def test_stateful_fixture_from_the_ini_file(store_project):
-    store_project.makeini("[pytest]\nplantstub_spec = store.yaml\nplantstub_stateful = true\n")
+    store_project.makeini("[pytest]\nplantstub_spec = plant-store-full\nplantstub_stateful = true\n")
     result = run(store_project)
     assert result.ret == 0, output(result)
     result.assert_outcomes(passed=4)
