@@ -19,6 +19,8 @@ from plantstub.scenarios.load import load_builtin_scenarios, load_scenarios
 from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
+from plantstub.webhooks.dispatch import Webhooks
+from plantstub.webhooks.subscriptions import SubscriptionError
 
 
 class UnknownScenario(LookupError):
@@ -84,6 +86,10 @@ class Control:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
+        try:
+            self.webhooks = Webhooks(self.spec, settings.webhook)
+        except SubscriptionError as exc:
+            raise ConfigError(str(exc)) from None
         self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes, settings.journal_flush)
 
     # -- scenarios ---------------------------------------------------------------------------
@@ -166,7 +172,9 @@ class Control:
         self.counters.clear()
 
     def reset(self) -> None:
-        """Forget recorded calls and rule counters; the active scenario stays."""
+        """Forget recorded calls, rule counters and deliveries; start-up subscriptions come back; the active
+        scenario stays."""
+        self.webhooks.reset()
         self.journal.clear()
         self.counters.clear()
         self.coverage.clear()
