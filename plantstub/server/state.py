@@ -20,7 +20,6 @@ from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
 from plantstub.webhooks.dispatch import Webhooks
-from plantstub.webhooks.subscriptions import SubscriptionError
 
 
 class UnknownScenario(LookupError):
@@ -86,10 +85,7 @@ class Control:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
-        try:
-            self.webhooks = Webhooks(self.spec, settings.webhook)
-        except SubscriptionError as exc:
-            raise ConfigError(str(exc)) from None
+        self.webhooks = Webhooks(self.spec, settings.webhook)  # a --webhook NAME the spec lacks: SubscriptionError
         self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes, settings.journal_flush)
 
     # -- scenarios ---------------------------------------------------------------------------

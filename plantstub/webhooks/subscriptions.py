@@ -7,10 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plantstub.config import webhook_url
-
-
-class SubscriptionError(ValueError):
-    """A subscription that cannot be made: an unknown webhook name, or a URL plantstub does not send to."""
+from plantstub.errors import SubscriptionError
 
 
 class Subscriptions:
