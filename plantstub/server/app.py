@@ -45,6 +45,7 @@ from plantstub.server.response import (
 )
 from plantstub.server.state import Control, UnknownScenario
 from plantstub.webhooks.dispatch import RuleWebhooks
+from plantstub.webhooks.sender import WEBHOOK_HEADER
 
 CONTROL_KEY = web.AppKey("control", Control)
 WATCH_TASK = web.AppKey("watch_task", asyncio.Task)
@@ -217,6 +218,8 @@ def created_record(done: _Outcome) -> Any:
 def _send_webhooks(control: Control, request: web.BaseRequest, query: dict[str, list[str]], done: _Outcome) -> None:
     """Queue the webhooks and callbacks a 2xx answer sends; they go out after it, never delaying it."""
     assert done.op is not None and done.out is not None
+    if WEBHOOK_HEADER in request.headers:  # a delivery of this stub's own, subscribed back to it: no endless loop
+        return
     values = RequestValues(str(request.url), request.method, request.headers, query, done.params, done.body)
     control.webhooks.answered(done.op, done.out.status, created_record(done), values, done.hooks)
 

@@ -71,6 +71,10 @@ class DeliveryLog:
         return [f"webhooks: {self.lost} deliveries were not sent: more than {cap} were waiting to be sent"]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun[:-1]}ies"
+
+
 def _line(d: Delivery) -> str:
     answer = f"{d.status}" if d.status is not None else "no answer"
     tail = f"  {d.error}" if d.error else ""
@@ -90,12 +94,12 @@ def assert_delivered(deliveries: list[Delivery], name: str | None, body: Any, ti
     if (times is None and found) or (times is not None and len(found) == times):
         return found
     what = name if name is not None else "any webhook"
-    wanted = f"with body {shown(body)} " if body is not NO_BODY else ""
-    count = "at least 1" if times is None else str(times)
-    plural = "delivery" if count == "1" else "deliveries"
-    lines = [f"plantstub: expected {count} {plural} of {what} {wanted}; got {len(found)}."]
+    wanted = f" with body {shown(body)}" if body is not NO_BODY else ""
+    count = 1 if times is None else times
+    lines = [f"plantstub: expected {'at least ' if times is None else ''}{_count(count, 'delivery')} of {what}"
+             f"{wanted}; got {len(found)}."]
     if deliveries:
-        lines.append(f"{len(deliveries)} deliveries recorded:")
+        lines.append(f"{_count(len(deliveries), 'delivery')} recorded:")
         lines.extend(_line(d) for d in deliveries[-10:])
     else:
         lines.append("no deliveries recorded (is a receiver subscribed? see stub.subscribe() and --webhook)")

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -19,6 +20,7 @@ WORKERS = 4
 TIMEOUT = 5.0  # seconds a receiver has for one attempt
 ATTEMPTS = 3  # on a connection error, a timeout or a 5xx answer
 BACKOFF = 0.2  # seconds before the second attempt; doubled before each later one
+WEBHOOK_HEADER = "X-Plantstub-Webhook"  # on every delivery: its name (and how the stub knows its own deliveries)
 
 
 @dataclass(slots=True)
@@ -95,9 +97,13 @@ class Sender:
             job = await self.queue.get()
             self.busy += 1
             try:
-                self.log.add(await self.deliver(job))
+                delivery = await self.deliver(job)
+            except Exception as exc:  # noqa: BLE001 - a URL aiohttp refuses must not stop this worker for good
+                delivery = Delivery(job.seq, job.time, job.name, job.url, job.body, 1, None,
+                                    f"plantstub could not send it ({type(exc).__name__})", False)
             finally:
                 self.busy -= 1
+            self.log.add(delivery)
 
     async def deliver(self, job: Job) -> Delivery:
         """Send `job`, retrying a connection error, a timeout or a 5xx with growing pauses; what happened."""
@@ -109,7 +115,7 @@ class Sender:
                 headers={"User-Agent": f"plantstub/{__version__}"},
             )
         payload = json_bytes(job.body)
-        headers = {"Content-Type": "application/json", "X-Plantstub-Webhook": job.name}
+        headers = {"Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
         status: int | None = None
         error: str | None = None
         attempt = 0
