@@ -16,7 +16,7 @@ from plantstub.contract.model import Operation
 from plantstub.webhooks.deliveries import Delivery, DeliveryLog, now
 
 QUEUE_CAP = 1000  # deliveries waiting at once; beyond it they are counted as lost (health `problems`)
-WORKERS = 4
+WORKERS = 100  # deliveries in flight at once (aiohttp's connection limit): 500 a second to a receiver answering in 200 ms
 TIMEOUT = 5.0  # seconds a receiver has for one attempt
 ATTEMPTS = 3  # on a connection error, a timeout or a 5xx answer
 BACKOFF = 0.2  # seconds before the second attempt; doubled before each later one
