@@ -125,9 +125,9 @@ class Sender:
             status, error = None, None
             try:
                 # Never follow a redirect: plantstub sends only to the URL it was given.
+                # Only the status matters: the answer's body is never read (a receiver cannot fill our memory).
                 async with self.session.post(job.url, data=payload, headers=headers, allow_redirects=False) as answer:
                     status = answer.status
-                    await answer.read()
             except asyncio.TimeoutError:
                 error = f"the receiver did not answer within {self.timeout:g} s"
                 continue
