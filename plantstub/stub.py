@@ -46,7 +46,8 @@ class Stub:
     :param scenario: scenario active at start.
     :param port: port to listen on (default 0: a free one; PLANTSTUB_PORT is not read here).
     :param settings: a complete Settings instead of the keyword arguments.
-    :param options: other Settings fields (host, journal, journal_size, max_body, read_timeout, log_format).
+    :param options: other Settings fields (host, journal, journal_size, max_body, read_timeout, log_format;
+        webhook: a list of "URL" or "NAME=URL" subscriptions).
     """
 
     __test__ = False

@@ -266,3 +266,30 @@ def test_webhook_startup_subscription_must_name_a_webhook() -> None:
         Stub(spec="plant-store-full", webhook=["nope=http://127.0.0.1:9"]).start()
     with pytest.raises(ConfigError, match=r"^--webhook: two URLs for every webhook \(http://a, http://b\); give one$"):
         Stub(spec="plant-store-full", webhook=["http://a", "http://b"])
+
+
+def test_webhook_name_cannot_inject_headers(tmp_path: Path, receiver: Receiver) -> None:
+    write(tmp_path, "spec.yaml", """\
+openapi: 3.1.0
+info: {title: t, version: "1"}
+paths:
+  /things:
+    post:
+      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/T'}}}}
+      responses: {"201": {description: made}}
+webhooks:
+  "evil\\r\\nX-Injected: 1":
+    post:
+      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/T'}}}}
+      responses: {"200": {description: ok}}
+components:
+  schemas:
+    T: {type: object}
+""")
+    with Stub(spec=tmp_path / "spec.yaml", webhook=[receiver.url]) as stub:
+        assert call(stub.url, "POST", "/things", {"a": 1})[0] == 201
+        [delivery] = stub.wait_for_deliveries(1)
+        assert (delivery.status, delivery.valid) == (200, True)
+        [got] = receiver.received
+        assert "X-Injected" not in got["headers"]
+        assert got["headers"]["X-Plantstub-Webhook"] == "evil%0D%0AX-Injected:%201"
