@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -293,3 +294,32 @@ components:
         [got] = receiver.received
         assert "X-Injected" not in got["headers"]
         assert got["headers"]["X-Plantstub-Webhook"] == "evil%0D%0AX-Injected:%201"
+
+
+async def test_webhook_with_create_app_in_the_tests_own_loop(aiohttp_client, aiohttp_server) -> None:
+    from aiohttp import web
+
+    from plantstub import create_app
+
+    received = []
+
+    async def hook(request: web.Request) -> web.Response:
+        received.append(await request.json())
+        return web.Response(status=200)
+
+    receiver_app = web.Application()
+    receiver_app.router.add_post("/hook", hook)
+    receiver_server = await aiohttp_server(receiver_app)
+    client = await aiohttp_client(create_app(spec="plant-store-full"))
+    url = str(receiver_server.make_url("/hook"))
+    answer = await client.put("/__plantstub/webhooks", json={"*": url})
+    assert answer.status == 200
+    answer = await client.post("/plants", json=NEW_PLANT, headers={"Authorization": "Bearer t"})
+    assert answer.status == 200
+    deadline = time.monotonic() + 5
+    listed: list = []
+    while not listed and time.monotonic() < deadline:
+        listed = await (await client.get("/__plantstub/deliveries")).json()
+        await asyncio.sleep(0.01)
+    assert [(d["url"], d["status"], d["valid"]) for d in listed] == [(url, 200, True)]
+    assert received == [NEW_PLANT]
