@@ -232,8 +232,12 @@ class ScenarioContract:
                 found.append(doc.error(f"{where}.name", f"{sent.name!r} is not a webhook of the spec nor a callback "
                                                         f"of the operations this rule matches ({hint})"))
                 continue
+            placeholders = placeholder_paths(sent.body) if sent.body is not NO_BODY else []
+            found.extend(doc.error(location_path(f"{where}.body", p.location), p.problem)
+                         for p in placeholders if p.problem is not None)
             schema = json_body_schema(hook.operation)
-            if sent.body is NO_BODY or schema is None or rule.off_contract:
+            # A templated body is checked once rendered, when it is sent (webhooks/dispatch.py).
+            if sent.body is NO_BODY or schema is None or rule.off_contract or placeholders:
                 continue
             check = self.hook_checks.get(id(hook))
             if check is None:

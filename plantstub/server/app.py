@@ -29,7 +29,7 @@ from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
 from plantstub.scenarios.model import Fault
-from plantstub.scenarios.replies import rule_reply
+from plantstub.scenarios.replies import rule_reply, rule_webhooks
 from plantstub.scenarios.select import select_rule
 from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
@@ -195,7 +195,7 @@ def _decide(
             done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
             done.delay_ms = reply.delay_ms
             if rule.webhooks is not None:
-                done.hooks = [(hook.name, hook.body, hook.delay_ms) for hook in rule.webhooks]
+                done.hooks = rule_webhooks(rule, incoming, done.body, control.indexes[scenario.name].templates)
             done.out, done.fault = rule_reply(reply, incoming, done.body, control.indexes[scenario.name].templates)
             if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
                 broken = control.contract.rendered_violations(op, reply, done.out.body)

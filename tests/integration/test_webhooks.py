@@ -323,3 +323,23 @@ async def test_webhook_with_create_app_in_the_tests_own_loop(aiohttp_client, aio
         await asyncio.sleep(0.01)
     assert [(d["url"], d["status"], d["valid"]) for d in listed] == [(url, 200, True)]
     assert received == [NEW_PLANT]
+
+
+def test_webhook_rule_body_templates_are_filled_and_checked_once_rendered(tmp_path: Path, receiver: Receiver) -> None:
+    write(tmp_path, "templated.yaml", """\
+rules:
+  - match: {method: POST, path: /plants}
+    reply: {status: 200, body: {name: "{{ request.body.name }}"}}
+    webhooks:
+      - name: /plant/webhook
+        body: {id: "{{ request.body.id }}", name: "New {{ request.body.name }}"}
+      - name: /plant/webhook
+        body: {name: "{{ request.body.name }}"}
+""")
+    with Stub(spec="plant-store-full", scenarios=tmp_path, scenario="templated", webhook=[receiver.url]) as stub:
+        call(stub.url, "POST", "/plants", NEW_PLANT)
+        sent, refused = sorted(stub.wait_for_deliveries(2), key=lambda d: d.attempts, reverse=True)
+        assert (sent.body, sent.status, sent.valid) == ({"id": 7, "name": "New Fern"}, 200, True)
+        assert (refused.body, refused.attempts, refused.status, refused.valid) == ({"name": "Fern"}, 0, None, False)
+        assert refused.error == "not sent: the rule's body breaks the webhook's schema: body: 'id' is a required property"
+        assert [r["body"] for r in receiver.received] == [{"id": 7, "name": "New Fern"}]
