@@ -62,6 +62,9 @@ class Sender:
 
     def submit(self, job: Job, delay_ms: int = 0) -> None:
         """Queue `job` (after `delay_ms`); when the queue is full it is counted as lost. Call on the loop."""
+        if delay_ms and len(self.later) >= self.cap:  # waiting deliveries hold bodies too: the same cap
+            self.log.lost += 1
+            return
         if delay_ms:
             loop = asyncio.get_running_loop()
             handle: asyncio.TimerHandle | None = None

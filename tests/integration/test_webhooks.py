@@ -343,3 +343,15 @@ rules:
         assert (refused.body, refused.attempts, refused.status, refused.valid) == ({"name": "Fern"}, 0, None, False)
         assert refused.error == "not sent: the rule's body breaks the webhook's schema: body: 'id' is a required property"
         assert [r["body"] for r in receiver.received] == [{"id": 7, "name": "New Fern"}]
+
+
+def test_webhook_subscription_refused_from_another_site() -> None:
+    # A web page must not point the stub's webhooks at a URL of its choosing.
+    with Stub(spec="plant-store-full") as stub:
+        status, _ = call(stub.url, "PUT", "/__plantstub/webhooks", {"*": "http://127.0.0.1:9/page"},
+                         {"Origin": "http://evil.test"})
+        assert status == 403
+        status, _ = call(stub.url, "PUT", "/__plantstub/webhooks", {"*": "http://127.0.0.1:9/page"},
+                         {"Content-Type": "text/plain"})
+        assert status == 415
+        assert call(stub.url, "GET", "/__plantstub/webhooks") == (200, {})
