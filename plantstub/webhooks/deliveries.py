@@ -47,13 +47,16 @@ class DeliveryLog:
         self.next_seq = 1
         self.recorded = 0
         self.lost = 0  # never sent: the queue was full (see health `problems`)
+        self.epoch = 0  # one more on each clear(): a delivery decided before it is not recorded after it
 
     def number(self) -> int:
         seq = self.next_seq
         self.next_seq += 1
         return seq
 
-    def add(self, delivery: Delivery) -> None:
+    def add(self, delivery: Delivery, epoch: int) -> None:
+        if epoch != self.epoch:  # decided before a reset: it belongs to the test before, not to this one
+            return
         self.items.append(delivery)
         self.recorded += 1
 
@@ -63,6 +66,7 @@ class DeliveryLog:
     def clear(self) -> int:
         count = len(self.items)
         self.items.clear()
+        self.epoch += 1
         return count
 
     def problems(self, cap: int) -> list[str]:

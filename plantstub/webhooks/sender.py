@@ -34,6 +34,7 @@ class Job:
     body: Any
     hook: Operation | None  # what the receiver may answer; None when not known
     error: str | None = None  # set when it cannot be sent at all (a callback URL the request lacks)
+    epoch: int = 0  # the delivery log's epoch when it was decided
 
 
 def declared(hook: Operation | None, status: int) -> bool:
@@ -98,6 +99,8 @@ class Sender:
         assert self.queue is not None
         while True:
             job = await self.queue.get()
+            if job.epoch != self.log.epoch:  # decided before a reset: not sent to a test that has ended
+                continue
             self.busy += 1
             try:
                 delivery = await self.deliver(job)
@@ -106,7 +109,7 @@ class Sender:
                                     f"plantstub could not send it ({type(exc).__name__})", False)
             finally:
                 self.busy -= 1
-            self.log.add(delivery)
+            self.log.add(delivery, job.epoch)
 
     async def deliver(self, job: Job) -> Delivery:
         """Send `job`, retrying a connection error, a timeout or a 5xx with growing pauses; what happened."""
@@ -166,4 +169,4 @@ class Sender:
 def job(log: DeliveryLog, name: str, url: str, body: Any, hook: Operation | None, error: str | None = None) -> Job:
     """A job numbered and timed now."""
     _, at = now()
-    return Job(log.number(), at, name, url, body, hook, error)
+    return Job(log.number(), at, name, url, body, hook, error, log.epoch)
