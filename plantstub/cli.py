@@ -42,6 +42,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument(flag, metavar=metavar, dest=dest, help=f"{text} [env {env_name(dest)}]")
     p.add_argument("--watch", action="store_const", const=True, default=None,
                    help=f"reload scenarios when their files change [env {env_name('watch')}]")
+    p.add_argument("--webhook", metavar="[NAME=]URL", action="append", default=None,
+                   help="send webhook NAME (a key of the spec's webhooks; without NAME=, every webhook) to URL; "
+                        f"repeatable [env {env_name('webhook')}: values separated by spaces]")
     p.add_argument("--cors", action="store_const", const=True, default=None,
                    help=f"answer CORS preflights and let web pages of any origin read the answers [env {env_name('cors')}]")
     p.add_argument("--stateful", action="store_const", const=True, default=None,

@@ -17,6 +17,7 @@ from plantstub._yaml import read_document
 from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract.bundle import Bundler, join
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
+from plantstub.contract.webhooks import read_callbacks, read_webhooks
 from plantstub.errors import SpecError
 
 log = logging.getLogger("plantstub")
@@ -142,10 +143,11 @@ class _Loader:
             for method in (m for m in METHODS if m in item):
                 here = f"{where}.{method}"
                 operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
+        webhooks = read_webhooks(self, doc, self.uri)
         info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
         warnings = tuple(dict.fromkeys([*self.warnings, *self.bundler.warnings]))
-        return Spec(str(self.shown), version, title, release, tuple(operations), warnings)
+        return Spec(str(self.shown), version, title, release, tuple(operations), warnings, webhooks)
 
     # -- files and $refs ---------------------------------------------------------------
     def display(self, uri: str) -> str:
@@ -269,6 +271,7 @@ class _Loader:
             security=self.security(
                 node.get("security", global_security), f"{where}.security" if "security" in node else "security"
             ),
+            callbacks=read_callbacks(self, node.get("callbacks"), base, f"{where}.callbacks"),
         )
 
     def response(self, status: str, raw: Any, base: str, where: str) -> Response:

@@ -20,6 +20,7 @@ from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
 from plantstub.store import Store
+from plantstub.webhooks.dispatch import Webhooks
 
 
 class UnknownScenario(LookupError):
@@ -96,6 +97,7 @@ class Control:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
+        self.webhooks = Webhooks(self.spec, settings.webhook)  # a --webhook NAME the spec lacks: SubscriptionError
         self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes, settings.journal_flush)
 
     # -- scenarios ---------------------------------------------------------------------------
@@ -180,7 +182,9 @@ class Control:
             self.store.use_seed(None if name is None else self.scenarios[name].state)
 
     def reset(self) -> None:
-        """Forget recorded calls and rule counters; the active scenario stays, and its `state:` is restored."""
+        """Forget recorded calls, rule counters and deliveries; start-up subscriptions come back; the active
+        scenario stays, and its `state:` is restored."""
+        self.webhooks.reset()
         self.journal.clear()
         self.counters.clear()
         self.coverage.clear()
