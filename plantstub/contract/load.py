@@ -96,6 +96,7 @@ class _Loader:
         self.registry: referencing.Registry = referencing.Registry()
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
         self.found: dict[str, tuple[Any, str]] = {}  # absolute $ref target -> (its contents, its file's URI)
+        self.undeclared: dict[str, list[str]] = {}  # security scheme named but not declared -> where it is named
 
     def load(self) -> Spec:
         doc = self.read(self.uri, str(self.shown))
@@ -145,7 +146,7 @@ class _Loader:
                 operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
         info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
-        warnings = tuple(dict.fromkeys([*self.warnings, *self.bundler.warnings]))
+        warnings = tuple(dict.fromkeys([*self.warnings, *self.undeclared_warnings(), *self.bundler.warnings]))
         return Spec(str(self.shown), version, title, release, tuple(operations), warnings)
 
     # -- files and $refs ---------------------------------------------------------------
@@ -342,6 +343,11 @@ class _Loader:
         return result
 
     def security(self, raw: Any, where: str) -> tuple[tuple[SecurityScheme, ...], ...]:
+        """The alternatives of a `security` list; a scheme `components.securitySchemes` lacks is not enforced.
+
+        An undeclared scheme drops out of its requirement (the others of it still hold); a requirement left
+        with none drops out when another alternative remains, else security is met by any request.
+        """
         if raw is None:
             return ()
         alternatives = []
@@ -352,15 +358,27 @@ class _Loader:
             schemes = []
             for name in requirement:
                 if name not in self.schemes:
-                    raise SpecError(f"{where}[{i}]: security scheme {shown(name)} is not declared in"
-                                    f" components.securitySchemes{_suggest(str(name), self.schemes)}")
+                    places = self.undeclared.setdefault(str(name), [])
+                    if f"{where}[{i}]" not in places:
+                        places.append(f"{where}[{i}]")
+                    continue
                 scheme, _ = self.deref(self.schemes[name], self.uri, f"components.securitySchemes.{name}")
                 scheme = _expect(dict, scheme, f"components.securitySchemes.{name}", "a Security Scheme mapping")
                 kind, word = str(scheme.get("type", "")), str(scheme.get("scheme", "")).lower()
                 where_sent, param = str(scheme.get("in", "")), str(scheme.get("name", ""))
                 schemes.append(SecurityScheme(str(name), kind, word, where_sent, param))
-            alternatives.append(tuple(schemes))
+            if schemes:
+                alternatives.append(tuple(schemes))
         return tuple(alternatives)
+
+    def undeclared_warnings(self) -> list[str]:
+        """One warning per security scheme that requirements name but the document never declares."""
+        out = []
+        for name, places in self.undeclared.items():
+            more = f" (and {len(places) - 1} more {'place' if len(places) == 2 else 'places'})" if len(places) > 1 else ""
+            out.append(f"{places[0]}{more}: security scheme {shown(name)} is not declared in components.securitySchemes"
+                       f"{_suggest(name, self.schemes)}; not enforced")
+        return out
 
 
 def _content_schema(node: dict, where: str) -> Any:

@@ -80,6 +80,8 @@ def credentials(doc: Document, op: dict) -> tuple[dict[str, str], list, list]:
         cookies: list = []
         try:
             for name in alt:
+                if name not in schemes:
+                    continue  # an undeclared scheme is not enforced (docs/cli.md "Other specs")
                 scheme, _, _ = doc.deref(schemes.get(name), doc.uri, "")
                 if not isinstance(scheme, dict):
                     raise NoValue(f"security scheme {name} not declared")

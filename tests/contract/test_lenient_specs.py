@@ -1,0 +1,83 @@
+"""Real-world documents that break a rule of OpenAPI, served as their authors meant, with a warning at start."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from plantstub import create_app
+from tests.helpers import write
+
+BEARER = {"Authorization": "Bearer t"}
+
+# Security requirements naming `oauth2` and `session`, which components.securitySchemes never declares.
+SECURITY = """\
+openapi: 3.1.0
+info: {title: Undeclared schemes, version: "1"}
+security: [{oauth2: [read]}]
+paths:
+  /only-undeclared:
+    get:
+      responses: {"200": {description: ok}}
+  /either:
+    get:
+      security: [{oauth2: []}, {key: []}]
+      responses: {"200": {description: ok}, "401": {description: who}}
+  /both:
+    get:
+      security: [{key: [], session: []}]
+      responses: {"200": {description: ok}, "401": {description: who}}
+components:
+  securitySchemes:
+    key: {type: apiKey, in: header, name: X-Key}
+"""
+
+SECURITY_WARNINGS = [
+    "security[0] (and 1 more place): security scheme 'oauth2' is not declared in components.securitySchemes"
+    " (declared: key); not enforced",
+    "paths./both.get.security[0]: security scheme 'session' is not declared in components.securitySchemes"
+    " (declared: key); not enforced",
+]
+
+
+@pytest.fixture
+async def security_client(aiohttp_client, tmp_path):
+    return await aiohttp_client(create_app(spec=str(write(tmp_path, "api.yaml", SECURITY))))
+
+
+async def test_undeclared_security_scheme_is_served_with_one_warning_per_scheme(security_client):
+    health = await (await security_client.get("/__plantstub/health")).json()
+    assert health["spec"]["warnings"] == SECURITY_WARNINGS
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status"),
+    [
+        ("/only-undeclared", {}, 200),  # its one requirement names only undeclared schemes: met
+        ("/either", {}, 401),  # the declared alternative is still enforced
+        ("/either", BEARER, 401),
+        ("/either", {"X-Key": "k"}, 200),
+        ("/both", {}, 401),  # the declared scheme of the requirement still holds
+        ("/both", {"X-Key": "k"}, 200),
+    ],
+)
+async def test_undeclared_security_scheme_is_not_enforced(security_client, path, headers, status):
+    response = await security_client.get(path, headers=headers)
+    assert response.status == status
+    if status == 401:
+        assert (await response.json())["message"] == "headers.X-Key: missing API key (key)"
+
+
+@pytest.mark.slow
+def test_undeclared_security_scheme_warning_is_printed_once_at_start(serve, tmp_path):
+    spec = write(tmp_path, "api.yaml", SECURITY)
+    process = serve("--spec", str(spec), "--port", "0", cwd=tmp_path)
+    with urllib.request.urlopen(process.url + "/only-undeclared", timeout=5) as response:
+        assert response.status == 200
+    with urllib.request.urlopen(process.url + "/__plantstub/health", timeout=5) as response:
+        assert json.load(response)["spec"]["warnings"] == SECURITY_WARNINGS
+    process.stop()
+    assert [line for line in process.stderr.splitlines() if "securitySchemes" in line] == [
+        f"plantstub: spec {spec}: {warning}" for warning in SECURITY_WARNINGS]
