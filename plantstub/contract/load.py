@@ -46,16 +46,17 @@ def spec_file(path: str | Path | None) -> Path:
     return Path(path)
 
 
-def load_spec(path: str | Path | None = None) -> Spec:
+def load_spec(path: str | Path | None = None, root: str | Path | None = None) -> Spec:
     """Load and check an OpenAPI 3.0/3.1 document; the bundled Plant Store when `path` is None.
 
+    `root` (`--spec-root`) is the folder whose files $refs may read; the spec's own folder when None.
     Raises SpecError with a one-paragraph reason when the file is missing, unreadable, not
     OpenAPI 3.x, or holds a $ref or schema that cannot be used.
     """
     file = spec_file(path)
     if not file.exists() and not file.suffix and len(file.parts) == 1:  # meant as a name: say which names there are
         raise SpecError(f"cannot use spec {file}: no such file (the bundled documents, by name: {', '.join(BUNDLED_SPECS)})")
-    loader = _Loader(file)
+    loader = _Loader(file, None if root is None else Path(root))
     try:
         spec = loader.load()
         for warning in spec.warnings:  # said once, where the stub starts (stderr) and in GET /__plantstub/health
@@ -89,9 +90,12 @@ def _expect(kind: type, node: Any, where: str, what: str) -> Any:
 
 
 class _Loader:
-    def __init__(self, file: Path) -> None:
+    def __init__(self, file: Path, root: Path | None = None) -> None:
         self.shown = file
         self.file = file.resolve()
+        # The folder referenced files must lie in, symlinks resolved: `..` or a link cannot lead out of it.
+        self.root = self.file.parent if root is None else root.resolve()
+        self.root_given = root is not None
         self.uri = self.file.as_uri()
         self.registry: referencing.Registry = referencing.Registry()
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
@@ -99,6 +103,8 @@ class _Loader:
         self.undeclared: dict[str, list[str]] = {}  # security scheme named but not declared -> where it is named
 
     def load(self) -> Spec:
+        if self.root_given and not self.root.is_dir():
+            raise SpecError(f"--spec-root {self.root} is not a folder")
         doc = self.read(self.uri, str(self.shown))
         if not isinstance(doc, dict):
             raise SpecError("the document is not a mapping of OpenAPI fields")
@@ -161,15 +167,18 @@ class _Loader:
             return str(path)
 
     def read(self, uri: str, name: str) -> Any:
-        """Parse the file at `uri`: the spec itself, or a file a $ref names, which must lie in the spec's folder.
+        """Parse the file at `uri`: the spec itself, or a file a $ref names, which must lie under the root.
 
         A referenced file is never quoted: a syntax error says where only, and a file that holds no
         mapping or list (any text file reads as YAML's one long string) is refused without showing it.
         """
         path = Path(unquote(urlparse(uri).path))
         main = uri == self.uri
-        if not main and not path.resolve().is_relative_to(self.file.parent):
-            raise SpecError(f"{name} is outside the spec's folder {self.file.parent}; not read")
+        if not main and not path.resolve().is_relative_to(self.root):
+            if self.root_given:
+                raise SpecError(f"{name} is outside --spec-root {self.root}; not read")
+            raise SpecError(f"{name} is outside the spec's folder {self.root}; not read"
+                            " (--spec-root DIR lets $refs read files under DIR)")
         if not main and path.exists() and not path.is_file():  # a named pipe would block the read for ever
             raise SpecError(f"{name} is not a regular file; not read")
         try:
