@@ -17,6 +17,7 @@ from plantstub._yaml import read_document
 from plantstub.contract.bundle import Bundler, join
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
 from plantstub.errors import SpecError
+from plantstub.matching import template_names
 
 log = logging.getLogger("plantstub")
 
@@ -255,6 +256,7 @@ class _Loader:
         for param in shared + [self.parameter(raw, base, f"{where}.parameters[{i}]") for i, raw in enumerate(own)]:
             if param is not None:
                 params[(param.name.lower() if param.location == "header" else param.name, param.location)] = param
+        self.match_template(template, params, base, where)
         body_required, body = False, None
         if node.get("requestBody") is not None:
             raw, body_base = self.deref(node["requestBody"], base, f"{where}.requestBody")
@@ -281,6 +283,22 @@ class _Loader:
                 node.get("security", global_security), f"{where}.security" if "security" in node else "security"
             ),
         )
+
+    def match_template(self, template: str, params: dict[tuple[str, str], Parameter], base: str, where: str) -> None:
+        """Path parameters as the template has them: a declared one it lacks is dropped (no request can carry
+        it), and a `{name}` nothing declares is read as a string; each with a warning."""
+        named = template_names(template)
+        for key, param in list(params.items()):
+            if param.location == "path" and param.name not in named:
+                del params[key]
+                self.warnings.append(f"{where}: path parameter {shown(param.name)} is not in the template"
+                                     f"{_suggest(param.name, dict.fromkeys(named)) if named else ''}; ignored")
+        for name in named:
+            if (name, "path") not in params:
+                schema = self.schema({"type": "string"}, base, f"{where}.parameters")
+                params[(name, "path")] = Parameter(name=name, location="path", required=True, schema=schema, style="simple",
+                                                   explode=False)
+                self.warnings.append(f"{where}: {{{name}}} has no declared path parameter; read as a string")
 
     def response(self, status: str, raw: Any, base: str, where: str) -> Response:
         raw, base = self.deref(raw, base, where)

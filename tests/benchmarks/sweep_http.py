@@ -168,9 +168,8 @@ def template_path(path: str, values: dict[str, str]) -> str:
     for i, part in enumerate(re.split(r"(\{[^{}]*\})", path)):
         if i % 2:
             name = part[1:-1]
-            if name not in values:
-                raise NoValue(f"path template {part} has no path parameter")
-            out.append(values[name])
+            # A `{name}` nothing declares holds any text (docs/cli.md "Other specs").
+            out.append(values.get(name, "sweep"))
         else:
             out.append(quote(part, safe="/:@!$&'()*+,;=-._~%"))
     return "".join(out)

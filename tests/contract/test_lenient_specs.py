@@ -81,3 +81,37 @@ def test_undeclared_security_scheme_warning_is_printed_once_at_start(serve, tmp_
     process.stop()
     assert [line for line in process.stderr.splitlines() if "securitySchemes" in line] == [
         f"plantstub: spec {spec}: {warning}" for warning in SECURITY_WARNINGS]
+
+
+# `orgID` is declared but the template says `{orgId}`; `/blue` declares a path parameter it has no place for.
+TEMPLATES = """\
+openapi: 3.1.0
+info: {title: Templates, version: "1"}
+paths:
+  /orgs/{orgId}/users/{userId}:
+    parameters: [{name: userId, in: path, required: true, schema: {type: integer}}]
+    get:
+      parameters: [{name: orgID, in: path, required: true, schema: {type: integer}}]
+      responses: {"200": {description: ok}, "400": {description: bad}}
+  /blue:
+    get:
+      parameters: [{name: org, in: path, required: true, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+"""
+
+
+async def test_path_parameters_follow_the_template_with_a_warning(aiohttp_client, tmp_path):
+    client = await aiohttp_client(create_app(spec=str(write(tmp_path, "api.yaml", TEMPLATES))))
+    health = await (await client.get("/__plantstub/health")).json()
+    assert health["spec"]["warnings"] == [
+        "paths./orgs/{orgId}/users/{userId}.get: path parameter 'orgID' is not in the template"
+        " (did you mean 'orgId'?); ignored",
+        "paths./orgs/{orgId}/users/{userId}.get: {orgId} has no declared path parameter; read as a string",
+        "paths./blue.get: path parameter 'org' is not in the template; ignored",
+    ]
+    assert (await client.get("/blue")).status == 200  # no longer demands a value no request can carry
+    assert (await client.get("/orgs/acme/users/7")).status == 200  # {orgId} holds any text
+    answer = await client.get("/orgs/acme/users/x")  # the declared {userId} is still checked
+    assert (answer.status, (await answer.json())["message"]) == (400, "path.userId: 'x' is not of type 'integer'")
+    calls = await (await client.get("/__plantstub/calls")).json()
+    assert [call["valid"] for call in calls] == [True, True, False]
