@@ -270,6 +270,8 @@ class _Loader:
             if status.startswith("x-"):
                 continue
             responses[status] = self.response(status, raw, base, f"{where}.responses.{status}")
+        if not responses:  # allowed in 3.1: the one answer is "done, nothing to say" (docs/cli.md "Other specs")
+            responses[NO_RESPONSES.status] = NO_RESPONSES
         return Operation(
             method=method.upper(),
             path=template,
@@ -406,6 +408,11 @@ class _Loader:
             out.append(f"{places[0]}{more}: security scheme {shown(name)} is not declared in components.securitySchemes"
                        f"{_suggest(name, self.schemes)}; not enforced")
         return out
+
+
+# What an operation that declares no responses answers: 204, no body (scenarios and `Prefer` may name it too).
+NO_RESPONSES = Response(status="204", description="no responses declared: plantstub answers 204 with no body",
+                        content={}, headers={})
 
 
 def _content_schema(node: dict, where: str) -> Any:

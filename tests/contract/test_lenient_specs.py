@@ -7,7 +7,8 @@ import urllib.request
 
 import pytest
 
-from plantstub import create_app
+from plantstub import Stub, create_app
+from plantstub.errors import ConfigError
 from tests.helpers import write
 
 BEARER = {"Authorization": "Bearer t"}
@@ -115,3 +116,45 @@ async def test_path_parameters_follow_the_template_with_a_warning(aiohttp_client
     assert (answer.status, (await answer.json())["message"]) == (400, "path.userId: 'x' is not of type 'integer'")
     calls = await (await client.get("/__plantstub/calls")).json()
     assert [call["valid"] for call in calls] == [True, True, False]
+
+
+# OpenAPI 3.1 lets an operation declare no responses at all.
+NO_RESPONSES = """\
+openapi: 3.1.0
+info: {title: Silent, version: "1"}
+paths:
+  /ping:
+    post:
+      requestBody: {content: {application/json: {schema: {type: object, required: [n]}}}}
+"""
+
+
+async def test_operation_without_responses_answers_204_with_no_body(aiohttp_client, tmp_path):
+    client = await aiohttp_client(create_app(spec=str(write(tmp_path, "api.yaml", NO_RESPONSES))))
+    answer = await client.post("/ping", json={"n": 1})
+    assert (answer.status, await answer.read(), answer.headers.get("Content-Type")) == (204, b"", None)
+    refused = await client.post("/ping", json={})  # the request is still checked
+    assert (refused.status, (await refused.json())["message"]) == (400, "body: 'n' is a required property")
+    preferred = await client.post("/ping", json={"n": 1}, headers={"Prefer": "code=200"})
+    assert (preferred.status, (await preferred.json())["message"]) == (
+        400, "headers.Prefer: code=200 is not declared for POST /ping (declared: 204)")
+    coverage = await (await client.get("/__plantstub/coverage")).json()
+    assert coverage["operations"][0]["responses"] == [{"status": "204", "calls": 1}]
+
+
+def test_operation_without_responses_takes_a_scenario_reply_of_204_only(tmp_path):
+    spec = write(tmp_path, "api.yaml", NO_RESPONSES)
+    (tmp_path / "scenarios").mkdir()
+    write(tmp_path / "scenarios", "done.yaml", "rules:\n  - match: {path: /ping}\n    reply: {status: 204}\n")
+    with Stub(spec=spec, scenarios=tmp_path / "scenarios", scenario="done") as stub:
+        request = urllib.request.Request(stub.url + "/ping", data=b'{"n": 1}', method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert (response.status, response.read()) == (204, b"")
+        assert stub.calls[0].rule == "rules[0]"
+    teapot = write(tmp_path / "scenarios", "teapot.yaml", "rules:\n  - match: {path: /ping}\n    reply: {status: 200}\n")
+    with pytest.raises(ConfigError) as refused:
+        Stub(spec=spec, scenarios=tmp_path / "scenarios").start()
+    assert str(refused.value).splitlines()[1:] == [
+        f"{teapot}:3: rules[0].reply.status: 200 is not declared for POST /ping (declared: 204); add"
+        " `off_contract: true` to this rule to serve it anyway"]
