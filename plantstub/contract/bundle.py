@@ -17,6 +17,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 from plantstub._json import MAX_SHOWN, cut, shown
 from plantstub.contract import dialects
 from plantstub.contract.messages import python_message
+from plantstub.contract.pattern import ecma_pattern
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
 from plantstub.errors import SpecError
 
@@ -208,6 +209,11 @@ class Bundler:
             # YAML reads a bare `null` as no value; in a type it can only mean the "null" type.
             out["type"] = "null" if kind is None else ["null" if k is None else k for k in kind]
         out = dialects.to_2020_12(out, dialect)
+        if isinstance(out.get("pattern"), str):  # ECMA-262 forms Python's engines read otherwise (contract/pattern.py)
+            out["pattern"] = ecma_pattern(out["pattern"])
+        if isinstance(out.get("patternProperties"), dict):
+            out["patternProperties"] = {ecma_pattern(k) if isinstance(k, str) else k: v
+                                        for k, v in out["patternProperties"].items()}
         bounds = INT_BOUNDS.get(out["format"]) if isinstance(out.get("format"), str) else None
         if bounds:
             low, high = bounds
