@@ -7,7 +7,7 @@ from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, concrete, is_json, pick_json
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, flatten
+from plantstub.contract.flatten import defs_of, flatten, marked
 from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.samples import generate
@@ -65,6 +65,7 @@ class Answer:
             self.examples.setdefault("example", self.media.example)
         self.base: Any = NO_BODY
         self.echo: tuple[str, ...] = ()  # response properties a request's fields may fill
+        self.hidden: dict[str, tuple[Any, dict[str, Any]]] = {}  # of those, the ones with writeOnly members
         self.whole: SchemaCheck | None = None
         self.problem: str | None = None
         self.label = op.label
@@ -90,9 +91,14 @@ class Answer:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
             self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
             return
-        flat = flatten(schema, defs_of(schema))
+        defs = defs_of(schema)
+        flat = flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
-            self.echo = tuple(flat.get("properties") or {})
+            props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
+            # A `writeOnly` property (a password) goes in requests only: never echoed into an answer.
+            self.echo = tuple(name for name, sub in props.items() if not marked(sub, "writeOnly", defs))
+            # Echoed values whose schema has `writeOnly` members inside: those members are taken out first.
+            self.hidden = {name: (props[name], defs) for name in self.echo if _holds_write_only(props[name], defs)}
             self.whole = whole
             self._fill_status()
 
@@ -118,13 +124,14 @@ class Answer:
         copied = [name for name in self.echo if name in request_body]
         if not copied:
             return body
-        for name in copied:
-            body[name] = request_body[name]
+        sent = {name: _public(request_body[name], *self.hidden[name]) if name in self.hidden else request_body[name]
+                for name in copied}
+        body.update(sent)
         if self.whole.is_valid(body):
             return body
         body = dict(self.base)
         for name in copied:
-            trial = {**body, name: request_body[name]}
+            trial = {**body, name: sent[name]}
             if self.whole.is_valid(trial):
                 body = trial
         return body
@@ -140,3 +147,36 @@ class Answer:
         if isinstance(body, str) and not is_json(content_type):
             return Outgoing(self.status, body, body.encode("utf-8"), content_type)
         return json_reply(self.status, body, content_type=content_type)
+
+
+def _holds_write_only(schema: Any, defs: dict[str, Any]) -> bool:
+    """Does `schema` mark anything inside it `writeOnly` (following `$ref`s, each once)?"""
+    seen: set[str] = set()
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo += node
+        elif isinstance(node, dict):
+            if node.get("writeOnly") is True:
+                return True
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] not in seen:
+                seen.add(ref[8:])
+                todo.append(defs.get(ref[8:]))
+            todo += [v for k, v in node.items() if k not in ("$defs", "enum", "const", "examples", "example", "default")]
+    return False
+
+
+def _public(value: Any, schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """`value` without the members its schema marks `writeOnly` (an echoed request field: no password)."""
+    flat = flatten(schema, defs)
+    if depth > 32 or not isinstance(flat, dict):
+        return value
+    if isinstance(value, dict):
+        props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
+        return {k: _public(v, props[k], defs, depth + 1) if k in props else v
+                for k, v in value.items() if not (k in props and marked(props[k], "writeOnly", defs))}
+    if isinstance(value, list) and isinstance(flat.get("items"), dict):
+        return [_public(v, flat["items"], defs, depth + 1) for v in value]
+    return value

@@ -239,9 +239,13 @@ class _Loader:
         close = difflib.get_close_matches(last.replace("~1", "/").replace("~0", "~"), [str(k) for k in container], n=1)
         return f" (did you mean {shown(close[0])}?)" if close else ""
 
-    def schema(self, node: Any, base: str, where: str) -> dict | bool | None:
-        """The bundled, checked 2020-12 schema of `node` (None when there is none)."""
-        return None if node is None else self.bundler.bundle(node, base, where)
+    def schema(self, node: Any, base: str, where: str, direction: str = "request") -> dict | bool | None:
+        """The bundled, checked 2020-12 schema of `node` (None when there is none), as a request ("request") or
+        an answer ("response") is checked by it: `readOnly` / `writeOnly` properties are required only the
+        other way (Bundler.directed)."""
+        if node is None:
+            return None
+        return self.bundler.directed(self.bundler.bundle(node, base, where), direction)
 
     # -- objects ---------------------------------------------------------------------------
     def operation(
@@ -262,7 +266,7 @@ class _Loader:
             raw, body_base = self.deref(node["requestBody"], base, f"{where}.requestBody")
             raw = _expect(dict, raw, f"{where}.requestBody", "a Request Body mapping")
             body_required = raw.get("required", False) is True
-            body = self.content(raw.get("content"), body_base, f"{where}.requestBody.content")
+            body = self.content(raw.get("content"), body_base, f"{where}.requestBody.content", "request")
         responses: dict[str, Response] = {}
         declared = _expect(dict, node.get("responses"), f"{where}.responses", "a mapping of status codes")
         for status, raw in declared.items():
@@ -310,12 +314,12 @@ class _Loader:
             header, header_base = self.deref(header, base, f"{where}.headers.{name}")
             header = _expect(dict, header, f"{where}.headers.{name}", "a Header mapping")
             headers[str(name)] = self.schema(
-                _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema"
-            )
+                _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema",
+                "response")
         return Response(
             status=status,
             description=str(raw.get("description", "")),
-            content=self.content(raw.get("content"), base, f"{where}.content"),
+            content=self.content(raw.get("content"), base, f"{where}.content", "response"),
             headers=headers,
         )
 
@@ -351,7 +355,7 @@ class _Loader:
             media=str(next(iter(content))) if isinstance(content, dict) and content else "",
         )
 
-    def content(self, raw: Any, base: str, where: str) -> dict[str, MediaType]:
+    def content(self, raw: Any, base: str, where: str, direction: str) -> dict[str, MediaType]:
         result = {}
         for name, media in _expect(dict, raw, where, "a mapping of media types").items():
             media_where = f"{where}.{name}"
@@ -365,7 +369,7 @@ class _Loader:
                     examples[str(ex_name)] = example["value"]
             result[str(name)] = MediaType(
                 name=str(name),
-                schema=self.schema(media.get("schema"), media_base, f"{media_where}.schema"),
+                schema=self.schema(media.get("schema"), media_base, f"{media_where}.schema", direction),
                 example=media.get("example", MISSING),
                 examples=examples,
             )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, is_number, types_of
+from plantstub.contract.flatten import defs_of, is_number, marked, types_of
 from plantstub.contract.pattern import matching_strings
 
 FORMAT_SAMPLES = {
@@ -228,7 +228,8 @@ class _Sampler:
             n += 1
             value.setdefault(f"key{n}", self.required(extra if isinstance(extra, dict) else {}, depth + 1, path,
                                                       f"{owner}.key{n}"))
-        optional = [n for n in props if n not in value]
+        # Answers are what is generated: a `writeOnly` property (a password) is left out unless required.
+        optional = [n for n in props if n not in value and not marked(props[n], "writeOnly", self.defs)]
         if not optional or depth >= 3:
             return [value]
 
