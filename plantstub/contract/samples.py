@@ -53,6 +53,12 @@ def generate(schema: Any, checks: Checks | None = None) -> Sampled:
     if sampler.deep:
         return Sampled(value, f"it nests required values more than {MAX_DEPTH} levels deep ({sampler.deep[0]})")
     found = sampler.checks.check(schema).errors(value, "body") if isinstance(schema, dict) else []
+    if sampler.forbidden:
+        return Sampled(value, f"a required property is one its object forbids ({sampler.forbidden[0]}: not among"
+                              " its properties, and additionalProperties is false)")
+    if sampler.twins:
+        return Sampled(value, f"oneOf branches {sampler.twins[0]} are the same schema, so every value matches both"
+                              " (a discriminator does not choose a oneOf branch in JSON Schema)")
     closest = f"; the closest value it makes breaks it at {found[0]}" if found else ""
     return Sampled(value, f"its parts may contradict each other, or hold alternatives plantstub cannot tell apart{closest}")
 
@@ -65,6 +71,8 @@ class _Sampler:
         self.refused = ""  # the schema the last refused candidates() would have entered again
         self.at: list[str] = []  # the place being made (`Node.kids`), to name a cut inside an unnamed array
         self.deep: list[str] = []  # required places left empty because they lie MAX_DEPTH levels down
+        self.twins: list[str] = []  # a oneOf whose every branch another repeats (oneof_samples.py)
+        self.forbidden: list[str] = []  # required properties their object's `additionalProperties: false` forbids
 
     def valid(self, value: Any, schema: Any) -> bool:
         return self.checks.valid(value, schema, self.defs)
@@ -175,10 +183,12 @@ class _Sampler:
         least = int(number(schema, "minProperties") or 0)
         wanted += [n for n in props if n not in wanted][: max(0, least - len(wanted))]
         owner = self.owner(own, array=False)
+        patterns: dict[str, Any] = of(schema, "patternProperties", dict, {})
+        if extra is False and not patterns:
+            self.forbidden += [f"{owner}.{name}" for name in wanted if name not in props]
         for name in wanted:
             sub = props.get(name, extra if isinstance(extra, dict) else {})
             value[name] = self.required(sub, depth + 1, path, f"{owner}.{name}")
-        patterns: dict[str, Any] = of(schema, "patternProperties", dict, {})
         for pattern, sub in patterns.items():  # names a patternProperties key matches, before made-up ones
             key = next((k for k in matching_strings(pattern, 1) if k not in value and k not in props), None)
             if len(value) < least and key is not None:
