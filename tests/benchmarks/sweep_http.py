@@ -72,7 +72,12 @@ def credentials(doc: Document, op: dict) -> tuple[dict[str, str], list, list]:
         return {}, [], []
     comps = doc.root.get("components") or {}
     schemes = comps.get("securitySchemes") or {}
-    for alt in reqs:
+    # An undeclared scheme is not enforced, and an alternative naming only such schemes drops out unless it is
+    # the last one left (docs/cli.md "Other specs").
+    known = [alt for alt in reqs if isinstance(alt, dict) and (not alt or any(name in schemes for name in alt))]
+    if not known:
+        return {}, [], []
+    for alt in known:
         if not isinstance(alt, dict):
             continue
         headers: dict[str, str] = {}
