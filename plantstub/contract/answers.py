@@ -98,7 +98,9 @@ class Answer:
             # A `writeOnly` property (a password) goes in requests only: never echoed into an answer.
             self.echo = tuple(name for name, sub in props.items() if not marked(sub, "writeOnly", defs))
             # Echoed values whose schema has `writeOnly` members inside: those members are taken out first.
-            self.hidden = {name: (props[name], defs) for name in self.echo if _holds_write_only(props[name], defs)}
+            checks = samples if samples is not None else Checks()
+            self.hidden = {name: (props[name], defs) for name in self.echo
+                           if checks.marks_inside(props[name], defs, "writeOnly")}
             self.whole = whole
             self._fill_status()
 
@@ -147,25 +149,6 @@ class Answer:
         if isinstance(body, str) and not is_json(content_type):
             return Outgoing(self.status, body, body.encode("utf-8"), content_type)
         return json_reply(self.status, body, content_type=content_type)
-
-
-def _holds_write_only(schema: Any, defs: dict[str, Any]) -> bool:
-    """Does `schema` mark anything inside it `writeOnly` (following `$ref`s, each once)?"""
-    seen: set[str] = set()
-    todo = [schema]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, list):
-            todo += node
-        elif isinstance(node, dict):
-            if node.get("writeOnly") is True:
-                return True
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] not in seen:
-                seen.add(ref[8:])
-                todo.append(defs.get(ref[8:]))
-            todo += [v for k, v in node.items() if k not in ("$defs", "enum", "const", "examples", "example", "default")]
-    return False
 
 
 def _public(value: Any, schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
