@@ -51,6 +51,7 @@ def python_dialect(pattern: str) -> str:
 _CLASS_ESCAPES = frozenset("dDwWsS")  # a class escape stands for a set: a `-` beside it is a hyphen in ECMA
 _CONTROL = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "b": "\b", "0": "\0"}
 _INLINE_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+MAX_SCOPED = 16  # inline flag groups past the start rewritten in one pattern; a pattern with more stays as written
 
 
 @lru_cache(maxsize=1024)
@@ -125,7 +126,13 @@ def _class_hyphens(pattern: str) -> str:
 
 
 def _scoped_flags(pattern: str) -> str:
-    """`X(?i)Y` past the start of the pattern: `X(?i:Y)`, Y running to the end of the enclosing group."""
+    """`X(?i)Y` past the start of the pattern: `X(?i:Y)`, Y running to the end of the enclosing group.
+
+    Each rewrite scans the rest of the pattern: a hostile one with thousands of them is left as written (and
+    refused if no engine reads it), never rewritten for seconds at start.
+    """
+    if len(_INLINE_FLAGS.findall(pattern, 1)) > MAX_SCOPED:
+        return pattern
     match = _INLINE_FLAGS.search(pattern, 1)
     while match is not None:
         depth, j, in_class = 0, match.end(), False

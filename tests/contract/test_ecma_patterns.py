@@ -95,3 +95,10 @@ async def test_a_translated_pattern_that_backtracks_still_cannot_freeze_the_stub
     answer = await client.post("/slow", json="1" * 40 + "!")
     assert answer.status == 400
     assert time.monotonic() - started < 5
+
+
+def test_a_pattern_with_thousands_of_inline_flags_is_not_rewritten_for_seconds():
+    pattern = "a(?i)" * 5_000  # rewritten one by one, this took about 30 s
+    started = time.monotonic()
+    assert ecma_pattern(pattern) == pattern
+    assert time.monotonic() - started < 5
