@@ -151,15 +151,25 @@ class Answer:
         return json_reply(self.status, body, content_type=content_type)
 
 
-def _public(value: Any, schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
-    """`value` without the members its schema marks `writeOnly` (an echoed request field: no password)."""
-    flat = flatten(schema, defs)
-    if depth > 32 or not isinstance(flat, dict):
+def _public(value: Any, schema: Any, defs: dict[str, Any], seen: dict[int, Any] | None = None, depth: int = 0) -> Any:
+    """`value` without the members its schema marks `writeOnly` (an echoed request field: no password).
+
+    `seen` keeps each schema's reading, so a list of 30,000 items costs one flatten, not 30,000."""
+    seen = {} if seen is None else seen
+    entry = seen.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        flat = flatten(schema, defs)
+        props: dict[str, Any] = flat["properties"] if isinstance(flat, dict) and isinstance(
+            flat.get("properties"), dict) else {}
+        hidden = frozenset(name for name, sub in props.items() if marked(sub, "writeOnly", defs))
+        items = flat.get("items") if isinstance(flat, dict) and isinstance(flat.get("items"), dict) else None
+        entry = seen[id(schema)] = (schema, props, hidden, items)
+    _, props, hidden, items = entry
+    if depth > 32:
         return value
-    if isinstance(value, dict):
-        props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
-        return {k: _public(v, props[k], defs, depth + 1) if k in props else v
-                for k, v in value.items() if not (k in props and marked(props[k], "writeOnly", defs))}
-    if isinstance(value, list) and isinstance(flat.get("items"), dict):
-        return [_public(v, flat["items"], defs, depth + 1) for v in value]
+    if isinstance(value, dict) and props:
+        return {k: _public(v, props[k], defs, seen, depth + 1) if k in props else v
+                for k, v in value.items() if k not in hidden}
+    if isinstance(value, list) and items is not None:
+        return [_public(v, items, defs, seen, depth + 1) for v in value]
     return value
