@@ -44,7 +44,7 @@ class Stub:
     :param scenario: scenario active at start.
     :param port: port to listen on (default 0: a free one; PLANTSTUB_PORT is not read here).
     :param settings: a complete Settings instead of the keyword arguments.
-    :param options: other Settings fields (host, journal, journal_size, max_body, read_timeout, log_format).
+    :param options: other Settings fields (spec_root, host, journal, journal_size, max_body, read_timeout, log_format).
     """
 
     __test__ = False
