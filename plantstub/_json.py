@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -181,6 +181,46 @@ def json_bytes(value: Any) -> bytes:
         return _ENCODER.encode(value).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (from a `\ud800` escape): JSON carries it escaped
         return _ASCII_ENCODER.encode(value).encode("ascii")
+    except RecursionError:  # nested deeper than the stack allows here (a body the parser took, ~1,000 levels)
+        return deep_json_bytes(value)
+
+
+def deep_json_bytes(value: Any) -> bytes:
+    """Compact ASCII JSON of parsed JSON (dicts, lists, strings, numbers, booleans, None) at any depth.
+
+    A loop with its own stack, for what the recursive encoders refuse: slower, so only their fallback.
+    """
+    parts: list[str] = []
+    todo: list[Any] = [value]
+    close = object()  # marks where a container's closing bracket goes
+    while todo:
+        item = todo.pop()
+        if item is close:
+            parts.append(todo.pop())
+        elif isinstance(item, _Literal):
+            parts.append(item.text)
+        elif isinstance(item, dict):
+            todo.extend(("}", close))
+            entries = list(item.items())
+            for i in range(len(entries) - 1, -1, -1):
+                key, member = entries[i]
+                todo.append(member)
+                todo.append(_Literal(("," if i else "") + _ASCII_ENCODER.encode(str(key)) + ":"))
+            parts.append("{")
+        elif isinstance(item, (list, tuple)):
+            todo.extend(("]", close))
+            for i in range(len(item) - 1, -1, -1):
+                todo.append(item[i])
+                if i:
+                    todo.append(_Literal(","))
+            parts.append("[")
+        else:  # a scalar: the standard encoder does not recurse for it
+            parts.append(_ASCII_ENCODER.encode(item))
+    return "".join(parts).encode("ascii")
+
+
+class _Literal(NamedTuple):
+    text: str
 
 
 # -- quoting -----------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"reload scenarios when their files change [env {env_name('watch')}]")
     p.add_argument("--cors", action="store_const", const=True, default=None,
                    help=f"answer CORS preflights and let web pages of any origin read the answers [env {env_name('cors')}]")
+    p.add_argument("--stateful", action="store_const", const=True, default=None,
+                   help=f"remember what is created, listed, read, updated and deleted [env {env_name('stateful')}]")
 
 
 def _health_parser(sub: argparse._SubParsersAction) -> None:

@@ -17,6 +17,15 @@ DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
 DEFAULT_READ_TIMEOUT = 30.0
 
 
+BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
+
+
+def bundled_name(value: str | Path) -> str | None:
+    """The bundled document `value` names: a bare name (no folder, no suffix) of one, where no such file exists."""
+    path = Path(value)
+    return path.name if path.name in BUNDLED_SPECS and not path.exists() else None
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a running stub needs to know; shared by CLI, Stub, create_app and the fixture."""
@@ -36,6 +45,7 @@ class Settings:
     journal_flush: str = "batch"
     admin_token: str | None = None
     cors: bool = False
+    stateful: bool = False
     log_format: str = "none"
 
 
@@ -129,6 +139,7 @@ _CONVERTERS = {
     "journal_flush": _journal_flush,
     "admin_token": _token,
     "cors": _bool,
+    "stateful": _bool,
     "log_format": _log_format,
 }
 FIELDS = tuple(_CONVERTERS)

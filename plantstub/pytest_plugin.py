@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 # config is stdlib only: loading the plugin stays cheap.
-from plantstub.config import Settings, build_settings
+from plantstub.config import Settings, build_settings, bundled_name
 from plantstub.recording.coverage import Tally, figures, merge, tally_of
 
 if TYPE_CHECKING:
@@ -92,6 +92,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="folder whose files the spec's $refs may read, relative to the current folder (default: the spec's folder)")
     group.addoption("--plantstub-scenarios", metavar="DIR",
                     help="folder of scenario files, relative to the current folder")
+    group.addoption("--plantstub-stateful", action="store_const", const=True, default=None,
+                    help="the stub remembers what is created, listed, read, updated and deleted (reset per test)")
     group.addoption("--plantstub-coverage", action="store_true", default=False,
                     help="show contract coverage (calls per operation and response) in the summary")
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
@@ -100,6 +102,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("plantstub_spec_root", "folder whose files the spec's $refs may read, relative to the ini file",
                   type="paths")
     parser.addini("plantstub_scenarios", "folder of scenario files, relative to the ini file", type="paths")
+    parser.addini("plantstub_stateful", "the stub remembers what it is told (true/false)", default=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -115,6 +118,11 @@ def _first(value: Any) -> str | None:
     if isinstance(value, list):
         return str(value[0]) if value else None
     return value
+
+
+def _spec(value: str | Path | None) -> str | Path | None:
+    """A spec path made absolute, or the name of a bundled document (`plant-store-full`) when no such file exists."""
+    return (bundled_name(value) or value) if value is not None else None
 
 
 def _resolve(config: pytest.Config, value: str | None) -> Path | None:
@@ -133,15 +141,17 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     (port 0 unless it names one); an override in a sub-folder's conftest.py gives that folder its own stub.
     """
     explicit = {
-        "spec": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec")),
+        "spec": _spec(_resolve(pytestconfig, pytestconfig.getoption("plantstub_spec"))),
         "spec_root": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec_root")),
         "scenarios": _resolve(pytestconfig, pytestconfig.getoption("plantstub_scenarios")),
+        "stateful": pytestconfig.getoption("plantstub_stateful"),
         "port": 0,
     }
     fallback = {
-        "spec": _first(pytestconfig.getini("plantstub_spec")),
+        "spec": _spec(_first(pytestconfig.getini("plantstub_spec"))),
         "spec_root": _first(pytestconfig.getini("plantstub_spec_root")),
         "scenarios": _first(pytestconfig.getini("plantstub_scenarios")),
+        "stateful": pytestconfig.getini("plantstub_stateful"),
     }
     if fallback["scenarios"] is None and explicit["scenarios"] is None and (pytestconfig.rootpath / "scenarios").is_dir():
         fallback["scenarios"] = str(pytestconfig.rootpath / "scenarios")

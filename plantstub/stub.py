@@ -10,11 +10,12 @@ from typing import Any, TypeVar
 
 from plantstub._json import NO_BODY
 from plantstub.config import Settings, build_settings
-from plantstub.errors import PlantstubError
+from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
 from plantstub.recording.call import Call
+from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.runner import start
-from plantstub.server.state import Control
+from plantstub.server.state import Control, NotStateful
 
 _R = TypeVar("_R")
 
@@ -44,7 +45,8 @@ class Stub:
     :param scenario: scenario active at start.
     :param port: port to listen on (default 0: a free one; PLANTSTUB_PORT is not read here).
     :param settings: a complete Settings instead of the keyword arguments.
-    :param options: other Settings fields (spec_root, host, journal, journal_size, max_body, read_timeout, log_format).
+    :param options: other Settings fields (spec_root, stateful, host, journal, journal_size, max_body, read_timeout,
+        log_format); ``stateful=True`` makes the stub remember what it is told (``stub.state``).
     """
 
     __test__ = False
@@ -162,6 +164,27 @@ class Stub:
 
     def coverage(self) -> dict[str, Any]:
         return self._in_loop(self.control.coverage_report)
+
+    # -- the store (stateful=True) -------------------------------------------------------------
+    @property
+    def state(self) -> dict[str, list[dict[str, Any]]]:
+        """Every collection and its records in creation order, ``{"/plants": [...]}`` (a copy)."""
+        try:
+            return self._in_loop(self.control.state)
+        except NotStateful as exc:
+            raise PlantstubError(str(exc)) from None
+
+    def set_state(self, state: dict[str, list[dict[str, Any]]]) -> None:
+        """Replace the records (a reset restores the active scenario's `state:`).
+
+        :raises ScenarioError: every problem, as a scenario's `state:` would get them, one per line.
+        """
+        try:
+            problems = self._in_loop(self.control.set_state, state)
+        except NotStateful as exc:
+            raise PlantstubError(str(exc)) from None
+        if problems:
+            raise ScenarioLoadError([ScenarioError("stub.set_state()", None, w, m) for w, m in problems])
 
     # -- assertions -------------------------------------------------------------------------
     def assert_called(

@@ -14,6 +14,7 @@ import referencing.exceptions
 
 from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import read_document
+from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract.bundle import Bundler, join
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
 from plantstub.errors import SpecError
@@ -30,9 +31,6 @@ STYLES = {  # the styles each location allows (OpenAPI 3.1, "Style Values")
 IGNORED_HEADERS = ("accept", "content-type", "authorization")  # "the parameter definition SHALL be ignored"
 
 
-BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
-
-
 def bundled_spec_path(name: str = "plant-store") -> Path:
     """A document shipped with the package: the seed's Plant Store (the default) or the whole store."""
     return Path(str(resources.files("plantstub") / "data" / f"{name}.openapi.yaml"))
@@ -42,8 +40,9 @@ def spec_file(path: str | Path | None) -> Path:
     """The file `--spec` names: a path, or the name of a bundled document when no such file exists."""
     if path is None:
         return bundled_spec_path()
-    if not Path(path).exists() and str(path) in BUNDLED_SPECS:
-        return bundled_spec_path(str(path))
+    name = bundled_name(path) if len(Path(path).parts) == 1 else None
+    if name is not None:
+        return bundled_spec_path(name)
     return Path(path)
 
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from plantstub._json import NO_BODY, body_for_record
+from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
 
 RECORD_OVERHEAD = 512  # bytes a record costs besides its bodies (fields, headers): an estimate
 
@@ -149,7 +149,9 @@ def dumps_call(call: Call) -> bytes:
         pass
     try:  # ASCII escapes carry what UTF-8 cannot (a lone surrogate from a `\ud800` escape)
         return json.dumps(data).encode("ascii")
-    except (RecursionError, ValueError, TypeError):
+    except RecursionError:  # nested deeper than the stack allows here: the same JSON, built by a loop
+        return deep_json_bytes(data)
+    except (ValueError, TypeError):
         data["body"] = repr(data["body"])[:10_000]
         data["response"] = {**data["response"], "body": repr(data["response"].get("body"))[:10_000]}
         return json.dumps(data).encode("ascii")

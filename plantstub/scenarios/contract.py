@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from plantstub._json import MISSING, NO_BODY, essence, match_media
 from plantstub.contract.model import MediaType, Operation, Response, Spec
 from plantstub.contract.operations import ServedOperation, serve
+from plantstub.contract.resources import Resources
 from plantstub.contract.router import Router
 from plantstub.contract.schema import SchemaCheck, Violation, location_path
 from plantstub.errors import ScenarioError
@@ -60,6 +62,16 @@ class ScenarioContract:
         self.paths = list(dict.fromkeys(op.path for op in spec.operations))
         # (op, id(reply)) -> (reply, the check of its rendered body, or None when nothing to check)
         self.rendered: dict[tuple[Operation, int], tuple[Reply, SchemaCheck | None]] = {}
+
+    @cached_property
+    def resources(self) -> Resources:
+        """The spec's resources (for `state:` seeds and the --stateful store), with the schemas compiled above."""
+        samples = next(iter(self.served.values())).samples if self.served else None
+        return Resources(self.spec, samples)
+
+    def state_errors(self, doc: ScenarioDocument, state: Any) -> list[ScenarioError]:
+        """A scenario's `state:`: each collection a path of the spec, each record one of it, with its key."""
+        return [doc.error(where, message) for where, message in self.resources.state_problems(state)]
 
     def operations(self, criteria: Criteria) -> tuple[list[Operation], str, str]:
         """The operations a rule can match, else ([], the match key at fault, why)."""

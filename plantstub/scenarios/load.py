@@ -142,7 +142,7 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
         rules.append(Rule(i, criteria, replies, raw.get("times"), raw.get("off_contract", False), doc.line(base)))
     return Scenario(
         name=name, description=doc.data.get("description", ""), file=doc.file, rules=tuple(rules),
-        validate_requests=doc.data.get("validate_requests", True),
+        validate_requests=doc.data.get("validate_requests", True), state=doc.data.get("state"),
     )
 
 
@@ -178,6 +178,8 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
         for rule, raw in zip(scenario.rules, doc.data.get("rules") or [], strict=True):
             errors.extend(_unreachable_replies(doc, rule))
             errors.extend(contract.rule_errors(doc, rule, raw))
+        if "state" in doc.data:
+            errors.extend(contract.state_errors(doc, doc.data["state"]))
         if not errors:
             return scenario, [], doc.lines.get("name")
     return None, sorted(errors, key=_order), None

@@ -71,3 +71,4 @@ class Scenario:
     file: str
     rules: tuple[Rule, ...]
     validate_requests: bool = True
+    state: dict[str, list[dict[str, Any]]] | None = None  # `state:`, what a --stateful stub holds when it activates

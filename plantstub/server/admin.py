@@ -15,7 +15,7 @@ from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.response import too_large
-from plantstub.server.state import Control, UnknownScenario
+from plantstub.server.state import Control, NotStateful, UnknownScenario
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 CALLS_PER_CHUNK = 64
@@ -54,6 +54,8 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
         ("DELETE", "calls", admin.delete_calls),
         ("POST", "reset", admin.reset),
         ("GET", "coverage", admin.coverage),
+        ("GET", "state", admin.state),
+        ("PUT", "state", admin.put_state),
     ]
 
 
@@ -150,6 +152,29 @@ class _Admin:
 
     async def coverage(self, request: web.BaseRequest) -> web.Response:
         return web.json_response(self.control.coverage_report())
+
+    async def state(self, request: web.BaseRequest) -> web.Response:
+        try:
+            return web.json_response(self.control.state())
+        except NotStateful as exc:
+            return _error(409, str(exc))
+
+    async def put_state(self, request: web.BaseRequest) -> web.Response:
+        try:
+            data = json.loads(await request.read() or b"null")
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, too_large(self.control.settings.max_body))
+        except RecursionError:
+            return _error(400, "body: nested too deeply to parse")
+        except ValueError:
+            return _error(400, 'body: not valid JSON; send {"/plants": [{"id": 1, "name": "Fern"}]}')
+        try:
+            problems = self.control.set_state(data)
+        except NotStateful as exc:
+            return _error(409, str(exc))
+        if problems:
+            return _error(400, "; ".join(f"{where}: {message}" for where, message in problems))
+        return web.json_response(self.control.state())
 
 
 def _logged(handler: Handler) -> Handler:

@@ -1,6 +1,6 @@
 """create_app(): the aiohttp Application, whose one catch-all handler runs the request pipeline.
 
-route -> read body -> pick scenario -> validate -> Prefer / rule / default answer -> send; the call
+route -> read body -> pick scenario -> validate -> Prefer / rule / store (--stateful) / default answer -> send; the call
 is recorded in `finally`, on every path.
 """
 
@@ -197,6 +197,13 @@ def _decide(
                         for v in broken
                     )
             return None
+    store = control.store
+    if store is not None:  # --stateful: the records answer where the default answer would
+        action = control.actions.get(op)
+        if action is not None:
+            done.out = store.answer(action, route.path_params, query, done.body)
+            if done.out is not None:
+                return None
     done.out = served.default(done.body)
     return None
 

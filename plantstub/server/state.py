@@ -19,10 +19,19 @@ from plantstub.scenarios.load import load_builtin_scenarios, load_scenarios
 from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
+from plantstub.store import Store
 
 
 class UnknownScenario(LookupError):
     """A scenario name that is not loaded; the message lists the known ones."""
+
+
+NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
+                "Stub(stateful=True), pytest --plantstub-stateful)")
+
+
+class NotStateful(LookupError):
+    """A state was asked of a stub started without --stateful."""
 
 
 @dataclass
@@ -65,6 +74,9 @@ class Control:
         self.contract = ScenarioContract(self.spec, self.served)
         self.builtins, self.unfit_builtins = load_builtin_scenarios(self.spec, self.contract)
         self._builtin_indexes = {name: RuleIndex(s) for name, s in self.builtins.items()}
+        # --stateful: the records; None otherwise, and the request path then does nothing more than before.
+        self.store = Store(self.contract.resources) if settings.stateful else None
+        self.actions = self.contract.resources.actions if self.store is not None else {}
         # --watch: the files as they are before the first load, so an edit made meanwhile is seen as one.
         self.snapshot: FolderSnapshot | None = None
         if self.scenarios_dir is not None:
@@ -164,12 +176,35 @@ class Control:
             self._install(own, {n: i for n, i in self._own_indexes.items() if n in own}, {})
         self.active = name
         self.counters.clear()
+        if self.store is not None:  # activating a scenario seeds the store with its `state:` (or empties it)
+            self.store.use_seed(None if name is None else self.scenarios[name].state)
 
     def reset(self) -> None:
-        """Forget recorded calls and rule counters; the active scenario stays."""
+        """Forget recorded calls and rule counters; the active scenario stays, and its `state:` is restored."""
         self.journal.clear()
         self.counters.clear()
         self.coverage.clear()
+        if self.store is not None:  # the active scenario's `state:` as loaded now (--watch may have changed it)
+            scenario = self.scenarios.get(self.active) if self.active is not None else None
+            self.store.use_seed(scenario.state if scenario is not None else None)
+
+    # -- the store (--stateful) --------------------------------------------------------------
+    def _store(self) -> Store:
+        if self.store is None:
+            raise NotStateful(NOT_STATEFUL)
+        return self.store
+
+    def state(self) -> dict[str, list[dict[str, Any]]]:
+        """Every collection of the store and its records, in creation order."""
+        return self._store().dump()
+
+    def set_state(self, state: Any) -> list[tuple[str, str]]:
+        """Replace the store's records with `state`; the problems (location, message) instead when it is not one."""
+        store = self._store()
+        problems = store.problems(state)
+        if not problems:
+            store.replace(state)
+        return problems
 
     def coverage_report(self) -> dict[str, Any]:
         """For each operation and each response it declares: how many recorded calls got it."""

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -48,19 +49,25 @@ async def main():
 asyncio.run(main())
 """
 
-# One script for both cases; `-- invalid` after the URL makes every id a string ("x<N>").
+# One script for every case; `-- invalid` after the URL makes every id a string ("x<N>"), `-- list` sends
+# GET /plants?limit=10 instead (--list; for the whole Plant Store, --stub-arg=--spec=plant-store-full).
 LUA = r"""
 local counter = 0
 local invalid = false
+local list = false
 wrk.method = "POST"
 wrk.headers["Authorization"] = "Bearer t"
 wrk.headers["Content-Type"] = "application/json"
 
 function init(args)
   invalid = args[1] == "invalid"
+  list = args[1] == "list"
 end
 
 function request()
+  if list then
+    return wrk.format("GET", "/plants?limit=10", nil, nil)
+  end
   counter = counter + 1
   local id = invalid and string.format('"x%d"', counter) or tostring(counter)
   return wrk.format(nil, "/plants", nil, '{"id": ' .. id .. ', "name": "Fern", "tag": "indoor"}')
@@ -179,8 +186,20 @@ def wrk(port: int, mode: str, seconds: int, opts: argparse.Namespace, script: Pa
     }
 
 
+def admin(port: int, method: str, route: str, body: bytes = b"") -> None:
+    """One admin call (a reset, a state), answered or not: the baseline and a stub without --stateful refuse some."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/__plantstub/{route}", data=body or None, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with contextlib.suppress(OSError):
+        urllib.request.urlopen(request, timeout=5).close()
+
+
 def measure(port: int, mode: str, opts: argparse.Namespace, script: Path, prefix: list[str]) -> dict:
-    """A discarded warm-up run, then the measured run."""
+    """A discarded warm-up run, then the measured run. A --stateful stub starts each empty (`list`: 100 plants)."""
+    admin(port, "POST", "reset")
+    if mode == "list":
+        plants = [{"id": i, "name": f"Plant {i}", "tag": "indoor"} for i in range(1, 101)]
+        admin(port, "PUT", "state", json.dumps({"/plants": plants}).encode())
     if opts.warmup > 0:
         wrk(port, mode, opts.warmup, opts, script, prefix)
     return wrk(port, mode, opts.duration, opts, script, prefix)
@@ -201,6 +220,7 @@ def run(opts: argparse.Namespace, tmp: Path, servers: list[Server]) -> dict:
         "baseline": measure(base.port, "valid", opts, script, wrk_pin),
         "valid": measure(stub.port, "valid", opts, script, wrk_pin),
         "invalid": measure(stub.port, "invalid", opts, script, wrk_pin),
+        **({"list": measure(stub.port, "list", opts, script, wrk_pin)} if opts.list else {}),
     }
     starts = first_answers(opts, tmp, servers, [*server_pin, *stub_cmd], [*server_pin, sys.executable, "-c", BASELINE],
                            stub.first_answer_s, base.first_answer_s)
@@ -292,10 +312,12 @@ def table(r: dict) -> str:
     out.append(f"{'case':<9}{'server':<10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'non-2xx':>9}"
                f"{'sock err':>9}   {'rps vs base':<24}{'p99 vs base'}")
     rows = [("valid", "baseline", c["baseline"]), ("valid", "stub", c["valid"]), ("invalid", "stub", c["invalid"])]
+    if "list" in c:
+        rows.append(("list", "stub", c["list"]))
     for case, who, f in rows:
         line = (f"{case:<9}{who:<10}{f['rps']:>9.0f}{f['p50_ms']:>9.2f}{f['p99_ms']:>9.2f}{f['non2xx']:>9d}"
                 f"{f['socket_errors']:>9d}")
-        if who == "stub":
+        if who == "stub" and case != "list":  # the baseline has no GET: no ratio
             need = t[f"{case}_rps"]
             rps, p99 = q[case]["rps"], q[case]["p99"]
             line += (f"   {f'{rps:.2f}x (>= {need}x {mark(rps >= need)})':<24}"
@@ -340,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="then send this many 1 MB bodies and read its RSS again; 0: skip (default 40)")
     p.add_argument("--variants", action="store_true",
                    help="also run the valid case with a 200-rule scenario, a journal file, and a 1-call journal")
+    p.add_argument("--list", action="store_true",
+                   help="also measure GET /plants?limit=10 on the stub (a --stateful one holding 100 plants)")
     opts = p.parse_args(argv)
     if not shutil.which("wrk"):
         print("bench: wrk is not installed (apt-get install wrk)", file=sys.stderr)

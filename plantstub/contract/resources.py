@@ -1,0 +1,303 @@
+"""Resources a spec implies, for `--stateful`: collection and item paths, the key, and each answer's shape.
+
+A collection path (`/plants`) whose POST creates and whose GET lists; an item path (the collection path plus
+one parameter segment, `/plants/{id}`) whose GET reads, PUT replaces, PATCH merges and DELETE removes. The
+key is the item path's parameter. Also the check of a state given by a user (a scenario's `state:`, admin
+`PUT state`), so a seed is judged the same way wherever it comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from plantstub._json import concrete, pick_json, shown
+from plantstub.contract.answers import answer_key, sends_no_body, status_of
+from plantstub.contract.compiled import Checks
+from plantstub.contract.flatten import defs_of, flatten
+from plantstub.contract.model import Operation, Spec
+from plantstub.contract.params import read_scalar, schema_types
+from plantstub.contract.schema import SchemaCheck, location_path
+
+MAX_RECORDS = 10_000  # records one stub keeps, all collections together
+MAX_BYTES = 32 * 2**20  # and their size as JSON: parsed, a record may take up to twenty times that
+CREATE, LIST, READ, REPLACE, MERGE, DELETE = "create", "list", "read", "replace", "merge", "delete"
+_ITEM_KINDS = {"GET": READ, "PUT": REPLACE, "PATCH": MERGE, "DELETE": DELETE}
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How stored records appear in an answer: the declared status, and the fields its schema lists."""
+
+    status: int
+    has_body: bool
+    many: bool  # an array of records
+    fields: tuple[str, ...] | None  # None: the whole record
+    content_type: str | None
+
+    def show(self, record: dict[str, Any]) -> dict[str, Any]:
+        """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
+        if self.fields is None:
+            return record
+        return {name: record[name] for name in self.fields if name in record}
+
+    def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """show() of each record, in one pass (a list answer's whole cost is here)."""
+        fields = self.fields
+        if fields is None:
+            return list(records)
+        return [{name: record[name] for name in fields if name in record} for record in records]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A collection of records: where they live, their key and what a record must be."""
+
+    collection: str  # a path template: /plants, or /stores/{store}/plants
+    item: str | None  # /plants/{id}
+    key: str  # the record's field that holds the key
+    param: str  # the item path's parameter that names it (the same name, unless the records only have `id`)
+    key_types: frozenset[str]
+    schema: Any  # what a record must be (the create body's schema, else the read answer's); None: any object
+    defs: Any
+    fields: frozenset[str]
+
+    def fits(self, value: Any) -> bool:
+        """Whether `value` can be this resource's key: a string or an integer, as the key's schema says."""
+        types = self.key_types
+        if isinstance(value, int) and not isinstance(value, bool):
+            return not types or "integer" in types or "number" in types
+        return isinstance(value, str) and (not types or "string" in types)
+
+    @property
+    def assigns_text(self) -> bool:
+        """Keys the stub assigns are "1", "2"... (a string key schema), not 1, 2..."""
+        return "string" in self.key_types and "integer" not in self.key_types and "number" not in self.key_types
+
+    def key_of(self, text: str) -> Any:
+        """A key as its path segment spells it, read as its schema types it (`"7"` -> 7 for an integer)."""
+        return read_scalar(text, set(self.key_types))
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """What one operation does to its resource, and the statuses of what can go wrong."""
+
+    kind: str
+    resource: Resource
+    shape: Shape
+    missing: int  # an unknown key: 404 where declared, else the declared error
+    conflict: int  # creating a key that exists: 409 where declared, else the declared error
+    full: int  # the store holds MAX_RECORDS: 507 where declared, else the declared error
+    limit: bool = False
+    offset: bool = False
+    filters: tuple[tuple[str, frozenset[str]], ...] = ()  # query parameters naming a record field, and their types
+
+
+def key_text(value: Any) -> str:
+    """One spelling per key, as a path segment reads: 7 and "7" are the same record."""
+    return value if isinstance(value, str) else shown(value)
+
+
+def _declares(op: Operation, status: int) -> bool:
+    text = str(status)
+    return any(k in op.responses for k in (text, f"{text[0]}XX", f"{text[0]}xx", "default"))
+
+
+def _error_status(op: Operation, wanted: int) -> int:
+    """`wanted` where the operation declares it (exactly, by range or by `default`), else 400 where it declares
+    that (the Plant Store's one error), else `wanted` all the same: an honest status the spec did not list."""
+    if _declares(op, wanted) or not _declares(op, 400):
+        return wanted
+    return 400
+
+
+def _flat(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    flat = flatten(schema, defs)
+    return flat if isinstance(flat, dict) else {}
+
+
+def _fields(flat: dict[str, Any]) -> tuple[str, ...] | None:
+    props = flat.get("properties")
+    if not isinstance(props, dict) or not props or flat.get("oneOf") or flat.get("anyOf"):
+        return None
+    return tuple(props)
+
+
+def _shape(op: Operation) -> Shape:
+    """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario)."""
+    key = answer_key(op)
+    if key is None:
+        return Shape(200, False, False, None, None)
+    status = status_of(key)
+    response = op.responses[key]
+    chosen = pick_json(response.content)
+    media = response.content[chosen] if chosen is not None else None
+    if media is None or sends_no_body(status):
+        return Shape(status, False, False, None, None)
+    content_type = concrete(chosen) if chosen is not None else None
+    if media.schema is None or isinstance(media.schema, bool):
+        return Shape(status, True, False, None, content_type)
+    defs = defs_of(media.schema)
+    flat = _flat(media.schema, defs)
+    if flat.get("type") == "array" or "items" in flat:
+        return Shape(status, True, True, _fields(_flat(flat.get("items", True), defs)), content_type)
+    return Shape(status, True, False, _fields(flat), content_type)
+
+
+def _body_schema(op: Operation | None) -> Any:
+    if op is None or not op.body:
+        return None
+    chosen = pick_json(op.body)
+    return op.body[chosen].schema if chosen is not None else None
+
+
+def _answer_schema(op: Operation | None) -> Any:
+    key = answer_key(op) if op is not None else None
+    if op is None or key is None:
+        return None
+    chosen = pick_json(op.responses[key].content)
+    return op.responses[key].content[chosen].schema if chosen is not None else None
+
+
+def _key_param(item: dict[str, Operation], name: str) -> frozenset[str]:
+    for op in item.values():
+        for p in op.parameters:
+            if p.location == "path" and p.name == name and p.schema is not None:
+                return frozenset(schema_types(p.schema))
+    return frozenset()
+
+
+class Resources:
+    """The resources of one spec, and the Action of each operation that touches one."""
+
+    def __init__(self, spec: Spec, checks: Checks | None = None) -> None:
+        self.checks = checks if checks is not None else Checks()
+        self.actions: dict[Operation, Action] = {}
+        self.resources: list[Resource] = []
+        by_path: dict[str, dict[str, Operation]] = {}
+        for op in spec.operations:
+            by_path.setdefault(op.path, {})[op.method] = op
+        for path, ops in by_path.items():
+            if "POST" in ops or "GET" in ops:
+                self._infer(path, ops, by_path)
+
+    def _infer(self, path: str, ops: dict[str, Operation], by_path: dict[str, dict[str, Operation]]) -> None:
+        if path.rstrip("/").rsplit("/", 1)[-1].startswith("{"):
+            return  # an item's path (Petstore's POST /pet/{petId} updates a pet), not a collection
+        items = [p for p in by_path if p.startswith(path.rstrip("/") + "/{") and p.endswith("}")
+                 and p.count("/") == path.rstrip("/").count("/") + 1 and p.count("{") == path.count("{") + 1]
+        item_path = items[0] if items else None
+        param = item_path.rsplit("{", 1)[1][:-1] if item_path else "id"
+        item = by_path.get(item_path, {}) if item_path else {}
+        create, listing = ops.get("POST"), ops.get("GET")
+        list_shape = _shape(listing) if listing is not None else None
+        if list_shape is not None and not list_shape.many:
+            listing = list_shape = None  # a GET that answers one object is not a list of records
+        if create is None and listing is None and not item:
+            return
+        schema = _body_schema(create) or _answer_schema(item.get("GET"))
+        defs: Any = None
+        if schema is None and listing is not None:
+            whole = _answer_schema(listing)
+            defs = defs_of(whole)
+            schema = _flat(whole, defs).get("items")
+        defs = defs if defs is not None else defs_of(schema)
+        fields = frozenset(_fields(_flat(schema, defs)) or ()) if schema is not None else frozenset()
+        shown_fields = set(_shape(item["GET"]).fields or ()) if "GET" in item else set()
+        # The key is the record's field named as the parameter; Petstore's `/pet/{petId}` names a pet's `id`.
+        key = param if param in fields | shown_fields or "id" not in fields | shown_fields else "id"
+        resource = Resource(path, item_path, key, param, _key_param(item, param), schema, defs, fields | {key})
+        self.resources.append(resource)
+        if create is not None:
+            self._add(create, CREATE, resource)
+        if listing is not None:
+            self._add(listing, LIST, resource)
+        for method, op in item.items():
+            if method in _ITEM_KINDS:
+                self._add(op, _ITEM_KINDS[method], resource)
+
+    def _add(self, op: Operation, kind: str, resource: Resource) -> None:
+        query = {p.name: p for p in op.parameters if p.location == "query"}
+        filters = tuple((name, frozenset(schema_types(p.schema))) for name, p in query.items()
+                        if name in resource.fields and not (kind == LIST and name in ("limit", "offset")))
+        self.actions[op] = Action(
+            kind, resource, _shape(op), _error_status(op, 404), _error_status(op, 409), _error_status(op, 507),
+            limit=kind == LIST and "limit" in query, offset=kind == LIST and "offset" in query, filters=filters,
+        )
+
+    # -- a state given by the user ---------------------------------------------------------------
+    def resource_at(self, path: str) -> Resource | None:
+        """The resource whose collection template matches the concrete path `path` (`/stores/1/plants`)."""
+        parts = path.rstrip("/").split("/") if path != "/" else [""]
+        for resource in self.resources:
+            template = resource.collection.rstrip("/").split("/") if resource.collection != "/" else [""]
+            if len(template) == len(parts) and all(
+                t == p or (t.startswith("{") and t.endswith("}") and p) for t, p in zip(template, parts, strict=True)
+            ):
+                return resource
+        return None
+
+    def state_problems(self, state: Any, root: str = "state", most: int = MAX_RECORDS) -> list[tuple[str, str]]:
+        """What is wrong with a whole state (`{"/plants": [{...}, ...]}`): (location, message) pairs, in order."""
+        if not isinstance(state, dict):
+            return [(root, 'expected a mapping of collection paths to lists of records, e.g. {"/plants": []}')]
+        found: list[tuple[str, str]] = []
+        total = 0
+        known = ", ".join(r.collection for r in self.resources) or "none in this spec"
+        seen: dict[str, str] = {}
+        for path, records in state.items():
+            where = location_path(root, [path])
+            resource = self.resource_at(path) if isinstance(path, str) and path.startswith("/") else None
+            if resource is None:
+                found.append((where, f"{shown(path)} is not a collection of the spec (collections: {known})"))
+                continue
+            same = seen.setdefault(path.rstrip("/") or "/", path)
+            if same != path:
+                found.append((where, f"{shown(path)} is the collection {shown(same)} again; list its records once"))
+                continue
+            if not isinstance(records, list):
+                found.append((where, "expected a list of records"))
+                continue
+            total += len(records)
+            found.extend(self._record_problems(resource, records, where))
+        if total > most:
+            found.append((root, f"{total:,} records; a stub keeps at most {most:,}"))
+        return found
+
+    def _record_problems(self, resource: Resource, records: list[Any], where: str) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        key = resource.key
+        check = self._check(resource)
+        declares_key = key in (_fields(_flat(resource.schema, resource.defs)) or ()) if resource.schema else True
+        for i, record in enumerate(records):
+            at = location_path(where, [i])
+            if not isinstance(record, dict):
+                found.append((at, "a record is a mapping of its fields"))
+                continue
+            schema_found: list[tuple[str, str]] = []
+            if check is not None:
+                body = record if declares_key else {k: v for k, v in record.items() if k != key}
+                schema_found = [(v.where, v.message) for v in check.errors(body, at)]
+            at_key = location_path(at, [key])
+            if key not in record:
+                found.append((at, f"has no {shown(key)}: every record needs its key"))
+                # said once, not again as a required property
+                schema_found = [(w, m) for w, m in schema_found if w != at or shown(key) not in m]
+            elif not resource.fits(record[key]):
+                if not any(w == at_key for w, _ in schema_found):  # else the schema's own words say it
+                    kinds = " or ".join(sorted(resource.key_types)) or "a string or an integer"
+                    found.append((at_key, f"{shown(record[key])} is not a key ({kinds})"))
+            elif key_text(record[key]) in seen:
+                found.append((at_key, f"{shown(record[key])} is the key of an earlier record"))
+            else:
+                seen.add(key_text(record[key]))
+            found.extend(schema_found)
+        return found
+
+    def _check(self, resource: Resource) -> SchemaCheck | None:
+        if resource.schema is None or isinstance(resource.schema, bool):
+            return None
+        return self.checks.check(resource.schema, resource.defs or None)
