@@ -16,7 +16,8 @@ from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import read_document
 from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract.bundle import Bundler, join
-from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
+from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, Spec
+from plantstub.contract.securities import Securities, expect, suggest
 from plantstub.errors import SpecError
 from plantstub.matching import template_names
 
@@ -78,15 +79,7 @@ def load_spec(path: str | Path | None = None, root: str | Path | None = None) ->
         # The bundler holds loader.lookup, a cycle: broken here, the parsed document is freed at once, not by a
         # collection (serve freezes what is loaded, and a cycle frozen is never freed).
         loader.__dict__.pop("bundler", None)
-
-
-def _expect(kind: type, node: Any, where: str, what: str) -> Any:
-    """`node` if it is a `kind` (dict or list); absent (None) reads as empty."""
-    if node is None:
-        return kind()
-    if not isinstance(node, kind):
-        raise SpecError(f"{where}: expected {what}, found {type(node).__name__} {shown(node)}")
-    return node
+        loader.__dict__.pop("securities", None)  # its deref is a method of the loader: the same kind of cycle
 
 
 class _Loader:
@@ -100,7 +93,6 @@ class _Loader:
         self.registry: referencing.Registry = referencing.Registry()
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
         self.found: dict[str, tuple[Any, str]] = {}  # absolute $ref target -> (its contents, its file's URI)
-        self.undeclared: dict[str, list[str]] = {}  # security scheme named but not declared -> where it is named
 
     def load(self) -> Spec:
         if self.root_given and not self.root.is_dir():
@@ -125,9 +117,10 @@ class _Loader:
             if not isinstance(dialect, str):
                 raise SpecError(f"jsonSchemaDialect: expected a URI, found {type(dialect).__name__} {shown(dialect)}")
             self.bundler.dialect = self.bundler.dialect_named(dialect, "jsonSchemaDialect")
-        components = _expect(dict, doc.get("components"), "components", "a mapping")
-        self.schemes = _expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
-        paths = _expect(dict, doc.get("paths"), "paths", "a mapping of path templates")
+        components = expect(dict, doc.get("components"), "components", "a mapping")
+        schemes = expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
+        self.securities = Securities(schemes, lambda node, where: self.deref(node, self.uri, where))
+        paths = expect(dict, doc.get("paths"), "paths", "a mapping of path templates")
         global_security = doc.get("security", [])
         operations: list[Operation] = []
         for template, item in paths.items():
@@ -141,10 +134,10 @@ class _Loader:
                 continue
             where = f"paths.{template}"
             item, base = self.deref(item, self.uri, where)
-            item = _expect(dict, item, where, "a Path Item mapping")
+            item = expect(dict, item, where, "a Path Item mapping")
             shared = [
                 param
-                for i, raw in enumerate(_expect(list, item.get("parameters"), f"{where}.parameters", "a list"))
+                for i, raw in enumerate(expect(list, item.get("parameters"), f"{where}.parameters", "a list"))
                 if (param := self.parameter(raw, base, f"{where}.parameters[{i}]")) is not None
             ]
             for method in (m for m in METHODS if m in item):
@@ -152,7 +145,7 @@ class _Loader:
                 operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
         info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
-        warnings = tuple(dict.fromkeys([*self.warnings, *self.undeclared_warnings(), *self.bundler.warnings]))
+        warnings = tuple(dict.fromkeys([*self.warnings, *self.securities.warnings(), *self.bundler.warnings]))
         return Spec(str(self.shown), version, title, release, tuple(operations), warnings)
 
     # -- files and $refs ---------------------------------------------------------------
@@ -252,9 +245,9 @@ class _Loader:
         where: str,
     ) -> Operation:
         node, base = self.deref(node, base, where)
-        node = _expect(dict, node, where, "an Operation mapping")
+        node = expect(dict, node, where, "an Operation mapping")
         params: dict[tuple[str, str], Parameter] = {}
-        own = _expect(list, node.get("parameters"), f"{where}.parameters", "a list")
+        own = expect(list, node.get("parameters"), f"{where}.parameters", "a list")
         # Path-level parameters first: an operation parameter with the same name and location replaces one.
         for param in shared + [self.parameter(raw, base, f"{where}.parameters[{i}]") for i, raw in enumerate(own)]:
             if param is not None:
@@ -263,11 +256,11 @@ class _Loader:
         body_required, body = False, None
         if node.get("requestBody") is not None:
             raw, body_base = self.deref(node["requestBody"], base, f"{where}.requestBody")
-            raw = _expect(dict, raw, f"{where}.requestBody", "a Request Body mapping")
+            raw = expect(dict, raw, f"{where}.requestBody", "a Request Body mapping")
             body_required = raw.get("required", False) is True
             body = self.content(raw.get("content"), body_base, f"{where}.requestBody.content", "request")
         responses: dict[str, Response] = {}
-        declared = _expect(dict, node.get("responses"), f"{where}.responses", "a mapping of status codes")
+        declared = expect(dict, node.get("responses"), f"{where}.responses", "a mapping of status codes")
         for status, raw in declared.items():
             status = str(status)
             if status.startswith("x-"):
@@ -284,7 +277,7 @@ class _Loader:
             body=body,
             responses=responses,
             # An operation's own `security` (even []) replaces the document's; errors name where it was written.
-            security=self.security(
+            security=self.securities.read(
                 node.get("security", global_security), f"{where}.security" if "security" in node else "security"
             ),
         )
@@ -297,7 +290,7 @@ class _Loader:
             if param.location == "path" and param.name not in named:
                 del params[key]
                 self.warnings.append(f"{where}: path parameter {shown(param.name)} is not in the template"
-                                     f"{_suggest(param.name, dict.fromkeys(named)) if named else ''}; ignored")
+                                     f"{suggest(param.name, dict.fromkeys(named)) if named else ''}; ignored")
         for name in named:
             if (name, "path") not in params:
                 schema = self.schema({"type": "string"}, base, f"{where}.parameters")
@@ -307,11 +300,11 @@ class _Loader:
 
     def response(self, status: str, raw: Any, base: str, where: str) -> Response:
         raw, base = self.deref(raw, base, where)
-        raw = _expect(dict, raw, where, "a Response mapping")
+        raw = expect(dict, raw, where, "a Response mapping")
         headers = {}
-        for name, header in _expect(dict, raw.get("headers"), f"{where}.headers", "a mapping").items():
+        for name, header in expect(dict, raw.get("headers"), f"{where}.headers", "a mapping").items():
             header, header_base = self.deref(header, base, f"{where}.headers.{name}")
-            header = _expect(dict, header, f"{where}.headers.{name}", "a Header mapping")
+            header = expect(dict, header, f"{where}.headers.{name}", "a Header mapping")
             headers[str(name)] = self.schema(
                 _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema",
                 "response")
@@ -325,7 +318,7 @@ class _Loader:
     def parameter(self, raw: Any, base: str, where: str) -> Parameter | None:
         """The declared parameter; None for an Accept, Content-Type or Authorization header, which OpenAPI ignores."""
         raw, base = self.deref(raw, base, where)
-        raw = _expect(dict, raw, where, "a Parameter mapping")
+        raw = expect(dict, raw, where, "a Parameter mapping")
         if "name" not in raw or "in" not in raw:
             raise SpecError(f"{where}: a parameter needs 'name' and 'in'")
         location = raw["in"]
@@ -356,12 +349,12 @@ class _Loader:
 
     def content(self, raw: Any, base: str, where: str, direction: str) -> dict[str, MediaType]:
         result = {}
-        for name, media in _expect(dict, raw, where, "a mapping of media types").items():
+        for name, media in expect(dict, raw, where, "a mapping of media types").items():
             media_where = f"{where}.{name}"
             media, media_base = self.deref({} if media is None else media, base, media_where)
-            media = _expect(dict, media, media_where, "a Media Type mapping")
+            media = expect(dict, media, media_where, "a Media Type mapping")
             examples = {}
-            declared = _expect(dict, media.get("examples"), f"{media_where}.examples", "a mapping of Example objects")
+            declared = expect(dict, media.get("examples"), f"{media_where}.examples", "a mapping of Example objects")
             for ex_name, example in declared.items():
                 example, _ = self.deref(example, media_base, f"{media_where}.examples.{ex_name}")
                 if isinstance(example, dict) and "value" in example:
@@ -374,45 +367,6 @@ class _Loader:
             )
         return result
 
-    def security(self, raw: Any, where: str) -> tuple[tuple[SecurityScheme, ...], ...]:
-        """The alternatives of a `security` list; a scheme `components.securitySchemes` lacks is not enforced.
-
-        An undeclared scheme drops out of its requirement (the others of it still hold); a requirement left
-        with none drops out when another alternative remains, else security is met by any request.
-        """
-        if raw is None:
-            return ()
-        alternatives = []
-        for i, requirement in enumerate(_expect(list, raw, where, "a list of security requirements")):
-            requirement = _expect(dict, requirement, f"{where}[{i}]", "a mapping of scheme names to scopes")
-            if not requirement:  # {} is an alternative that needs nothing: security is optional
-                return ()
-            schemes = []
-            for name in requirement:
-                if name not in self.schemes:
-                    places = self.undeclared.setdefault(str(name), [])
-                    if f"{where}[{i}]" not in places:
-                        places.append(f"{where}[{i}]")
-                    continue
-                scheme, _ = self.deref(self.schemes[name], self.uri, f"components.securitySchemes.{name}")
-                scheme = _expect(dict, scheme, f"components.securitySchemes.{name}", "a Security Scheme mapping")
-                kind, word = str(scheme.get("type", "")), str(scheme.get("scheme", "")).lower()
-                where_sent, param = str(scheme.get("in", "")), str(scheme.get("name", ""))
-                schemes.append(SecurityScheme(str(name), kind, word, where_sent, param))
-            if schemes:
-                alternatives.append(tuple(schemes))
-        return tuple(alternatives)
-
-    def undeclared_warnings(self) -> list[str]:
-        """One warning per security scheme that requirements name but the document never declares."""
-        out = []
-        for name, places in self.undeclared.items():
-            more = f" (and {len(places) - 1} more {'place' if len(places) == 2 else 'places'})" if len(places) > 1 else ""
-            out.append(f"{places[0]}{more}: security scheme {shown(name)} is not declared in components.securitySchemes"
-                       f"{_suggest(name, self.schemes)}; not enforced")
-        return out
-
-
 # What an operation that declares no responses answers: 204, no body (scenarios and `Prefer` may name it too).
 NO_RESPONSES = Response(status="204", description="no responses declared: plantstub answers 204 with no body",
                         content={}, headers={})
@@ -422,13 +376,5 @@ def _content_schema(node: dict, where: str) -> Any:
     """A parameter's or header's schema: `schema`, else the schema of its one `content` entry."""
     if node.get("schema") is None and isinstance(node.get("content"), dict) and node["content"]:
         media = next(iter(node["content"].values()))
-        return _expect(dict, media, f"{where}.content", "a Media Type mapping").get("schema")
+        return expect(dict, media, f"{where}.content", "a Media Type mapping").get("schema")
     return node.get("schema")
-
-
-def _suggest(name: str, declared: dict) -> str:
-    names = [str(n) for n in declared]
-    close = difflib.get_close_matches(name, names, n=1)
-    if close:
-        return f" (did you mean {shown(close[0])}?)"
-    return f" (declared: {cut(', '.join(names), 3 * MAX_SHOWN)})" if names else " (none are declared)"
