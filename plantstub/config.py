@@ -32,6 +32,7 @@ class Settings:
     """Everything a running stub needs to know; shared by CLI, Stub, create_app and the fixture."""
 
     spec: Path | None = None
+    spec_root: Path | None = None  # the folder $refs may read files under (default: the spec's own folder)
     scenarios: Path | None = None
     scenario: str | None = None
     host: str = "127.0.0.1"
@@ -161,6 +162,7 @@ def _webhooks(name: str, value: Any) -> tuple[tuple[str, str], ...]:
 
 _CONVERTERS = {
     "spec": _path,
+    "spec_root": _path,
     "scenarios": _path,
     "scenario": _text,
     "host": _host,

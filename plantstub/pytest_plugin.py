@@ -89,6 +89,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("plantstub", "plantstub (contract-checked Plant Store stub)")
     group.addoption("--plantstub-spec", metavar="FILE",
                     help="OpenAPI document the stub serves, relative to the current folder (default: bundled Plant Store)")
+    group.addoption("--plantstub-spec-root", metavar="DIR",
+                    help="folder whose files the spec's $refs may read, relative to the current folder (default: the spec's folder)")
     group.addoption("--plantstub-scenarios", metavar="DIR",
                     help="folder of scenario files, relative to the current folder")
     group.addoption("--plantstub-stateful", action="store_const", const=True, default=None,
@@ -98,6 +100,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
                     help="fail the run when contract coverage is below PCT percent")
     parser.addini("plantstub_spec", "OpenAPI document the stub serves, relative to the ini file", type="paths")
+    parser.addini("plantstub_spec_root", "folder whose files the spec's $refs may read, relative to the ini file",
+                  type="paths")
     parser.addini("plantstub_scenarios", "folder of scenario files, relative to the ini file", type="paths")
     parser.addini("plantstub_stateful", "the stub remembers what it is told (true/false)", default=None)
 
@@ -139,12 +143,14 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     """
     explicit = {
         "spec": _spec(_resolve(pytestconfig, pytestconfig.getoption("plantstub_spec"))),
+        "spec_root": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec_root")),
         "scenarios": _resolve(pytestconfig, pytestconfig.getoption("plantstub_scenarios")),
         "stateful": pytestconfig.getoption("plantstub_stateful"),
         "port": 0,
     }
     fallback = {
         "spec": _spec(_first(pytestconfig.getini("plantstub_spec"))),
+        "spec_root": _first(pytestconfig.getini("plantstub_spec_root")),
         "scenarios": _first(pytestconfig.getini("plantstub_scenarios")),
         "stateful": pytestconfig.getini("plantstub_stateful"),
     }

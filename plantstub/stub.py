@@ -47,7 +47,7 @@ class Stub:
     :param scenario: scenario active at start.
     :param port: port to listen on (default 0: a free one; PLANTSTUB_PORT is not read here).
     :param settings: a complete Settings instead of the keyword arguments.
-    :param options: other Settings fields (stateful, host, journal, journal_size, max_body, read_timeout,
+    :param options: other Settings fields (spec_root, stateful, host, journal, journal_size, max_body, read_timeout,
         log_format; webhook: a list of "URL" or "NAME=URL" subscriptions); ``stateful=True`` makes the stub
         remember what it is told (``stub.state``).
     """

@@ -52,7 +52,7 @@ class Control:
     def __init__(self, settings: Settings, spec: Spec | None = None) -> None:
         self.settings = settings
         with collector_paused():
-            self.spec = spec if spec is not None else load_spec(settings.spec)
+            self.spec = spec if spec is not None else load_spec(settings.spec, root=settings.spec_root)
             self.router = Router(self.spec)
             # Default answers are built now (serve() warns about the operations left without one), with every
             # schema compiled once for the spec; each request check is put together on the first request of its
