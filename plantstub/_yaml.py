@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import marshal
 import re
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from itertools import accumulate
@@ -15,6 +18,7 @@ from yaml import events
 from yaml.constructor import ConstructorError
 
 from plantstub._json import MAX_DIGITS, MAX_SHOWN, cut, shown
+from plantstub._yaml_split import read_split
 
 _MERGE = "tag:yaml.org,2002:merge"
 _KEY_TYPES = (str, int, float, bool, type(None))
@@ -221,7 +225,7 @@ def parse_text(text: str, name: str, *, quote: bool = True) -> Any:
         if name.endswith(".json"):
             return _json_loads(text, name, quote)
         try:
-            return read_events(text)
+            return read_split(text, read_events)  # a big one in two processes at once
         except _Unusual:  # read again, as it always was: the same value, or the error in the same words
             return yaml.load(text, Loader=JsonSafeLoader)  # a SafeLoader subclass: no arbitrary objects
     except DocumentLimit as exc:
@@ -325,7 +329,8 @@ def read_events(text: str) -> Any:
     """
     parser = _SAFE_BASE(text)
     resolvers = JsonSafeLoader.yaml_implicit_resolvers
-    tags: dict[str, str] = {}  # plain scalar -> its resolved tag (a document repeats its words)
+    # plain scalar -> its value (a document repeats its words: each is read once, and kept once in memory)
+    plain: dict[str, Any] = {}
     loader = JsonSafeLoader("")  # builds ints, floats, booleans and nulls with its own constructors
     # The open collections around the current one: [collection, its pending key, anchor, values before it,
     # deepest level inside]; the current one is `into` with `key` (a mapping's key waiting for its value).
@@ -347,12 +352,11 @@ def read_events(text: str) -> Any:
                 if event.tag is not None:
                     raise _Unusual
                 if event.implicit[0]:  # plain: typed by the core schema; quoted: text
-                    tag = tags.get(value)
-                    if tag is None:
-                        tag = tags[value] = next((t for t, regexp in resolvers.get(value[:1], []) if regexp.match(value)),
-                                                 text_tag)
-                    if tag is not text_tag:
-                        value = _typed(loader, tag, value)
+                    known = plain.get(value, no_key)
+                    if known is no_key:
+                        tag = next((t for t, regexp in resolvers.get(value[:1], []) if regexp.match(value)), text_tag)
+                        known = plain[value] = value if tag is text_tag else _typed(loader, tag, value)
+                    value = known
                 if event.anchor is not None:
                     _define(event.anchor, anchors, stack)
                     anchors[event.anchor] = (value, 1, 0)
@@ -428,6 +432,18 @@ def read_events(text: str) -> Any:
     finally:
         parser.dispose()
     return result
+
+
+def read_chunk() -> None:
+    """The child process of _yaml_split: the text on standard input as read_events() reads it, marshalled to
+    standard output; exit status 1 for anything out of the ordinary (the parent then reads the whole text)."""
+    gc.disable()  # every object lives until the process ends
+    text = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
+    try:
+        value = read_events(text)
+    except (_Unusual, DocumentLimit):
+        sys.exit(1)
+    sys.stdout.buffer.write(marshal.dumps(value))
 
 
 def _typed(loader: Any, tag: str, value: str) -> Any:
