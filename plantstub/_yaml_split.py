@@ -23,10 +23,13 @@ from typing import Any
 MIN_SPLIT = 4_000_000  # characters: a smaller document reads faster than a second Python starts
 # A line that is a plain or quoted key and nothing else after the colon but a value on the same line.
 _KEY = r"(?:[A-Za-z0-9_/$][^\n#:]*|\"[^\"\n\\]*\"|'[^'\n]*'):(?:[ \t]|$)"
+_KEY_LINE = re.compile(rf"[ ]*{_KEY}", re.MULTILINE)
+_INDENT = re.compile("[ ]*")
 _HEADER = re.compile(r"^([ ]*)([A-Za-z0-9_/$][^\n#: ]*):[ \t]*$", re.MULTILINE)  # `paths:` alone on its line
 _LEVELS = 4  # how deep to look for a key near the middle
-# What could make a half mean something else than in the whole: anchors, aliases, tags, document markers.
-_UNSPLITTABLE = re.compile(r"(?:^|[\s\[\]{},])[&*!][^\s\[\]{},]|\n(?:---|\.\.\.)(?:\s|$)")
+_OPENERS = frozenset(" \t\r\n[]{},")
+_ENDERS = frozenset(["", " ", "\t", "\r", "\n", "[", "]", "{", "}", ","])
+_MARKER = re.compile(r"\n(?:---|\.\.\.)(?:\s|$)")  # a document's start or end inside the text
 _WORKER = "import sys; sys.path.insert(0, {root!r}); from plantstub._yaml import read_chunk; read_chunk()"
 
 
@@ -36,7 +39,7 @@ class _NoSplit(Exception):
 
 def read_split(text: str, read: Callable[[str], Any]) -> Any:
     """`read(text)`, in two processes for a big block-YAML document whose halves read as the whole does."""
-    if len(text) < MIN_SPLIT or text.lstrip()[:1] in ("{", "[") or _UNSPLITTABLE.search(text):
+    if len(text) < MIN_SPLIT or text.lstrip()[:1] in ("{", "[") or _unsplittable(text):
         return read(text)
     try:
         first, second, section = _halves(text)
@@ -45,38 +48,69 @@ def read_split(text: str, read: Callable[[str], Any]) -> Any:
         return read(text)
 
 
+def _unsplittable(text: str) -> bool:
+    """Whether a half could mean something else than in the whole: an anchor, alias or tag (`&a`, `*a`, `!t`
+    after a space or a flow indicator) or a document marker. str.find() at C speed; a regex took 1.5 s."""
+    for mark in "&*!":
+        at = text.find(mark)
+        while at != -1:
+            if (at == 0 or text[at - 1] in _OPENERS) and text[at + 1:at + 2] not in _ENDERS:
+                return True
+            at = text.find(mark, at + 1)
+    return ("\n---" in text or "\n..." in text) and _MARKER.search(text) is not None
+
+
 def _halves(text: str) -> tuple[str, str, list[str]]:
-    """The two texts, and the keys (from the top) of the mapping both hold part of ([]: the top-level one)."""
-    middle = len(text) // 2
-    opening = re.search(r"^[^\s#]", text, re.MULTILINE)  # the first line that is not blank or a comment
-    if opening is None or not re.match(_KEY, text[opening.start():]):  # not a block mapping at column 0
+    """The two texts, and the keys (from the top) of the mapping both hold part of ([]: the top-level one).
+
+    Found with str.find() near the middle: a regular expression over the whole text took a second.
+    """
+    middle, near = len(text) // 2, len(text) // 8
+    opening = re.compile(r"^[^\s#]", re.MULTILINE).search(text)  # the first line not blank nor a comment
+    if opening is None or not _KEY_LINE.match(text, opening.start()):  # not a block mapping at column 0
         raise _NoSplit
     start, end, indent, prefix, path = opening.start(), len(text), 0, "", []
     for _ in range(_LEVELS):
-        keys = [start + m.start() for m in re.finditer(rf"^[ ]{{{indent}}}{_KEY}", text[start:end], re.MULTILINE)]
-        if not keys or keys[0] != start:
-            raise _NoSplit
-        inside = [k for k in keys[1:] if abs(k - middle) < len(text) // 8]
-        if inside:  # a key near the middle: cut before it
-            cut = min(inside, key=lambda k: abs(k - middle))
+        before, after = _key_before(text, start, middle, indent), _key_after(text, middle, end, indent)
+        cuts = [k for k in (before, after) if k is not None and k > start and abs(k - middle) < near]
+        if cuts:  # a key near the middle: cut before it
+            cut = min(cuts, key=lambda k: abs(k - middle))
             return text[:cut], prefix + text[cut:], path
         # Else go down into the mapping of the key whose lines hold the middle, if it is `key:` alone on its line.
-        holder = max(k for k in keys if k <= middle) if keys[0] <= middle else keys[0]
-        header = _HEADER.match(text, holder)
+        header = _HEADER.match(text, before if before is not None else start)
         if header is None or header.group(1) != indent * " ":
             raise _NoSplit
-        following = [k for k in keys if k > holder]
-        start, end = header.end() + 1, following[0] if following else end
+        start, end = header.end() + 1, after if after is not None else end
         child = re.compile(r"^([ ]*)[^ \n#]", re.MULTILINE).search(text, start, end)
-        if child is None or len(child.group(1)) <= indent:
+        if child is None or len(child.group(1)) <= indent or not _KEY_LINE.match(text, child.start()):
             raise _NoSplit
-        # A line less indented than the keys below (but more than the key) would end the mapping: leave it whole.
-        if re.compile(rf"^[ ]{{{indent + 1},{len(child.group(1)) - 1}}}[^ \n#]", re.MULTILINE).search(text, start, end):
-            raise _NoSplit
-        prefix += text[holder:start]
+        prefix += text[header.start():start]
         path.append(header.group(2))
         start, indent = child.start(), len(child.group(1))
     raise _NoSplit
+
+
+def _key_before(text: str, start: int, middle: int, indent: int) -> int | None:
+    """The start of the last line in text[start:middle] that is a key indented by `indent` spaces."""
+    found = start if _KEY_LINE.match(text, start) and len(_INDENT.match(text, start).group()) == indent else None
+    for lead in _lead(indent).finditer(text, start, middle):
+        if _KEY_LINE.match(text, lead.end()):
+            found = lead.start() + 1
+    return found
+
+
+def _key_after(text: str, middle: int, end: int, indent: int) -> int | None:
+    """The start of the first line in text[middle:end] that is a key indented by `indent` spaces."""
+    for lead in _lead(indent).finditer(text, middle, end):
+        if _KEY_LINE.match(text, lead.end()):
+            return lead.start() + 1
+    return None
+
+
+def _lead(indent: int) -> re.Pattern[str]:
+    """A line break and `indent` spaces before a key's first character (a literal start: the regex engine then
+    skips to each line break at C speed)."""
+    return re.compile("\n" + " " * indent + "(?=[A-Za-z0-9_/$\"'])")
 
 
 def _read_halves(first: str, second: str, section: list[str], read: Callable[[str], Any]) -> Any:

@@ -84,13 +84,13 @@ class Answer:
             if fitting:
                 self.base = fitting[0]
                 return
-        made = generate(schema, samples)
-        self.base = made.value
+        made = samples.generated(schema, generate) if samples is not None else generate(schema)
+        self.base = made.value  # shared by the answers of one schema: never changed in place
         if made.problem is not None:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
             self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
             return
-        flat = flatten(schema, defs_of(schema))
+        flat = samples.flatten(schema, defs_of(schema))[0] if samples is not None else flatten(schema, defs_of(schema))
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
             self.echo = tuple(flat.get("properties") or {})
             self.whole = whole
@@ -102,7 +102,7 @@ class Answer:
             return
         for name in ("error", "code", "status"):
             if isinstance(self.base.get(name), int) and self.whole.is_valid({**self.base, name: self.status}):
-                self.base[name] = self.status
+                self.base = {**self.base, name: self.status}
 
     def body_for(self, request_body: Any, example: str | None = None) -> Any:
         """The body to send: a named example, or the base value with request fields echoed in.
