@@ -24,7 +24,6 @@ MIN_SPLIT = 2_000_000  # characters (2 MB of YAML: 0.7 s to read); a second Pyth
 # A line that is a plain or quoted key and nothing else after the colon but a value on the same line.
 _KEY = r"(?:[A-Za-z0-9_/$][^\n#:]*|\"[^\"\n\\]*\"|'[^'\n]*'):(?:[ \t]|$)"
 _KEY_LINE = re.compile(rf"[ ]*{_KEY}", re.MULTILINE)
-_INDENT = re.compile("[ ]*")
 _LINE = re.compile(r"^([ ]*)[^ \n#]", re.MULTILINE)  # a line that is not blank nor a comment, and its indent
 _HEADER = re.compile(r"^([ ]*)([A-Za-z0-9_/$][^\n#: ]*):[ \t]*$", re.MULTILINE)  # `paths:` alone on its line
 _LEVELS = 4  # how deep to look for a key near the middle
@@ -70,7 +69,8 @@ def _halves(text: str) -> tuple[str, str, list[str]]:
     opening = _LINE.search(text)
     if opening is None or opening.group(1) or not _KEY_LINE.match(text, opening.start()):  # no mapping at column 0
         raise _NoSplit
-    start, end, indent, prefix, path = opening.start(), len(text), 0, "", []
+    start, end, indent, prefix = opening.start(), len(text), 0, ""
+    path: list[str] = []
     for _ in range(_LEVELS):
         before, after = _key_before(text, start, middle, indent), _key_after(text, middle, end, indent)
         cuts = sorted((k for k in (before, after) if k is not None and k > start), key=lambda k: abs(k - middle))
@@ -95,7 +95,8 @@ def _halves(text: str) -> tuple[str, str, list[str]]:
 
 def _key_before(text: str, start: int, middle: int, indent: int) -> int | None:
     """The start of the last line in text[start:middle] that is a key indented by `indent` spaces."""
-    found = start if _KEY_LINE.match(text, start) and len(_INDENT.match(text, start).group()) == indent else None
+    at_start = _LINE.match(text, start)
+    found = start if at_start and len(at_start.group(1)) == indent and _KEY_LINE.match(text, start) else None
     for lead in _lead(indent).finditer(text, start, middle + indent + 2):  # room for the look-ahead
         if lead.start() < middle and _KEY_LINE.match(text, lead.end()):
             found = lead.start() + 1
