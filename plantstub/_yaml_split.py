@@ -15,7 +15,7 @@ import marshal
 import re
 import subprocess
 import sys
-import threading
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -95,12 +95,19 @@ def _halves(text: str) -> tuple[str, str, list[str]]:
 
 def _key_before(text: str, start: int, middle: int, indent: int) -> int | None:
     """The start of the last line in text[start:middle] that is a key indented by `indent` spaces."""
-    at_start = _LINE.match(text, start)
-    found = start if at_start and len(at_start.group(1)) == indent and _KEY_LINE.match(text, start) else None
-    for lead in _lead(indent).finditer(text, start, middle + indent + 2):  # room for the look-ahead
-        if lead.start() < middle and _KEY_LINE.match(text, lead.end()):
-            found = lead.start() + 1
-    return found
+    window = 1 << 16
+    while True:  # look back from the middle in ever larger windows: most keys are near it
+        low = max(start, middle - window)
+        found = None
+        for lead in _lead(indent).finditer(text, low, middle + indent + 2):  # room for the look-ahead
+            if lead.start() < middle and _KEY_LINE.match(text, lead.end()):
+                found = lead.start() + 1
+        if found is not None:
+            return found
+        if low == start:
+            at_start = _LINE.match(text, start)
+            return start if at_start and len(at_start.group(1)) == indent and _KEY_LINE.match(text, start) else None
+        window *= 4
 
 
 def _key_after(text: str, middle: int, end: int, indent: int) -> int | None:
@@ -119,23 +126,17 @@ def _lead(indent: int) -> re.Pattern[str]:
 
 def _read_halves(first: str, second: str, section: list[str], read: Callable[[str], Any]) -> Any:
     root = str(Path(__file__).resolve().parents[1])
-    try:
-        child = subprocess.Popen([sys.executable, "-c", _WORKER.format(root=root)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    except OSError:
-        raise _NoSplit from None
-    assert child.stdin is not None and child.stdout is not None
-    stdin = child.stdin
-
-    def feed() -> None:
+    # The second half goes in through an unnamed temporary file, written at once: fed through a pipe by a thread,
+    # each 64 KiB waited for this process's busy thread to let go of the interpreter (a second in all).
+    with tempfile.TemporaryFile() as given:
+        given.write(second.encode("utf-8", "surrogatepass"))
+        given.seek(0)
         try:
-            stdin.write(second.encode("utf-8", "surrogatepass"))
-            stdin.close()
-        except OSError:  # it died: its answer says so
-            pass
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
+            child = subprocess.Popen([sys.executable, "-c", _WORKER.format(root=root)], stdin=given,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            raise _NoSplit from None
+    assert child.stdout is not None
     try:
         try:
             head = read(first)
@@ -150,7 +151,6 @@ def _read_halves(first: str, second: str, section: list[str], read: Callable[[st
             child.kill()
             child.wait()
         child.stdout.close()
-        feeder.join()
     return _merged(head, tail, section)
 
 
