@@ -1,7 +1,7 @@
 """Start-up and first calls on a big document: run by hand, not by pytest.
 
     .venv/bin/python tests/benchmarks/big_spec.py --spec FILE [--ops 10] [--json]
-    .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--ops 10]
+    .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--yaml] [--ops 10]
 
 Starts `python -m plantstub serve --spec FILE --port 0` and prints the time to its listening line, its peak
 resident memory (VmHWM) then, the first call of `--ops` operations spread over the document (each a
@@ -26,11 +26,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from the repo root
 from plantstub.contract.load import load_spec
 from plantstub.contract.model import Operation
 from plantstub.contract.samples import sample
-from tests.synthetic import write_big_document
+from tests.synthetic import big_document, write_big_document
+
+
+class _NoAliases(yaml.CSafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def memory(pid: int) -> dict[str, float]:
@@ -97,12 +104,22 @@ def main() -> int:
     source.add_argument("--spec", type=Path, help="the document to serve")
     source.add_argument("--synthetic", nargs=2, type=int, metavar=("SCHEMAS", "PATHS"),
                         help="serve tests/synthetic.py's document of this size (3 operations per path)")
+    parser.add_argument("--yaml", action="store_true",
+                        help="with --synthetic: write the document as block YAML with no anchors (as OpenAPI generators"
+                             " write YAML), not JSON")
     parser.add_argument("--ops", type=int, default=10, help="operations called (spread over the document)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the listening line")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        spec_path = args.spec or write_big_document(Path(tmp) / "synthetic.json", *args.synthetic)
+        if args.spec:
+            spec_path = args.spec
+        elif args.yaml:
+            spec_path = Path(tmp) / "synthetic.yaml"
+            spec_path.write_text(yaml.dump(big_document(*args.synthetic), Dumper=_NoAliases, sort_keys=False,
+                                           default_flow_style=False), encoding="utf-8")
+        else:
+            spec_path = write_big_document(Path(tmp) / "synthetic.json", *args.synthetic)
         size = spec_path.stat().st_size
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--spec", str(spec_path), "--port", "0"],
