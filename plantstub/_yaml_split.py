@@ -145,7 +145,10 @@ def _read_halves(first: str, second: str, section: list[str], read: Callable[[st
         answer = child.stdout.read()
         if child.wait() != 0 or not answer:
             raise _NoSplit
-        tail = marshal.loads(answer)
+        try:
+            tail = marshal.loads(answer)
+        except (ValueError, EOFError, TypeError):  # not what read_chunk() writes: some other program answered
+            raise _NoSplit from None
     finally:
         if child.poll() is None:
             child.kill()

@@ -125,3 +125,14 @@ def test_the_two_halves_merged_are_the_whole(data, style):
     except (_Unusual, _yaml_split._NoSplit):
         return  # the caller reads the whole text instead
     assert json.dumps(merged) == json.dumps(whole)
+
+
+@pytest.mark.slow
+def test_a_child_that_answers_nonsense_leaves_the_whole_text_to_this_process(children, monkeypatch, tmp_path):
+    text = block(big_document(20, 20))
+    other = tmp_path / "not-python"
+    other.write_text("#!/bin/sh\necho nonsense\n")
+    other.chmod(0o755)
+    monkeypatch.setattr(_yaml_split.sys, "executable", str(other))
+    assert outcome(text) == json.dumps(read_events(text))
+    assert len(children) == 1
