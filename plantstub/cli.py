@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from plantstub._gc import collector_paused
 from plantstub._version import __version__
 from plantstub.config import Settings, build_settings, env_name
 from plantstub.errors import PlantstubError
@@ -168,8 +169,11 @@ async def _serve(settings: Settings) -> int:
         size = 0
     if size >= 2**20:
         print(f"plantstub: loading {settings.spec} ({size / 2**20:.1f} MiB)", file=sys.stderr, flush=True)
-    control = Control(settings)
-    gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
+    # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
+    # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
+    with collector_paused():
+        control = Control(settings)
+        gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
         running = await start(control, settings.host, settings.port)
     except OSError as exc:

@@ -85,14 +85,14 @@ class Answer:
             if fitting:
                 self.base = fitting[0]
                 return
-        made = generate(schema, samples)
-        self.base = made.value
+        made = samples.generated(schema, generate) if samples is not None else generate(schema)
+        self.base = made.value  # shared by the answers of one schema: never changed in place
         if made.problem is not None:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
             self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
             return
         defs = defs_of(schema)
-        flat = flatten(schema, defs)
+        flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
             props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
             # A `writeOnly` property (a password) goes in requests only: never echoed into an answer.
@@ -110,7 +110,7 @@ class Answer:
             return
         for name in ("error", "code", "status"):
             if isinstance(self.base.get(name), int) and self.whole.is_valid({**self.base, name: self.status}):
-                self.base[name] = self.status
+                self.base = {**self.base, name: self.status}
 
     def body_for(self, request_body: Any, example: str | None = None) -> Any:
         """The body to send: a named example, or the base value with request fields echoed in.

@@ -31,6 +31,8 @@ Lookup = Callable[[str, str, str], "tuple[Any, str]"]
 @lru_cache(maxsize=65536)
 def join(base: str, ref: str) -> str:
     """urljoin(), remembered: a big document writes the same few thousand `$ref`s tens of thousands of times."""
+    if len(ref) > 1 and ref[0] == "#":  # a pointer into the same file, as urljoin() writes it: ten times faster
+        return base.partition("#")[0] + ref
     return urljoin(base, ref)
 
 
@@ -199,7 +201,7 @@ class Bundler:
         return "#" + urldefrag(target)[1] if urldefrag(target)[1] else target.rsplit("/", 1)[-1]
 
     def new_key(self, target: str) -> str:
-        uri, fragment = urldefrag(target)
+        uri, _, fragment = target.partition("#")  # as urldefrag() splits a URI joined by join(), faster
         name = unquote(fragment.rsplit("/", 1)[-1]).replace("~1", "/").replace("~0", "~") or uri.rsplit("/", 1)[-1]
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "schema"
         key, n = name, 1
@@ -211,7 +213,7 @@ class Bundler:
     def dialect_at(self, target: str) -> str:
         """The dialect of the schema at absolute `target`: the nearest `$schema` on the way from its file's
         root down to it (the schema itself included), else the document's."""
-        uri, fragment = urldefrag(target)
+        uri, _, fragment = target.partition("#")
         node, _ = self.lookup(uri, self.where, uri)
         named = None
         for step in unquote(fragment).split("/")[1:]:

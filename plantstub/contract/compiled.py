@@ -8,7 +8,7 @@ shared validator leaves out, with only the `$defs` it needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from plantstub.contract.flatten import flatten_keys, merge
@@ -38,12 +38,20 @@ class Checks:
         self.flat: dict[int, tuple[Any, tuple[Any, frozenset[str]]]] = {}
         self.merged: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
         self.marks: dict[tuple[str, int], tuple[Any, bool]] = {}  # (keyword, id(node)) -> (node, marked inside)
+        self.made: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, the value generated for it)
 
     def flatten(self, schema: Any, defs: dict[str, Any]) -> tuple[Any, frozenset[str]]:
         """flatten_keys(), kept: the same schema folds into the same object, whose checks are then compiled once."""
         entry = self.flat.get(id(schema))
         if entry is None or entry[0] is not schema:
             entry = self.flat[id(schema)] = (schema, flatten_keys(schema, defs))
+        return entry[1]
+
+    def generated(self, schema: Any, generate: Callable[[Any, Checks], Any]) -> Any:
+        """`generate(schema, self)`, kept: operations answering with the same schema share one value."""
+        entry = self.made.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = self.made[id(schema)] = (schema, generate(schema, self))
         return entry[1]
 
     def merge(self, flat: dict[str, Any], branch: Any, defs: dict[str, Any]) -> Any:

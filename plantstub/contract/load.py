@@ -83,6 +83,9 @@ def load_spec(path: str | Path | None = None, root: str | Path | None = None) ->
         loader.__dict__.pop("securities", None)  # its deref is a method of the loader: the same kind of cycle
 
 
+_NOWHERE = object()
+
+
 class _Loader:
     def __init__(self, file: Path, root: Path | None = None) -> None:
         self.shown = file
@@ -94,6 +97,7 @@ class _Loader:
         self.registry: referencing.Registry = referencing.Registry()
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
         self.found: dict[str, tuple[Any, str]] = {}  # absolute $ref target -> (its contents, its file's URI)
+        self.read_files: dict[str, Any] = {}  # file URI -> its contents
 
     def load(self) -> Spec:
         if self.root_given and not self.root.is_dir():
@@ -183,6 +187,7 @@ class _Loader:
         if not main and not isinstance(contents, (dict, list)):
             raise SpecError(f"{name} holds no YAML or JSON mapping or list, so nothing in it can be referenced")
         self.registry = self.registry.with_resource(uri, referencing.Resource.opaque(contents))
+        self.read_files[uri] = contents
         return contents
 
     def deref(self, node: Any, base: str, where: str) -> tuple[Any, str]:
@@ -203,6 +208,10 @@ class _Loader:
         found = self.found.get(target)
         if found is not None:  # a big document names the same targets thousands of times
             return found
+        found = self.walk(target)
+        if found is not None:
+            self.found[target] = found
+            return found
         uri, fragment = urldefrag(target)
         if urlparse(uri).scheme != "file":
             raise SpecError(f"{where}: $ref {shown(ref)}: only local files can be referenced (no network)")
@@ -220,6 +229,23 @@ class _Loader:
             ) from None
         found = self.found[target] = (resolved.contents, uri)
         return found
+
+    def walk(self, target: str) -> tuple[Any, str] | None:
+        """The contents at `target`, a JSON pointer into a file read already, found step by step (as `referencing`
+        finds it, in a tenth of the time: a big document has thousands of targets); None: ask `referencing`."""
+        uri, _, fragment = target.partition("#")
+        node = self.read_files.get(uri, _NOWHERE)
+        if node is _NOWHERE or (fragment and not fragment.startswith("/")):
+            return None
+        for step in unquote(fragment).split("/")[1:] if fragment else ():
+            step = step.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and step in node:
+                node = node[step]
+            elif isinstance(node, list) and step.isdigit() and (step == "0" or step[0] != "0") and int(step) < len(node):
+                node = node[int(step)]
+            else:
+                return None
+        return node, uri
 
     def near(self, uri: str, pointer: str) -> str:
         """` (did you mean 'Plant'?)` when the last step of a broken pointer is a typo."""

@@ -54,12 +54,14 @@ class ScenarioContract:
     """Checks rules against one spec; compiled response schemas live on the served operations, shared by every file.
 
     :param served: the running stub's operations, so load-time and run-time checks compile each schema once.
+    :param router: the running stub's router (built once per spec).
     """
 
-    def __init__(self, spec: Spec, served: dict[Operation, ServedOperation] | None = None) -> None:
+    def __init__(self, spec: Spec, served: dict[Operation, ServedOperation] | None = None,
+                 router: Router | None = None) -> None:
         self.spec = spec
         self.served = serve(spec) if served is None else served
-        self.router = Router(spec)
+        self.router = Router(spec) if router is None else router  # the running stub's: built once
         self.methods = list(dict.fromkeys(op.method for op in spec.operations))
         self.paths = list(dict.fromkeys(op.path for op in spec.operations))
         # (op, id(reply)) -> (reply, the check of its rendered body, or None when nothing to check)

@@ -72,7 +72,7 @@ class Control:
         # Only the folder it was given: Stub() and create_app() never read ./scenarios on their own.
         self.scenarios_dir = settings.scenarios
         # Checks rules at load, and templated replies once rendered, with the schemas compiled above.
-        self.contract = ScenarioContract(self.spec, self.served)
+        self.contract = ScenarioContract(self.spec, self.served, self.router)
         self.builtins, self.unfit_builtins = load_builtin_scenarios(self.spec, self.contract)
         self._builtin_indexes = {name: RuleIndex(s) for name, s in self.builtins.items()}
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
