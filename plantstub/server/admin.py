@@ -93,7 +93,8 @@ class _Admin:
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
             "webhooks": {"subscriptions": len(hooks.subscriptions.urls), "delivered": hooks.log.recorded,
-                         "pending": hooks.sender.pending, "lost": hooks.log.lost},
+                         "pending": hooks.sender.pending, "lost": hooks.log.lost,
+                         "dropped": hooks.log.dropped},
         }, status=503 if problems else 200)
 
     async def scenarios(self, request: web.BaseRequest) -> web.Response:

@@ -9,11 +9,12 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from plantstub._json import NO_BODY, shown
+from plantstub._json import NO_BODY, json_bytes, shown
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches
 
 DEFAULT_LOG_SIZE = 10_000
+DEFAULT_LOG_BYTES = 64 * 2**20  # the bodies the log keeps, as JSON: beyond it the oldest deliveries go (`dropped`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +40,15 @@ def iso(at: float) -> str:
 
 
 class DeliveryLog:
-    """The deliveries of a stub, oldest first, the last `size` kept; `lost` counts those never sent."""
+    """The deliveries of a stub, oldest first: the last `size`, holding at most `max_bytes` of bodies (as JSON),
+    are kept, the older counted in `dropped`, as the journal does with calls; `lost` counts those never sent."""
 
-    def __init__(self, size: int = DEFAULT_LOG_SIZE) -> None:
+    def __init__(self, size: int = DEFAULT_LOG_SIZE, max_bytes: int = DEFAULT_LOG_BYTES) -> None:
         self.size = size
-        self.items: deque[Delivery] = deque(maxlen=size)
+        self.max_bytes = max_bytes
+        self.items: deque[tuple[Delivery, int]] = deque()  # each with its body's size
+        self.bytes = 0
+        self.dropped = 0
         self.next_seq = 1
         self.recorded = 0
         self.lost = 0  # never sent: the queue was full (see health `problems`)
@@ -57,15 +62,21 @@ class DeliveryLog:
     def add(self, delivery: Delivery, epoch: int) -> None:
         if epoch != self.epoch:  # decided before a reset: it belongs to the test before, not to this one
             return
-        self.items.append(delivery)
+        size = len(json_bytes(delivery.body))
+        self.items.append((delivery, size))
+        self.bytes += size
         self.recorded += 1
+        while len(self.items) > self.size or (self.bytes > self.max_bytes and len(self.items) > 1):
+            self.bytes -= self.items.popleft()[1]
+            self.dropped += 1
 
     def snapshot(self) -> list[Delivery]:
-        return list(self.items)
+        return [delivery for delivery, _ in self.items]
 
     def clear(self) -> int:
         count = len(self.items)
         self.items.clear()
+        self.bytes = 0
         self.epoch += 1
         return count
 
