@@ -7,7 +7,7 @@ from typing import Any
 
 from plantstub._json import MISSING, NO_BODY
 from plantstub.errors import CallAssertionError
-from plantstub.matching import body_mismatches, path_pattern
+from plantstub.matching import body_mismatches, path_pattern, value_mismatches
 from plantstub.recording.call import Call
 
 NEAR_MISSES = 3
@@ -47,10 +47,18 @@ class Expectation:
         lowered = {k.lower(): v for k, v in call.headers.items()}
         for name, value in (self.headers or {}).items():
             actual = lowered.get(name.lower())
-            rows.append((f"headers.{name}", str(value), actual, actual == str(value)))
+            if isinstance(value, dict):  # a matcher: {"$regex": "^Bearer "}
+                ok = not value_mismatches(value, MISSING if actual is None else actual, f"headers.{name}")
+                rows.append((f"headers.{name}", value, actual, ok))
+            else:
+                rows.append((f"headers.{name}", str(value), actual, actual == str(value)))
         for name, value in (self.query or {}).items():
             actual = call.query.get(name)
-            rows.append((f"query.{name}", value, actual, actual == value or actual == str(value)))
+            if isinstance(value, dict):
+                first = actual[0] if isinstance(actual, list) else MISSING if actual is None else actual
+                rows.append((f"query.{name}", value, actual, not value_mismatches(value, first, f"query.{name}")))
+            else:
+                rows.append((f"query.{name}", value, actual, actual == value or actual == str(value)))
         if self.body is not NO_BODY:
             misses = body_mismatches(self.body, call.body)
             if misses:

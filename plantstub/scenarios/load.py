@@ -18,6 +18,7 @@ from plantstub.contract.messages import python_message
 from plantstub.contract.model import Spec
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import ScenarioError
+from plantstub.matching import matcher_problems
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.document import ScenarioDocument, where_of
 from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, Scenario
@@ -114,6 +115,23 @@ def _text(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
+def _value(value: Any) -> Any:
+    """A header or query value of `match:`: text, or a matcher as written."""
+    return value if isinstance(value, dict) else _text(value)
+
+
+def _matcher_errors(doc: ScenarioDocument, rule: Rule, raw: dict) -> list[ScenarioError]:
+    """The `$` matchers of a rule's `match:` (headers, query, body), checked: known, well-formed, regexes that compile."""
+    match, base = raw.get("match") or {}, f"{rule.label}.match"
+    found = []
+    for part in ("headers", "query"):
+        for name, value in (match.get(part) or {}).items():
+            found.extend(matcher_problems(value, f"{base}.{part}.{name}"))
+    if "body" in match:
+        found.extend(matcher_problems(match["body"], f"{base}.body"))
+    return [doc.error(where, message) for where, message in found]
+
+
 def _reply(raw: dict, line: int) -> Reply:
     return Reply(
         status=raw.get("status", 200), headers=dict(raw.get("headers") or {}), body=raw.get("body", NO_BODY),
@@ -129,8 +147,8 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
         criteria = Criteria(
             method=match["method"].upper() if "method" in match else None,
             path=match.get("path"),
-            headers={k.lower(): _text(v) for k, v in (match.get("headers") or {}).items()},
-            query={k: _text(v) for k, v in (match.get("query") or {}).items()},
+            headers={k.lower(): _value(v) for k, v in (match.get("headers") or {}).items()},
+            query={k: _value(v) for k, v in (match.get("query") or {}).items()},
             body=match.get("body", NO_BODY),
             line=doc.line(f"{base}.match"),
         )
@@ -177,6 +195,7 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
         scenario = _build(doc, doc.data.get("name", Path(file).stem))
         for rule, raw in zip(scenario.rules, doc.data.get("rules") or [], strict=True):
             errors.extend(_unreachable_replies(doc, rule))
+            errors.extend(_matcher_errors(doc, rule, raw))
             errors.extend(contract.rule_errors(doc, rule, raw))
         if "state" in doc.data:
             errors.extend(contract.state_errors(doc, doc.data["state"]))

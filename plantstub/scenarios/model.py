@@ -40,9 +40,9 @@ class Criteria:
 
     method: str | None = None
     path: str | None = None  # a literal path or a spec-style template (/plants/{id})
-    headers: dict[str, str] = field(default_factory=dict)
-    query: dict[str, str] = field(default_factory=dict)
-    body: Any = NO_BODY  # partial: each key given must equal the request's
+    headers: dict[str, Any] = field(default_factory=dict)  # text, or a matcher ({"$regex": ...})
+    query: dict[str, Any] = field(default_factory=dict)
+    body: Any = NO_BODY  # partial: each key given must equal the request's (or hold its matcher)
     line: int = 0
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from plantstub._json import MISSING, NO_BODY
 from plantstub.incoming import IncomingRequest
-from plantstub.matching import Mismatch, body_mismatches, path_pattern
+from plantstub.matching import Mismatch, body_mismatches, path_pattern, value_mismatches
 from plantstub.scenarios.model import Criteria, Rule, Scenario
 
 
@@ -28,12 +28,16 @@ def mismatches(criteria: Criteria, request: IncomingRequest, body: Any) -> list[
         found.append(Mismatch("path", criteria.path, request.path))
     for name, value in criteria.headers.items():
         actual = request.headers.get(name, MISSING)
-        if actual is MISSING or actual != _text(value):
+        if type(value) is dict:  # a matcher ({"$regex": ...}); plain values stay on the fast path
+            found.extend(value_mismatches(value, actual, f"headers.{name}"))
+        elif actual is MISSING or actual != _text(value):
             found.append(Mismatch(f"headers.{name}", _text(value), actual))
     for name, value in criteria.query.items():
         values = request.query.get(name)
         actual = values[0] if values else MISSING
-        if actual != _text(value):
+        if type(value) is dict:
+            found.extend(value_mismatches(value, actual, f"query.{name}"))
+        elif actual != _text(value):
             found.append(Mismatch(f"query.{name}", _text(value), actual))
     if criteria.body is not NO_BODY:
         found.extend(body_mismatches(criteria.body, body))
