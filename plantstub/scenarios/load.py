@@ -299,3 +299,42 @@ def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError
             found = [ScenarioError(str(given), None, "", "no such file or folder")]
         errors.extend(found)
     return errors, loaded
+
+
+# -- one rule, from code or the admin API ----------------------------------------------------------
+MAX_RULE_DEPTH = 64  # nesting of one declared rule: deeper is surely a mistake, and would strain the recursive checks
+
+
+def _too_deep(data: Any) -> bool:
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_RULE_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    return False
+
+
+def _relative(error: ScenarioError, line: int | None) -> ScenarioError:
+    """`rules[0].reply.status` -> `reply.status`: a declared rule's locations start at the rule itself."""
+    path = error.path
+    path = "" if path == "rules[0]" else path.removeprefix("rules[0].")
+    return ScenarioError(error.file, line, path, error.message)
+
+
+def load_rule(data: Any, contract: ScenarioContract, file: str, line: int | None = None) -> Rule:
+    """One rule in the scenario format (`{"match": ..., "reply": ...}`), checked exactly as a scenario file's rules
+    are; raises ScenarioLoadError with every problem, each at `file:line` and the location inside the rule."""
+    if _too_deep(data):
+        raise ScenarioLoadError([ScenarioError(file, line, "", f"nested more than {MAX_RULE_DEPTH} levels deep")])
+    doc = ScenarioDocument.of_data(file, {"rules": [data]}, line)
+    errors = doc.errors or _schema_errors(doc)
+    if not errors:
+        rule = _build(doc, "").rules[0]
+        errors = [*_unreachable_replies(doc, rule), *_matcher_errors(doc, rule, data), *contract.rule_errors(doc, rule, data)]
+        if not errors:
+            return rule
+    raise ScenarioLoadError([_relative(e, line) for e in sorted(errors, key=_order)])
