@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -68,6 +69,8 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
 
 
 RULE = "rules/{id}"  # the one admin path with a parameter
+SOURCE_HEADER = "X-Plantstub-Source"  # POST rules: where the rule was declared (`tests/test_x.py:12`)
+_SOURCE = re.compile(r"[^\x20-\x7e]")
 
 
 async def _json_body(request: web.BaseRequest, max_body: int, example: str) -> Any:
@@ -205,11 +208,16 @@ class _Admin:
         data = await _json_body(request, self.control.settings.max_body, '{"match": {...}, "reply": {...}}')
         if isinstance(data, web.Response):
             return data
+        # A client declaring for a test (Stub.connect) names the test's line; it shows in GET rules.
+        source = _SOURCE.sub("?", request.headers.get(SOURCE_HEADER, ""))[:200] or f"{request.method} {request.path}"
         try:
-            declared = self.control.add_rule(data, f"{request.method} {request.path}")
+            declared = self.control.add_rule(data, source)
         except ScenarioLoadError as exc:
-            return _error(400, "; ".join(f"body.{e.path}: {e.message}" if e.path else f"body: {e.message}"
-                                         for e in exc.errors))
+            body = error_body(400, "; ".join(f"body.{e.path}: {e.message}" if e.path else f"body: {e.message}"
+                                             for e in exc.errors))
+            # each problem apart as well, so a client can raise them as ScenarioError at its caller's line
+            body["problems"] = [{"path": e.path, "message": e.message} for e in exc.errors]
+            return web.json_response(body, status=400)
         return web.json_response({"id": declared.id}, status=201)
 
     async def rules(self, request: web.BaseRequest) -> web.Response:

@@ -178,6 +178,19 @@ def test_admin_rule_problems_answer_400_with_the_problem(stub, body, message):
     assert stub.rules == []
 
 
+def test_admin_rule_problems_come_apart_too_and_a_client_may_name_the_source(stub):
+    request = urllib.request.Request(stub.url + "/__plantstub/rules", method="POST", headers={
+        **JSON_AUTH, "X-Plantstub-Source": "tests/test_x.py:12"}, data=json.dumps({"match": {"path": "/plant"}, "reply": {}}).encode())
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=5)
+    assert json.loads(caught.value.read())["problems"] == [
+        {"path": "match.path", "message": "/plant matches no path in the spec (paths: /plants)"}]
+    request.data = json.dumps({"match": {"path": "/plants"}, "reply": {}}).encode()
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.status == 201
+    assert stub.rules[0]["source"] == "tests/test_x.py:12"
+
+
 def test_admin_rule_with_a_body_that_is_not_json_is_refused(stub):
     request = urllib.request.Request(stub.url + "/__plantstub/rules", data=b"{nope", method="POST", headers=JSON_AUTH)
     with pytest.raises(urllib.error.HTTPError) as caught:
