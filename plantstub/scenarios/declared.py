@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import copy
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
 from plantstub.incoming import IncomingRequest
-from plantstub.scenarios.model import Rule
-from plantstub.scenarios.select import mismatches
+from plantstub.scenarios.model import Rule, Scenario
+from plantstub.scenarios.select import RuleIndex, mismatches
+
+MAX_RULES = 10_000  # per stub (per session): a client in a loop cannot grow the stub without end
+
+
+class TooManyRules(ValueError):
+    """MAX_RULES rules are declared already."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +43,19 @@ class DeclaredRules:
         self.uses: dict[str, int] = {}
         self.templates: dict[int, Any] = {}  # compiled reply templates (scenarios/replies.py)
         self._next = 0  # ids never come back, so a handle kept past a reset cannot reach a newer rule
+        self._index: RuleIndex | None = None
+        self._by_index: dict[int, DeclaredRule] = {}
 
     def add(self, rule: Rule, data: dict[str, Any], source: str) -> DeclaredRule:
+        """Keep `rule` after the others; raises TooManyRules past MAX_RULES."""
+        if len(self.rules) >= MAX_RULES:
+            raise TooManyRules(f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first")
         self._next += 1
-        declared = DeclaredRule(f"r{self._next}", rule, data, source)
+        # Numbered in declaration order, so the RuleIndex below keeps that order among its candidates.
+        declared = DeclaredRule(f"r{self._next}", replace(rule, index=self._next), data, source)
         self.rules[declared.id] = declared
         self.uses[declared.id] = 0
+        self._index = None
         return declared
 
     def remove(self, rule_id: str) -> bool:
@@ -50,6 +63,7 @@ class DeclaredRules:
         if self.rules.pop(rule_id, None) is None:
             return False
         del self.uses[rule_id]
+        self._index = None
         return True
 
     def clear(self) -> int:
@@ -58,12 +72,19 @@ class DeclaredRules:
         self.rules.clear()
         self.uses.clear()
         self.templates.clear()
+        self._index = None
         return count
 
     def select(self, request: IncomingRequest, body: Any) -> tuple[DeclaredRule, int] | None:
         """The first rule that matches and has uses left, with the index of its reply; counts the use."""
-        for declared in self.rules.values():
-            rule, before = declared.rule, self.uses[declared.id]
+        index = self._index
+        if index is None:  # built on the first request after a change: a test declaring 500 rules pays once
+            rules = tuple(d.rule for d in self.rules.values())
+            index = self._index = RuleIndex(Scenario("", "", "", rules))
+            self._by_index = {d.rule.index: d for d in self.rules.values()}
+        for rule in index.candidates(request, body):
+            declared = self._by_index[rule.index]
+            before = self.uses[declared.id]
             if rule.times is not None and before >= rule.times:
                 continue
             if not mismatches(rule.match, request, body):

@@ -15,8 +15,8 @@ from plantstub.errors import ConfigError, ScenarioError
 from plantstub.recording.coverage import Coverage
 from plantstub.recording.journal import Journal
 from plantstub.scenarios.contract import ScenarioContract
-from plantstub.scenarios.declared import DeclaredRule, DeclaredRules
-from plantstub.scenarios.load import load_builtin_scenarios, load_rule, load_scenarios
+from plantstub.scenarios.declared import MAX_RULES, DeclaredRule, DeclaredRules
+from plantstub.scenarios.load import ScenarioLoadError, load_builtin_scenarios, load_rule, load_scenarios
 from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
@@ -199,6 +199,9 @@ class Control:
 
         :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule.
         """
+        if len(self.declared.rules) >= MAX_RULES:
+            message = f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first"
+            raise ScenarioLoadError([ScenarioError(file, line, "", message)])
         rule = load_rule(data, self.contract, file, line)
         return self.declared.add(rule, data, f"{file}:{line}" if line else file)
 

@@ -143,6 +143,25 @@ def test_declaring_a_rule_takes_under_two_milliseconds(stub):
     assert len(stub.rules) == 200 and plant(stub.url, "n199") == (200, {"name": "x"})
 
 
+def test_many_rules_keep_declaration_order(stub):
+    for i in range(300):
+        stub.when(path="/plants", body={"name": f"n{i}"}).reply(200, {"name": f"rule {i}"})
+    stub.when(path="/plants").reply(200, {"name": "catch-all"})
+    stub.when(path="/plants", body={"name": "n7"}).reply(200, {"name": "too late"})
+    assert plant(stub.url, "n7") == (200, {"name": "rule 7"})
+    assert plant(stub.url, "other") == (200, {"name": "catch-all"})
+    assert stub.remove_rule("r8") and plant(stub.url, "n7") == (200, {"name": "catch-all"})
+
+
+def test_rules_are_bounded_in_number(stub, monkeypatch):
+    monkeypatch.setattr("plantstub.server.state.MAX_RULES", 2)
+    stub.when(path="/plants").reply(200)
+    stub.when(path="/plants").reply(200)
+    with pytest.raises(ScenarioError, match="2 rules from code are declared already; remove some"):
+        stub.when(path="/plants").reply(200)
+    assert call(stub.url, "POST", "/__plantstub/rules", {"match": {}, "reply": {}})[0] == 400
+
+
 # -- the admin API --------------------------------------------------------------------------------
 def test_admin_rules_post_get_delete(stub):
     rule = {"match": {"path": "/plants", "headers": {"X-Tenant": {"$regex": "^ac"}}}, "reply": {"status": 400, "body": CLOSED}}
