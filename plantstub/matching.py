@@ -157,13 +157,14 @@ def _same(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
-def body_mismatches(expected: Any, actual: Any, where: str = "body") -> list[Mismatch]:
+def body_mismatches(expected: Any, actual: Any, where: str = "body", matchers: bool = True) -> list[Mismatch]:
     """Partial JSON match: each key given must be in the request and match; lists match item by item.
 
-    A mapping whose keys start with `$` is a matcher (matcher_mismatches()), at any depth.
+    A mapping whose keys start with `$` is a matcher (matcher_mismatches()), at any depth; `matchers=False`
+    (a rule that has none: uses_matchers()) skips looking for them.
     """
     if isinstance(expected, dict):
-        if expected and is_matcher(expected):
+        if matchers and expected and is_matcher(expected):
             return matcher_mismatches(expected, actual, where)
         if not isinstance(actual, dict):
             return [Mismatch(where, expected, actual)]
@@ -171,19 +172,19 @@ def body_mismatches(expected: Any, actual: Any, where: str = "body") -> list[Mis
         for key, value in expected.items():
             sub = f"{where}.{key}"
             if key not in actual:
-                if type(value) is dict and value and is_matcher(value):  # `$absent: true` holds here
+                if matchers and type(value) is dict and value and is_matcher(value):  # `$absent: true` holds
                     found.extend(matcher_mismatches(value, MISSING, sub))
                 else:
                     found.append(Mismatch(sub, value, MISSING))
             else:
-                found.extend(body_mismatches(value, actual[key], sub))
+                found.extend(body_mismatches(value, actual[key], sub, matchers))
         return found
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [Mismatch(where, expected, actual)]
         found = []
         for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
-            found.extend(body_mismatches(want, got, f"{where}[{i}]"))
+            found.extend(body_mismatches(want, got, f"{where}[{i}]", matchers))
         return found
     return [] if _same(expected, actual) else [Mismatch(where, expected, actual)]
 
@@ -193,6 +194,20 @@ def body_mismatches(expected: Any, actual: Any, where: str = "body") -> list[Mis
 # key must be one of these, and all must hold. `{"$eq": X}` matches X literally (the escape for a `$` key).
 MATCHERS = ("$regex", "$contains", "$present", "$absent", "$eq")
 PATTERN_SECONDS = 0.1  # at most, per `$regex` match: a pattern that backtracks without end cannot hold the stub
+
+
+def uses_matchers(value: Any) -> bool:
+    """Does `value` (a `match:` body) hold a matcher anywhere?"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item and is_matcher(item):
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def is_matcher(value: dict) -> bool:
