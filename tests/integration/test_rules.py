@@ -120,6 +120,12 @@ def test_rule_errors_read_as_a_scenario_files(stub, declare, expected):
     assert str(caught.value).split(": ", 1)[1] == expected
 
 
+def test_a_rule_holding_something_that_is_not_json_is_refused(stub):
+    with pytest.raises(ScenarioError, match=r"test_rules\.py:\d+: match\.body\.tags: a set is not a JSON value$"):
+        stub.when(path="/plants", body={"tags": {"a", "b"}}).reply(200)
+    assert stub.rules == []
+
+
 def test_off_contract_serves_what_the_spec_does_not_declare(stub):
     stub.when(path="/plants", off_contract=True).reply(418, {"teapot": True})
     assert plant(stub.url, "Fern") == (418, {"teapot": True})
@@ -267,6 +273,14 @@ def test_wait_for_calls_times_out_with_what_arrived_and_the_closest(stub):
         "  method     'POST'        ok\n"
         "  body.name  'Cactos'      expected 'Cactus'   <<<<<"
     )
+
+
+def test_wait_for_calls_refuses_a_bad_count_or_timeout(stub):
+    with pytest.raises(ValueError, match=r"^n: -1 is not a count of calls \(0 or more\)$"):
+        stub.wait_for_calls(-1)
+    with pytest.raises(ValueError, match=r"^timeout: -1 is not 0 to 600 seconds$"):
+        stub.wait_for_calls(1, timeout=-1)
+    assert stub.wait_for_calls(0, timeout=0) == []
 
 
 def test_wait_for_calls_refuses_an_unknown_filter(stub):
