@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
 from plantstub.recording.call import Call
 from plantstub.recording.waiting import expectation_of, wait_for_calls
-from plantstub.scenarios.declared import RuleBuilder, when
+from plantstub.scenarios.declared import RuleBuilder, caller_location, when
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.runner import start
 from plantstub.server.state import Control, NotStateful
@@ -192,13 +193,16 @@ class Stub:
         """
         return when(self, method, path, headers, query, body, times, off_contract)
 
-    def declare(self, rule: dict[str, Any], file: str = "stub.declare()", line: int = 0) -> str:
+    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
         """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its id.
 
-        :raises ScenarioError: every problem, at `file:line`, as a scenario file's rule gets them.
+        :raises ScenarioError: every problem, at `file:line` (default: the caller's), as a scenario file's rule
+            gets them.
         """
         __tracebackhide__ = True
-        return self._in_loop(self.control.add_rule, rule, file, line or None).id
+        if file is None:
+            file, line = caller_location()
+        return self._in_loop(self.control.add_rule, copy.deepcopy(rule), file, line or None).id
 
     @property
     def rules(self) -> list[dict[str, Any]]:

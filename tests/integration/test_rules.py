@@ -126,6 +126,13 @@ def test_a_rule_holding_something_that_is_not_json_is_refused(stub):
     assert stub.rules == []
 
 
+def test_declare_takes_a_whole_rule_and_names_the_callers_line(stub):
+    rule_id = stub.declare({"match": {"path": "/plants"}, "times": 1, "reply": {"status": 400, "body": CLOSED}})
+    assert [plant(stub.url, "Fern")[0] for _ in range(2)] == [400, 200] and stub.rules[0]["id"] == rule_id
+    with pytest.raises(ScenarioError, match=r"test_rules\.py:\d+: match: unknown key 'pth'"):
+        stub.declare({"match": {"pth": "/plants"}, "reply": {}})
+
+
 def test_off_contract_serves_what_the_spec_does_not_declare(stub):
     stub.when(path="/plants", off_contract=True).reply(418, {"teapot": True})
     assert plant(stub.url, "Fern") == (418, {"teapot": True})
