@@ -22,6 +22,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run the stub", description="Run the stub until SIGTERM or Ctrl-C.")
     flags = [
         ("--spec", "FILE", "OpenAPI 3.0/3.1 document (default: the bundled Plant Store)"),
+        ("--spec-root", "DIR", "folder whose files the spec's $refs may read (default: the spec's folder)"),
         ("--scenarios", "DIR", "folder of scenario files (default: scenarios/ when it exists)"),
         ("--scenario", "NAME", "scenario active at start (default: none)"),
         ("--host", "HOST", "address to bind (default: 127.0.0.1)"),
@@ -42,6 +43,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument(flag, metavar=metavar, dest=dest, help=f"{text} [env {env_name(dest)}]")
     p.add_argument("--watch", action="store_const", const=True, default=None,
                    help=f"reload scenarios when their files change [env {env_name('watch')}]")
+    p.add_argument("--webhook", metavar="[NAME=]URL", action="append", default=None,
+                   help="send webhook NAME (a key of the spec's webhooks; without NAME=, every webhook) to URL; "
+                        f"repeatable [env {env_name('webhook')}: values separated by spaces]")
     p.add_argument("--cors", action="store_const", const=True, default=None,
                    help=f"answer CORS preflights and let web pages of any origin read the answers [env {env_name('cors')}]")
     p.add_argument("--stateful", action="store_const", const=True, default=None,
@@ -91,6 +95,8 @@ def _check_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--spec", metavar="FILE",
                    help=f"OpenAPI 3.0/3.1 document (default: the bundled Plant Store) [env {env_name('spec')}]")
+    p.add_argument("--spec-root", metavar="DIR", help="folder whose files the spec's $refs may read (default: the"
+                   f" spec's folder) [env {env_name('spec_root')}]")
     p.add_argument("paths", nargs="+", metavar="PATH", help="a scenario file, or a folder of them (*.yaml, *.yml)")
 
 
@@ -100,7 +106,8 @@ def _check(args: argparse.Namespace) -> int:
     from plantstub.contract.load import load_spec
     from plantstub.scenarios.load import check_paths
 
-    spec = load_spec(args.spec or os.environ.get(env_name("spec")) or None)
+    spec = load_spec(args.spec or os.environ.get(env_name("spec")) or None,
+                     root=args.spec_root or os.environ.get(env_name("spec_root")) or None)
     errors, scenarios = check_paths(args.paths, spec)
     for error in errors:
         print(error, file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from plantstub.recording.coverage import Tally, figures, merge, tally_of
 if TYPE_CHECKING:
     from plantstub.recording.call import Call
     from plantstub.stub import Stub
+    from plantstub.webhooks.deliveries import Delivery
 
 COVERAGE_KEY = pytest.StashKey[Tally]()
 _STUB_OF_TEST = pytest.StashKey["Stub"]()
@@ -88,6 +89,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("plantstub", "plantstub (contract-checked Plant Store stub)")
     group.addoption("--plantstub-spec", metavar="FILE",
                     help="OpenAPI document the stub serves, relative to the current folder (default: bundled Plant Store)")
+    group.addoption("--plantstub-spec-root", metavar="DIR",
+                    help="folder whose files the spec's $refs may read, relative to the current folder (default: the spec's folder)")
     group.addoption("--plantstub-scenarios", metavar="DIR",
                     help="folder of scenario files, relative to the current folder")
     group.addoption("--plantstub-stateful", action="store_const", const=True, default=None,
@@ -97,6 +100,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
                     help="fail the run when contract coverage is below PCT percent")
     parser.addini("plantstub_spec", "OpenAPI document the stub serves, relative to the ini file", type="paths")
+    parser.addini("plantstub_spec_root", "folder whose files the spec's $refs may read, relative to the ini file",
+                  type="paths")
     parser.addini("plantstub_scenarios", "folder of scenario files, relative to the ini file", type="paths")
     parser.addini("plantstub_stateful", "the stub remembers what it is told (true/false)", default=None)
 
@@ -138,12 +143,14 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     """
     explicit = {
         "spec": _spec(_resolve(pytestconfig, pytestconfig.getoption("plantstub_spec"))),
+        "spec_root": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec_root")),
         "scenarios": _resolve(pytestconfig, pytestconfig.getoption("plantstub_scenarios")),
         "stateful": pytestconfig.getoption("plantstub_stateful"),
         "port": 0,
     }
     fallback = {
         "spec": _spec(_first(pytestconfig.getini("plantstub_spec"))),
+        "spec_root": _first(pytestconfig.getini("plantstub_spec_root")),
         "scenarios": _first(pytestconfig.getini("plantstub_scenarios")),
         "stateful": pytestconfig.getini("plantstub_stateful"),
     }
@@ -238,14 +245,16 @@ def plantstub(plantstub_settings: Settings, plantstub_pool: StubPool, request: p
     finally:
         _add_coverage(request.config, stub)
         stub.use(None)
+        stub.control.webhooks.subscriptions.reset()  # a subscription the test made ends with it
 
 
 def _listed(calls: list[Call], reasons: Any) -> str:
     return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(reasons(c))}" for c in calls)
 
 
-def _strict_failures(name: str, calls: list[Call]) -> list[str]:
-    """Strict mode's complaints about one test's calls: the consumer's broken requests, then the stub's own faults."""
+def _strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery] = ()) -> list[str]:
+    """Strict mode's complaints about one test: the consumer's broken requests, the stub's own faults, then the
+    consumer's webhook receivers that answered a status the webhook does not declare."""
     found = []
     bad = [c for c in calls if not c.valid]
     if bad:
@@ -263,7 +272,27 @@ def _strict_failures(name: str, calls: list[Call]) -> list[str]:
             f"{_listed(faulty, lambda c: c.stub_errors)}. A scenario rule named here must be fixed (or say "
             "`off_contract: true`); an internal error is a plantstub bug."
         )
+    refused = [d for d in deliveries if d.status is not None and not d.valid]
+    if refused:
+        n = len(refused)
+        listed = "; ".join(f"#{d.seq} {d.name} -> {d.url}: {d.error}" for d in refused)
+        found.append(
+            f"plantstub: in {name}, the consumer's webhook receiver broke the contract on {n} "
+            f"deliver{'ies' if n > 1 else 'y'}: {listed}. Make the receiver answer a declared status, or mark the "
+            "test @pytest.mark.plantstub(strict=False) if that was the point."
+        )
     return found
+
+
+def _settled_deliveries(stub: Stub, timeout: float = 5.0) -> list[Delivery]:
+    """The test's deliveries once those still being sent are done (at most `timeout` seconds)."""
+    import time
+
+    sender = stub.control.webhooks.sender
+    deadline = time.monotonic() + timeout
+    while sender.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return stub.deliveries
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -277,7 +306,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     stub = item.stash.get(_STUB_OF_TEST, None)
     if options is None or stub is None or not options.strict:
         return
-    failures = _strict_failures(item.name, stub.calls)
+    failures = _strict_failures(item.name, stub.calls, _settled_deliveries(stub))
     if failures:
         report.outcome = "failed"
         report.longrepr = "\n".join(failures)

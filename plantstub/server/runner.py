@@ -55,6 +55,7 @@ class Running:
             await self._runner.cleanup()
         finally:
             asyncio.get_running_loop().set_exception_handler(self._handler)
+            await self.control.webhooks.close()
             self.control.close()
 
 

@@ -21,6 +21,7 @@ from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
 from plantstub.store import Store
+from plantstub.webhooks.dispatch import Webhooks
 
 
 class UnknownScenario(LookupError):
@@ -52,7 +53,7 @@ class Control:
     def __init__(self, settings: Settings, spec: Spec | None = None) -> None:
         self.settings = settings
         with collector_paused():
-            self.spec = spec if spec is not None else load_spec(settings.spec)
+            self.spec = spec if spec is not None else load_spec(settings.spec, root=settings.spec_root)
             self.router = Router(self.spec)
             # Default answers are built now (serve() warns about the operations left without one), with every
             # schema compiled once for the spec; each request check is put together on the first request of its
@@ -97,6 +98,7 @@ class Control:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
+        self.webhooks = Webhooks(self.spec, settings.webhook)  # a --webhook NAME the spec lacks: SubscriptionError
         self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes, settings.journal_flush)
         # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.
         self.declared = DeclaredRules()
@@ -183,8 +185,9 @@ class Control:
             self.store.use_seed(None if name is None else self.scenarios[name].state)
 
     def reset(self) -> None:
-        """Forget recorded calls, rule counters and rules from code; the active scenario stays, and its `state:` is
-        restored."""
+        """Forget recorded calls, rule counters, rules from code and deliveries; start-up subscriptions come back;
+        the active scenario stays, and its `state:` is restored."""
+        self.webhooks.reset()
         self.journal.clear()
         self.counters.clear()
         self.coverage.clear()

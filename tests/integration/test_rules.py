@@ -175,6 +175,19 @@ def test_rules_are_bounded_in_number(stub, monkeypatch):
     assert call(stub.url, "POST", "/__plantstub/rules", {"match": {}, "reply": {}})[0] == 400
 
 
+def test_a_rule_from_code_sends_its_webhooks_as_a_scenario_rule_does():
+    from tests.helpers import Receiver
+
+    with Receiver() as receiver, Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+        stub.declare({"match": {"method": "POST", "path": "/plants"}, "reply": {"status": 200, "body": {"name": "x"}},
+                      "webhooks": [{"name": "/plant/webhook", "body": {"id": 9, "name": "{{ request.body.name }}"}}]})
+        assert plant(stub.url, "Fern") == (200, {"name": "x"})
+        [delivery] = stub.wait_for_deliveries(1)
+        assert delivery.body == {"id": 9, "name": "Fern"}
+        with pytest.raises(ScenarioError, match=r"webhooks\[0\]\.name: 'nope' is not a webhook of the spec"):
+            stub.declare({"match": {"path": "/plants"}, "reply": {}, "webhooks": [{"name": "nope"}]})
+
+
 # -- the admin API --------------------------------------------------------------------------------
 def test_admin_rules_post_get_delete(stub):
     rule = {"match": {"path": "/plants", "headers": {"X-Tenant": {"$regex": "^ac"}}}, "reply": {"status": 400, "body": CLOSED}}
