@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +15,8 @@ from plantstub.config import Settings, build_settings
 from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError
 from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
 from plantstub.recording.call import Call
+from plantstub.recording.waiting import expectation_of, wait_for_calls
+from plantstub.scenarios.declared import RuleBuilder, caller_location, when
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.runner import start
 from plantstub.server.state import Control, NotStateful
@@ -162,11 +165,57 @@ class Stub:
         self._in_loop(self.control.use, name)
 
     def reset(self) -> None:
-        """Forget recorded calls, rule counters and deliveries; subscriptions are those of the start again."""
+        """Forget recorded calls, rule counters, rules from code and deliveries; subscriptions are those of the start
+        again."""
         self._in_loop(self.control.reset)
 
     def coverage(self) -> dict[str, Any]:
         return self._in_loop(self.control.coverage_report)
+
+    # -- rules from code ------------------------------------------------------------------------
+    def when(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        headers: dict[str, Any] | None = None,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        times: int | None = None,
+        *,
+        off_contract: bool = False,
+    ) -> RuleBuilder:
+        """A rule from code: ``stub.when(path="/plants", body={"name": "Cactus"}).reply(400, {...})``.
+
+        Every criterion is optional, as in a scenario's `match:` (matchers such as ``{"$regex": "^Bearer "}``
+        included). Then ``.reply(status, body=None, headers=None, delay_ms=0)``, ``.replies([...])`` or
+        ``.fault(kind)`` checks the rule against the contract at once (a ScenarioError at the caller's line)
+        and returns a RuleHandle (``id``, ``uses``, ``remove()``). Rules from code are tried before the active
+        scenario's, in the order declared; ``reset()`` removes them (the fixture resets for each test).
+
+        :param times: how many calls the rule answers; then it falls through.
+        :param off_contract: the replies deliberately break the spec: not checked.
+        """
+        return when(self, method, path, headers, query, body, times, off_contract)
+
+    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
+        """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its id.
+
+        :raises ScenarioError: every problem, at `file:line` (default: the caller's), as a scenario file's rule
+            gets them.
+        """
+        __tracebackhide__ = True
+        if file is None:
+            file, line = caller_location()
+        return self._in_loop(self.control.add_rule, copy.deepcopy(rule), file, line or None).id
+
+    @property
+    def rules(self) -> list[dict[str, Any]]:
+        """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
+        return self._in_loop(self.control.declared.listing)
+
+    def remove_rule(self, rule_id: str) -> bool:
+        """Remove one rule from code; False when there is no such rule."""
+        return self._in_loop(self.control.declared.remove, rule_id)
 
     # -- the store (stateful=True) -------------------------------------------------------------
     @property
@@ -252,6 +301,16 @@ class Stub:
         __tracebackhide__ = True
         expectation = Expectation(method, path, headers, query, body, status)
         return assert_called(self.calls, expectation, times)
+
+    def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:
+        """Wait until `n` calls like this have been recorded (counting those already there); returns every
+        matching call. Blocks the calling thread: from an async test, ``await asyncio.to_thread(...)``.
+
+        :param filters: those of assert_called: method, path, headers, query, body (partial, matchers), status.
+        :raises CallAssertionError: after `timeout` seconds, with what arrived and the closest calls.
+        """
+        __tracebackhide__ = True
+        return wait_for_calls(self.control.journal, expectation_of(filters, "wait_for_calls(): "), n, timeout)
 
     def assert_not_called(self, method: str | None = None, path: str | None = None, *, body: Any = NO_BODY) -> None:
         __tracebackhide__ = True
