@@ -66,23 +66,31 @@ def check_yaml_shape(text: str) -> None:
                 line, name = event.start_mark.line + 1, event.anchor
                 if name not in anchors:
                     if any(frame[0] == name for frame in stack):
-                        raise DocumentLimit(line, "an alias inside the anchored value it stands for: a loop, which"
-                                                  " JSON data cannot hold")
+                        raise _alias_loop(line)
                     continue  # an undefined alias: the loader says so
                 values, levels = anchors[name]
                 count += values
                 aliased += values
                 reach = len(stack) + levels
-                if aliased > MAX_ALIASED:
-                    raise DocumentLimit(line, f"aliases expand to more than the {MAX_ALIASED:,} values plantstub reads")
-                if reach > MAX_DEPTH:
-                    raise DocumentLimit(line, f"{TOO_DEEP} once an alias is expanded")
+                _check_alias(line, aliased, reach)
                 if stack and stack[-1][2] < reach:
                     stack[-1][2] = reach
             elif kind is events.DocumentStartEvent:
                 anchors = {}  # anchors belong to one document
     finally:
         parser.dispose()
+
+
+def _alias_loop(line: int) -> DocumentLimit:
+    return DocumentLimit(line, "an alias inside the anchored value it stands for: a loop, which JSON data cannot hold")
+
+
+def _check_alias(line: int, aliased: int, reach: int) -> None:
+    """Refuse an alias that takes the document past a limit: `aliased` values expanded so far, `reach` levels."""
+    if aliased > MAX_ALIASED:
+        raise DocumentLimit(line, f"aliases expand to more than the {MAX_ALIASED:,} values plantstub reads")
+    if reach > MAX_DEPTH:
+        raise DocumentLimit(line, f"{TOO_DEEP} once an alias is expanded")
 
 
 class _Unusual(Exception):
@@ -171,17 +179,13 @@ def read_events(text: str, loader_class: Any) -> Any:
                 line, name = event.start_mark.line + 1, event.anchor
                 if name not in anchors:
                     if any(frame[2] == name for frame in stack):
-                        raise DocumentLimit(line, "an alias inside the anchored value it stands for: a loop, which"
-                                                  " JSON data cannot hold")
+                        raise _alias_loop(line)
                     raise _Unusual
                 value, values, levels = anchors[name]
                 count += values
                 aliased += values
                 reach = len(stack) + levels
-                if aliased > MAX_ALIASED:
-                    raise DocumentLimit(line, f"aliases expand to more than the {MAX_ALIASED:,} values plantstub reads")
-                if reach > MAX_DEPTH:
-                    raise DocumentLimit(line, f"{TOO_DEEP} once an alias is expanded")
+                _check_alias(line, aliased, reach)
                 if stack and stack[-1][4] < reach:
                     stack[-1][4] = reach
             else:
