@@ -42,6 +42,7 @@ from plantstub.server.response import (
     to_response,
     too_large,
 )
+from plantstub.server.sessions import SessionRouter
 from plantstub.server.state import Control, UnknownScenario
 
 CONTROL_KEY = web.AppKey("control", Control)
@@ -350,4 +351,10 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             keeper.keep(record, epoch, NO_BODY if done.body is None else done.body, response_body, done.op)
 
     # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
-    return with_cors(handle, control.router, ADMIN_PREFIX) if control.settings.cors else handle
+    served = with_cors(handle, control.router, ADMIN_PREFIX) if control.settings.cors else handle
+    if control.sessions is None:  # a session's own pipeline
+        return served
+    sessions = SessionRouter(control, make_handler)  # before CORS: a session's answers get its own
+    for method, name, route in sessions.admin_routes():
+        admin.add(method, name, route)
+    return sessions.wrap(served)
