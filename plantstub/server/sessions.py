@@ -15,6 +15,7 @@ from yarl import URL
 from plantstub.contract.outgoing import error_body
 from plantstub.recording.call import iso_time
 from plantstub.server.admin_guard import AdminGuard
+from plantstub.server.response import too_large
 from plantstub.server.state import Control, SessionLimit, Sessions
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
@@ -47,6 +48,7 @@ class SessionRouter:
         self.sessions: Sessions = control.sessions
         self.make_handler = make_handler
         self.guard = AdminGuard(control.settings.admin_token, control.settings.host)
+        self.max_body = control.settings.max_body
         self._handlers: dict[str, tuple[Control, Handler]] = {}
 
     def wrap(self, handler: Handler) -> Handler:
@@ -123,6 +125,8 @@ class SessionRouter:
     async def open_session(self, request: web.BaseRequest) -> web.Response:
         try:
             data = json.loads(await request.read() or b"{}")
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, too_large(self.max_body))
         except (ValueError, RecursionError):
             return _error(400, 'body: not valid JSON; send nothing, or {"id": "SESSION"}')
         sid = data.get("id") if isinstance(data, dict) else None

@@ -80,7 +80,6 @@ def test_readme_docker_instructions_match_the_dockerfile():
     assert f"-p {port}:{port}" in README
     assert f":{env['PLANTSTUB_SCENARIOS']}" in README  # the documented mount target
     from plantstub.config import FIELDS, env_name
-
     from plantstub.pytest_plugin import URL_ENV
 
     known = {env_name(f) for f in FIELDS} | {URL_ENV}  # the plugin's --plantstub-url too

@@ -234,6 +234,32 @@ async def test_session_admin_routes_exist_only_on_the_default_session(client):
     assert response.status == 404
 
 
+async def test_a_session_inside_a_session_is_just_a_path(client):
+    status, body = await post(client, "/__session/a/__session/b/plants")
+    assert (status, body["message"]) == (404, "path: no path in the spec matches /__session/b/plants")
+    listing = await (await client.get("/__plantstub/sessions")).json()
+    assert [s["id"] for s in listing["sessions"]] == ["a"]
+
+
+async def test_opening_a_session_with_a_bad_body(aiohttp_client):
+    client = await make(aiohttp_client, max_body=64)
+    for body, status, message in (
+        (b"[1", 400, 'body: not valid JSON; send nothing, or {"id": "SESSION"}'),
+        (b'{"id": 7}', 400, 'body: expected nothing, or {"id": "SESSION"}'),
+        (b'{"name": "x"}', 400, 'body: expected nothing, or {"id": "SESSION"}'),
+        (b'{"id": "a b"}', 400, "body.id: 'a b' is not a session id (expected 1 to 64 letters, digits, '_' or '-')"),
+    ):
+        response = await client.post("/__plantstub/sessions", data=body, headers={"Content-Type": "application/json"})
+        assert (response.status, (await response.json())["message"]) == (status, message)
+
+    async def chunks():
+        yield b'{"id": "' + b"x" * 100 + b'"}'
+
+    response = await client.post("/__plantstub/sessions", data=chunks(), headers={"Content-Type": "application/json"})
+    assert response.status == 413 and response.content_type == "application/json"
+    assert (await (await client.get("/__plantstub/sessions")).json())["count"] == 0
+
+
 async def test_unknown_paths_in_a_session_answer_as_unprefixed(client):
     status, body = await post(client, "/__session/a/nope")
     assert (status, body["message"]) == (404, "path: no path in the spec matches /nope")
