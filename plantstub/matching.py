@@ -1,7 +1,9 @@
-"""Pure predicates shared by rule selection and verification: path templates and partial JSON equality."""
+"""Pure predicates shared by rule selection and verification: path templates, partial JSON equality and the
+`$` matchers (`{"$regex": "^Bearer "}`, `$contains`, `$present`, `$absent`, `$eq`)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -155,24 +157,179 @@ def _same(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
-def body_mismatches(expected: Any, actual: Any, where: str = "body") -> list[Mismatch]:
-    """Partial JSON match: each key given must be in the request and match; lists match item by item."""
+def body_mismatches(expected: Any, actual: Any, where: str = "body", matchers: bool = True) -> list[Mismatch]:
+    """Partial JSON match: each key given must be in the request and match; lists match item by item.
+
+    A mapping whose keys start with `$` is a matcher (matcher_mismatches()), at any depth; `matchers=False`
+    (a rule that has none: uses_matchers()) skips looking for them.
+    """
     if isinstance(expected, dict):
+        if matchers and expected and is_matcher(expected):
+            return matcher_mismatches(expected, actual, where)
         if not isinstance(actual, dict):
             return [Mismatch(where, expected, actual)]
         found = []
         for key, value in expected.items():
             sub = f"{where}.{key}"
             if key not in actual:
-                found.append(Mismatch(sub, value, MISSING))
+                if matchers and type(value) is dict and value and is_matcher(value):  # `$absent: true` holds
+                    found.extend(matcher_mismatches(value, MISSING, sub))
+                else:
+                    found.append(Mismatch(sub, value, MISSING))
             else:
-                found.extend(body_mismatches(value, actual[key], sub))
+                found.extend(body_mismatches(value, actual[key], sub, matchers))
         return found
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [Mismatch(where, expected, actual)]
         found = []
         for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
-            found.extend(body_mismatches(want, got, f"{where}[{i}]"))
+            found.extend(body_mismatches(want, got, f"{where}[{i}]", matchers))
         return found
     return [] if _same(expected, actual) else [Mismatch(where, expected, actual)]
+
+
+# -- matchers -----------------------------------------------------------------------------------
+# In a `match:` (and in expectations) a mapping whose keys start with `$` is a matcher, never a literal: every
+# key must be one of these, and all must hold. `{"$eq": X}` matches X literally (the escape for a `$` key).
+MATCHERS = ("$regex", "$contains", "$present", "$absent", "$eq")
+PATTERN_SECONDS = 0.1  # at most, per `$regex` match: a pattern that backtracks without end cannot hold the stub
+
+
+def uses_matchers(value: Any) -> bool:
+    """Does `value` (a `match:` body) hold a matcher anywhere?"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item and is_matcher(item):
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def is_matcher(value: dict) -> bool:
+    """Is this mapping a matcher? (checked on its first key: a mapping that mixes `$` keys and others is refused
+    at load, see matcher_problems())."""
+    first = next(iter(value))
+    return isinstance(first, str) and first.startswith("$")
+
+
+@lru_cache(maxsize=512)
+def _compiled(pattern: str) -> Any:
+    import regex  # the `regex` package: matches under a timeout (Python's `re` has none); loaded on first use
+
+    return regex.compile(pattern)
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` cannot be a `$regex` (None when it can)."""
+    try:
+        _compiled(pattern)
+    except Exception as exc:  # noqa: BLE001 - regex.error and the odd ValueError / OverflowError: all mean "not one"
+        return f"{pattern!r} is not a regular expression ({exc})"
+    return None
+
+
+def _searches(pattern: str, text: str) -> bool | None:
+    """Does `pattern` match somewhere in `text`? None when it could not tell within PATTERN_SECONDS."""
+    try:
+        return _compiled(pattern).search(text, timeout=PATTERN_SECONDS) is not None
+    except TimeoutError:
+        return None
+
+
+def _text_of(actual: Any) -> str | None:
+    if isinstance(actual, bool):
+        return "true" if actual else "false"
+    return actual if isinstance(actual, str) else None
+
+
+def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
+    """Does one operator hold? True, False, or a reason it could not be judged (shown as what was got)."""
+    if op == "$present":
+        return (actual is not MISSING) == bool(wanted)
+    if op == "$absent":
+        return (actual is MISSING) == bool(wanted)
+    if actual is MISSING:
+        return False
+    if op == "$eq":
+        return _json_equal(wanted, actual)
+    if op == "$regex":
+        text = _text_of(actual)
+        if text is None or not isinstance(wanted, str):
+            return False
+        found = _searches(wanted, text)
+        return "too costly to match (over 0.1 s); simplify the pattern" if found is None else found
+    if op == "$contains":
+        if isinstance(wanted, str) and isinstance(actual, str):
+            return wanted in actual
+        return isinstance(actual, list) and any(not body_mismatches(wanted, item) for item in actual)
+    return f"{op!r} is not a matcher (known: {', '.join(MATCHERS)})"
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Deep JSON equality: as ==, but true and 1 differ."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_json_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return _same(a, b)
+
+
+def matcher_mismatches(matcher: dict, actual: Any, where: str) -> list[Mismatch]:
+    """Every operator of `matcher` that does not hold for `actual` (MISSING: the field is absent)."""
+    found = []
+    for op, wanted in matcher.items():
+        held = _holds(op, wanted, actual)
+        if held is not True:
+            found.append(Mismatch(where, {op: wanted}, actual if held is False else held))
+    return found
+
+
+def value_mismatches(expected: Any, actual: Any, where: str) -> list[Mismatch]:
+    """A header or query value: equal as text (`1` is "1"), or a matcher. `actual` is text, or MISSING."""
+    if type(expected) is dict and expected and is_matcher(expected):
+        return matcher_mismatches(expected, actual, where)
+    text = _text_of(expected)
+    wanted = text if text is not None else str(expected)
+    return [] if actual == wanted else [Mismatch(where, wanted, actual)]
+
+
+def matcher_problems(value: Any, where: str) -> list[tuple[str, str]]:
+    """The mistakes in the matchers anywhere inside `value` (a `match:` body, header or query value), each as
+    (location path, message); checked when a rule loads, so a typo is not a rule that never matches."""
+    found: list[tuple[str, str]] = []
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found.extend(matcher_problems(item, f"{where}[{i}]"))
+        return found
+    if not isinstance(value, dict) or not value:
+        return found
+    dollar = [k for k in value if isinstance(k, str) and k.startswith("$")]
+    if not dollar:
+        for key, item in value.items():
+            found.extend(matcher_problems(item, f"{where}.{key}"))
+        return found
+    if len(dollar) < len(value):
+        others = ", ".join(repr(k) for k in value if k not in dollar)
+        return [(where, f"mixes matchers ({', '.join(map(repr, dollar))}) with keys ({others}); keys starting with $ "
+                        'are matchers: to match such a key literally, write {"$eq": {...}} around the object')]
+    for op, wanted in value.items():
+        at = f"{where}.{op}"
+        if op not in MATCHERS:
+            close = difflib.get_close_matches(op, MATCHERS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(MATCHERS)}"
+            found.append((at, f"unknown matcher {op!r} ({hint}); to match a key starting with $ literally, "
+                              'write {"$eq": {...}} around the object'))
+        elif op in ("$present", "$absent") and not isinstance(wanted, bool):
+            found.append((at, f"{wanted!r} is not true or false"))
+        elif op == "$regex":
+            problem = "is not a string" if not isinstance(wanted, str) else pattern_problem(wanted)
+            if problem is not None:
+                found.append((at, problem if problem != "is not a string" else f"{wanted!r} {problem}"))
+        elif op == "$contains":
+            found.extend(matcher_problems(wanted, at))
+    return found

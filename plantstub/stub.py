@@ -12,6 +12,8 @@ from plantstub.config import Settings, build_settings
 from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
+from plantstub.recording.waiting import expectation_of, wait_for_calls
+from plantstub.scenarios.declared import RuleBuilder, when
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import start
@@ -189,11 +191,53 @@ class Stub(CallChecks):
         self._in_loop(self.control.use, name)
 
     def reset(self) -> None:
-        """Forget recorded calls and rule counters."""
+        """Forget recorded calls, rule counters and rules from code."""
         self._in_loop(self.control.reset)
 
     def coverage(self) -> dict[str, Any]:
         return self._in_loop(self.control.coverage_report)
+
+    # -- rules from code ------------------------------------------------------------------------
+    def when(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        headers: dict[str, Any] | None = None,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        times: int | None = None,
+        *,
+        off_contract: bool = False,
+    ) -> RuleBuilder:
+        """A rule from code: ``stub.when(path="/plants", body={"name": "Cactus"}).reply(400, {...})``.
+
+        Every criterion is optional, as in a scenario's `match:` (matchers such as ``{"$regex": "^Bearer "}``
+        included). Then ``.reply(status, body=None, headers=None, delay_ms=0)``, ``.replies([...])`` or
+        ``.fault(kind)`` checks the rule against the contract at once (a ScenarioError at the caller's line)
+        and returns a RuleHandle (``id``, ``uses``, ``remove()``). Rules from code are tried before the active
+        scenario's, in the order declared; ``reset()`` removes them (the fixture resets for each test).
+
+        :param times: how many calls the rule answers; then it falls through.
+        :param off_contract: the replies deliberately break the spec: not checked.
+        """
+        return when(self, method, path, headers, query, body, times, off_contract)
+
+    def declare(self, rule: dict[str, Any], file: str = "stub.declare()", line: int = 0) -> str:
+        """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its id.
+
+        :raises ScenarioError: every problem, at `file:line`, as a scenario file's rule gets them.
+        """
+        __tracebackhide__ = True
+        return self._in_loop(self.control.add_rule, rule, file, line or None).id
+
+    @property
+    def rules(self) -> list[dict[str, Any]]:
+        """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
+        return self._in_loop(self.control.declared.listing)
+
+    def remove_rule(self, rule_id: str) -> bool:
+        """Remove one rule from code; False when there is no such rule."""
+        return self._in_loop(self.control.declared.remove, rule_id)
 
     # -- the store (stateful=True) -------------------------------------------------------------
     @property
@@ -215,3 +259,14 @@ class Stub(CallChecks):
             raise PlantstubError(str(exc)) from None
         if problems:
             raise ScenarioLoadError([ScenarioError("stub.set_state()", None, w, m) for w, m in problems])
+
+    # -- waiting ------------------------------------------------------------------------------
+    def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:
+        """Wait until `n` calls like this have been recorded (counting those already there); returns every
+        matching call. Blocks the calling thread: from an async test, ``await asyncio.to_thread(...)``.
+
+        :param filters: those of assert_called: method, path, headers, query, body (partial, matchers), status.
+        :raises CallAssertionError: after `timeout` seconds, with what arrived and the closest calls.
+        """
+        __tracebackhide__ = True
+        return wait_for_calls(self.control.journal, expectation_of(filters, "wait_for_calls(): "), n, timeout)

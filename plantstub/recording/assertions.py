@@ -7,7 +7,7 @@ from typing import Any
 
 from plantstub._json import MISSING, NO_BODY
 from plantstub.errors import CallAssertionError
-from plantstub.matching import body_mismatches, path_pattern
+from plantstub.matching import body_mismatches, path_pattern, value_mismatches
 from plantstub.recording.call import Call
 
 NEAR_MISSES = 3
@@ -47,10 +47,18 @@ class Expectation:
         lowered = {k.lower(): v for k, v in call.headers.items()}
         for name, value in (self.headers or {}).items():
             actual = lowered.get(name.lower())
-            rows.append((f"headers.{name}", str(value), actual, actual == str(value)))
+            if isinstance(value, dict):  # a matcher: {"$regex": "^Bearer "}
+                ok = not value_mismatches(value, MISSING if actual is None else actual, f"headers.{name}")
+                rows.append((f"headers.{name}", value, actual, ok))
+            else:
+                rows.append((f"headers.{name}", str(value), actual, actual == str(value)))
         for name, value in (self.query or {}).items():
             actual = call.query.get(name)
-            rows.append((f"query.{name}", value, actual, actual == value or actual == str(value)))
+            if isinstance(value, dict):
+                first = actual[0] if isinstance(actual, list) else MISSING if actual is None else actual
+                rows.append((f"query.{name}", value, actual, not value_mismatches(value, first, f"query.{name}")))
+            else:
+                rows.append((f"query.{name}", value, actual, actual == value or actual == str(value)))
         if self.body is not NO_BODY:
             misses = body_mismatches(self.body, call.body)
             if misses:
@@ -76,6 +84,8 @@ def call_line(call: Call) -> str:
     line = f"  #{call.seq} {call.method:<6} {call.path}  {shown}"
     if call.errors:
         line += "  invalid: " + "; ".join(call.errors)
+    elif call.rule and not call.rule.startswith("rules["):  # a rule from code (`r1`): no scenario holds it
+        line += f"  rule {call.rule}"
     elif call.rule:
         line += f"  rule {call.scenario}/{call.rule}"
     return line
@@ -117,13 +127,22 @@ def assert_called(calls: list[Call], expectation: Expectation, times: int | None
     if (times is None and found) or (times is not None and len(found) == times):
         return found
     wanted = "at least 1 call" if times is None else _plural(times, "call")
-    text = f"plantstub: expected {wanted} {expectation.describe()}; got {len(found)}.\n{render_calls(calls)}"
-    others = [c for c in calls if c not in found] if times is None or len(found) < times else []
+    raise CallAssertionError(_failure(f"expected {wanted}", calls, expectation, found, times is None or len(found) < times))
+
+
+def _failure(head: str, calls: list[Call], expectation: Expectation, found: list[Call], too_few: bool) -> str:
+    text = f"plantstub: {head} {expectation.describe()}; got {len(found)}.\n{render_calls(calls)}"
+    others = [c for c in calls if c not in found] if too_few else []
     if others:
         text += "\n" + render_near_misses(expectation, others)
-    elif found and times is not None:
+    elif found and not too_few:
         text += "\nMatching: " + ", ".join(f"#{c.seq}" for c in found)
-    raise CallAssertionError(text)
+    return text
+
+
+def wait_failure(calls: list[Call], expectation: Expectation, found: list[Call], n: int, timeout: float) -> str:
+    """The text when `n` calls like `expectation` did not arrive within `timeout` seconds."""
+    return _failure(f"waited {timeout:g} s for {_plural(n, 'call')}", calls, expectation, found, True)
 
 
 def assert_all_valid(calls: list[Call], who: str = "the code under test") -> None:

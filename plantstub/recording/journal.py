@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ class Journal:
         self.recorded = 0  # since the last clear
         self.dropped_bytes = 0  # since the last clear
         self.file = None if file is None else JournalFile(file, flush)
+        # Called after each call recorded, and on clear(): how waiters (wait_for_calls) learn without polling.
+        self._listeners: tuple[Callable[[], None], ...] = ()
 
     def arrive(self) -> tuple[int, int]:
         """Number a request as it arrives: its `seq`, and the epoch it belongs to."""
@@ -60,6 +63,8 @@ class Journal:
             if current:
                 self._insert(record)
                 self.recorded += 1
+        if current and self._listeners:
+            self._tell()
         if self.file is not None:
             self.file.write(dumps_call(record.view(body, response_body)) + b"\n")
         return current
@@ -79,6 +84,23 @@ class Journal:
             gone = records.popleft()
             self._bytes -= gone.size
             self.dropped_bytes += gone.size
+
+    def listen(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (from the recording thread) after every call recorded and on clear(); cheap and safe
+        to call from any thread, as threading.Event.set or a loop's call_soon_threadsafe."""
+        with self._lock:
+            self._listeners = (*self._listeners, callback)
+
+    def unlisten(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+            if callback in listeners:
+                listeners.remove(callback)
+            self._listeners = tuple(listeners)
+
+    def _tell(self) -> None:
+        for callback in self._listeners:  # a tuple, replaced whole: safe while another thread listens
+            callback()
 
     @property
     def dropped(self) -> int:
@@ -112,6 +134,8 @@ class Journal:
             self.recorded = 0
             self.dropped_bytes = 0
             self.epoch += 1
+        if self._listeners:
+            self._tell()
 
     @property
     def lost(self) -> int:

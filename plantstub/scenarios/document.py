@@ -58,6 +58,29 @@ class ScenarioDocument:
             message = f"too large: more than {MAX_VALUES:,} values (aliases expanded)"
             self.errors = [ScenarioError(file, None, "", message)]
 
+    @classmethod
+    def of_data(cls, file: str, data: Any, line: int | None) -> ScenarioDocument:
+        """A document made of data already in hand (a rule from code or from the admin API): every location
+        it holds is at `line` (None: no line, marked -1 so that "given" still reads true; the caller drops it)."""
+        mark = line or -1
+        doc = cls.__new__(cls)
+        doc.file, doc.errors, doc.data, doc.count, doc.lines = file, [], data, 0, {"": mark}
+        try:
+            doc.walk(data, (), {})
+        except _TooLarge:
+            doc.errors = [ScenarioError(file, line, "", f"too large: more than {MAX_VALUES:,} values")]
+            return doc
+        stack: list[tuple[Any, tuple]] = [(data, ())]
+        while stack:  # every location present gets the line: a status given is told from the default one
+            value, parts = stack.pop()
+            if parts:
+                doc.lines[where_of(parts)] = mark
+            if isinstance(value, dict):
+                stack.extend((item, (*parts, key)) for key, item in value.items())
+            elif isinstance(value, list):
+                stack.extend((item, (*parts, i)) for i, item in enumerate(value))
+        return doc
+
     def error(self, where: str, message: str, line: int | None = None) -> ScenarioError:
         return ScenarioError(self.file, line or self.line(where), where, message)
 

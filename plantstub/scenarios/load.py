@@ -18,6 +18,7 @@ from plantstub.contract.messages import python_message
 from plantstub.contract.model import Spec
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import ScenarioError
+from plantstub.matching import matcher_problems
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.document import ScenarioDocument, where_of
 from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, Scenario
@@ -114,6 +115,23 @@ def _text(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
+def _value(value: Any) -> Any:
+    """A header or query value of `match:`: text, or a matcher as written."""
+    return value if isinstance(value, dict) else _text(value)
+
+
+def _matcher_errors(doc: ScenarioDocument, rule: Rule, raw: dict) -> list[ScenarioError]:
+    """The `$` matchers of a rule's `match:` (headers, query, body), checked: known, well-formed, regexes that compile."""
+    match, base = raw.get("match") or {}, f"{rule.label}.match"
+    found = []
+    for part in ("headers", "query"):
+        for name, value in (match.get(part) or {}).items():
+            found.extend(matcher_problems(value, f"{base}.{part}.{name}"))
+    if "body" in match:
+        found.extend(matcher_problems(match["body"], f"{base}.body"))
+    return [doc.error(where, message) for where, message in found]
+
+
 def _reply(raw: dict, line: int) -> Reply:
     return Reply(
         status=raw.get("status", 200), headers=dict(raw.get("headers") or {}), body=raw.get("body", NO_BODY),
@@ -129,8 +147,8 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
         criteria = Criteria(
             method=match["method"].upper() if "method" in match else None,
             path=match.get("path"),
-            headers={k.lower(): _text(v) for k, v in (match.get("headers") or {}).items()},
-            query={k: _text(v) for k, v in (match.get("query") or {}).items()},
+            headers={k.lower(): _value(v) for k, v in (match.get("headers") or {}).items()},
+            query={k: _value(v) for k, v in (match.get("query") or {}).items()},
             body=match.get("body", NO_BODY),
             line=doc.line(f"{base}.match"),
         )
@@ -177,6 +195,7 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
         scenario = _build(doc, doc.data.get("name", Path(file).stem))
         for rule, raw in zip(scenario.rules, doc.data.get("rules") or [], strict=True):
             errors.extend(_unreachable_replies(doc, rule))
+            errors.extend(_matcher_errors(doc, rule, raw))
             errors.extend(contract.rule_errors(doc, rule, raw))
         if "state" in doc.data:
             errors.extend(contract.state_errors(doc, doc.data["state"]))
@@ -280,3 +299,42 @@ def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError
             found = [ScenarioError(str(given), None, "", "no such file or folder")]
         errors.extend(found)
     return errors, loaded
+
+
+# -- one rule, from code or the admin API ----------------------------------------------------------
+MAX_RULE_DEPTH = 64  # nesting of one declared rule: deeper is surely a mistake, and would strain the recursive checks
+
+
+def _too_deep(data: Any) -> bool:
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_RULE_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    return False
+
+
+def _relative(error: ScenarioError, line: int | None) -> ScenarioError:
+    """`rules[0].reply.status` -> `reply.status`: a declared rule's locations start at the rule itself."""
+    path = error.path
+    path = "" if path == "rules[0]" else path.removeprefix("rules[0].")
+    return ScenarioError(error.file, line, path, error.message)
+
+
+def load_rule(data: Any, contract: ScenarioContract, file: str, line: int | None = None) -> Rule:
+    """One rule in the scenario format (`{"match": ..., "reply": ...}`), checked exactly as a scenario file's rules
+    are; raises ScenarioLoadError with every problem, each at `file:line` and the location inside the rule."""
+    if _too_deep(data):
+        raise ScenarioLoadError([ScenarioError(file, line, "", f"nested more than {MAX_RULE_DEPTH} levels deep")])
+    doc = ScenarioDocument.of_data(file, {"rules": [data]}, line)
+    errors = doc.errors or _schema_errors(doc)
+    if not errors:
+        rule = _build(doc, "").rules[0]
+        errors = [*_unreachable_replies(doc, rule), *_matcher_errors(doc, rule, data), *contract.rule_errors(doc, rule, data)]
+        if not errors:
+            return rule
+    raise ScenarioLoadError([_relative(e, line) for e in sorted(errors, key=_order)])

@@ -9,14 +9,17 @@ from typing import Any
 
 from plantstub._json import MISSING, NO_BODY
 from plantstub.incoming import IncomingRequest
-from plantstub.matching import Mismatch, body_mismatches, path_pattern
+from plantstub.matching import Mismatch, body_mismatches, path_pattern, value_mismatches
 from plantstub.scenarios.model import Criteria, Rule, Scenario
 
 
-def _text(value: Any) -> str:
+def _text(value: Any) -> Any:
+    """A header or query value of a rule as text; a matcher (a dict) stays itself, which no text equals."""
+    if type(value) is str:
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return value if isinstance(value, dict) else str(value)
 
 
 def mismatches(criteria: Criteria, request: IncomingRequest, body: Any) -> list[Mismatch]:
@@ -29,14 +32,20 @@ def mismatches(criteria: Criteria, request: IncomingRequest, body: Any) -> list[
     for name, value in criteria.headers.items():
         actual = request.headers.get(name, MISSING)
         if actual is MISSING or actual != _text(value):
-            found.append(Mismatch(f"headers.{name}", _text(value), actual))
+            if type(value) is dict:  # a matcher ({"$regex": ...}): looked at only here, so plain values cost nothing more
+                found.extend(value_mismatches(value, actual, f"headers.{name}"))
+            else:
+                found.append(Mismatch(f"headers.{name}", _text(value), actual))
     for name, value in criteria.query.items():
         values = request.query.get(name)
         actual = values[0] if values else MISSING
         if actual != _text(value):
-            found.append(Mismatch(f"query.{name}", _text(value), actual))
+            if type(value) is dict:
+                found.extend(value_mismatches(value, actual, f"query.{name}"))
+            else:
+                found.append(Mismatch(f"query.{name}", _text(value), actual))
     if criteria.body is not NO_BODY:
-        found.extend(body_mismatches(criteria.body, body))
+        found.extend(body_mismatches(criteria.body, body, "body", criteria.matchers))
     return found
 
 

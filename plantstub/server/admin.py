@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 from aiohttp import web
 
@@ -13,6 +15,8 @@ from plantstub._version import __version__
 from plantstub.contract.outgoing import error_body
 from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
+from plantstub.recording.waiting import expectation_of, wait_for_calls_async
+from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.response import too_large
 from plantstub.server.state import Control, NotStateful, UnknownScenario
@@ -56,7 +60,29 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
         ("GET", "coverage", admin.coverage),
         ("GET", "state", admin.state),
         ("PUT", "state", admin.put_state),
+        ("POST", "calls/wait", admin.wait_calls),
+        ("POST", "rules", admin.post_rule),
+        ("GET", "rules", admin.rules),
+        ("DELETE", "rules", admin.delete_rules),
+        ("DELETE", RULE, admin.delete_rule),
     ]
+
+
+RULE = "rules/{id}"  # the one admin path with a parameter
+SOURCE_HEADER = "X-Plantstub-Source"  # POST rules: where the rule was declared (`tests/test_x.py:12`)
+_SOURCE = re.compile(r"[^\x20-\x7e]")
+
+
+async def _json_body(request: web.BaseRequest, max_body: int, example: str) -> Any:
+    """The request's JSON body; a web.Response (413 / 400) to send instead when there is none to read."""
+    try:
+        return json.loads(await request.read() or b"null")
+    except web.HTTPRequestEntityTooLarge:
+        return _error(413, too_large(max_body))
+    except RecursionError:
+        return _error(400, "body: nested too deeply to parse")
+    except ValueError:
+        return _error(400, f"body: not valid JSON; send {example}")
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -184,6 +210,56 @@ class _Admin:
             return web.json_response({**error_body(400, message), "problems": [
                 {"at": where, "message": message} for where, message in problems]}, status=400)
         return web.json_response(self.control.state())
+
+
+    # -- rules from code, waiting for calls ----------------------------------------------------
+    async def post_rule(self, request: web.BaseRequest) -> web.Response:
+        data = await _json_body(request, self.control.settings.max_body, '{"match": {...}, "reply": {...}}')
+        if isinstance(data, web.Response):
+            return data
+        # A client declaring for a test (Stub.connect) names the test's line; it shows in GET rules.
+        source = _SOURCE.sub("?", request.headers.get(SOURCE_HEADER, ""))[:200] or f"{request.method} {request.path}"
+        try:
+            declared = self.control.add_rule(data, source)
+        except ScenarioLoadError as exc:
+            body = error_body(400, "; ".join(f"body.{e.path}: {e.message}" if e.path else f"body: {e.message}"
+                                             for e in exc.errors))
+            # each problem apart as well, so a client can raise them as ScenarioError at its caller's line
+            body["problems"] = [{"path": e.path, "message": e.message} for e in exc.errors]
+            return web.json_response(body, status=400)
+        return web.json_response({"id": declared.id}, status=201)
+
+    async def rules(self, request: web.BaseRequest) -> web.Response:
+        return web.json_response({"rules": self.control.declared.listing()})
+
+    async def delete_rules(self, request: web.BaseRequest) -> web.Response:
+        return web.json_response({"deleted": self.control.declared.clear()})
+
+    async def delete_rule(self, request: web.BaseRequest) -> web.Response:
+        rule_id = request.path.rsplit("/", 1)[1]
+        if not self.control.declared.remove(rule_id):
+            known = ", ".join(self.control.declared.rules) or "none"
+            return _error(404, f"path: no rule {rule_id[:40]!r} (rules: {known})")
+        return web.json_response({"deleted": 1})
+
+    async def wait_calls(self, request: web.BaseRequest) -> web.StreamResponse:
+        data = await _json_body(request, self.control.settings.max_body, '{"n": 1, "timeout": 5, "path": "/plants"}')
+        if isinstance(data, web.Response):
+            return data
+        if not isinstance(data, dict):
+            return _error(400, 'body: expected {"n": 1, "timeout": 5, ...filters}')
+        filters = dict(data)
+        n, timeout = filters.pop("n", 1), filters.pop("timeout", 5.0)
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
+            return _error(400, f"body.timeout: {timeout!r} is not a number of seconds")
+        try:
+            expectation = expectation_of(filters, "body.")
+            found, failure = await wait_for_calls_async(self.control.journal, expectation, n, float(timeout))
+        except (TypeError, ValueError) as exc:
+            message = str(exc)
+            return _error(400, message if message.startswith("body.") else f"body.{message}")
+        text = b'{"arrived":%s,"message":%s,"calls":[' % (b"false" if failure else b"true", json.dumps(failure).encode())
+        return web.Response(body=text + b",".join(dumps_call(c) for c in found) + b"]}", content_type="application/json")
 
 
 def _logged(handler: Handler) -> Handler:

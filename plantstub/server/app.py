@@ -27,6 +27,7 @@ from plantstub.contract.schema import Violation
 from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
+from plantstub.scenarios.declared import DeclaredRule
 from plantstub.scenarios.model import Fault
 from plantstub.scenarios.replies import rule_reply
 from plantstub.scenarios.select import select_rule
@@ -181,6 +182,10 @@ def _decide(
         if out is not None:
             done.out = out
             return None
+    if control.declared.rules:  # rules from code come first
+        declared = control.declared.select(incoming, done.body)
+        if declared is not None:
+            return _declared_answer(control, op, declared, incoming, done)
     if scenario is not None:
         chosen = select_rule(control.indexes[scenario.name], control.counters, incoming, done.body)
         if chosen is not None:
@@ -207,6 +212,23 @@ def _decide(
                 return None
     done.out = served.default(done.body)
     return None
+
+
+def _declared_answer(
+    control: Control, op: Operation, chosen: tuple[DeclaredRule, int], incoming: IncomingRequest, done: _Outcome
+) -> None:
+    """The answer of a rule from code, as a scenario rule's (a templated body checked once rendered)."""
+    declared, at = chosen
+    rule = declared.rule
+    reply = rule.replies[at]
+    done.rule = declared.label(at)
+    done.delay_ms = reply.delay_ms
+    done.out, done.fault = rule_reply(reply, incoming, done.body, control.declared.templates)
+    if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
+        broken = control.contract.rendered_violations(op, reply, done.out.body)
+        done.stub_errors = tuple(
+            f"rule {done.rule} ({declared.source}) sent a reply that breaks the contract: {v}" for v in broken
+        )
 
 
 async def _continue(request: web.BaseRequest) -> None:

@@ -16,7 +16,8 @@ from plantstub.errors import ConfigError, ScenarioError, UnknownScenario
 from plantstub.recording.coverage import Coverage, Tally, merge, report_of
 from plantstub.recording.journal import Journal
 from plantstub.scenarios.contract import ScenarioContract
-from plantstub.scenarios.load import load_builtin_scenarios, load_scenarios
+from plantstub.scenarios.declared import MAX_RULES, DeclaredRule, DeclaredRules
+from plantstub.scenarios.load import ScenarioLoadError, load_builtin_scenarios, load_rule, load_scenarios
 from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
@@ -108,6 +109,8 @@ class Control:
                                settings.journal_bytes, settings.journal_flush)
         if shared is not None:  # one journal file for the stub: a session's calls go to it too
             self.journal.file = shared.journal.file
+        # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.
+        self.declared = DeclaredRules()
 
     # -- scenarios ---------------------------------------------------------------------------
     def _install(self, own: dict[str, Scenario], indexes: dict[str, RuleIndex], missing: dict[str, str]) -> None:
@@ -194,13 +197,27 @@ class Control:
             self.store.use_seed(None if name is None else self.scenarios[name].state)
 
     def reset(self) -> None:
-        """Forget recorded calls and rule counters; the active scenario stays, and its `state:` is restored."""
+        """Forget recorded calls, rule counters and rules from code; the active scenario stays, and its `state:` is
+        restored."""
         self.journal.clear()
         self.counters.clear()
         self.coverage.clear()
+        self.declared.clear()
         if self.store is not None:  # the active scenario's `state:` as loaded now (--watch may have changed it)
             scenario = self.scenarios.get(self.active) if self.active is not None else None
             self.store.use_seed(scenario.state if scenario is not None else None)
+
+    # -- rules from code -----------------------------------------------------------------------
+    def add_rule(self, data: Any, file: str, line: int | None = None) -> DeclaredRule:
+        """Check one rule in the scenario format against the spec and keep it, ahead of the scenario's rules.
+
+        :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule.
+        """
+        if len(self.declared.rules) >= MAX_RULES:
+            message = f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first"
+            raise ScenarioLoadError([ScenarioError(file, line, "", message)])
+        rule = load_rule(data, self.contract, file, line)
+        return self.declared.add(rule, data, f"{file}:{line}" if line else file)
 
     # -- the store (--stateful) --------------------------------------------------------------
     def _store(self) -> Store:
