@@ -12,9 +12,11 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from plantstub.errors import PlantstubError, ScenarioError, UnknownScenario
+from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, UnknownScenario
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
+from plantstub.recording.waiting import expectation_of
+from plantstub.scenarios.declared import RuleBuilder, when
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
 from plantstub.server.sessions import SESSION_PREFIX
@@ -36,12 +38,13 @@ class AdminClient:
         self._token = admin_token
         self.timeout = timeout
 
-    def send(self, method: str, name: str, body: Any = _NOTHING) -> tuple[int, Any]:
+    def send(self, method: str, name: str, body: Any = _NOTHING, headers: dict[str, str] | None = None,
+             timeout: float | None = None) -> tuple[int, Any]:
         """(status, decoded JSON) of `method` on the admin route `name` (e.g. `calls`)."""
         parts = self._parts
         connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        connection = connection_class(parts.hostname or "", parts.port, timeout=self.timeout)
-        headers = {"Accept": "application/json"}
+        connection = connection_class(parts.hostname or "", parts.port, timeout=timeout or self.timeout)
+        headers = {"Accept": "application/json", **(headers or {})}
         if self._token is not None:
             headers["Authorization"] = f"Bearer {self._token}"
         payload = None
@@ -79,8 +82,8 @@ def message_of(data: Any) -> str:
 class RemoteStub(CallChecks):
     """A running stub driven over HTTP: `Stub.connect(url, admin_token=None)`, or `session()` of one.
 
-    The same methods as an in-process Stub: `calls`, `use`, `reset`, `coverage`, `state`, `set_state`, the
-    assertions and `session()`; `stop()` (and leaving a `with` block) ends a session made by `session()`
+    The same methods as an in-process Stub: `calls`, `use`, `reset`, `coverage`, `state`, `set_state`, `when`,
+    `declare`, `rules`, `remove_rule`, `wait_for_calls`, the assertions and `session()`; `stop()` (and leaving a `with` block) ends a session made by `session()`
     and leaves the stub itself running.
     """
 
@@ -173,3 +176,60 @@ class RemoteStub(CallChecks):
                                      for p in data["problems"]])
         if status != 200:
             raise PlantstubError(message_of(data))
+
+    # -- rules from code, waiting -------------------------------------------------------------------
+    def when(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        headers: dict[str, Any] | None = None,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        times: int | None = None,
+        *,
+        off_contract: bool = False,
+    ) -> RuleBuilder:
+        """A rule from code, declared over the admin API (`POST rules`); as `Stub.when`."""
+        return when(self, method, path, headers, query, body, times, off_contract)
+
+    def declare(self, rule: dict[str, Any], file: str = "stub.declare()", line: int = 0) -> str:
+        """Declare one rule in the scenario format; returns its id.
+
+        :raises ScenarioError: every problem, at `file:line`, as in process.
+        """
+        __tracebackhide__ = True
+        source = {"X-Plantstub-Source": f"{file}:{line}" if line else file}
+        status, data = self.admin.send("POST", "rules", rule, source)
+        if status == 400 and isinstance(data, dict) and data.get("problems"):
+            raise ScenarioLoadError([ScenarioError(file, line or None, p["path"], p["message"])
+                                     for p in data["problems"]])
+        if status != 201:
+            raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}rules answered {status}: {message_of(data)}")
+        return str(data["id"])
+
+    @property
+    def rules(self) -> list[dict[str, Any]]:
+        """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
+        result: list[dict[str, Any]] = self.admin.expect("GET", "rules")["rules"]
+        return result
+
+    def remove_rule(self, rule_id: str) -> bool:
+        """Remove one rule from code; False when there is no such rule."""
+        return self.admin.expect("DELETE", f"rules/{rule_id}", ok=(200, 404)).get("deleted") == 1
+
+    def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:
+        """Wait until `n` calls like this have been recorded (the stub waits, woken by each call); as in process.
+
+        :raises CallAssertionError: after `timeout` seconds, with the same text as in process.
+        """
+        __tracebackhide__ = True
+        expectation_of(filters, "wait_for_calls(): ")  # an unknown filter: the same TypeError as in process
+        status, data = self.admin.send("POST", "calls/wait", {"n": n, "timeout": timeout, **filters},
+                                       timeout=TIMEOUT + float(timeout))
+        if status == 400:
+            raise ValueError(message_of(data).removeprefix("body."))
+        if status != 200:
+            raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}calls/wait answered {status}: {message_of(data)}")
+        if not data["arrived"]:
+            raise CallAssertionError(data["message"])
+        return [Call.from_dict(c) for c in data["calls"]]

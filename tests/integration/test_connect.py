@@ -181,3 +181,42 @@ def test_connect_headers_ignore_case(sidecar):
     urllib.request.urlopen(urllib.request.Request(sidecar.url + "/plants", data=TRAFFIC[0], headers=JSON_AUTH), timeout=5)
     [call] = remote.calls
     assert call.headers["authorization"] == "Bearer t"
+
+
+def test_connect_rules_from_code_and_waiting_as_in_process(sidecar, local):
+    remote = Stub.connect(sidecar.url)
+    errors, waits, unknown = [], [], []
+    for stub in (remote, local):
+        rule = stub.when("POST", "/plants", body={"name": "Cactus"}, times=1).reply(
+            400, {"error": 503, "message": "closed"})
+        assert post_status(stub.url, b'{"id": 9, "name": "Cactus"}') == 400
+        assert post_status(stub.url, b'{"id": 10, "name": "Cactus"}') == 200  # times=1: then the default
+        assert rule.uses == 1 and [r["id"] for r in stub.rules] == [rule.id]
+        assert stub.rules[0]["source"].startswith("tests/integration/test_connect.py:")
+        assert stub.wait_for_calls(2, timeout=2, path="/plants")[0].rule == rule.id
+        with pytest.raises(CallAssertionError) as caught:
+            stub.wait_for_calls(1, timeout=0.2, body={"name": "Rose"})
+        waits.append(str(caught.value))
+        with pytest.raises(ScenarioError) as declared:
+            stub.when(path="/plants").reply(418)  # one line for both: the same file:line in the text
+        errors.append(str(declared.value))
+        with pytest.raises(TypeError) as typo:
+            stub.wait_for_calls(1, pathh="/plants")
+        unknown.append(str(typo.value))
+        assert (rule.remove(), rule.remove()) == (True, False)
+        stub.when("POST", "/plants").reply(200, {"name": "x"})
+        stub.reset()
+        assert stub.rules == []
+    assert waits[0] == waits[1] and waits[0].startswith("plantstub: waited 0.2 s for 1 call (any) with body {'name': 'Rose'}; got 0.")
+    assert errors[0] == errors[1]
+    assert errors[0].startswith("tests/integration/test_connect.py:") and "418 is not declared" in errors[0]
+    assert unknown[0] == unknown[1]
+
+
+def test_remote_session_rules_are_its_own(sidecar):
+    remote = Stub.connect(sidecar.url)
+    with remote.session() as one, remote.session() as two:
+        one.when("POST", "/plants").reply(400, {"error": 1, "message": "mine"})
+        assert post_status(one.url, TRAFFIC[0]) == 400
+        assert post_status(two.url, TRAFFIC[0]) == 200
+        assert two.rules == [] and remote.rules == []
