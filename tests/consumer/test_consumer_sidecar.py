@@ -47,6 +47,13 @@ def test_flaky_per_test(plantstub, i):
 def test_no_scenario_here(plantstub):
     assert create_plant(plantstub.url, {"id": 1, "name": "Fern"}) == (200, {"name": "Fern"})
     assert len(plantstub.calls) == 1
+
+
+def test_a_rule_from_code(plantstub):
+    rule = plantstub.when("POST", "/plants", body={"name": "Cactus"}).reply(400, {"error": 1, "message": "no"})
+    assert create_plant(plantstub.url, {"id": 1, "name": "Cactus"}) == (400, {"error": 1, "message": "no"})
+    assert rule.uses == 1
+    assert plantstub.wait_for_calls(1, timeout=1, path="/plants")[0].rule == rule.id
 '''
 
 
@@ -95,21 +102,21 @@ def consumer(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_fixture_on_a_sidecar_one_session_per_test(consumer, sidecar):
     result = run(consumer, f"--plantstub-url={sidecar.url}", "--plantstub-coverage")
-    result.assert_outcomes(passed=13)
-    result.stdout.fnmatch_lines(["  POST /plants*200*13", "  POST /plants*400*12"])
+    result.assert_outcomes(passed=14)
+    result.stdout.fnmatch_lines(["  POST /plants*200*13", "  POST /plants*400*13"])
     health = sidecar.get("/__plantstub/health")
     assert health["sessions"] == 0  # every session ended at teardown
     assert health["journal"]["calls"] == 0  # nothing reached the default session
     listing = sidecar.get("/__plantstub/sessions")
-    assert listing["ended"] == 13
+    assert listing["ended"] == 14
 
 
 @pytest.mark.skipif(not HAS_XDIST, reason="needs pytest-xdist (the lane with it runs this)")
 def test_fixture_on_a_sidecar_with_xdist(consumer, sidecar, monkeypatch):
     monkeypatch.setenv("PLANTSTUB_URL", sidecar.url)
     result = run(consumer, "-n", "2")
-    result.assert_outcomes(passed=13)
-    assert sidecar.get("/__plantstub/sessions")["ended"] == 13
+    result.assert_outcomes(passed=14)
+    assert sidecar.get("/__plantstub/sessions")["ended"] == 14
 
 
 def test_fixture_on_a_sidecar_strict_mode_and_markers(pytester, sidecar):
