@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from plantstub._gc import collector_paused
 from plantstub._version import __version__
 from plantstub.config import Settings, build_settings, env_name
 from plantstub.errors import PlantstubError
@@ -22,6 +23,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run the stub", description="Run the stub until SIGTERM or Ctrl-C.")
     flags = [
         ("--spec", "FILE", "OpenAPI 3.0/3.1 document (default: the bundled Plant Store)"),
+        ("--spec-root", "DIR", "folder whose files the spec's $refs may read (default: the spec's folder)"),
         ("--scenarios", "DIR", "folder of scenario files (default: scenarios/ when it exists)"),
         ("--scenario", "NAME", "scenario active at start (default: none)"),
         ("--host", "HOST", "address to bind (default: 127.0.0.1)"),
@@ -44,6 +46,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument(flag, metavar=metavar, dest=dest, help=f"{text} [env {env_name(dest)}]")
     p.add_argument("--watch", action="store_const", const=True, default=None,
                    help=f"reload scenarios when their files change [env {env_name('watch')}]")
+    p.add_argument("--webhook", metavar="[NAME=]URL", action="append", default=None,
+                   help="send webhook NAME (a key of the spec's webhooks; without NAME=, every webhook) to URL; "
+                        f"repeatable [env {env_name('webhook')}: values separated by spaces]")
     p.add_argument("--cors", action="store_const", const=True, default=None,
                    help=f"answer CORS preflights and let web pages of any origin read the answers [env {env_name('cors')}]")
     p.add_argument("--stateful", action="store_const", const=True, default=None,
@@ -93,6 +98,8 @@ def _check_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--spec", metavar="FILE",
                    help=f"OpenAPI 3.0/3.1 document (default: the bundled Plant Store) [env {env_name('spec')}]")
+    p.add_argument("--spec-root", metavar="DIR", help="folder whose files the spec's $refs may read (default: the"
+                   f" spec's folder) [env {env_name('spec_root')}]")
     p.add_argument("paths", nargs="+", metavar="PATH", help="a scenario file, or a folder of them (*.yaml, *.yml)")
 
 
@@ -102,7 +109,8 @@ def _check(args: argparse.Namespace) -> int:
     from plantstub.contract.load import load_spec
     from plantstub.scenarios.load import check_paths
 
-    spec = load_spec(args.spec or os.environ.get(env_name("spec")) or None)
+    spec = load_spec(args.spec or os.environ.get(env_name("spec")) or None,
+                     root=args.spec_root or os.environ.get(env_name("spec_root")) or None)
     errors, scenarios = check_paths(args.paths, spec)
     for error in errors:
         print(error, file=sys.stderr)
@@ -163,8 +171,11 @@ async def _serve(settings: Settings) -> int:
         size = 0
     if size >= 2**20:
         print(f"plantstub: loading {settings.spec} ({size / 2**20:.1f} MiB)", file=sys.stderr, flush=True)
-    control = Control(settings)
-    gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
+    # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
+    # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
+    with collector_paused():
+        control = Control(settings)
+        gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
         running = await start(control, settings.host, settings.port)
     except OSError as exc:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from plantstub.errors import ConfigError
 
@@ -33,6 +34,7 @@ class Settings:
     """Everything a running stub needs to know; shared by CLI, Stub, create_app and the fixture."""
 
     spec: Path | None = None
+    spec_root: Path | None = None  # the folder $refs may read files under (default: the spec's own folder)
     scenarios: Path | None = None
     scenario: str | None = None
     host: str = "127.0.0.1"
@@ -48,6 +50,7 @@ class Settings:
     cors: bool = False
     stateful: bool = False
     log_format: str = "none"
+    webhook: tuple[tuple[str, str], ...] = ()  # --webhook: (webhook name or "*", URL) pairs
     session_idle: float = DEFAULT_SESSION_IDLE  # seconds a session may go unused before it ends
     max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
 
@@ -126,8 +129,44 @@ def _token(name: str, value: Any) -> str | None:
     return text
 
 
+def webhook_url(url: Any) -> str:
+    """`url` if plantstub may send webhooks to it (http or https, with a host); else ValueError saying why."""
+    text = str(url).strip() if isinstance(url, str) else ""
+    parts = urlsplit(text) if text else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or len(text) > 2048:
+        raise ValueError(f"{str(url)[:100]!r} is not an http:// or https:// URL with a host")
+    return text
+
+
+def subscription(text: str) -> tuple[str, str]:
+    """One `--webhook` value: URL (every webhook, "*") or NAME=URL; ValueError when it is neither."""
+    text = text.strip()
+    name, url = ("*", text) if text.startswith(("http://", "https://")) or "=" not in text else text.split("=", 1)
+    if not name:
+        raise ValueError(f"{text[:100]!r}: the webhook name before '=' is empty (expected URL or NAME=URL)")
+    return name, webhook_url(url)
+
+
+def _webhooks(name: str, value: Any) -> tuple[tuple[str, str], ...]:
+    """--webhook (repeatable) or PLANTSTUB_WEBHOOK (values separated by spaces): one URL per webhook name."""
+    values = value.split() if isinstance(value, str) else list(value)
+    found: dict[str, str] = {}
+    for item in values:
+        try:
+            key, url = item if isinstance(item, tuple) else subscription(str(item))
+            webhook_url(url)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc} (expected URL or NAME=URL)") from None
+        if key in found:
+            which = "every webhook" if key == "*" else key
+            raise ConfigError(f"{name}: two URLs for {which} ({found[key]}, {url}); give one")
+        found[key] = url
+    return tuple(found.items())
+
+
 _CONVERTERS = {
     "spec": _path,
+    "spec_root": _path,
     "scenarios": _path,
     "scenario": _text,
     "host": _host,
@@ -143,6 +182,7 @@ _CONVERTERS = {
     "cors": _bool,
     "stateful": _bool,
     "log_format": _log_format,
+    "webhook": _webhooks,
     "session_idle": _seconds,
     "max_sessions": _int_in(1, 100_000, "a number of sessions"),
 }

@@ -15,6 +15,10 @@ class ConfigError(PlantstubError):
     """A setting (flag, environment variable, argument) has a bad value."""
 
 
+class SubscriptionError(ConfigError):
+    """A webhook subscription cannot be made: a name the spec does not declare, or a URL that is not http(s)."""
+
+
 class ScenarioError(PlantstubError):
     """A scenario file is broken; `str()` is exactly `file:line: path: message`."""
 

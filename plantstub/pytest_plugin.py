@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from plantstub.recording.call import Call
     from plantstub.server.remote import RemoteStub
     from plantstub.stub import Stub
+    from plantstub.webhooks.deliveries import Delivery
 
 COVERAGE_KEY = pytest.StashKey[Tally]()
 _STUB_OF_TEST = pytest.StashKey["Stub | RemoteStub"]()
@@ -91,6 +92,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("plantstub", "plantstub (contract-checked Plant Store stub)")
     group.addoption("--plantstub-spec", metavar="FILE",
                     help="OpenAPI document the stub serves, relative to the current folder (default: bundled Plant Store)")
+    group.addoption("--plantstub-spec-root", metavar="DIR",
+                    help="folder whose files the spec's $refs may read, relative to the current folder (default: the spec's folder)")
     group.addoption("--plantstub-scenarios", metavar="DIR",
                     help="folder of scenario files, relative to the current folder")
     group.addoption("--plantstub-stateful", action="store_const", const=True, default=None,
@@ -104,6 +107,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"[env {URL_ENV}]")
     parser.addini("plantstub_url", "base URL of a running stub (a sidecar) the fixture uses, one session per test")
     parser.addini("plantstub_spec", "OpenAPI document the stub serves, relative to the ini file", type="paths")
+    parser.addini("plantstub_spec_root", "folder whose files the spec's $refs may read, relative to the ini file",
+                  type="paths")
     parser.addini("plantstub_scenarios", "folder of scenario files, relative to the ini file", type="paths")
     parser.addini("plantstub_stateful", "the stub remembers what it is told (true/false)", default=None)
 
@@ -145,12 +150,14 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     """
     explicit = {
         "spec": _spec(_resolve(pytestconfig, pytestconfig.getoption("plantstub_spec"))),
+        "spec_root": _resolve(pytestconfig, pytestconfig.getoption("plantstub_spec_root")),
         "scenarios": _resolve(pytestconfig, pytestconfig.getoption("plantstub_scenarios")),
         "stateful": pytestconfig.getoption("plantstub_stateful"),
         "port": 0,
     }
     fallback = {
         "spec": _spec(_first(pytestconfig.getini("plantstub_spec"))),
+        "spec_root": _first(pytestconfig.getini("plantstub_spec_root")),
         "scenarios": _first(pytestconfig.getini("plantstub_scenarios")),
         "stateful": pytestconfig.getini("plantstub_stateful"),
     }
@@ -257,6 +264,7 @@ def plantstub(
 
     options = _marker_options(request.node)
     stub: Stub | RemoteStub
+    pooled: Stub | None = None  # the in-process stub, when no sidecar is used
     if plantstub_sidecar is not None:
         problem = None
         try:
@@ -266,7 +274,7 @@ def plantstub(
         if problem is not None:
             pytest.fail(problem, pytrace=False)
     else:
-        stub = plantstub_pool.get(plantstub_settings)
+        stub = pooled = plantstub_pool.get(plantstub_settings)
         stub.reset()
     problem = None
     try:
@@ -285,18 +293,20 @@ def plantstub(
         try:
             _add_coverage(request.config, stub)
         finally:
-            if plantstub_sidecar is not None:
-                stub.stop()  # ends this test's session; the sidecar runs on
+            if pooled is None:
+                stub.stop()  # ends this test's session on the sidecar (its subscriptions with it)
             else:
-                stub.use(None)
+                pooled.use(None)
+                pooled.control.webhooks.subscriptions.reset()  # a subscription the test made ends with it
 
 
 def _listed(calls: list[Call], reasons: Any) -> str:
     return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(reasons(c))}" for c in calls)
 
 
-def _strict_failures(name: str, calls: list[Call]) -> list[str]:
-    """Strict mode's complaints about one test's calls: the consumer's broken requests, then the stub's own faults."""
+def _strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery] = ()) -> list[str]:
+    """Strict mode's complaints about one test: the consumer's broken requests, the stub's own faults, then the
+    consumer's webhook receivers that answered a status the webhook does not declare."""
     found = []
     bad = [c for c in calls if not c.valid]
     if bad:
@@ -314,7 +324,27 @@ def _strict_failures(name: str, calls: list[Call]) -> list[str]:
             f"{_listed(faulty, lambda c: c.stub_errors)}. A scenario rule named here must be fixed (or say "
             "`off_contract: true`); an internal error is a plantstub bug."
         )
+    refused = [d for d in deliveries if d.status is not None and not d.valid]
+    if refused:
+        n = len(refused)
+        listed = "; ".join(f"#{d.seq} {d.name} -> {d.url}: {d.error}" for d in refused)
+        found.append(
+            f"plantstub: in {name}, the consumer's webhook receiver broke the contract on {n} "
+            f"deliver{'ies' if n > 1 else 'y'}: {listed}. Make the receiver answer a declared status, or mark the "
+            "test @pytest.mark.plantstub(strict=False) if that was the point."
+        )
     return found
+
+
+def _settled_deliveries(stub: Stub, timeout: float = 5.0) -> list[Delivery]:
+    """The test's deliveries once those still being sent are done (at most `timeout` seconds)."""
+    import time
+
+    sender = stub.control.webhooks.sender
+    deadline = time.monotonic() + timeout
+    while sender.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return stub.deliveries
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -328,7 +358,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     stub = item.stash.get(_STUB_OF_TEST, None)
     if options is None or stub is None or not options.strict:
         return
-    failures = _strict_failures(item.name, stub.calls)
+    from plantstub.stub import Stub
+
+    # a sidecar's deliveries are not read over HTTP (yet): strict mode checks its calls only
+    deliveries = _settled_deliveries(stub) if isinstance(stub, Stub) else []
+    failures = _strict_failures(item.name, stub.calls, deliveries)
     if failures:
         report.outcome = "failed"
         report.longrepr = "\n".join(failures)

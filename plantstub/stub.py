@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from plantstub._json import NO_BODY
 from plantstub.config import Settings, build_settings
-from plantstub.errors import PlantstubError, ScenarioError
+from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of, wait_for_calls
-from plantstub.scenarios.declared import RuleBuilder, when
+from plantstub.scenarios.declared import RuleBuilder, caller_location, when
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import start
 from plantstub.server.sessions import SESSION_PREFIX, new_id
 from plantstub.server.state import Control, NotStateful, Sessions
+from plantstub.webhooks.deliveries import Delivery, assert_delivered
 
 _R = TypeVar("_R")
 
@@ -48,8 +52,9 @@ class Stub(CallChecks):
     :param scenario: scenario active at start.
     :param port: port to listen on (default 0: a free one; PLANTSTUB_PORT is not read here).
     :param settings: a complete Settings instead of the keyword arguments.
-    :param options: other Settings fields (stateful, host, journal, journal_size, max_body, read_timeout,
-        log_format); ``stateful=True`` makes the stub remember what it is told (``stub.state``).
+    :param options: other Settings fields (spec_root, stateful, host, journal, journal_size, max_body, read_timeout,
+        log_format; webhook: a list of "URL" or "NAME=URL" subscriptions); ``stateful=True`` makes the stub
+        remember what it is told (``stub.state``).
     """
 
     __test__ = False
@@ -191,7 +196,8 @@ class Stub(CallChecks):
         self._in_loop(self.control.use, name)
 
     def reset(self) -> None:
-        """Forget recorded calls, rule counters and rules from code."""
+        """Forget recorded calls, rule counters, rules from code and deliveries; subscriptions are those of the start
+        again."""
         self._in_loop(self.control.reset)
 
     def coverage(self) -> dict[str, Any]:
@@ -222,13 +228,16 @@ class Stub(CallChecks):
         """
         return when(self, method, path, headers, query, body, times, off_contract)
 
-    def declare(self, rule: dict[str, Any], file: str = "stub.declare()", line: int = 0) -> str:
+    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
         """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its id.
 
-        :raises ScenarioError: every problem, at `file:line`, as a scenario file's rule gets them.
+        :raises ScenarioError: every problem, at `file:line` (default: the caller's), as a scenario file's rule
+            gets them.
         """
         __tracebackhide__ = True
-        return self._in_loop(self.control.add_rule, rule, file, line or None).id
+        if file is None:
+            file, line = caller_location()
+        return self._in_loop(self.control.add_rule, copy.deepcopy(rule), file, line or None).id
 
     @property
     def rules(self) -> list[dict[str, Any]]:
@@ -259,6 +268,48 @@ class Stub(CallChecks):
             raise PlantstubError(str(exc)) from None
         if problems:
             raise ScenarioLoadError([ScenarioError("stub.set_state()", None, w, m) for w, m in problems])
+
+    # -- webhooks ---------------------------------------------------------------------------
+    def subscribe(self, url: str, name: str | None = None) -> None:
+        """Send webhook `name` (a key of the spec's `webhooks`; None: every one) to `url` (http or https).
+
+        :raises SubscriptionError: for a name the spec does not declare or a URL that is not http(s).
+        """
+        self._in_loop(self.control.webhooks.subscriptions.subscribe, url, "*" if name is None else name, "url")
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
+        return self.control.webhooks.log.snapshot()
+
+    def wait_for_deliveries(self, n: int, timeout: float = 5.0) -> list[Delivery]:
+        """Wait until at least `n` deliveries are recorded (sent and answered, or given up on); returns them.
+
+        :raises CallAssertionError: when fewer arrived within `timeout` seconds, listing those that did.
+        """
+        __tracebackhide__ = True
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.deliveries
+            if len(found) >= n or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        if len(found) < n:
+            pending = self.control.webhooks.sender.pending
+            shown = "".join(f"\n  #{d.seq} {d.name} -> {d.url}  {d.status}" for d in found)
+            raise CallAssertionError(f"plantstub: expected {n} deliveries within {timeout:g} s; got {len(found)}"
+                                     f" ({pending} still being sent).{shown}")
+        return found
+
+    def assert_delivered(self, name: str | None = None, body: Any = NO_BODY, times: int | None = None) -> list[Delivery]:
+        """Assert webhooks like this were sent: `times` exactly, or at least one when None.
+
+        :param name: the webhook's (or callback's) name; None: any.
+        :param body: partial JSON: each key given must equal the sent body's.
+        :raises CallAssertionError: listing the deliveries recorded.
+        """
+        __tracebackhide__ = True
+        return assert_delivered(self.deliveries, name, body, times)
 
     # -- waiting ------------------------------------------------------------------------------
     def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:

@@ -124,3 +124,72 @@ class ServeProcess:
             if stream:
                 stream.close()
         return self.proc.returncode
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 (a thread of the standard library's HTTP server): records each request
+    it gets and answers the next of `statuses` (the last repeats), after `delay` seconds."""
+
+    def __init__(self, statuses: tuple[int, ...] = (200,), delay: float = 0.0) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.received: list[dict] = []
+        self.statuses = list(statuses)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.received.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw or b"null")})
+                status = outer.statuses.pop(0) if len(outer.statuses) > 1 else outer.statuses[0]
+                if delay:
+                    time.sleep(delay)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> Receiver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def free_port_url() -> str:
+    """The URL of a port on 127.0.0.1 that nothing listens on (it was free a moment ago)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def call(url: str, method: str, path: str, data: object = None, headers: dict[str, str] | None = None) -> tuple[int, object]:
+    """A JSON request with the standard library: (status, parsed JSON answer or None)."""
+    import json
+
+    body = None if data is None else json.dumps(data).encode()
+    request = urllib.request.Request(url + path, data=body, method=method,
+                                     headers={**JSON_AUTH, **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            raw = response.read()
+            return int(response.status), json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        return exc.code, json.loads(raw) if raw else None

@@ -178,7 +178,7 @@ def test_spec_ref_outside_its_folder_is_not_read(tmp_path, secret_file):
     where = "paths./plants.post.responses.200.content.application/json.schema"
     assert spec_error(path) == (
         f"cannot use spec {path}: {where}: $ref '../secret.txt': {secret_file} is outside the spec's folder"
-        f" {tmp_path / 'api'}; not read")
+        f" {tmp_path / 'api'}; not read (--spec-root DIR lets $refs read files under DIR)")
 
 
 @pytest.mark.parametrize("ref", ["/etc/passwd", "../secret.txt#/0", "inner.yaml", "link.yaml", "bad.yaml", "dup.yaml"])

@@ -7,7 +7,7 @@ from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, concrete, is_json, pick_json
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, flatten
+from plantstub.contract.flatten import defs_of, flatten, marked
 from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.samples import generate
@@ -65,6 +65,7 @@ class Answer:
             self.examples.setdefault("example", self.media.example)
         self.base: Any = NO_BODY
         self.echo: tuple[str, ...] = ()  # response properties a request's fields may fill
+        self.hidden: dict[str, tuple[Any, dict[str, Any]]] = {}  # of those, the ones with writeOnly members
         self.whole: SchemaCheck | None = None
         self.problem: str | None = None
         self.label = op.label
@@ -84,15 +85,22 @@ class Answer:
             if fitting:
                 self.base = fitting[0]
                 return
-        made = generate(schema, samples)
-        self.base = made.value
+        made = samples.generated(schema, generate) if samples is not None else generate(schema)
+        self.base = made.value  # shared by the answers of one schema: never changed in place
         if made.problem is not None:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
             self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
             return
-        flat = flatten(schema, defs_of(schema))
+        defs = defs_of(schema)
+        flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
-            self.echo = tuple(flat.get("properties") or {})
+            props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
+            # A `writeOnly` property (a password) goes in requests only: never echoed into an answer.
+            self.echo = tuple(name for name, sub in props.items() if not marked(sub, "writeOnly", defs))
+            # Echoed values whose schema has `writeOnly` members inside: those members are taken out first.
+            checks = samples if samples is not None else Checks()
+            self.hidden = {name: (props[name], defs) for name in self.echo
+                           if checks.marks_inside(props[name], defs, "writeOnly")}
             self.whole = whole
             self._fill_status()
 
@@ -102,7 +110,7 @@ class Answer:
             return
         for name in ("error", "code", "status"):
             if isinstance(self.base.get(name), int) and self.whole.is_valid({**self.base, name: self.status}):
-                self.base[name] = self.status
+                self.base = {**self.base, name: self.status}
 
     def body_for(self, request_body: Any, example: str | None = None) -> Any:
         """The body to send: a named example, or the base value with request fields echoed in.
@@ -118,13 +126,14 @@ class Answer:
         copied = [name for name in self.echo if name in request_body]
         if not copied:
             return body
-        for name in copied:
-            body[name] = request_body[name]
+        sent = {name: _public(request_body[name], *self.hidden[name]) if name in self.hidden else request_body[name]
+                for name in copied}
+        body.update(sent)
         if self.whole.is_valid(body):
             return body
         body = dict(self.base)
         for name in copied:
-            trial = {**body, name: request_body[name]}
+            trial = {**body, name: sent[name]}
             if self.whole.is_valid(trial):
                 body = trial
         return body
@@ -140,3 +149,27 @@ class Answer:
         if isinstance(body, str) and not is_json(content_type):
             return Outgoing(self.status, body, body.encode("utf-8"), content_type)
         return json_reply(self.status, body, content_type=content_type)
+
+
+def _public(value: Any, schema: Any, defs: dict[str, Any], seen: dict[int, Any] | None = None, depth: int = 0) -> Any:
+    """`value` without the members its schema marks `writeOnly` (an echoed request field: no password).
+
+    `seen` keeps each schema's reading, so a list of 30,000 items costs one flatten, not 30,000."""
+    seen = {} if seen is None else seen
+    entry = seen.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        flat = flatten(schema, defs)
+        props: dict[str, Any] = flat["properties"] if isinstance(flat, dict) and isinstance(
+            flat.get("properties"), dict) else {}
+        hidden = frozenset(name for name, sub in props.items() if marked(sub, "writeOnly", defs))
+        items = flat.get("items") if isinstance(flat, dict) and isinstance(flat.get("items"), dict) else None
+        entry = seen[id(schema)] = (schema, props, hidden, items)
+    _, props, hidden, items = entry
+    if depth > 32:
+        return value
+    if isinstance(value, dict) and props:
+        return {k: _public(v, props[k], defs, seen, depth + 1) if k in props else v
+                for k, v in value.items() if k not in hidden}
+    if isinstance(value, list) and items is not None:
+        return [_public(v, items, defs, seen, depth + 1) for v in value]
+    return value

@@ -16,7 +16,9 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from plantstub._json import MAX_SHOWN, cut, shown
 from plantstub.contract import dialects
+from plantstub.contract.flatten import marked
 from plantstub.contract.messages import python_message
+from plantstub.contract.pattern import ecma_pattern
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
 from plantstub.errors import SpecError
 
@@ -29,6 +31,8 @@ Lookup = Callable[[str, str, str], "tuple[Any, str]"]
 @lru_cache(maxsize=65536)
 def join(base: str, ref: str) -> str:
     """urljoin(), remembered: a big document writes the same few thousand `$ref`s tens of thousands of times."""
+    if len(ref) > 1 and ref[0] == "#":  # a pointer into the same file, as urljoin() writes it: ten times faster
+        return base.partition("#")[0] + ref
     return urljoin(base, ref)
 
 
@@ -63,6 +67,9 @@ class Bundler:
         self.fresh: list[str] = []  # keys made by the bundle being built: checked at its end
         self.whole: dict[str, dict | bool] = {}  # target of a bare {"$ref": ...} -> its bundle
         self.done: dict[tuple[int, str], tuple[Any, dict | bool]] = {}  # (id(node), base) -> (node, its bundle)
+        self.annotated: set[str] = set()  # `readOnly` / `writeOnly`, once any schema says it (directed())
+        self.variants: dict[tuple[str, str], str | None] = {}  # (keyword, $defs key) -> its directed key, or None
+        self.directed_done: dict[tuple[str, int], tuple[Any, Any]] = {}  # (keyword, id(root)) -> (root, result)
 
     def bundle(self, node: Any, base: str, where: str) -> dict | bool:
         """`node` as one self-contained schema; SpecError naming `where` when it cannot be."""
@@ -90,6 +97,78 @@ class Bundler:
             self.whole[join(base, node["$ref"])] = root
         self.done[(id(node), base)] = (node, root)
         return root
+
+    # -- readOnly / writeOnly: one schema per direction --------------------------------------------------------
+    def directed(self, root: Any, direction: str) -> Any:
+        """`root` as a request ("request") or an answer ("response") must be: a required property marked
+        `readOnly` is not required in a request, one marked `writeOnly` not in an answer (OpenAPI 3.0's words,
+        kept for 3.1). Returns `root` itself when nothing changes; else a copy whose `$ref`s lead to directed
+        copies of the `$defs` entries that change (added to the one shared `$defs`, under their own keys)."""
+        keyword = "readOnly" if direction == "request" else "writeOnly"
+        if keyword not in self.annotated or not isinstance(root, dict):
+            return root
+        done = self.directed_done.get((keyword, id(root)))
+        if done is not None and done[0] is root:
+            return done[1]
+        body = {k: v for k, v in root.items() if k != "$defs"}
+        changed = self.settle(keyword, _refs_of(body)) or _strips(body, keyword, self.defs)
+        result = root
+        if changed:
+            result = self.rewrite(body, keyword)
+            if "$defs" in root:
+                result["$defs"] = self.defs
+        self.directed_done[(keyword, id(root))] = (root, result)
+        return result
+
+    def settle(self, keyword: str, start: set[str]) -> bool:
+        """Decide, for every `$defs` key reachable from `start`, whether its directed copy differs (and make it);
+        True when one of `start` does."""
+        unknown: list[str] = []
+        todo = [k for k in start if (keyword, k) not in self.variants and k in self.defs]
+        reach: dict[str, set[str]] = {}
+        while todo:
+            key = todo.pop()
+            if key in reach:
+                continue
+            reach[key] = _refs_of(self.defs[key])
+            unknown.append(key)
+            todo += [k for k in reach[key] if k not in reach and (keyword, k) not in self.variants and k in self.defs]
+        changes = {k for k in unknown if _strips(self.defs[k], keyword, self.defs)}
+        grew = True
+        while grew:  # a key whose schema leads to one that changes changes too (its `$ref` does)
+            grew = False
+            for key in unknown:
+                if key not in changes and any(k in changes or self.variants.get((keyword, k)) for k in reach[key]):
+                    changes.add(key)
+                    grew = True
+        made: dict[str, str] = {}
+        for key in unknown:
+            self.variants[(keyword, key)] = None
+            if key in changes:
+                made[key] = self.new_key(f"#{key}.{'request' if keyword == 'readOnly' else 'response'}")
+                self.variants[(keyword, key)] = made[key]
+                self.defs[made[key]] = True  # reserved, so that no other key takes the name; filled below
+                self.targets[made[key]] = self.targets.get(key, key)
+        for key, variant in made.items():
+            self.defs[variant] = self.rewrite(self.defs[key], keyword)
+        return any(self.variants.get((keyword, k)) for k in start)
+
+    def rewrite(self, node: Any, keyword: str) -> Any:
+        """A copy of `node` (a schema, not following `$ref`s) with directed `$ref`s and `required` lists."""
+        if isinstance(node, list):
+            return [self.rewrite(item, keyword) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: v if k in _DATA else self.rewrite(v, keyword) for k, v in node.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            variant = self.variants.get((keyword, ref[8:]))
+            if variant:
+                out["$ref"] = "#/$defs/" + variant
+        dropped = _dropped(node, keyword, self.defs)
+        if dropped:
+            out["required"] = [name for name in out["required"] if name not in dropped]
+        return out
 
     def ref(self, ref: str, base: str, refs: set[str]) -> str:
         target = join(base, ref)
@@ -122,7 +201,7 @@ class Bundler:
         return "#" + urldefrag(target)[1] if urldefrag(target)[1] else target.rsplit("/", 1)[-1]
 
     def new_key(self, target: str) -> str:
-        uri, fragment = urldefrag(target)
+        uri, _, fragment = target.partition("#")  # as urldefrag() splits a URI joined by join(), faster
         name = unquote(fragment.rsplit("/", 1)[-1]).replace("~1", "/").replace("~0", "~") or uri.rsplit("/", 1)[-1]
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "schema"
         key, n = name, 1
@@ -134,7 +213,7 @@ class Bundler:
     def dialect_at(self, target: str) -> str:
         """The dialect of the schema at absolute `target`: the nearest `$schema` on the way from its file's
         root down to it (the schema itself included), else the document's."""
-        uri, fragment = urldefrag(target)
+        uri, _, fragment = target.partition("#")
         node, _ = self.lookup(uri, self.where, uri)
         named = None
         for step in unquote(fragment).split("/")[1:]:
@@ -208,6 +287,14 @@ class Bundler:
             # YAML reads a bare `null` as no value; in a type it can only mean the "null" type.
             out["type"] = "null" if kind is None else ["null" if k is None else k for k in kind]
         out = dialects.to_2020_12(out, dialect)
+        for keyword in ANNOTATIONS:
+            if out.get(keyword) is True:
+                self.annotated.add(keyword)
+        if isinstance(out.get("pattern"), str):  # ECMA-262 forms Python's engines read otherwise (contract/pattern.py)
+            out["pattern"] = ecma_pattern(out["pattern"])
+        if isinstance(out.get("patternProperties"), dict):
+            out["patternProperties"] = {ecma_pattern(k) if isinstance(k, str) else k: v
+                                        for k, v in out["patternProperties"].items()}
         bounds = INT_BOUNDS.get(out["format"]) if isinstance(out.get("format"), str) else None
         if bounds:
             low, high = bounds
@@ -216,6 +303,48 @@ class Bundler:
             if not isinstance(out.get("maximum"), (int, float)) or out["maximum"] > high:
                 out["maximum"] = high
         return out
+
+
+ANNOTATIONS = ("readOnly", "writeOnly")
+_DATA = frozenset(("const", "enum", "examples", "example", "default", "$defs"))  # values, not schemas
+
+
+def _refs_of(node: Any) -> set[str]:
+    """The `$defs` keys a schema's `$ref`s name, itself and below (not following them)."""
+    found: set[str] = set()
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo += node
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                found.add(ref[8:])
+            todo += [v for k, v in node.items() if k not in _DATA and isinstance(v, (dict, list))]
+    return found
+
+
+def _dropped(node: dict[str, Any], keyword: str, defs: dict[str, Any]) -> set[str]:
+    """The names of `node`'s own `required` whose property is marked `keyword`."""
+    required, props = node.get("required"), node.get("properties")
+    if not isinstance(required, list) or not isinstance(props, dict):
+        return set()
+    return {name for name in required if isinstance(name, str) and marked(props.get(name), keyword, defs)}
+
+
+def _strips(node: Any, keyword: str, defs: dict[str, Any]) -> bool:
+    """Does a schema (not following `$ref`s) require a property marked `keyword` anywhere in it?"""
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo += node
+        elif isinstance(node, dict):
+            if _dropped(node, keyword, defs):
+                return True
+            todo += [v for k, v in node.items() if k not in _DATA and isinstance(v, (dict, list))]
+    return False
 
 
 def _check(schema: Any, at: list[str], where: str) -> None:

@@ -8,7 +8,7 @@ shared validator leaves out, with only the `$defs` it needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from plantstub.contract.flatten import flatten_keys, merge
@@ -37,12 +37,21 @@ class Checks:
         self.refs: dict[int, tuple[Any, frozenset[str]]] = {}
         self.flat: dict[int, tuple[Any, tuple[Any, frozenset[str]]]] = {}
         self.merged: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
+        self.marks: dict[tuple[str, int], tuple[Any, bool]] = {}  # (keyword, id(node)) -> (node, marked inside)
+        self.made: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, the value generated for it)
 
     def flatten(self, schema: Any, defs: dict[str, Any]) -> tuple[Any, frozenset[str]]:
         """flatten_keys(), kept: the same schema folds into the same object, whose checks are then compiled once."""
         entry = self.flat.get(id(schema))
         if entry is None or entry[0] is not schema:
             entry = self.flat[id(schema)] = (schema, flatten_keys(schema, defs))
+        return entry[1]
+
+    def generated(self, schema: Any, generate: Callable[[Any, Checks], Any]) -> Any:
+        """`generate(schema, self)`, kept: operations answering with the same schema share one value."""
+        entry = self.made.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = self.made[id(schema)] = (schema, generate(schema, self))
         return entry[1]
 
     def merge(self, flat: dict[str, Any], branch: Any, defs: dict[str, Any]) -> Any:
@@ -82,6 +91,28 @@ class Checks:
             return self.check(schema, defs).is_valid(value)
         except Exception:  # noqa: BLE001 - a schema jsonschema cannot run: the value is not known good
             return False
+
+    def marks_inside(self, schema: Any, defs: dict[str, Any], keyword: str) -> bool:
+        """Does `schema`, or a `$defs` entry it needs, mark something `keyword` (`writeOnly`)? One look at the
+        whole `$defs` first, kept: a spec that never says it costs nothing more."""
+        if not self._marked(defs, keyword) and not self._marked(schema, keyword):
+            return False
+        return self._marked(schema, keyword) or any(self._marked(defs[k], keyword) for k in self.closure(schema, defs))
+
+    def _marked(self, node: Any, keyword: str) -> bool:
+        """`keyword: true` anywhere in `node` (not following `$ref`s), kept per node."""
+        entry = self.marks.get((keyword, id(node)))
+        if entry is None or entry[0] is not node:
+            found, todo = False, [node]
+            while todo and not found:
+                item = todo.pop()
+                if isinstance(item, dict):
+                    found = item.get(keyword) is True
+                    todo.extend(v for k, v in item.items() if k not in ("enum", "const", "examples", "example", "default"))
+                elif isinstance(item, list):
+                    todo.extend(item)
+            entry = self.marks[(keyword, id(node))] = (node, found)
+        return entry[1]
 
     def closure(self, schema: Any, defs: dict[str, Any]) -> set[str]:
         """The `$defs` keys `schema` needs, directly or through other entries."""

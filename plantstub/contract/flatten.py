@@ -30,6 +30,17 @@ def resolve(schema: Any, defs: dict[str, Any]) -> Any:
     return _resolve(schema, defs, frozenset())[0]
 
 
+def marked(prop: Any, keyword: str, defs: dict[str, Any]) -> bool:
+    """Is a property's schema marked `keyword` (`readOnly`, `writeOnly`): itself, or the schema its `$ref` names?"""
+    if not isinstance(prop, dict):
+        return False
+    if prop.get(keyword) is True:
+        return True
+    ref = prop.get("$ref")
+    target = defs.get(ref[8:]) if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+    return isinstance(target, dict) and target.get(keyword) is True
+
+
 def merge(parts: list[Any], defs: dict[str, Any]) -> Any:
     """Merge an allOf list into one schema: properties and required united, the stricter bound kept."""
     return _merge(parts, defs, frozenset())

@@ -16,8 +16,11 @@ from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import read_document
 from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract.bundle import Bundler, join
-from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, SecurityScheme, Spec
+from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, Spec
+from plantstub.contract.securities import Securities, expect, suggest
+from plantstub.contract.webhooks import read_callbacks, read_webhooks
 from plantstub.errors import SpecError
+from plantstub.matching import template_names
 
 log = logging.getLogger("plantstub")
 
@@ -45,16 +48,17 @@ def spec_file(path: str | Path | None) -> Path:
     return Path(path)
 
 
-def load_spec(path: str | Path | None = None) -> Spec:
+def load_spec(path: str | Path | None = None, root: str | Path | None = None) -> Spec:
     """Load and check an OpenAPI 3.0/3.1 document; the bundled Plant Store when `path` is None.
 
+    `root` (`--spec-root`) is the folder whose files $refs may read; the spec's own folder when None.
     Raises SpecError with a one-paragraph reason when the file is missing, unreadable, not
     OpenAPI 3.x, or holds a $ref or schema that cannot be used.
     """
     file = spec_file(path)
     if not file.exists() and not file.suffix and len(file.parts) == 1:  # meant as a name: say which names there are
         raise SpecError(f"cannot use spec {file}: no such file (the bundled documents, by name: {', '.join(BUNDLED_SPECS)})")
-    loader = _Loader(file)
+    loader = _Loader(file, None if root is None else Path(root))
     try:
         spec = loader.load()
         for warning in spec.warnings:  # said once, where the stub starts (stderr) and in GET /__plantstub/health
@@ -76,27 +80,28 @@ def load_spec(path: str | Path | None = None) -> Spec:
         # The bundler holds loader.lookup, a cycle: broken here, the parsed document is freed at once, not by a
         # collection (serve freezes what is loaded, and a cycle frozen is never freed).
         loader.__dict__.pop("bundler", None)
+        loader.__dict__.pop("securities", None)  # its deref is a method of the loader: the same kind of cycle
 
 
-def _expect(kind: type, node: Any, where: str, what: str) -> Any:
-    """`node` if it is a `kind` (dict or list); absent (None) reads as empty."""
-    if node is None:
-        return kind()
-    if not isinstance(node, kind):
-        raise SpecError(f"{where}: expected {what}, found {type(node).__name__} {shown(node)}")
-    return node
+_NOWHERE = object()
 
 
 class _Loader:
-    def __init__(self, file: Path) -> None:
+    def __init__(self, file: Path, root: Path | None = None) -> None:
         self.shown = file
         self.file = file.resolve()
+        # The folder referenced files must lie in, symlinks resolved: `..` or a link cannot lead out of it.
+        self.root = self.file.parent if root is None else root.resolve()
+        self.root_given = root is not None
         self.uri = self.file.as_uri()
         self.registry: referencing.Registry = referencing.Registry()
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
         self.found: dict[str, tuple[Any, str]] = {}  # absolute $ref target -> (its contents, its file's URI)
+        self.read_files: dict[str, Any] = {}  # file URI -> its contents
 
     def load(self) -> Spec:
+        if self.root_given and not self.root.is_dir():
+            raise SpecError(f"--spec-root {self.root} is not a folder")
         doc = self.read(self.uri, str(self.shown))
         if not isinstance(doc, dict):
             raise SpecError("the document is not a mapping of OpenAPI fields")
@@ -117,9 +122,10 @@ class _Loader:
             if not isinstance(dialect, str):
                 raise SpecError(f"jsonSchemaDialect: expected a URI, found {type(dialect).__name__} {shown(dialect)}")
             self.bundler.dialect = self.bundler.dialect_named(dialect, "jsonSchemaDialect")
-        components = _expect(dict, doc.get("components"), "components", "a mapping")
-        self.schemes = _expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
-        paths = _expect(dict, doc.get("paths"), "paths", "a mapping of path templates")
+        components = expect(dict, doc.get("components"), "components", "a mapping")
+        schemes = expect(dict, components.get("securitySchemes"), "components.securitySchemes", "a mapping")
+        self.securities = Securities(schemes, lambda node, where: self.deref(node, self.uri, where))
+        paths = expect(dict, doc.get("paths"), "paths", "a mapping of path templates")
         global_security = doc.get("security", [])
         operations: list[Operation] = []
         for template, item in paths.items():
@@ -133,19 +139,20 @@ class _Loader:
                 continue
             where = f"paths.{template}"
             item, base = self.deref(item, self.uri, where)
-            item = _expect(dict, item, where, "a Path Item mapping")
+            item = expect(dict, item, where, "a Path Item mapping")
             shared = [
                 param
-                for i, raw in enumerate(_expect(list, item.get("parameters"), f"{where}.parameters", "a list"))
+                for i, raw in enumerate(expect(list, item.get("parameters"), f"{where}.parameters", "a list"))
                 if (param := self.parameter(raw, base, f"{where}.parameters[{i}]")) is not None
             ]
             for method in (m for m in METHODS if m in item):
                 here = f"{where}.{method}"
                 operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
+        webhooks = read_webhooks(self, doc, self.uri)
         info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
-        warnings = tuple(dict.fromkeys([*self.warnings, *self.bundler.warnings]))
-        return Spec(str(self.shown), version, title, release, tuple(operations), warnings)
+        warnings = tuple(dict.fromkeys([*self.warnings, *self.securities.warnings(), *self.bundler.warnings]))
+        return Spec(str(self.shown), version, title, release, tuple(operations), warnings, webhooks)
 
     # -- files and $refs ---------------------------------------------------------------
     def display(self, uri: str) -> str:
@@ -159,15 +166,18 @@ class _Loader:
             return str(path)
 
     def read(self, uri: str, name: str) -> Any:
-        """Parse the file at `uri`: the spec itself, or a file a $ref names, which must lie in the spec's folder.
+        """Parse the file at `uri`: the spec itself, or a file a $ref names, which must lie under the root.
 
         A referenced file is never quoted: a syntax error says where only, and a file that holds no
         mapping or list (any text file reads as YAML's one long string) is refused without showing it.
         """
         path = Path(unquote(urlparse(uri).path))
         main = uri == self.uri
-        if not main and not path.resolve().is_relative_to(self.file.parent):
-            raise SpecError(f"{name} is outside the spec's folder {self.file.parent}; not read")
+        if not main and not path.resolve().is_relative_to(self.root):
+            if self.root_given:
+                raise SpecError(f"{name} is outside --spec-root {self.root}; not read")
+            raise SpecError(f"{name} is outside the spec's folder {self.root}; not read"
+                            " (--spec-root DIR lets $refs read files under DIR)")
         if not main and path.exists() and not path.is_file():  # a named pipe would block the read for ever
             raise SpecError(f"{name} is not a regular file; not read")
         try:
@@ -177,6 +187,7 @@ class _Loader:
         if not main and not isinstance(contents, (dict, list)):
             raise SpecError(f"{name} holds no YAML or JSON mapping or list, so nothing in it can be referenced")
         self.registry = self.registry.with_resource(uri, referencing.Resource.opaque(contents))
+        self.read_files[uri] = contents
         return contents
 
     def deref(self, node: Any, base: str, where: str) -> tuple[Any, str]:
@@ -197,6 +208,10 @@ class _Loader:
         found = self.found.get(target)
         if found is not None:  # a big document names the same targets thousands of times
             return found
+        found = self.walk(target)
+        if found is not None:
+            self.found[target] = found
+            return found
         uri, fragment = urldefrag(target)
         if urlparse(uri).scheme != "file":
             raise SpecError(f"{where}: $ref {shown(ref)}: only local files can be referenced (no network)")
@@ -215,6 +230,23 @@ class _Loader:
         found = self.found[target] = (resolved.contents, uri)
         return found
 
+    def walk(self, target: str) -> tuple[Any, str] | None:
+        """The contents at `target`, a JSON pointer into a file read already, found step by step (as `referencing`
+        finds it, in a tenth of the time: a big document has thousands of targets); None: ask `referencing`."""
+        uri, _, fragment = target.partition("#")
+        node = self.read_files.get(uri, _NOWHERE)
+        if node is _NOWHERE or (fragment and not fragment.startswith("/")):
+            return None
+        for step in unquote(fragment).split("/")[1:] if fragment else ():
+            step = step.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and step in node:
+                node = node[step]
+            elif isinstance(node, list) and step.isdigit() and (step == "0" or step[0] != "0") and int(step) < len(node):
+                node = node[int(step)]
+            else:
+                return None
+        return node, uri
+
     def near(self, uri: str, pointer: str) -> str:
         """` (did you mean 'Plant'?)` when the last step of a broken pointer is a typo."""
         parent, _, last = pointer.rpartition("/")
@@ -227,9 +259,13 @@ class _Loader:
         close = difflib.get_close_matches(last.replace("~1", "/").replace("~0", "~"), [str(k) for k in container], n=1)
         return f" (did you mean {shown(close[0])}?)" if close else ""
 
-    def schema(self, node: Any, base: str, where: str) -> dict | bool | None:
-        """The bundled, checked 2020-12 schema of `node` (None when there is none)."""
-        return None if node is None else self.bundler.bundle(node, base, where)
+    def schema(self, node: Any, base: str, where: str, direction: str = "request") -> dict | bool | None:
+        """The bundled, checked 2020-12 schema of `node` (None when there is none), as a request ("request") or
+        an answer ("response") is checked by it: `readOnly` / `writeOnly` properties are required only the
+        other way (Bundler.directed)."""
+        if node is None:
+            return None
+        return self.bundler.directed(self.bundler.bundle(node, base, where), direction)
 
     # -- objects ---------------------------------------------------------------------------
     def operation(
@@ -237,26 +273,29 @@ class _Loader:
         where: str,
     ) -> Operation:
         node, base = self.deref(node, base, where)
-        node = _expect(dict, node, where, "an Operation mapping")
+        node = expect(dict, node, where, "an Operation mapping")
         params: dict[tuple[str, str], Parameter] = {}
-        own = _expect(list, node.get("parameters"), f"{where}.parameters", "a list")
+        own = expect(list, node.get("parameters"), f"{where}.parameters", "a list")
         # Path-level parameters first: an operation parameter with the same name and location replaces one.
         for param in shared + [self.parameter(raw, base, f"{where}.parameters[{i}]") for i, raw in enumerate(own)]:
             if param is not None:
                 params[(param.name.lower() if param.location == "header" else param.name, param.location)] = param
+        self.match_template(template, params, base, where)
         body_required, body = False, None
         if node.get("requestBody") is not None:
             raw, body_base = self.deref(node["requestBody"], base, f"{where}.requestBody")
-            raw = _expect(dict, raw, f"{where}.requestBody", "a Request Body mapping")
+            raw = expect(dict, raw, f"{where}.requestBody", "a Request Body mapping")
             body_required = raw.get("required", False) is True
-            body = self.content(raw.get("content"), body_base, f"{where}.requestBody.content")
+            body = self.content(raw.get("content"), body_base, f"{where}.requestBody.content", "request")
         responses: dict[str, Response] = {}
-        declared = _expect(dict, node.get("responses"), f"{where}.responses", "a mapping of status codes")
+        declared = expect(dict, node.get("responses"), f"{where}.responses", "a mapping of status codes")
         for status, raw in declared.items():
             status = str(status)
             if status.startswith("x-"):
                 continue
             responses[status] = self.response(status, raw, base, f"{where}.responses.{status}")
+        if not responses:  # allowed in 3.1: the one answer is "done, nothing to say" (docs/cli.md "Other specs")
+            responses[NO_RESPONSES.status] = NO_RESPONSES
         return Operation(
             method=method.upper(),
             path=template,
@@ -266,32 +305,49 @@ class _Loader:
             body=body,
             responses=responses,
             # An operation's own `security` (even []) replaces the document's; errors name where it was written.
-            security=self.security(
+            security=self.securities.read(
                 node.get("security", global_security), f"{where}.security" if "security" in node else "security"
             ),
+            callbacks=read_callbacks(self, node.get("callbacks"), base, f"{where}.callbacks"),
         )
+
+    def match_template(self, template: str, params: dict[tuple[str, str], Parameter], base: str, where: str) -> None:
+        """Path parameters as the template has them: a declared one it lacks is dropped (no request can carry
+        it), and a `{name}` nothing declares is read as a string; each with a warning."""
+        named = template_names(template)
+        for key, param in list(params.items()):
+            if param.location == "path" and param.name not in named:
+                del params[key]
+                self.warnings.append(f"{where}: path parameter {shown(param.name)} is not in the template"
+                                     f"{suggest(param.name, dict.fromkeys(named)) if named else ''}; ignored")
+        for name in named:
+            if (name, "path") not in params:
+                schema = self.schema({"type": "string"}, base, f"{where}.parameters")
+                params[(name, "path")] = Parameter(name=name, location="path", required=True, schema=schema, style="simple",
+                                                   explode=False)
+                self.warnings.append(f"{where}: {{{name}}} has no declared path parameter; read as a string")
 
     def response(self, status: str, raw: Any, base: str, where: str) -> Response:
         raw, base = self.deref(raw, base, where)
-        raw = _expect(dict, raw, where, "a Response mapping")
+        raw = expect(dict, raw, where, "a Response mapping")
         headers = {}
-        for name, header in _expect(dict, raw.get("headers"), f"{where}.headers", "a mapping").items():
+        for name, header in expect(dict, raw.get("headers"), f"{where}.headers", "a mapping").items():
             header, header_base = self.deref(header, base, f"{where}.headers.{name}")
-            header = _expect(dict, header, f"{where}.headers.{name}", "a Header mapping")
+            header = expect(dict, header, f"{where}.headers.{name}", "a Header mapping")
             headers[str(name)] = self.schema(
-                _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema"
-            )
+                _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema",
+                "response")
         return Response(
             status=status,
             description=str(raw.get("description", "")),
-            content=self.content(raw.get("content"), base, f"{where}.content"),
+            content=self.content(raw.get("content"), base, f"{where}.content", "response"),
             headers=headers,
         )
 
     def parameter(self, raw: Any, base: str, where: str) -> Parameter | None:
         """The declared parameter; None for an Accept, Content-Type or Authorization header, which OpenAPI ignores."""
         raw, base = self.deref(raw, base, where)
-        raw = _expect(dict, raw, where, "a Parameter mapping")
+        raw = expect(dict, raw, where, "a Parameter mapping")
         if "name" not in raw or "in" not in raw:
             raise SpecError(f"{where}: a parameter needs 'name' and 'in'")
         location = raw["in"]
@@ -320,59 +376,34 @@ class _Loader:
             media=str(next(iter(content))) if isinstance(content, dict) and content else "",
         )
 
-    def content(self, raw: Any, base: str, where: str) -> dict[str, MediaType]:
+    def content(self, raw: Any, base: str, where: str, direction: str) -> dict[str, MediaType]:
         result = {}
-        for name, media in _expect(dict, raw, where, "a mapping of media types").items():
+        for name, media in expect(dict, raw, where, "a mapping of media types").items():
             media_where = f"{where}.{name}"
             media, media_base = self.deref({} if media is None else media, base, media_where)
-            media = _expect(dict, media, media_where, "a Media Type mapping")
+            media = expect(dict, media, media_where, "a Media Type mapping")
             examples = {}
-            declared = _expect(dict, media.get("examples"), f"{media_where}.examples", "a mapping of Example objects")
+            declared = expect(dict, media.get("examples"), f"{media_where}.examples", "a mapping of Example objects")
             for ex_name, example in declared.items():
                 example, _ = self.deref(example, media_base, f"{media_where}.examples.{ex_name}")
                 if isinstance(example, dict) and "value" in example:
                     examples[str(ex_name)] = example["value"]
             result[str(name)] = MediaType(
                 name=str(name),
-                schema=self.schema(media.get("schema"), media_base, f"{media_where}.schema"),
+                schema=self.schema(media.get("schema"), media_base, f"{media_where}.schema", direction),
                 example=media.get("example", MISSING),
                 examples=examples,
             )
         return result
 
-    def security(self, raw: Any, where: str) -> tuple[tuple[SecurityScheme, ...], ...]:
-        if raw is None:
-            return ()
-        alternatives = []
-        for i, requirement in enumerate(_expect(list, raw, where, "a list of security requirements")):
-            requirement = _expect(dict, requirement, f"{where}[{i}]", "a mapping of scheme names to scopes")
-            if not requirement:  # {} is an alternative that needs nothing: security is optional
-                return ()
-            schemes = []
-            for name in requirement:
-                if name not in self.schemes:
-                    raise SpecError(f"{where}[{i}]: security scheme {shown(name)} is not declared in"
-                                    f" components.securitySchemes{_suggest(str(name), self.schemes)}")
-                scheme, _ = self.deref(self.schemes[name], self.uri, f"components.securitySchemes.{name}")
-                scheme = _expect(dict, scheme, f"components.securitySchemes.{name}", "a Security Scheme mapping")
-                kind, word = str(scheme.get("type", "")), str(scheme.get("scheme", "")).lower()
-                where_sent, param = str(scheme.get("in", "")), str(scheme.get("name", ""))
-                schemes.append(SecurityScheme(str(name), kind, word, where_sent, param))
-            alternatives.append(tuple(schemes))
-        return tuple(alternatives)
+# What an operation that declares no responses answers: 204, no body (scenarios and `Prefer` may name it too).
+NO_RESPONSES = Response(status="204", description="no responses declared: plantstub answers 204 with no body",
+                        content={}, headers={})
 
 
 def _content_schema(node: dict, where: str) -> Any:
     """A parameter's or header's schema: `schema`, else the schema of its one `content` entry."""
     if node.get("schema") is None and isinstance(node.get("content"), dict) and node["content"]:
         media = next(iter(node["content"].values()))
-        return _expect(dict, media, f"{where}.content", "a Media Type mapping").get("schema")
+        return expect(dict, media, f"{where}.content", "a Media Type mapping").get("schema")
     return node.get("schema")
-
-
-def _suggest(name: str, declared: dict) -> str:
-    names = [str(n) for n in declared]
-    close = difflib.get_close_matches(name, names, n=1)
-    if close:
-        return f" (did you mean {shown(close[0])}?)"
-    return f" (declared: {cut(', '.join(names), 3 * MAX_SHOWN)})" if names else " (none are declared)"

@@ -69,6 +69,7 @@ class Operation:
     body: dict[str, MediaType] | None
     responses: dict[str, Response]
     security: tuple[tuple[SecurityScheme, ...], ...]  # alternatives; () means none needed
+    callbacks: tuple[Webhook, ...] = ()  # the operation's `callbacks`, one per (name, expression, method)
 
     @property
     def label(self) -> str:
@@ -85,6 +86,23 @@ class Operation:
         )
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Webhook:
+    """A request the API sends: an entry of the spec's `webhooks` (3.1), or an operation's callback.
+
+    `operation` holds what is sent (method, request body) and the answers the receiver may give;
+    `expression` is a callback's URL template (`{$request.body#/callbackUrl}`), "" for a webhook.
+    """
+
+    name: str
+    operation: Operation
+    expression: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name if not self.expression else f"callback {self.name} ({self.expression})"
+
+
 @dataclass(frozen=True, slots=True)
 class Spec:
     """A loaded OpenAPI document: its operations in document order."""
@@ -96,3 +114,4 @@ class Spec:
     operations: tuple[Operation, ...]
     # What the loader set aside and why, one sentence each (paths no request can reach, unknown dialects).
     warnings: tuple[str, ...] = ()
+    webhooks: tuple[Webhook, ...] = ()  # the document's `webhooks`, one per (name, method)

@@ -54,7 +54,8 @@ class ServedOperation:
         return None if key is None else self.answer(key)
 
     def default(self, request_body: Any) -> Outgoing:
-        """What a request gets when nothing else decides: the default answer, or an empty 200 (no responses)."""
+        """What a request gets when nothing else decides: the default answer (an operation that declares no
+        responses has 204, contract/load.py); an empty 200 only for an Operation built by hand without any."""
         answer = self.default_answer
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body)
 

@@ -4,7 +4,8 @@ Specs write ECMA-262 regular expressions (JSON Schema's dialect, with the `u` fl
 jsonschema-rs runs them as written. Where jsonschema runs instead (contract/fallback.py), the `regex` package
 does, once `python_dialect` has rewritten the ECMA escapes it lacks (`\\u{...}`, `\\cX`, `\\k<name>`). A
 pattern is served when Python's `re` or the `regex` package can run it; any other is refused when the spec
-loads. Strings that match are built with Python's own regular-expression parser, a `\\p{...}` class read as
+loads; before that, `ecma_pattern` rewrites the ECMA forms Python reads otherwise (a class's `-` beside a class
+escape, an inline flag past the start), once, as the schema is bundled. Strings that match are built with Python's own regular-expression parser, a `\\p{...}` class read as
 the characters of a small pool that it holds; every string is checked against its schema afterwards.
 """
 
@@ -44,6 +45,117 @@ def python_dialect(pattern: str) -> str:
     """`pattern` as the `regex` package reads it: `\\u{1F331}` -> `\\U0001f331`, `\\cM` -> `\\x0d`,
     `\\k<n>` -> `(?P=n)`."""
     return _ECMA_ESCAPES.sub(_ecma_escape, pattern)
+
+
+# -- ECMA forms Python's engines (and jsonschema-rs) read otherwise ---------------------------------------
+_CLASS_ESCAPES = frozenset("dDwWsS")  # a class escape stands for a set: a `-` beside it is a hyphen in ECMA
+_CONTROL = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "b": "\b", "0": "\0"}
+_INLINE_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+MAX_SCOPED = 16  # inline flag groups past the start rewritten in one pattern; a pattern with more stays as written
+
+
+@lru_cache(maxsize=1024)
+def ecma_pattern(pattern: str) -> str:
+    """`pattern` rewritten where ECMA-262 reads it one way and Python's `re` refuses it (or reads it
+    another): a `-` in a class beside a class escape (`[\\d-_]`) or between characters in reverse order
+    (`[_-.]`) is a hyphen, and an inline flag group past the start (`a|(?i)b`) applies to the rest of its
+    group (`a|(?i:b)`). Every other pattern is returned as written."""
+    try:
+        re.compile(pattern)
+        return pattern
+    except (re.error, ValueError, OverflowError, RecursionError):
+        pass
+    text = _scoped_flags(_class_hyphens(pattern))
+    try:
+        re.compile(text)
+    except (re.error, ValueError, OverflowError, RecursionError):
+        return text if servable(text) and not servable(pattern) else pattern
+    return text
+
+
+def _escape_end(text: str, i: int) -> int:
+    """The end of the escape starting at `text[i]` (a backslash): `\\p{L}` and `\\u{1F331}` whole."""
+    if text[i + 1 : i + 3] in ("p{", "P{", "u{") and "}" in text[i:]:
+        return text.index("}", i) + 1
+    return i + 2
+
+
+def _atom_code(atom: str) -> int | None:
+    """The character a class atom stands for; None for a set (`\\d`, `\\p{L}`) or one it cannot tell."""
+    if not atom.startswith("\\"):
+        return ord(atom)
+    letter = atom[1:2]
+    if letter in _CLASS_ESCAPES or letter in "pP":
+        return None
+    if letter in _CONTROL:
+        return ord(_CONTROL[letter])
+    if letter.isalnum():
+        return None  # `\\x41`, `\\u0041`: read as they are, never taken for a hyphen's neighbour
+    return ord(letter)
+
+
+def _class_hyphens(pattern: str) -> str:
+    """Each `-` of a class that ECMA cannot read as a range written `\\-`."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            end = _escape_end(pattern, i)
+            out.append(pattern[i:end])
+            i = end
+            continue
+        if ch != "[":
+            out.append(ch)
+            i += 1
+            continue
+        start = i + 1 + (pattern[i + 1 : i + 2] == "^")
+        atoms, j = [], start
+        while j < n and pattern[j] != "]":
+            end = _escape_end(pattern, j) if pattern[j] == "\\" else j + 1
+            atoms.append(pattern[j:end])
+            j = end
+        out.append(pattern[i:start])
+        for k, atom in enumerate(atoms):
+            if atom == "-" and 0 < k < len(atoms) - 1:
+                low, high = _atom_code(atoms[k - 1]), _atom_code(atoms[k + 1])
+                if low is None or high is None or low > high:
+                    atom = "\\-"
+            out.append(atom)
+        i = j
+    return "".join(out)
+
+
+def _scoped_flags(pattern: str) -> str:
+    """`X(?i)Y` past the start of the pattern: `X(?i:Y)`, Y running to the end of the enclosing group.
+
+    Each rewrite scans the rest of the pattern: a hostile one with thousands of them is left as written (and
+    refused if no engine reads it), never rewritten for seconds at start.
+    """
+    if len(_INLINE_FLAGS.findall(pattern, 1)) > MAX_SCOPED:
+        return pattern
+    match = _INLINE_FLAGS.search(pattern, 1)
+    while match is not None:
+        depth, j, in_class = 0, match.end(), False
+        while j < len(pattern):
+            ch = pattern[j]
+            if ch == "\\":
+                j = _escape_end(pattern, j)
+                continue
+            if in_class:
+                in_class = ch != "]"
+            elif ch == "[":
+                in_class = True
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            j += 1
+        flags = match.group()[2:-1]
+        pattern = f"{pattern[: match.start()]}(?{flags}:{pattern[match.end() : j]}){pattern[j:]}"
+        match = _INLINE_FLAGS.search(pattern, match.start() + 1)
+    return pattern
 
 
 @lru_cache(maxsize=1024)

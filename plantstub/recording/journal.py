@@ -100,7 +100,10 @@ class Journal:
 
     def _tell(self) -> None:
         for callback in self._listeners:  # a tuple, replaced whole: safe while another thread listens
-            callback()
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - a waiter gone wrong must never cost a call its record
+                continue
 
     @property
     def dropped(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from functools import cached_property
 from typing import Any
 
@@ -11,6 +12,7 @@ from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.resources import Resources
 from plantstub.contract.router import Router
 from plantstub.contract.schema import SchemaCheck, Violation, location_path
+from plantstub.contract.webhooks import json_body_schema
 from plantstub.errors import ScenarioError
 from plantstub.scenarios.document import ScenarioDocument
 from plantstub.scenarios.model import Criteria, Reply, Rule
@@ -52,16 +54,19 @@ class ScenarioContract:
     """Checks rules against one spec; compiled response schemas live on the served operations, shared by every file.
 
     :param served: the running stub's operations, so load-time and run-time checks compile each schema once.
+    :param router: the running stub's router (built once per spec).
     """
 
-    def __init__(self, spec: Spec, served: dict[Operation, ServedOperation] | None = None) -> None:
+    def __init__(self, spec: Spec, served: dict[Operation, ServedOperation] | None = None,
+                 router: Router | None = None) -> None:
         self.spec = spec
         self.served = serve(spec) if served is None else served
-        self.router = Router(spec)
+        self.router = Router(spec) if router is None else router  # the running stub's: built once
         self.methods = list(dict.fromkeys(op.method for op in spec.operations))
         self.paths = list(dict.fromkeys(op.path for op in spec.operations))
         # (op, id(reply)) -> (reply, the check of its rendered body, or None when nothing to check)
         self.rendered: dict[tuple[Operation, int], tuple[Reply, SchemaCheck | None]] = {}
+        self.hook_checks: dict[int, SchemaCheck] = {}  # id(webhook) -> the check of its request body
 
     @cached_property
     def resources(self) -> Resources:
@@ -208,13 +213,49 @@ class ScenarioContract:
                 elif p.lone:
                     templated.append(at)
                     lone[where].append(p)
+        ops, what, why = self.operations(rule.match)
+        if rule.webhooks:
+            found.extend(self.webhook_errors(doc, rule, ops))
         if rule.off_contract:
             return found
-        ops, what, why = self.operations(rule.match)
         if not ops:
             return [*found, doc.error(f"{rule.label}.match.{what}", why)]
         for op in ops:
             for where, reply in zip(places, rule.replies, strict=True):
                 if reply.fault is None:
                     found.extend(self.reply_errors(doc, op, reply, where, templated, lone[where]))
+        return found
+
+    def webhook_errors(self, doc: ScenarioDocument, rule: Rule, ops: list[Operation]) -> list[ScenarioError]:
+        """A rule's `webhooks:`: each names a webhook of the spec or a callback of every operation the rule
+        matches, and its body fits that webhook's request schema (unless the rule is off_contract)."""
+        found: list[ScenarioError] = []
+        hooks = {hook.name: hook for hook in reversed(self.spec.webhooks)}
+        for j, sent in enumerate(rule.webhooks or ()):
+            where = f"{rule.label}.webhooks[{j}]"
+            hook = hooks.get(sent.name)
+            if hook is None:
+                callbacks = [next((c for c in op.callbacks if c.name == sent.name), None) for op in ops]
+                if ops and all(c is not None for c in callbacks):
+                    hook = callbacks[0]
+            if hook is None:
+                names = [*hooks, *dict.fromkeys(c.name for op in ops for c in op.callbacks)]
+                close = difflib.get_close_matches(sent.name, names, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"declared: {', '.join(names)}" if names else \
+                    "the spec declares no webhooks and the rule's operations no callbacks"
+                found.append(doc.error(f"{where}.name", f"{sent.name!r} is not a webhook of the spec nor a callback "
+                                                        f"of the operations this rule matches ({hint})"))
+                continue
+            placeholders = placeholder_paths(sent.body) if sent.body is not NO_BODY else []
+            found.extend(doc.error(location_path(f"{where}.body", p.location), p.problem)
+                         for p in placeholders if p.problem is not None)
+            schema = json_body_schema(hook.operation)
+            # A templated body is checked once rendered, when it is sent (webhooks/dispatch.py).
+            if sent.body is NO_BODY or schema is None or rule.off_contract or placeholders:
+                continue
+            check = self.hook_checks.get(id(hook))
+            if check is None:
+                check = self.hook_checks[id(hook)] = SchemaCheck(schema, f"webhooks.{hook.name}", checked=True)
+            found.extend(doc.error(v.where, f"{v.message} (webhook {hook.name} request body)")
+                         for v in check.errors(sent.body, f"{where}.body"))
         return found

@@ -21,7 +21,7 @@ from plantstub.errors import ScenarioError
 from plantstub.matching import matcher_problems
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.document import ScenarioDocument, where_of
-from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, Scenario
+from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, RuleWebhook, Scenario
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -157,7 +157,14 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
             replies = (_reply(raw["reply"], doc.line(f"{base}.reply")),)
         else:
             replies = tuple(_reply(r, doc.line(f"{base}.replies[{j}]")) for j, r in enumerate(raw["replies"]))
-        rules.append(Rule(i, criteria, replies, raw.get("times"), raw.get("off_contract", False), doc.line(base)))
+        webhooks = None
+        if "webhooks" in raw:
+            webhooks = tuple(
+                RuleWebhook(w["name"], w.get("body", NO_BODY), w.get("delay_ms", 0), doc.line(f"{base}.webhooks[{j}]"))
+                for j, w in enumerate(raw["webhooks"])
+            )
+        rules.append(Rule(i, criteria, replies, raw.get("times"), raw.get("off_contract", False), doc.line(base),
+                          webhooks))
     return Scenario(
         name=name, description=doc.data.get("description", ""), file=doc.file, rules=tuple(rules),
         validate_requests=doc.data.get("validate_requests", True), state=doc.data.get("state"),

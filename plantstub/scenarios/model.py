@@ -52,6 +52,16 @@ class Criteria:
 
 
 @dataclass(frozen=True, slots=True)
+class RuleWebhook:
+    """One entry of a rule's `webhooks:`: a webhook (or callback) of the spec to send after a 2xx answer."""
+
+    name: str
+    body: Any = NO_BODY  # NO_BODY: the created record, or a body generated from the webhook's schema
+    delay_ms: int = 0
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """When a request matches, answer with the next reply; the last reply repeats."""
 
@@ -61,6 +71,7 @@ class Rule:
     times: int | None = None  # None: no limit
     off_contract: bool = False
     line: int = 0
+    webhooks: tuple[RuleWebhook, ...] | None = None  # None: the answer sends what it sends by default
 
     @property
     def label(self) -> str:

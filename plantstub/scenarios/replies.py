@@ -8,7 +8,7 @@ from typing import Any
 from plantstub._json import JSON, NO_BODY, is_json
 from plantstub.contract.outgoing import Outgoing, json_reply
 from plantstub.incoming import IncomingRequest
-from plantstub.scenarios.model import Fault, Reply
+from plantstub.scenarios.model import Fault, Reply, Rule
 from plantstub.scenarios.templating import Template, compile_template
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -29,6 +29,34 @@ def _compiled(reply: Reply, cache: dict[int, Any]) -> tuple[Template, dict[str, 
     return entry[1], entry[2]
 
 
+def rule_webhooks(
+    rule: Rule, request: IncomingRequest, request_body: Any, cache: dict[int, Any]
+) -> list[tuple[str, Any, int, bool]]:
+    """A rule's `webhooks:` for one request, as (name, body, delay_ms, whether the body must still be checked
+    against the webhook's schema): templates in bodies filled in; a static body was checked at load."""
+    sent = []
+    for hook in rule.webhooks or ():
+        body, rendered = hook.body, False
+        if body is not NO_BODY:
+            entry = cache.get(id(hook))
+            if entry is None or entry[0] is not hook:
+                entry = cache[id(hook)] = (hook, compile_template(body))
+            if not entry[1].static:
+                body, rendered = entry[1].render(_view(request, request_body)), True
+        sent.append((hook.name, body, hook.delay_ms, rendered and not rule.off_contract))
+    return sent
+
+
+def _view(request: IncomingRequest, request_body: Any) -> dict[str, Any]:
+    return {
+        "method": request.method,
+        "path": request.path,
+        "body": request_body,
+        "headers": request.headers,
+        "query": request.query_first(),
+    }
+
+
 def rule_reply(
     reply: Reply, request: IncomingRequest, request_body: Any, cache: dict[int, Any]
 ) -> tuple[Outgoing, Fault | None]:
@@ -36,13 +64,7 @@ def rule_reply(
     if reply.fault is not None and not reply.fault.sends_status:
         return Outgoing(reply.status, NO_BODY, b"", None), reply.fault
     body_template, header_templates = _compiled(reply, cache)
-    view = {
-        "method": request.method,
-        "path": request.path,
-        "body": request_body,
-        "headers": request.headers,
-        "query": request.query_first(),
-    }
+    view = _view(request, request_body)
     # A request value rendered into a header must not smuggle a line break into the response.
     headers = {name: _CONTROL.sub(" ", str(t.render(view))) for name, t in header_templates.items()}
     body = body_template.render(view) if reply.body is not NO_BODY else NO_BODY

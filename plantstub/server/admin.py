@@ -11,8 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
+from plantstub._json import json_bytes
 from plantstub._version import __version__
 from plantstub.contract.outgoing import error_body
+from plantstub.errors import SubscriptionError
 from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import expectation_of, wait_for_calls_async
@@ -27,6 +29,10 @@ CHUNK_BYTES = 256 * 1024  # what one batch parses and writes while holding the G
 
 
 ADMIN_PREFIX = "/__plantstub/"
+
+
+def _dumps(value: object) -> str:
+    return json_bytes(value).decode()
 log = logging.getLogger("plantstub")
 
 
@@ -65,6 +71,10 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
         ("GET", "rules", admin.rules),
         ("DELETE", "rules", admin.delete_rules),
         ("DELETE", RULE, admin.delete_rule),
+        ("GET", "webhooks", admin.webhooks),
+        ("PUT", "webhooks", admin.put_webhooks),
+        ("GET", "deliveries", admin.deliveries),
+        ("DELETE", "deliveries", admin.delete_deliveries),
     ]
 
 
@@ -94,8 +104,8 @@ class _Admin:
         self.control = control
 
     async def health(self, request: web.BaseRequest) -> web.Response:
-        spec, journal = self.control.spec, self.control.journal
-        problems = journal.problems()
+        spec, journal, hooks = self.control.spec, self.control.journal, self.control.webhooks
+        problems = journal.problems() + hooks.log.problems(hooks.sender.cap)
         return web.json_response({
             "status": "degraded" if problems else "ok",
             **({"problems": problems} if problems else {}),
@@ -109,6 +119,9 @@ class _Admin:
                 "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes,
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
+            "webhooks": {"subscriptions": len(hooks.subscriptions.urls), "delivered": hooks.log.recorded,
+                         "pending": hooks.sender.pending, "lost": hooks.log.lost,
+                         "dropped": hooks.log.dropped},
         }, status=503 if problems else 200)
 
     async def scenarios(self, request: web.BaseRequest) -> web.Response:
@@ -210,6 +223,31 @@ class _Admin:
             return web.json_response({**error_body(400, message), "problems": [
                 {"at": where, "message": message} for where, message in problems]}, status=400)
         return web.json_response(self.control.state())
+
+    async def webhooks(self, request: web.BaseRequest) -> web.Response:
+        return web.json_response(self.control.webhooks.subscriptions.urls)
+
+    async def put_webhooks(self, request: web.BaseRequest) -> web.Response:
+        usage = 'send {"WEBHOOK NAME or *": "http://URL", ...} ({} for none)'
+        try:
+            data = json.loads(await request.read() or b"null")
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, too_large(self.control.settings.max_body))
+        except (ValueError, RecursionError):
+            return _error(400, f"body: not valid JSON; {usage}")
+        if not isinstance(data, dict):
+            return _error(400, f"body: expected a mapping; {usage}")
+        try:
+            self.control.webhooks.subscriptions.replace(data)
+        except SubscriptionError as exc:
+            return _error(400, str(exc))
+        return web.json_response(self.control.webhooks.subscriptions.urls)
+
+    async def deliveries(self, request: web.BaseRequest) -> web.Response:
+        return web.json_response([d.as_dict() for d in self.control.webhooks.log.snapshot()], dumps=_dumps)
+
+    async def delete_deliveries(self, request: web.BaseRequest) -> web.Response:
+        return web.json_response({"deleted": self.control.webhooks.log.clear()})
 
 
     # -- rules from code, waiting for calls ----------------------------------------------------

@@ -24,12 +24,13 @@ from plantstub.contract.operations import preferred
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.contract.requests import challenge
 from plantstub.contract.schema import Violation
+from plantstub.contract.webhooks import RequestValues
 from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
 from plantstub.scenarios.declared import DeclaredRule
 from plantstub.scenarios.model import Fault
-from plantstub.scenarios.replies import rule_reply
+from plantstub.scenarios.replies import rule_reply, rule_webhooks
 from plantstub.scenarios.select import select_rule
 from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
@@ -45,6 +46,8 @@ from plantstub.server.response import (
 )
 from plantstub.server.sessions import SessionRouter
 from plantstub.server.state import Control, UnknownScenario
+from plantstub.webhooks.dispatch import RuleWebhooks
+from plantstub.webhooks.sender import WEBHOOK_HEADER
 
 CONTROL_KEY = web.AppKey("control", Control)
 WATCH_TASK = web.AppKey("watch_task", asyncio.Task)
@@ -109,6 +112,9 @@ async def stop_watch(task: asyncio.Task[None] | None) -> None:
 
 def _close(control: Control) -> Callable[[web.Application], Awaitable[None]]:
     async def close(app: web.Application) -> None:
+        await control.webhooks.close()
+        if control.sessions is not None:
+            await control.sessions.close()
         control.close()
 
     return close
@@ -124,11 +130,12 @@ def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing
 class _Outcome:
     """What the pipeline decided, filled in step by step and recorded at the end."""
 
-    __slots__ = ("body", "delay_ms", "errors", "fault", "op", "out", "rule", "scenario", "stub_errors")
+    __slots__ = ("body", "created", "delay_ms", "errors", "fault", "hooks", "op", "out", "params", "rule", "scenario", "stub_errors")
 
     def __init__(self) -> None:
         self.out: Outgoing | None = None
         self.body: Any = None
+        self.created: Any = None  # with --stateful, the record a create stored (its key assigned)
         self.errors: tuple[str, ...] = ()
         self.stub_errors: tuple[str, ...] = ()
         self.scenario: str | None = None
@@ -136,6 +143,8 @@ class _Outcome:
         self.fault: Fault | None = None
         self.delay_ms = 0
         self.op: Operation | None = None
+        self.params: dict[str, Any] = {}
+        self.hooks: RuleWebhooks | None = None  # the answering rule's `webhooks:`, when it has some
 
     def refuse(self, out: Outgoing) -> None:
         self.out = out
@@ -159,6 +168,7 @@ def _decide(
     if op is None:  # the router found one whenever it says 200
         return done.refuse(error_reply(404, f"path: no path in the spec matches {path}"))
     served = control.served[op]
+    done.params = route.path_params
     name = request.headers.get(SCENARIO_HEADER) or active
     scenario = None
     if name is not None:
@@ -193,6 +203,8 @@ def _decide(
             reply = rule.replies[at]
             done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
             done.delay_ms = reply.delay_ms
+            if rule.webhooks is not None:
+                done.hooks = rule_webhooks(rule, incoming, done.body, control.indexes[scenario.name].templates)
             done.out, done.fault = rule_reply(reply, incoming, done.body, control.indexes[scenario.name].templates)
             if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
                 broken = control.contract.rendered_violations(op, reply, done.out.body)
@@ -208,6 +220,7 @@ def _decide(
         action = control.actions.get(op)
         if action is not None:
             done.out = store.answer(action, route.path_params, query, done.body)
+            done.created = store.created
             if done.out is not None:
                 return None
     done.out = served.default(done.body)
@@ -223,12 +236,28 @@ def _declared_answer(
     reply = rule.replies[at]
     done.rule = declared.label(at)
     done.delay_ms = reply.delay_ms
+    if rule.webhooks is not None:
+        done.hooks = rule_webhooks(rule, incoming, done.body, control.declared.templates)
     done.out, done.fault = rule_reply(reply, incoming, done.body, control.declared.templates)
     if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
         broken = control.contract.rendered_violations(op, reply, done.out.body)
         done.stub_errors = tuple(
             f"rule {done.rule} ({declared.source}) sent a reply that breaks the contract: {v}" for v in broken
         )
+
+
+def created_record(done: _Outcome) -> Any:
+    """What the default trigger sends: the record the store created (--stateful), else the validated request body."""
+    return done.created if done.created is not None else done.body
+
+
+def _send_webhooks(control: Control, request: web.BaseRequest, query: dict[str, list[str]], done: _Outcome) -> None:
+    """Queue the webhooks and callbacks a 2xx answer sends; they go out after it, never delaying it."""
+    assert done.op is not None and done.out is not None
+    if WEBHOOK_HEADER in request.headers:  # a delivery of this stub's own, subscribed back to it: no endless loop
+        return
+    values = RequestValues(str(request.url), request.method, request.headers, query, done.params, done.body)
+    control.webhooks.answered(done.op, done.out.status, created_record(done), values, done.hooks)
 
 
 async def _continue(request: web.BaseRequest) -> None:
@@ -292,6 +321,7 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
     admin = AdminRoutes(control)
     max_body = control.settings.max_body
     read_timeout = control.settings.read_timeout
+    watched = control.webhooks.watched  # operations whose answers may send webhooks or callbacks
 
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
         # A body declared over the limit is refused at once, before the client sends it (or while it does).
@@ -327,6 +357,8 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             _decide(control, request, raw, query, active, done)
             if done.delay_ms:
                 await asyncio.sleep(done.delay_ms / 1000)
+            if (done.hooks is not None or done.op in watched) and done.fault is None:
+                _send_webhooks(control, request, query, done)
             if done.fault is not None:
                 return await send_fault(request, done.fault, done.out)
             assert done.out is not None  # _decide() always decides

@@ -16,7 +16,7 @@ from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, 
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
-from plantstub.scenarios.declared import RuleBuilder, when
+from plantstub.scenarios.declared import RuleBuilder, caller_location, when
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
 from plantstub.server.sessions import SESSION_PREFIX
@@ -192,12 +192,14 @@ class RemoteStub(CallChecks):
         """A rule from code, declared over the admin API (`POST rules`); as `Stub.when`."""
         return when(self, method, path, headers, query, body, times, off_contract)
 
-    def declare(self, rule: dict[str, Any], file: str = "stub.declare()", line: int = 0) -> str:
+    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
         """Declare one rule in the scenario format; returns its id.
 
-        :raises ScenarioError: every problem, at `file:line`, as in process.
+        :raises ScenarioError: every problem, at `file:line` (default: the caller's), as in process.
         """
         __tracebackhide__ = True
+        if file is None:
+            file, line = caller_location()
         source = {"X-Plantstub-Source": f"{file}:{line}" if line else file}
         status, data = self.admin.send("POST", "rules", rule, source)
         if status == 400 and isinstance(data, dict) and data.get("problems"):

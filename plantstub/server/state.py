@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
 from plantstub.store import Store
+from plantstub.webhooks.dispatch import Webhooks
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
@@ -50,7 +52,8 @@ class Control:
         self.settings = settings
         self.main = shared
         with collector_paused():
-            self.spec: Spec = shared.spec if shared else spec if spec is not None else load_spec(settings.spec)
+            self.spec: Spec = (shared.spec if shared else spec if spec is not None
+                               else load_spec(settings.spec, root=settings.spec_root))
             self.router: Router = shared.router if shared else Router(self.spec)
             # Default answers are built now (serve() warns about the operations left without one), with every
             # schema compiled once for the spec; each request check is put together on the first request of its
@@ -70,7 +73,8 @@ class Control:
         # Only the folder it was given: Stub() and create_app() never read ./scenarios on their own.
         self.scenarios_dir = settings.scenarios
         # Checks rules at load, and templated replies once rendered, with the schemas compiled above.
-        self.contract: ScenarioContract = shared.contract if shared else ScenarioContract(self.spec, self.served)
+        self.contract: ScenarioContract = (shared.contract if shared else
+                                           ScenarioContract(self.spec, self.served, self.router))
         self.builtins: dict[str, Scenario]
         self.unfit_builtins: dict[str, str]
         self.builtins, self.unfit_builtins = (
@@ -105,6 +109,7 @@ class Control:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
+        self.webhooks = Webhooks(self.spec, settings.webhook)  # a --webhook NAME the spec lacks: SubscriptionError
         self.journal = Journal(settings.journal_size, settings.journal if shared is None else None,
                                settings.journal_bytes, settings.journal_flush)
         if shared is not None:  # one journal file for the stub: a session's calls go to it too
@@ -197,8 +202,9 @@ class Control:
             self.store.use_seed(None if name is None else self.scenarios[name].state)
 
     def reset(self) -> None:
-        """Forget recorded calls, rule counters and rules from code; the active scenario stays, and its `state:` is
-        restored."""
+        """Forget recorded calls, rule counters, rules from code and deliveries; start-up subscriptions come back;
+        the active scenario stays, and its `state:` is restored."""
+        self.webhooks.reset()
         self.journal.clear()
         self.counters.clear()
         self.coverage.clear()
@@ -262,6 +268,7 @@ class Sessions:
         self._live: dict[str, tuple[Control, float]] = {}  # id -> (control, last used), least recent first
         self.ended = 0
         self.ended_tally: Tally = {}  # the coverage of the sessions that ended
+        self._closing: set[asyncio.Task[None]] = set()  # ended sessions' webhook senders, stopping
 
     def get(self, sid: str, now: float | None = None) -> Control:
         """Session `sid`, created on first use, marked used now.
@@ -297,10 +304,22 @@ class Sessions:
         entry = self._live.pop(sid, None)
         if entry is None:
             return False
-        merge(self.ended_tally, entry[0].coverage.tally())
-        entry[0].close()
+        control = entry[0]
+        merge(self.ended_tally, control.coverage.tally())
+        control.close()
+        if control.webhooks.sender.queue is not None:  # its sender started: stop its workers, on the loop
+            task = asyncio.get_running_loop().create_task(control.webhooks.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
         self.ended += 1
         return True
+
+    async def close(self) -> None:
+        """End every session's webhook sender (the stub stops)."""
+        for control in self.controls():
+            await control.webhooks.close()
+        for task in list(self._closing):
+            await task
 
     def controls(self) -> list[Control]:
         return [control for control, _ in self._live.values()]

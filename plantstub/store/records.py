@@ -106,6 +106,7 @@ class Store:
         self.resources = resources
         self.most = most
         self.most_bytes = most_bytes
+        self.created: dict[str, Any] | None = None  # the record the last answer() created (what webhooks carry)
         self.buckets: dict[str, _Bucket] = {}
         self.count = 0
         self.bytes = 0
@@ -173,6 +174,7 @@ class Store:
                body: Any) -> Outgoing | None:
         """The answer of a stateful operation; None when the stub answers as without a store (a body that is
         not an object reached it: the scenario turned request validation off)."""
+        self.created = None
         resource = action.resource
         path = _fill(resource.collection, path_params)
         kind = action.kind
@@ -253,6 +255,7 @@ class Store:
         if key not in body:
             bucket.next += 1  # given out only now: a refused create takes no key
         self._put(bucket, key_text(record[key]), record, size)
+        self.created = record
         return _shown(action, record)
 
 

@@ -1,7 +1,7 @@
 """Start-up and first calls on a big document: run by hand, not by pytest.
 
     .venv/bin/python tests/benchmarks/big_spec.py --spec FILE [--ops 10] [--json]
-    .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--ops 10]
+    .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--yaml] [--ops 10]
 
 Starts `python -m plantstub serve --spec FILE --port 0` and prints the time to its listening line, its peak
 resident memory (VmHWM) then, the first call of `--ops` operations spread over the document (each a
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import subprocess
 import sys
@@ -25,11 +26,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from the repo root
 from plantstub.contract.load import load_spec
 from plantstub.contract.model import Operation
 from plantstub.contract.samples import sample
-from tests.synthetic import write_big_document
+from tests.synthetic import big_document, write_big_document
+
+
+class _NoAliases(yaml.CSafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def memory(pid: int) -> dict[str, float]:
@@ -40,6 +48,12 @@ def memory(pid: int) -> dict[str, float]:
         if name in ("VmHWM", "VmRSS"):
             found[name] = int(value.split()[0]) / 1024
     return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of `pid` so far (Linux): unlike the time to ready, it holds on a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def request_for(op: Operation) -> tuple[str, bytes | None, dict[str, str]]:
@@ -90,12 +104,22 @@ def main() -> int:
     source.add_argument("--spec", type=Path, help="the document to serve")
     source.add_argument("--synthetic", nargs=2, type=int, metavar=("SCHEMAS", "PATHS"),
                         help="serve tests/synthetic.py's document of this size (3 operations per path)")
+    parser.add_argument("--yaml", action="store_true",
+                        help="with --synthetic: write the document as block YAML with no anchors (as OpenAPI generators"
+                             " write YAML), not JSON")
     parser.add_argument("--ops", type=int, default=10, help="operations called (spread over the document)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the listening line")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        spec_path = args.spec or write_big_document(Path(tmp) / "synthetic.json", *args.synthetic)
+        if args.spec:
+            spec_path = args.spec
+        elif args.yaml:
+            spec_path = Path(tmp) / "synthetic.yaml"
+            spec_path.write_text(yaml.dump(big_document(*args.synthetic), Dumper=_NoAliases, sort_keys=False,
+                                           default_flow_style=False), encoding="utf-8")
+        else:
+            spec_path = write_big_document(Path(tmp) / "synthetic.json", *args.synthetic)
         size = spec_path.stat().st_size
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--spec", str(spec_path), "--port", "0"],
@@ -108,6 +132,7 @@ def main() -> int:
                 return 1
             url = line.split()[-1]
             at_start = memory(proc.pid)
+            cpu = cpu_seconds(proc.pid)
             logging.disable(logging.WARNING)
             spec = load_spec(spec_path)
             ops = spec.operations
@@ -129,7 +154,7 @@ def main() -> int:
                 proc.wait()
     figures: dict[str, Any] = {
         "spec": str(args.spec or f"synthetic {args.synthetic[0]} {args.synthetic[1]}"), "megabytes": round(size / 2**20, 1),
-        "operations": len(ops), "ready_s": round(ready, 2), "peak_rss_at_start_mib": round(at_start["VmHWM"]),
+        "operations": len(ops), "ready_s": round(ready, 2), "cpu_at_ready_s": round(cpu, 2), "peak_rss_at_start_mib": round(at_start["VmHWM"]),
         "rss_at_start_mib": round(at_start["VmRSS"]), "peak_rss_at_end_mib": round(at_end["VmHWM"]),
         "first_call_ms_median": round(statistics.median(c["first_ms"] for c in calls), 1),
         "first_call_ms_max": max(c["first_ms"] for c in calls),
@@ -139,7 +164,7 @@ def main() -> int:
         print(json.dumps(figures, indent=2))
         return 0
     print(f"{figures['spec']}: {figures['megabytes']} MB, {figures['operations']} operations")
-    print(f"ready in {figures['ready_s']} s; peak RSS {figures['peak_rss_at_start_mib']} MiB at start,"
+    print(f"ready in {figures['ready_s']} s ({figures['cpu_at_ready_s']} s of CPU in the stub's process); peak RSS {figures['peak_rss_at_start_mib']} MiB at start,"
           f" {figures['peak_rss_at_end_mib']} MiB after the calls (RSS at start {figures['rss_at_start_mib']} MiB)")
     for c in calls:
         print(f"  {c['operation']:60.60} {c['status']}  first {c['first_ms']:8.1f} ms  later {c['later_ms']:6.1f} ms")

@@ -67,10 +67,10 @@ def peak_rss_mib(pid: int) -> float | None:
 class Served:
     """One `plantstub serve` subprocess and what it printed."""
 
-    def __init__(self, python: str, doc: Path, cwd: str) -> None:
+    def __init__(self, python: str, doc: Path, cwd: str, extra: tuple[str, ...] = ()) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PLANTSTUB_")}
         self.began = time.monotonic()
-        self.proc = subprocess.Popen([python, "-m", "plantstub", "serve", "--spec", str(doc), "--port", "0"],
+        self.proc = subprocess.Popen([python, "-m", "plantstub", "serve", "--spec", str(doc), "--port", "0", *extra],
                                      cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         self.out: list[str] = []
@@ -169,7 +169,10 @@ def sweep_operations(doc: Document, url: str, name: str, n: int, timeout: float)
 
 def sweep_document(python: str, path: Path, name: str, args: argparse.Namespace) -> tuple[dict, list[dict]]:
     with tempfile.TemporaryDirectory(prefix="sweep-") as cwd:
-        served = Served(python, path, cwd)
+        parts = Path(name).parts
+        # --spec-root-repo: a document of a whole repository's tree may refer to any file of that repository.
+        root = ("--spec-root", str(path.parents[len(parts) - 3])) if args.spec_root_repo and parts[0] == "trees" else ()
+        served = Served(python, path, cwd, root)
         try:
             kind, detail = served.wait_listening(args.start_timeout)
             row: dict[str, Any] = {"document": name, "class": kind, "start_s": round(time.monotonic() - served.began, 2),
@@ -258,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start-timeout", type=float, default=60.0)
     ap.add_argument("--request-timeout", type=float, default=10.0)
     ap.add_argument("--limit", type=int, default=0, help="only the first N documents of the list")
+    ap.add_argument("--spec-root-repo", action="store_true",
+                    help="serve a document under trees/REPO/ with --spec-root trees/REPO (a plantstub that has it)")
     ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="print what changed between two runs")
     args = ap.parse_args(argv)
     if args.compare:

@@ -186,6 +186,48 @@ def test_plugin_spec_option(pytester):
     run(pytester).assert_outcomes(passed=1)
 
 
+@pytest.mark.parametrize("how", ["ini", "option"])
+def test_plugin_spec_root_option(pytester, how):
+    pytester.mkdir("reference")
+    pytester.mkdir("models")
+    (pytester.path / "models" / "Tree.yaml").write_text("type: object\nrequired: [name]\n")
+    (pytester.path / "reference" / "api.yaml").write_text('''
+openapi: 3.0.3
+info: {title: Trees, version: "1"}
+paths:
+  /trees:
+    post:
+      requestBody: {content: {application/json: {schema: {$ref: "../models/Tree.yaml"}}}}
+      responses: {"204": {description: ok}}
+''')
+    pytester.makepyfile(test_it='''
+        import urllib.error, urllib.request
+
+        import pytest
+
+        @pytest.mark.plantstub(strict=False)  # the point: a body the referenced schema refuses
+        def test_trees(plantstub):
+            request = urllib.request.Request(plantstub.url + "/trees", data=b"{}", method="POST",
+                                             headers={"Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(request)
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 400
+            else:
+                raise AssertionError("a body without name was accepted")
+    ''')
+    if how == "ini":
+        pytester.makeini("[pytest]\nplantstub_spec = reference/api.yaml\nplantstub_spec_root = .\n")
+        result = run(pytester)
+    else:
+        pytester.makeini("[pytest]\nplantstub_spec = reference/api.yaml\n")
+        refused = run(pytester)
+        refused.assert_outcomes(errors=1)
+        refused.stdout.fnmatch_lines(["*(--spec-root DIR lets $refs read files under DIR)*"])
+        result = run(pytester, "--plantstub-spec-root", ".")
+    result.assert_outcomes(passed=1)
+
+
 def test_plugin_help_and_markers_show_options(pytester):
     result = run(pytester, "--help")
     result.stdout.fnmatch_lines(["*--plantstub-spec=FILE*", "*--plantstub-scenarios=DIR*",

@@ -304,8 +304,6 @@ BROKEN = {
     "ref-loop-schemas.yaml": "{path}: paths./plants.get.responses.200.content.application/json.schema: "
                              "$ref loop with no schema in it: #/components/schemas/Plant -> "
                              "#/components/schemas/Flora -> #/components/schemas/Plant",
-    "undeclared-security-scheme.yaml": "{path}: security[0]: security scheme 'bearerAuth' is not declared in "
-                                       "components.securitySchemes (did you mean 'bearer'?)",
     "security-as-mapping.yaml": "{path}: paths./plants.get.security: expected a list of security requirements, "
                                 "found dict {{'bearer': []}}",
     "examples-as-list.yaml": "{path}: paths./plants.get.responses.200.content.application/json.examples: "

@@ -17,9 +17,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.helpers import AUTH, ServeProcess
-from tests.synthetic import write_big_document
+from tests.synthetic import big_document, write_big_document
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +85,65 @@ def test_sigterm_while_the_spec_loads_stops_the_stub_at_once(tmp_path):
         assert time.monotonic() - stopped < 5
         assert proc.stdout.read() == ""  # it never listened
         assert proc.stderr.read() == "plantstub: stopped by SIGTERM before listening; exit status 143\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+
+
+def _block_yaml(path: Path, schemas: int, paths: int) -> Path:
+    """tests/synthetic.py's document as block YAML with no anchors, as OpenAPI generators write it."""
+
+    class NoAliases(yaml.CSafeDumper):
+        def ignore_aliases(self, data: object) -> bool:
+            return True
+
+    path.write_text(yaml.dump(big_document(schemas, paths), Dumper=NoAliases, sort_keys=False, default_flow_style=False),
+                    encoding="utf-8")
+    return path
+
+
+def _children(pid: int) -> list[int]:
+    found = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in found.read_text().split()] if found.exists() else []
+
+
+def test_a_big_block_yaml_document_read_in_two_processes_serves_as_one(tmp_path):
+    spec = _block_yaml(tmp_path / "graph-like.yaml", 1000, 1000)  # 3.4 MB: each half read by one process
+    stub = ServeProcess("--spec", str(spec), "--port", "0", cwd=tmp_path)
+    try:
+        assert _children(stub.proc.pid) == []  # the second reader is gone once the spec is read
+        for k in (0, 500, 999):
+            for method, path, body in (("GET", f"/group{k}/items", None), ("GET", f"/group{k}/items/item-{k}", None),
+                                       ("PATCH", f"/group{k}/items/item-{k}", {})):
+                status, answer, _ = _call(stub.url, method, path, body)
+                assert status == (204 if method == "PATCH" else 200)
+                assert answer == b"" if method == "PATCH" else isinstance(json.loads(answer), dict)
+    finally:
+        assert stub.stop() == 0
+
+
+def test_sigterm_while_two_processes_read_the_spec_stops_both(tmp_path):
+    spec = _block_yaml(tmp_path / "graph-like.yaml", 2000, 2000)  # 7 MB: seconds to read, even in two halves
+    proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--spec", str(spec), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        assert proc.stderr.readline().startswith("plantstub: loading ")
+        deadline = time.monotonic() + 30
+        while not (readers := _children(proc.pid)) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        assert len(readers) == 1, "no second reader seen while the spec was read"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 143
+        assert proc.stderr.read() == "plantstub: stopped by SIGTERM before listening; exit status 143\n"
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{readers[0]}").exists() and time.monotonic() < deadline:  # ended and reaped
+            time.sleep(0.01)
+        assert not Path(f"/proc/{readers[0]}").exists()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -120,6 +120,19 @@ def test_rule_errors_read_as_a_scenario_files(stub, declare, expected):
     assert str(caught.value).split(": ", 1)[1] == expected
 
 
+def test_a_rule_holding_something_that_is_not_json_is_refused(stub):
+    with pytest.raises(ScenarioError, match=r"test_rules\.py:\d+: match\.body\.tags: a set is not a JSON value$"):
+        stub.when(path="/plants", body={"tags": {"a", "b"}}).reply(200)
+    assert stub.rules == []
+
+
+def test_declare_takes_a_whole_rule_and_names_the_callers_line(stub):
+    rule_id = stub.declare({"match": {"path": "/plants"}, "times": 1, "reply": {"status": 400, "body": CLOSED}})
+    assert [plant(stub.url, "Fern")[0] for _ in range(2)] == [400, 200] and stub.rules[0]["id"] == rule_id
+    with pytest.raises(ScenarioError, match=r"test_rules\.py:\d+: match: unknown key 'pth'"):
+        stub.declare({"match": {"pth": "/plants"}, "reply": {}})
+
+
 def test_off_contract_serves_what_the_spec_does_not_declare(stub):
     stub.when(path="/plants", off_contract=True).reply(418, {"teapot": True})
     assert plant(stub.url, "Fern") == (418, {"teapot": True})
@@ -160,6 +173,19 @@ def test_rules_are_bounded_in_number(stub, monkeypatch):
     with pytest.raises(ScenarioError, match="2 rules from code are declared already; remove some"):
         stub.when(path="/plants").reply(200)
     assert call(stub.url, "POST", "/__plantstub/rules", {"match": {}, "reply": {}})[0] == 400
+
+
+def test_a_rule_from_code_sends_its_webhooks_as_a_scenario_rule_does():
+    from tests.helpers import Receiver
+
+    with Receiver() as receiver, Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+        stub.declare({"match": {"method": "POST", "path": "/plants"}, "reply": {"status": 200, "body": {"name": "x"}},
+                      "webhooks": [{"name": "/plant/webhook", "body": {"id": 9, "name": "{{ request.body.name }}"}}]})
+        assert plant(stub.url, "Fern") == (200, {"name": "x"})
+        [delivery] = stub.wait_for_deliveries(1)
+        assert delivery.body == {"id": 9, "name": "Fern"}
+        with pytest.raises(ScenarioError, match=r"webhooks\[0\]\.name: 'nope' is not a webhook of the spec"):
+            stub.declare({"match": {"path": "/plants"}, "reply": {}, "webhooks": [{"name": "nope"}]})
 
 
 # -- the admin API --------------------------------------------------------------------------------
@@ -267,6 +293,14 @@ def test_wait_for_calls_times_out_with_what_arrived_and_the_closest(stub):
         "  method     'POST'        ok\n"
         "  body.name  'Cactos'      expected 'Cactus'   <<<<<"
     )
+
+
+def test_wait_for_calls_refuses_a_bad_count_or_timeout(stub):
+    with pytest.raises(ValueError, match=r"^n: -1 is not a count of calls \(0 or more\)$"):
+        stub.wait_for_calls(-1)
+    with pytest.raises(ValueError, match=r"^timeout: -1 is not 0 to 600 seconds$"):
+        stub.wait_for_calls(1, timeout=-1)
+    assert stub.wait_for_calls(0, timeout=0) == []
 
 
 def test_wait_for_calls_refuses_an_unknown_filter(stub):

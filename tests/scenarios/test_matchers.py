@@ -91,6 +91,26 @@ def test_a_bad_regex_is_named_with_our_words():
     assert where == "headers.x.$regex" and message.startswith("'(unclosed' is not a regular expression (")
 
 
+@pytest.mark.parametrize("pattern", ["(((a{100}){100}){100}){100}", "(?:a{1000}){1000}", "\\p{L}{1000}{1000}"])
+def test_a_regex_too_large_to_compile_is_refused_at_once(pattern):
+    # The regex package writes counted repeats out when it compiles: the first of these would take minutes.
+    started = time.monotonic()
+    [(where, message)] = matcher_problems({"$regex": pattern}, "body.name")
+    assert time.monotonic() - started < 5 and where == "body.name.$regex"
+    assert message.endswith("is too large once its counted repeats are written out (over 100,000 items); use fewer "
+                            "or smaller {n} repeats")
+
+
+def test_an_admin_rule_with_a_huge_regex_is_refused_and_the_stub_keeps_answering():
+    import requests
+
+    with Stub() as stub:
+        answer = requests.post(stub.url + "/__plantstub/rules", timeout=10, json={
+            "match": {"headers": {"X": {"$regex": "(((a{100}){100}){100}){100}"}}}, "reply": {"status": 200}})
+        assert answer.status_code == 400 and "too large once its counted repeats" in answer.json()["message"]
+        assert requests.get(stub.url + "/__plantstub/health", timeout=5).status_code == 200
+
+
 def test_a_backtracking_regex_gives_up_instead_of_freezing():
     started = time.monotonic()
     [miss] = value_mismatches({"$regex": "^(a|aa)+$"}, "a" * 60 + "!", "headers.x")

@@ -1,0 +1,1 @@
+"""Webhooks and callbacks at run time: subscriptions, delivery off the request path, the delivery log."""

@@ -1,0 +1,107 @@
+"""Which deliveries an answer sets off: the default trigger, a rule's `webhooks:`, the operation's callbacks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from plantstub._json import NO_BODY
+from plantstub.config import webhook_url
+from plantstub.contract.model import Operation, Spec, Webhook
+from plantstub.contract.samples import generate
+from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.webhooks import RequestValues, default_triggers, json_body_schema, resolve_url, webhook_names
+from plantstub.webhooks.deliveries import DeliveryLog
+from plantstub.webhooks.sender import Sender, job
+from plantstub.webhooks.subscriptions import Subscriptions
+
+# A rule's `webhooks:` as (name, body or NO_BODY, delay_ms, whether the body is to be checked: a rendered template)
+RuleWebhooks = Sequence[tuple[str, Any, int, bool]]
+
+
+def _sample(hook: Webhook) -> Any:
+    schema = json_body_schema(hook.operation)
+    return None if schema is None else generate(schema).value
+
+
+class Webhooks:
+    """A stub's webhooks at run time: subscriptions, the sender and the delivery log."""
+
+    def __init__(self, spec: Spec, subscribed: tuple[tuple[str, str], ...] = ()) -> None:
+        self.hooks = {hook.name: hook for hook in reversed(spec.webhooks)}  # a name's first method wins
+        self.subscriptions = Subscriptions(webhook_names(spec), subscribed)
+        self.log = DeliveryLog()
+        self.sender = Sender(self.log)
+        self.triggers = default_triggers(spec)
+        # Operations whose 2xx answers may send something without a rule saying so: nothing else pays.
+        self.watched = frozenset(self.triggers) | frozenset(op for op in spec.operations if op.callbacks)
+        self.samples: dict[int, Any] = {}  # id(webhook) -> a body that fits it, made on first use
+        self.checks: dict[int, SchemaCheck] = {}  # id(webhook) -> the check of its request body
+
+    def sample(self, hook: Webhook) -> Any:
+        if id(hook) not in self.samples:
+            self.samples[id(hook)] = _sample(hook)
+        return self.samples[id(hook)]
+
+    def answered(self, op: Operation, status: int, record: Any, request: RequestValues,
+                 rule: RuleWebhooks | None) -> None:
+        """A 2xx answer to `op` was decided: queue what it sends. `record` is the created record; `rule` is the
+        answering rule's `webhooks:` (None: the rule says nothing, or no rule answered)."""
+        if not 200 <= status < 300:
+            return
+        if rule is None:
+            for hook in self.triggers.get(op, ()):
+                self.send(hook, record, 0)
+        else:
+            callbacks = {hook.name: hook for hook in op.callbacks}
+            for name, body, delay_ms, unchecked in rule:
+                found = self.hooks.get(name) or callbacks.get(name)
+                if found is None:  # checked at load: a rule matching another operation than this one
+                    continue
+                hook = found
+                if body is NO_BODY:
+                    body = record if hook in self.triggers.get(op, ()) else self.sample(hook)
+                broken = self.body_violations(hook, body) if unchecked else []
+                if broken:  # the scenario's fault: recorded, not sent
+                    self.sender.submit(job(self.log, hook.name, "", body, hook.operation,
+                                           f"not sent: the rule's body breaks the webhook's schema: {broken}"))
+                elif hook.expression:
+                    self.call_back(hook, request, body, delay_ms)
+                else:
+                    self.send(hook, body, delay_ms)
+        ruled = {entry[0] for entry in rule or ()}
+        for hook in op.callbacks:
+            if hook.name not in ruled:
+                self.call_back(hook, request, self.sample(hook), 0)
+
+    def body_violations(self, hook: Webhook, body: Any) -> str:
+        """Why a rendered body does not fit the webhook's request schema ("" when it does)."""
+        schema = json_body_schema(hook.operation)
+        if schema is None:
+            return ""
+        check = self.checks.get(id(hook))
+        if check is None:
+            check = self.checks[id(hook)] = SchemaCheck(schema, f"webhooks.{hook.name}", checked=True)
+        return "; ".join(map(str, check.errors(body, "body")))
+
+    def send(self, hook: Webhook, body: Any, delay_ms: int) -> None:
+        for url in self.subscriptions.targets(hook.name):
+            self.sender.submit(job(self.log, hook.name, url, body, hook.operation), delay_ms)
+
+    def call_back(self, hook: Webhook, request: RequestValues, body: Any, delay_ms: int) -> None:
+        url, problem = resolve_url(hook.expression, request)
+        if problem is None:
+            try:
+                webhook_url(url)
+            except ValueError as exc:
+                problem = str(exc)
+        error = None if problem is None else f"not sent: {problem}"
+        self.sender.submit(job(self.log, hook.name, url, body, hook.operation, error), delay_ms)
+
+    def reset(self) -> None:
+        """Forget deliveries; the start-up subscriptions come back."""
+        self.log.clear()
+        self.subscriptions.reset()
+
+    async def close(self) -> None:
+        await self.sender.close()

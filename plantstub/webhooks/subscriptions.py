@@ -1,0 +1,53 @@
+"""Subscriptions: which URL receives which webhook (`*`: every one)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from plantstub.config import webhook_url
+from plantstub.errors import SubscriptionError
+
+
+class Subscriptions:
+    """Webhook name (or `*`) -> URL; the start-up ones (--webhook) come back on reset()."""
+
+    def __init__(self, names: list[str], initial: tuple[tuple[str, str], ...] = ()) -> None:
+        self.names = names
+        self.initial: dict[str, str] = {}
+        for name, url in initial:
+            self.initial[self.checked_name(name, "--webhook")] = url
+        self.urls: dict[str, str] = dict(self.initial)
+
+    def checked_name(self, name: Any, where: str) -> str:
+        if name == "*" or name in self.names:
+            return str(name)
+        if not self.names:
+            raise SubscriptionError(f"{where}: {name!r}: the spec declares no webhooks")
+        close = difflib.get_close_matches(str(name), self.names, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"declared: {', '.join(self.names)}, or * for every one"
+        raise SubscriptionError(f"{where}: {name!r} is not a webhook of the spec ({hint})")
+
+    def subscribe(self, url: Any, name: Any = "*", where: str = "url") -> None:
+        """Send webhook `name` (`*`: each) to `url`, replacing that name's URL."""
+        key = self.checked_name(name, where)
+        try:
+            self.urls[key] = webhook_url(url)
+        except ValueError as exc:
+            raise SubscriptionError(f"{where}: {exc}") from None
+
+    def replace(self, mapping: Mapping[Any, Any], where: str = "body") -> None:
+        """Replace every subscription at once (admin PUT); nothing changes when one of them is refused."""
+        fresh = Subscriptions(self.names)
+        for name, url in mapping.items():
+            fresh.subscribe(url, name, f"{where}.{name}")
+        self.urls = fresh.urls
+
+    def reset(self) -> None:
+        self.urls = dict(self.initial)
+
+    def targets(self, name: str) -> list[str]:
+        """The URLs webhook `name` goes to: its own subscription and the one for every webhook (each once)."""
+        urls = self.urls
+        return list(dict.fromkeys(url for key in (name, "*") if (url := urls.get(key)) is not None))
