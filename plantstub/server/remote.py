@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from plantstub._json import NO_BODY
 from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, UnknownScenario
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
@@ -20,6 +22,7 @@ from plantstub.scenarios.declared import RuleBuilder, caller_location, when
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
 from plantstub.server.sessions import SESSION_PREFIX
+from plantstub.webhooks.deliveries import Delivery, assert_delivered
 
 TIMEOUT = 10.0  # seconds for one admin call
 _NOTHING = object()
@@ -235,3 +238,37 @@ class RemoteStub(CallChecks):
         if not data["arrived"]:
             raise CallAssertionError(data["message"])
         return [Call.from_dict(c) for c in data["calls"]]
+
+    # -- webhooks ---------------------------------------------------------------------------------
+    def subscribe(self, url: str, name: str | None = None) -> None:
+        """Send webhook `name` (None: every one) to `url`, beside the subscriptions there are (admin PUT webhooks)."""
+        subscriptions = {**self.admin.expect("GET", "webhooks"), "*" if name is None else name: url}
+        status, data = self.admin.send("PUT", "webhooks", subscriptions)
+        if status != 200:
+            raise PlantstubError(message_of(data))
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
+        return [Delivery(**d) for d in self.admin.expect("GET", "deliveries")]
+
+    def wait_for_deliveries(self, n: int, timeout: float = 5.0) -> list[Delivery]:
+        """Wait until at least `n` deliveries are recorded; as in process (this polls the admin API)."""
+        __tracebackhide__ = True
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.deliveries
+            if len(found) >= n or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        if len(found) < n:
+            pending = self.admin.expect("GET", "health").get("webhooks", {}).get("pending", 0)
+            shown = "".join(f"\n  #{d.seq} {d.name} -> {d.url}  {d.status}" for d in found)
+            raise CallAssertionError(f"plantstub: expected {n} deliveries within {timeout:g} s; got {len(found)}"
+                                     f" ({pending} still being sent).{shown}")
+        return found
+
+    def assert_delivered(self, name: str | None = None, body: Any = NO_BODY, times: int | None = None) -> list[Delivery]:
+        """Assert webhooks like this were sent: `times` exactly, or at least one when None; as in process."""
+        __tracebackhide__ = True
+        return assert_delivered(self.deliveries, name, body, times)

@@ -220,3 +220,23 @@ def test_remote_session_rules_are_its_own(sidecar):
         assert post_status(one.url, TRAFFIC[0]) == 400
         assert post_status(two.url, TRAFFIC[0]) == 200
         assert two.rules == [] and remote.rules == []
+
+
+def test_connect_webhooks_as_in_process(sidecar, local):
+    from tests.helpers import Receiver
+
+    remote = Stub.connect(sidecar.url)
+    texts = []
+    with Receiver() as receiver, remote.session() as mine:
+        for stub in (mine, local):
+            stub.subscribe(receiver.url + "/hook")
+            assert post_status(stub.url, b'{"id": 21, "name": "Fern"}') == 200
+            [delivery] = stub.wait_for_deliveries(1, timeout=5)
+            assert (delivery.url, delivery.status, delivery.body) == (receiver.url + "/hook", 200,
+                                                                      {"id": 21, "name": "Fern"})
+            stub.assert_delivered("/plant/webhook", body={"name": "Fern"}, times=1)
+            with pytest.raises(CallAssertionError) as caught:
+                stub.assert_delivered(body={"name": "Rose"})
+            texts.append(str(caught.value).replace(receiver.url, "URL"))
+        assert remote.deliveries == []  # the session's subscription is its own
+    assert texts[0] == texts[1]

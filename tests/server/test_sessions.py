@@ -3,6 +3,7 @@ the admin routes that list, open and end them; expiry, the cap, bad ids, the adm
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -288,3 +289,40 @@ def test_creating_a_session_takes_under_2_ms():
         control.sessions.get(f"s{i}")
     each = (time.perf_counter() - started) / 200
     assert each < 0.002, f"{each * 1000:.2f} ms per session"
+
+
+async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aiohttp_server):
+    from aiohttp import web
+
+    received = []
+
+    async def hook(request: web.Request) -> web.Response:
+        received.append(await request.json())
+        return web.Response(status=200)
+
+    receiver = web.Application()
+    receiver.router.add_post("/hook", hook)
+    url = str((await aiohttp_server(receiver)).make_url("/hook"))
+    app = create_app(spec="plant-store-full")
+    client = await aiohttp_client(app)
+    answer = await client.put("/__session/a/__plantstub/webhooks", json={"*": url})
+    assert answer.status == 200
+    assert await (await client.get("/__session/b/__plantstub/webhooks")).json() == {}
+    assert await (await client.get("/__plantstub/webhooks")).json() == {}
+    await post(client, "/__session/b/plants", b'{"id": 2, "name": "Ivy"}')
+    await post(client, "/__session/a/plants")
+    listed: list = []
+    deadline = time.monotonic() + 5
+    while not listed and time.monotonic() < deadline:
+        listed = await (await client.get("/__session/a/__plantstub/deliveries")).json()
+        await asyncio.sleep(0.01)
+    assert [(d["url"], d["status"]) for d in listed] == [(url, 200)]
+    assert received == [{"id": 1, "name": "Fern"}]
+    assert await (await client.get("/__session/b/__plantstub/deliveries")).json() == []
+    sender = app[CONTROL_KEY].sessions.get("a").webhooks.sender
+    assert sender.tasks
+    await client.delete("/__plantstub/sessions/a")
+    deadline = time.monotonic() + 5
+    while sender.tasks and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert sender.tasks == [] and sender.session is None  # the ended session's workers stopped
