@@ -308,9 +308,13 @@ class Sessions:
         merge(self.ended_tally, control.coverage.tally())
         control.close()
         if control.webhooks.sender.queue is not None:  # its sender started: stop its workers, on the loop
-            task = asyncio.get_running_loop().create_task(control.webhooks.close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+            try:
+                task = asyncio.get_running_loop().create_task(control.webhooks.close())
+            except RuntimeError:  # no loop runs here (the stub stopped): its workers stopped with it
+                pass
+            else:
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
         self.ended += 1
         return True
 
