@@ -38,6 +38,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--read-timeout", "SECONDS", "close a connection that has not sent a whole request within it, "
                                       "or idles that long (default: 30)"),
         ("--log-format", "FORMAT", "one line per request: none, text or json (default: none)"),
+        ("--session-idle", "SECONDS", "a session unused that long ends (default: 600)"),
+        ("--max-sessions", "N", "sessions served at once, at most (default: 1000)"),
     ]
     for flag, metavar, text in flags:
         dest = flag[2:].replace("-", "_")

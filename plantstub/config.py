@@ -16,6 +16,8 @@ DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
 DEFAULT_READ_TIMEOUT = 30.0
+DEFAULT_SESSION_IDLE = 600.0
+DEFAULT_MAX_SESSIONS = 1000
 
 
 BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
@@ -49,6 +51,8 @@ class Settings:
     stateful: bool = False
     log_format: str = "none"
     webhook: tuple[tuple[str, str], ...] = ()  # --webhook: (webhook name or "*", URL) pairs
+    session_idle: float = DEFAULT_SESSION_IDLE  # seconds a session may go unused before it ends
+    max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
 
 
 def _path(name: str, value: Any) -> Path | None:
@@ -179,6 +183,8 @@ _CONVERTERS = {
     "stateful": _bool,
     "log_format": _log_format,
     "webhook": _webhooks,
+    "session_idle": _seconds,
+    "max_sessions": _int_in(1, 100_000, "a number of sessions"),
 }
 FIELDS = tuple(_CONVERTERS)
 

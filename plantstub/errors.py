@@ -34,5 +34,9 @@ class ScenarioError(PlantstubError):
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 
+class UnknownScenario(LookupError):
+    """A scenario name that is not loaded; the message lists the known ones."""
+
+
 class CallAssertionError(AssertionError):
     """A call assertion on the journal failed; the text shows expected, got, closest."""

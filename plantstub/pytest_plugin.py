@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +18,13 @@ from plantstub.recording.coverage import Tally, figures, merge, tally_of
 
 if TYPE_CHECKING:
     from plantstub.recording.call import Call
+    from plantstub.server.remote import RemoteStub
     from plantstub.stub import Stub
     from plantstub.webhooks.deliveries import Delivery
 
 COVERAGE_KEY = pytest.StashKey[Tally]()
-_STUB_OF_TEST = pytest.StashKey["Stub"]()
+_STUB_OF_TEST = pytest.StashKey["Stub | RemoteStub"]()
+URL_ENV = "PLANTSTUB_URL"
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="show contract coverage (calls per operation and response) in the summary")
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
                     help="fail the run when contract coverage is below PCT percent")
+    group.addoption("--plantstub-url", metavar="URL",
+                    help=f"use the stub running at URL (a sidecar), one session per test, instead of starting one "
+                         f"[env {URL_ENV}]")
+    parser.addini("plantstub_url", "base URL of a running stub (a sidecar) the fixture uses, one session per test")
     parser.addini("plantstub_spec", "OpenAPI document the stub serves, relative to the ini file", type="paths")
     parser.addini("plantstub_spec_root", "folder whose files the spec's $refs may read, relative to the ini file",
                   type="paths")
@@ -210,42 +217,87 @@ def plantstub_pool() -> Iterator[StubPool]:
 
 
 @pytest.fixture(scope="session")
-def plantstub_server(plantstub_settings: Settings, plantstub_pool: StubPool) -> Stub:
-    """The session's running stub for the settings seen where it is first requested (per xdist worker)."""
-    return plantstub_pool.get(plantstub_settings)
+def plantstub_sidecar(pytestconfig: pytest.Config, plantstub_settings: Settings) -> RemoteStub | None:
+    """The running stub of --plantstub-url (env PLANTSTUB_URL, ini plantstub_url), checked once; None without one.
+
+    Its admin token is PLANTSTUB_ADMIN_TOKEN's (or an overridden plantstub_settings' admin_token).
+    """
+    url = pytestconfig.getoption("plantstub_url") or os.environ.get(URL_ENV) or pytestconfig.getini("plantstub_url")
+    if not url:
+        return None
+    from plantstub.errors import PlantstubError
+    from plantstub.stub import Stub
+
+    problem = None
+    try:
+        return Stub.connect(str(url), plantstub_settings.admin_token)
+    except PlantstubError as exc:
+        problem = f"plantstub: --plantstub-url: {exc}"
+    pytest.fail(problem, pytrace=False)  # outside the except block: one line, no chained traceback
 
 
-def _add_coverage(config: pytest.Config, stub: Stub) -> None:
+@pytest.fixture(scope="session")
+def plantstub_server(
+    plantstub_settings: Settings, plantstub_pool: StubPool, plantstub_sidecar: RemoteStub | None
+) -> Stub | RemoteStub:
+    """The session's running stub for the settings seen where it is first requested (per xdist worker), or the
+    sidecar of --plantstub-url."""
+    return plantstub_sidecar if plantstub_sidecar is not None else plantstub_pool.get(plantstub_settings)
+
+
+def _add_coverage(config: pytest.Config, stub: Stub | RemoteStub) -> None:
     merge(config.stash[COVERAGE_KEY], tally_of(stub.coverage()))
 
 
 @pytest.fixture
-def plantstub(plantstub_settings: Settings, plantstub_pool: StubPool, request: pytest.FixtureRequest) -> Iterator[Stub]:
+def plantstub(
+    plantstub_settings: Settings, plantstub_pool: StubPool, plantstub_sidecar: RemoteStub | None,
+    request: pytest.FixtureRequest,
+) -> Iterator[Stub | RemoteStub]:
     """A running stub with an empty journal and the scenario of the test's markers (or none).
 
     The stub is the one for the `plantstub_settings` this test sees, so a sub-folder's conftest.py
-    that overrides them gets its own.
+    that overrides them gets its own; with --plantstub-url, a session of its own on that sidecar, ended
+    at teardown.
     """
-    from plantstub.server.state import UnknownScenario
+    from plantstub.errors import PlantstubError, UnknownScenario
 
     options = _marker_options(request.node)
-    stub = plantstub_pool.get(plantstub_settings)
-    stub.reset()
+    stub: Stub | RemoteStub
+    pooled: Stub | None = None  # the in-process stub, when no sidecar is used
+    if plantstub_sidecar is not None:
+        problem = None
+        try:
+            stub = plantstub_sidecar.session()
+        except PlantstubError as exc:
+            problem = f"plantstub: no session on the sidecar: {exc}"
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+    else:
+        stub = pooled = plantstub_pool.get(plantstub_settings)
+        stub.reset()
     problem = None
     try:
         stub.use(options.scenario)
     except UnknownScenario as exc:
         problem = f"@pytest.mark.plantstub: {exc}"
     if problem is not None:  # outside the except block: one line, no chained traceback
+        if plantstub_sidecar is not None:
+            stub.stop()
         pytest.fail(problem, pytrace=False)
     request.node.stash[_OPTIONS_KEY] = options
     request.node.stash[_STUB_OF_TEST] = stub
     try:
         yield stub
     finally:
-        _add_coverage(request.config, stub)
-        stub.use(None)
-        stub.control.webhooks.subscriptions.reset()  # a subscription the test made ends with it
+        try:
+            _add_coverage(request.config, stub)
+        finally:
+            if pooled is None:
+                stub.stop()  # ends this test's session on the sidecar (its subscriptions with it)
+            else:
+                pooled.use(None)
+                pooled.control.webhooks.subscriptions.reset()  # a subscription the test made ends with it
 
 
 def _listed(calls: list[Call], reasons: Any) -> str:
@@ -306,7 +358,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     stub = item.stash.get(_STUB_OF_TEST, None)
     if options is None or stub is None or not options.strict:
         return
-    failures = _strict_failures(item.name, stub.calls, _settled_deliveries(stub))
+    from plantstub.stub import Stub
+
+    # a sidecar's deliveries are not read over HTTP (yet): strict mode checks its calls only
+    deliveries = _settled_deliveries(stub) if isinstance(stub, Stub) else []
+    failures = _strict_failures(item.name, stub.calls, deliveries)
     if failures:
         report.outcome = "failed"
         report.longrepr = "\n".join(failures)

@@ -13,13 +13,15 @@ from typing import Any, TypeVar
 from plantstub._json import NO_BODY
 from plantstub.config import Settings, build_settings
 from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError
-from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
 from plantstub.recording.call import Call
+from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of, wait_for_calls
 from plantstub.scenarios.declared import RuleBuilder, caller_location, when
 from plantstub.scenarios.load import ScenarioLoadError
+from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import start
-from plantstub.server.state import Control, NotStateful
+from plantstub.server.sessions import SESSION_PREFIX, new_id
+from plantstub.server.state import Control, NotStateful, Sessions
 from plantstub.webhooks.deliveries import Delivery, assert_delivered
 
 _R = TypeVar("_R")
@@ -39,7 +41,7 @@ def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
     loop.run_until_complete(loop.shutdown_asyncgens())
 
 
-class Stub:
+class Stub(CallChecks):
     """A running plantstub, each instance standing alone.
 
     ``with Stub(scenarios="scenarios", scenario="flaky") as stub: ...`` (or ``async with``) starts it
@@ -75,6 +77,29 @@ class Stub:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
+        self._session: tuple[Sessions, str] | None = None  # a view made by session(): its table and id
+
+    @staticmethod
+    def connect(url: str, admin_token: str | None = None) -> RemoteStub:
+        """Drive a running stub (a sidecar) over its admin API, with the methods of an in-process Stub.
+
+        :param url: its base URL, e.g. ``http://localhost:4010`` (or a session's, ``.../__session/ID``).
+        :param admin_token: the token of its --admin-token, when it has one.
+        :raises PlantstubError: when nothing answers there as a plantstub.
+        """
+        return RemoteStub(url, admin_token).start()
+
+    def session(self) -> Stub:
+        """An isolated view of this stub: its own journal, counters, scenario and state, and its own `url`
+        (``<url>/__session/<new id>``); leaving its ``with`` block (or ``stop()``) ends the session."""
+        main = self.control.main or self.control
+        assert main.sessions is not None  # a main Control always has its table
+        sid = new_id()
+        view = Stub(settings=self.settings)
+        view._control = self._in_loop(main.sessions.get, sid)
+        view._thread, view._loop, view._session = self._thread, self._loop, (main.sessions, sid)
+        view.url = f"{self.url.partition(SESSION_PREFIX)[0]}{SESSION_PREFIX}{sid}"
+        return view
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> Stub:
@@ -117,7 +142,13 @@ class Stub:
         return self
 
     def stop(self) -> None:
-        """Stop serving and wait for the thread (the journal file, if any, is flushed and closed)."""
+        """Stop serving and wait for the thread (the journal file, if any, is flushed and closed); a session
+        view ends its session instead."""
+        if self._session is not None:
+            sessions, sid = self._session
+            if self._thread is not None and self._thread.is_alive():
+                self._in_loop(sessions.end, sid)
+            return
         if self._thread is None:
             return
         if self._loop is not None and self._stop is not None:
@@ -280,28 +311,7 @@ class Stub:
         __tracebackhide__ = True
         return assert_delivered(self.deliveries, name, body, times)
 
-    # -- assertions -------------------------------------------------------------------------
-    def assert_called(
-        self,
-        method: str | None = None,
-        path: str | None = None,
-        *,
-        body: Any = NO_BODY,
-        headers: dict[str, str] | None = None,
-        query: dict[str, Any] | None = None,
-        status: int | None = None,
-        times: int | None = None,
-    ) -> list[Call]:
-        """Assert calls like this were received: `times` exactly, or at least one when None.
-
-        :param body: partial JSON: each key given must equal the request's.
-        :returns: the matching calls.
-        :raises CallAssertionError: with expected, received and the closest calls, field by field.
-        """
-        __tracebackhide__ = True
-        expectation = Expectation(method, path, headers, query, body, status)
-        return assert_called(self.calls, expectation, times)
-
+    # -- waiting ------------------------------------------------------------------------------
     def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:
         """Wait until `n` calls like this have been recorded (counting those already there); returns every
         matching call. Blocks the calling thread: from an async test, ``await asyncio.to_thread(...)``.
@@ -311,12 +321,3 @@ class Stub:
         """
         __tracebackhide__ = True
         return wait_for_calls(self.control.journal, expectation_of(filters, "wait_for_calls(): "), n, timeout)
-
-    def assert_not_called(self, method: str | None = None, path: str | None = None, *, body: Any = NO_BODY) -> None:
-        __tracebackhide__ = True
-        assert_called(self.calls, Expectation(method, path, None, None, body), 0)
-
-    def assert_all_valid(self) -> None:
-        """Assert every recorded request kept the contract; the failure lists each one that did not."""
-        __tracebackhide__ = True
-        assert_all_valid(self.calls)

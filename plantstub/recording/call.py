@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 import orjson
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
 
@@ -51,6 +52,14 @@ class Call(NamedTuple):
     def time(self) -> str:
         """When the request arrived, ISO 8601 UTC (as the admin API shows it)."""
         return iso_time(self.started)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Call:
+        """A call as the admin API shows it (`to_dict()`), read back: what `Stub.connect(...).calls` gives."""
+        started = datetime.fromisoformat(data["time"].replace("Z", "+00:00")).timestamp()
+        return cls(data["seq"], started, data["method"], data["path"], data["query"],
+                   CIMultiDictProxy(CIMultiDict(data["headers"])), data["body"], data["valid"], tuple(data["errors"]),
+                   data["scenario"], data["rule"], data["response"], tuple(data.get("stub_errors", ())))
 
     def to_dict(self) -> dict[str, Any]:
         """The call as the admin API and the journal file show it."""

@@ -87,19 +87,24 @@ class Coverage:
 
     def report(self) -> dict[str, Any]:
         """What `GET /__plantstub/coverage` and `Stub.coverage()` show."""
-        tally = self.tally()
-        operations = [
-            {
-                "operation": op.label,
-                "operationId": op.operation_id,
-                "responses": [{"status": key, "calls": n} for key, n in tally[op.label]["declared"].items()],
-                "undeclared": tally[op.label]["undeclared"],
-            }
-            for op in self.spec.operations
-        ]
-        total = figures(tally)
-        return {"operations": operations, "covered": total.covered, "total": total.total,
-                "percent": round(total.percent, 1)}
+        return report_of(self.spec, self.tally())
+
+
+def report_of(spec: Spec, tally: Tally) -> dict[str, Any]:
+    """A coverage report of `spec` from a tally (one stub's, or several summed)."""
+    operations = [
+        {
+            "operation": op.label,
+            "operationId": op.operation_id,
+            "responses": [{"status": key, "calls": n}
+                          for key, n in tally.get(op.label, {}).get("declared", {}).items()],
+            "undeclared": tally.get(op.label, {}).get("undeclared", {}),
+        }
+        for op in spec.operations
+    ]
+    total = figures(tally)
+    return {"operations": operations, "covered": total.covered, "total": total.total,
+            "percent": round(total.percent, 1)}
 
 
 def tally_of(report: dict[str, Any]) -> Tally:

@@ -113,6 +113,7 @@ class _Admin:
             "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations),
                      **({"warnings": list(spec.warnings)} if spec.warnings else {})},
             "active": self.control.active,
+            **({"sessions": len(sessions)} if (sessions := self.control.sessions) is not None else {}),
             "journal": {
                 "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
                 "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes,
@@ -190,6 +191,12 @@ class _Admin:
         return web.json_response({"reset": True, "active": self.control.active})
 
     async def coverage(self, request: web.BaseRequest) -> web.Response:
+        total = request.query.get("total")
+        if total not in (None, "true", "false"):
+            return _error(400, f"query.total: {total[:40]!r} is not true or false")
+        sessions = self.control.sessions
+        if total == "true" and sessions is not None:  # the default session, the live sessions and ended ones
+            return web.json_response(sessions.total_coverage())
         return web.json_response(self.control.coverage_report())
 
     async def state(self, request: web.BaseRequest) -> web.Response:
@@ -212,7 +219,9 @@ class _Admin:
         except NotStateful as exc:
             return _error(409, str(exc))
         if problems:
-            return _error(400, "; ".join(f"{where}: {message}" for where, message in problems))
+            message = "; ".join(f"{where}: {message}" for where, message in problems)
+            return web.json_response({**error_body(400, message), "problems": [
+                {"at": where, "message": message} for where, message in problems]}, status=400)
         return web.json_response(self.control.state())
 
     async def webhooks(self, request: web.BaseRequest) -> web.Response:
@@ -314,11 +323,19 @@ class AdminRoutes:
     def __init__(self, control: Control) -> None:
         self.guard = AdminGuard(control.settings.admin_token, control.settings.host)
         self.table: dict[str, dict[str, Handler]] = {}
+        self.items: dict[str, dict[str, Handler]] = {}  # `sessions/{id}`: by the path up to the last `/`
         for method, name, handler in _routes(_Admin(control)):
+            self.add(method, name, handler)
+
+    def add(self, method: str, name: str, handler: Handler) -> None:
+        """Route `method` on ADMIN_PREFIX + `name`; a name ending in `/{id}` takes any last segment."""
+        if name.endswith("/{id}"):
+            methods = self.items.setdefault(ADMIN_PREFIX + name[: -len("{id}")], {})
+        else:
             methods = self.table.setdefault(ADMIN_PREFIX + name, {})
-            methods[method] = _logged(handler)
-            if method == "GET":
-                methods["HEAD"] = methods["GET"]  # for probes
+        methods[method] = _logged(handler)
+        if method == "GET":
+            methods["HEAD"] = methods["GET"]  # for probes
 
     async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         """Answer an admin request; a path or method that does not exist gets a JSON 404 or 405."""
@@ -326,8 +343,9 @@ class AdminRoutes:
         if refused is not None:
             return _error(*refused)
         methods = self.table.get(request.path)
-        if methods is None and request.path.startswith(ADMIN_PREFIX + "rules/"):
-            methods = self.table.get(ADMIN_PREFIX + RULE)
+        if methods is None and self.items:
+            head, _, last = request.path.rpartition("/")
+            methods = self.items.get(head + "/") if last else None
         if methods is None:
             return _error(404, f"path: {request.path} is not an admin route (see GET {ADMIN_PREFIX}health)")
         handler = methods.get(request.method)

@@ -44,6 +44,7 @@ from plantstub.server.response import (
     to_response,
     too_large,
 )
+from plantstub.server.sessions import SessionRouter
 from plantstub.server.state import Control, UnknownScenario
 from plantstub.webhooks.dispatch import RuleWebhooks
 from plantstub.webhooks.sender import WEBHOOK_HEADER
@@ -112,6 +113,8 @@ async def stop_watch(task: asyncio.Task[None] | None) -> None:
 def _close(control: Control) -> Callable[[web.Application], Awaitable[None]]:
     async def close(app: web.Application) -> None:
         await control.webhooks.close()
+        if control.sessions is not None:
+            await control.sessions.close()
         control.close()
 
     return close
@@ -402,4 +405,10 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             keeper.keep(record, epoch, NO_BODY if done.body is None else done.body, response_body, done.op)
 
     # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
-    return with_cors(handle, control.router, ADMIN_PREFIX) if control.settings.cors else handle
+    served = with_cors(handle, control.router, ADMIN_PREFIX) if control.settings.cors else handle
+    if control.sessions is None:  # a session's own pipeline
+        return served
+    sessions = SessionRouter(control, make_handler)  # before CORS: a session's answers get its own
+    for method, name, route in sessions.admin_routes():
+        admin.add(method, name, route)
+    return sessions.wrap(served)

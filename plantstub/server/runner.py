@@ -56,6 +56,8 @@ class Running:
         finally:
             asyncio.get_running_loop().set_exception_handler(self._handler)
             await self.control.webhooks.close()
+            if self.control.sessions is not None:
+                await self.control.sessions.close()
             self.control.close()
 
 

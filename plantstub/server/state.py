@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,8 +13,8 @@ from plantstub.contract.load import load_spec
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.router import Router
-from plantstub.errors import ConfigError, ScenarioError
-from plantstub.recording.coverage import Coverage
+from plantstub.errors import ConfigError, ScenarioError, UnknownScenario
+from plantstub.recording.coverage import Coverage, Tally, merge, report_of
 from plantstub.recording.journal import Journal
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.declared import MAX_RULES, DeclaredRule, DeclaredRules
@@ -22,11 +24,6 @@ from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
 from plantstub.store import Store
 from plantstub.webhooks.dispatch import Webhooks
-
-
-class UnknownScenario(LookupError):
-    """A scenario name that is not loaded; the message lists the known ones."""
-
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
@@ -50,16 +47,19 @@ class FolderLoad:
 class Control:
     """Everything a running stub knows; built once before the server starts, then mutated in place."""
 
-    def __init__(self, settings: Settings, spec: Spec | None = None) -> None:
+    def __init__(self, settings: Settings, spec: Spec | None = None, *, shared: Control | None = None) -> None:
+        """`shared`: the stub's main Control, whose spec, scenarios and settings a session Control reads."""
         self.settings = settings
+        self.main = shared
         with collector_paused():
-            self.spec = spec if spec is not None else load_spec(settings.spec, root=settings.spec_root)
-            self.router = Router(self.spec)
+            self.spec: Spec = (shared.spec if shared else spec if spec is not None
+                               else load_spec(settings.spec, root=settings.spec_root))
+            self.router: Router = shared.router if shared else Router(self.spec)
             # Default answers are built now (serve() warns about the operations left without one), with every
             # schema compiled once for the spec; each request check is put together on the first request of its
             # operation (a tenth of a millisecond: its schemas are compiled already). A broken schema stopped
             # load_spec.
-            self.served: dict[Operation, ServedOperation] = serve(self.spec)
+            self.served: dict[Operation, ServedOperation] = shared.served if shared else serve(self.spec)
         self.coverage = Coverage(self.spec)
         self.counters = RuleCounters()
         self.scenarios: dict[str, Scenario] = {}
@@ -73,15 +73,26 @@ class Control:
         # Only the folder it was given: Stub() and create_app() never read ./scenarios on their own.
         self.scenarios_dir = settings.scenarios
         # Checks rules at load, and templated replies once rendered, with the schemas compiled above.
-        self.contract = ScenarioContract(self.spec, self.served, self.router)
-        self.builtins, self.unfit_builtins = load_builtin_scenarios(self.spec, self.contract)
-        self._builtin_indexes = {name: RuleIndex(s) for name, s in self.builtins.items()}
+        self.contract: ScenarioContract = (shared.contract if shared else
+                                           ScenarioContract(self.spec, self.served, self.router))
+        self.builtins: dict[str, Scenario]
+        self.unfit_builtins: dict[str, str]
+        self.builtins, self.unfit_builtins = (
+            (shared.builtins, shared.unfit_builtins) if shared else load_builtin_scenarios(self.spec, self.contract))
+        self._builtin_indexes: dict[str, RuleIndex] = (shared._builtin_indexes if shared else
+                                 {name: RuleIndex(s) for name, s in self.builtins.items()})
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
         self.store = Store(self.contract.resources) if settings.stateful else None
         self.actions = self.contract.resources.actions if self.store is not None else {}
         # --watch: the files as they are before the first load, so an edit made meanwhile is seen as one.
         self.snapshot: FolderSnapshot | None = None
-        if self.scenarios_dir is not None:
+        # The stub's sessions (its main Control only): /__session/{id} and X-Plantstub-Session.
+        self.sessions = Sessions(self) if shared is None else None
+        if shared is not None:  # a session: the scenarios the stub has loaded now (a reload reaches it later)
+            own = {n: s for n, s in shared._own.items() if n not in shared.missing}
+            self._install(own, {n: shared._own_indexes[n] for n in own}, {})
+            self.load_errors = list(shared.load_errors)
+        elif self.scenarios_dir is not None:
             if not self.scenarios_dir.is_dir():
                 raise ConfigError(f"--scenarios={str(self.scenarios_dir)!r}: no such folder")
             if settings.watch:
@@ -99,7 +110,10 @@ class Control:
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
         self.webhooks = Webhooks(self.spec, settings.webhook)  # a --webhook NAME the spec lacks: SubscriptionError
-        self.journal = Journal(settings.journal_size, settings.journal, settings.journal_bytes, settings.journal_flush)
+        self.journal = Journal(settings.journal_size, settings.journal if shared is None else None,
+                               settings.journal_bytes, settings.journal_flush)
+        if shared is not None:  # one journal file for the stub: a session's calls go to it too
+            self.journal.file = shared.journal.file
         # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.
         self.declared = DeclaredRules()
 
@@ -153,6 +167,9 @@ class Control:
             name for name, old in previous.items()
             if self.scenarios.get(name) is not old and loaded.unchanged.get(name) is not old
         })
+        if self.sessions is not None:  # every session serves the reloaded set, keeping its own active scenario
+            for session in self.sessions.controls():
+                session.install(loaded)
         notes.append(f"reloaded {len(loaded.scenarios)} scenario(s) from {self.scenarios_dir}")
         return notes
 
@@ -231,4 +248,99 @@ class Control:
         return self.coverage.report()
 
     def close(self) -> None:
-        self.journal.close()
+        if self.main is None:  # a session shares the stub's journal file
+            self.journal.close()
+
+
+class SessionLimit(LookupError):
+    """A new session was asked for while --max-sessions are live; the message names the cap."""
+
+
+class Sessions:
+    """The stub's live sessions by id, least recently used first; each is a Control of its own that shares
+    the main Control's spec, scenarios and settings. Idle ones end when the table is next touched, and
+    leave their coverage to the stub's total."""
+
+    def __init__(self, main: Control) -> None:
+        self.main = main
+        self.idle = main.settings.session_idle
+        self.cap = main.settings.max_sessions
+        self._live: dict[str, tuple[Control, float]] = {}  # id -> (control, last used), least recent first
+        self.ended = 0
+        self.ended_tally: Tally = {}  # the coverage of the sessions that ended
+        self._closing: set[asyncio.Task[None]] = set()  # ended sessions' webhook senders, stopping
+
+    def get(self, sid: str, now: float | None = None) -> Control:
+        """Session `sid`, created on first use, marked used now.
+
+        :raises SessionLimit: when it is new and --max-sessions are live.
+        """
+        now = time.monotonic() if now is None else now
+        self.expire(now)
+        entry = self._live.pop(sid, None)  # popped and put back: the table stays in order of last use
+        control = entry[0] if entry is not None else self._create(sid)
+        self._live[sid] = (control, now)
+        return control
+
+    def _create(self, sid: str) -> Control:
+        if len(self._live) >= self.cap:
+            raise SessionLimit(
+                f"session {sid!r}: this stub already serves {self.cap} sessions, its cap (--max-sessions, "
+                f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
+                f"unused for {self.idle:g} s ends (--session-idle)")
+        return Control(self.main.settings, shared=self.main)
+
+    def expire(self, now: float | None = None) -> None:
+        """End the sessions unused for longer than --session-idle."""
+        limit = (time.monotonic() if now is None else now) - self.idle
+        while self._live:
+            sid, (_, used) = next(iter(self._live.items()))
+            if used > limit:
+                break
+            self.end(sid)
+
+    def end(self, sid: str) -> bool:
+        """End session `sid` (its coverage stays in the total); False when there is none."""
+        entry = self._live.pop(sid, None)
+        if entry is None:
+            return False
+        control = entry[0]
+        merge(self.ended_tally, control.coverage.tally())
+        control.close()
+        if control.webhooks.sender.queue is not None:  # its sender started: stop its workers, on the loop
+            try:
+                task = asyncio.get_running_loop().create_task(control.webhooks.close())
+            except RuntimeError:  # no loop runs here (the stub stopped): its workers stopped with it
+                pass
+            else:
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+        self.ended += 1
+        return True
+
+    async def close(self) -> None:
+        """End every session's webhook sender (the stub stops)."""
+        for control in self.controls():
+            await control.webhooks.close()
+        for task in list(self._closing):
+            await task
+
+    def controls(self) -> list[Control]:
+        return [control for control, _ in self._live.values()]
+
+    def listing(self) -> list[tuple[str, Control, float]]:
+        """(id, control, seconds since last use) of each live session, most recently used first."""
+        now = time.monotonic()
+        self.expire(now)
+        return [(sid, control, now - used) for sid, (control, used) in reversed(self._live.items())]
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def total_coverage(self) -> dict[str, Any]:
+        """Coverage summed over the main Control, the live sessions and those that ended."""
+        tally: Tally = {}
+        merge(tally, self.ended_tally)
+        for control in (self.main, *self.controls()):
+            merge(tally, control.coverage.tally())
+        return report_of(self.main.spec, tally)

@@ -1,7 +1,7 @@
 """Load benchmark: plantstub against a bare aiohttp app, driven by wrk (run by hand, not by pytest).
 
     .venv/bin/python tests/benchmarks/bench.py [--duration 10] [--connections 32] [--json]
-        [--stub-arg=--scenarios=DIR --stub-arg=--scenario=NAME ...]
+        [--stub-arg=--scenarios=DIR --stub-arg=--scenario=NAME ...] [--header "X-Plantstub-Session: bench"]
 """
 
 from __future__ import annotations
@@ -62,6 +62,10 @@ wrk.headers["Content-Type"] = "application/json"
 function init(args)
   invalid = args[1] == "invalid"
   list = args[1] == "list"
+  for i = 2, #args do  -- --header "Name: value", e.g. X-Plantstub-Session: bench
+    local name, value = args[i]:match("^([^:]+):%s*(.*)$")
+    if name then wrk.headers[name] = value end
+  end
 end
 
 function request()
@@ -168,7 +172,7 @@ def probe(port: int, body: bytes) -> int:
 def wrk(port: int, mode: str, seconds: int, opts: argparse.Namespace, script: Path, prefix: list[str]) -> dict:
     """One wrk run against POST /plants; returns requests/s, p50/p99 in ms and error counts."""
     cmd = [*prefix, "wrk", f"-t{opts.threads}", f"-c{opts.connections}", f"-d{seconds}s", "--timeout", "5s",
-           "-s", str(script), f"http://127.0.0.1:{port}/plants", "--", mode]
+           "-s", str(script), f"http://127.0.0.1:{port}/plants", "--", mode, *opts.header]
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=seconds + 30)
     if done.returncode != 0:
         raise RuntimeError(f"wrk exited with {done.returncode}: {done.stderr.strip() or done.stdout.strip()}")
@@ -354,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     p.add_argument("--stub-arg", action="append", default=[], metavar="ARG",
                    help="extra argument for `plantstub serve` (repeatable), e.g. --stub-arg=--scenario=NAME")
+    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                   help="a header every request of the load carries (repeatable), e.g. 'X-Plantstub-Session: bench'")
     p.add_argument("--starts", type=int, default=5, help="launches whose median is the first-answer time (default 5)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the table")
     p.add_argument("--calls", type=int, default=300_000,

@@ -99,7 +99,9 @@ async def test_state_put_replaces_and_is_checked(client):
     bad = await client.put("/__plantstub/state", json={"/plants": [{"id": 8}], "/pots": []})
     assert (bad.status, await bad.json()) == (400, {"error": 400, "message": (
         "state./plants[0]: 'name' is a required property; "
-        "state./pots: '/pots' is not a collection of the spec (collections: /plants)")})
+        "state./pots: '/pots' is not a collection of the spec (collections: /plants)"), "problems": [
+        {"at": "state./plants[0]", "message": "'name' is a required property"},
+        {"at": "state./pots", "message": "'/pots' is not a collection of the spec (collections: /plants)"}]})
     assert await state(client) == {"/plants": [{"id": 7, "name": "Moss"}]}  # unchanged
     twice = await client.put("/__plantstub/state", json={"/plants": [{"id": 1, "name": "A"}],
                                                           "/plants/": [{"id": 1, "name": "B"}]})

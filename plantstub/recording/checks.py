@@ -1,0 +1,47 @@
+"""CallChecks: the assertion methods every stub has, in process or over the admin API, built on `calls`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plantstub._json import NO_BODY
+from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
+from plantstub.recording.call import Call
+
+
+class CallChecks:
+    """Assertions over `self.calls`: one code path, so in-process and remote stubs fail with the same text."""
+
+    @property
+    def calls(self) -> list[Call]:
+        raise NotImplementedError
+
+    def assert_called(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        *,
+        body: Any = NO_BODY,
+        headers: dict[str, str] | None = None,
+        query: dict[str, Any] | None = None,
+        status: int | None = None,
+        times: int | None = None,
+    ) -> list[Call]:
+        """Assert calls like this were received: `times` exactly, or at least one when None.
+
+        :param body: partial JSON: each key given must equal the request's.
+        :returns: the matching calls.
+        :raises CallAssertionError: with expected, received and the closest calls, field by field.
+        """
+        __tracebackhide__ = True
+        expectation = Expectation(method, path, headers, query, body, status)
+        return assert_called(self.calls, expectation, times)
+
+    def assert_not_called(self, method: str | None = None, path: str | None = None, *, body: Any = NO_BODY) -> None:
+        __tracebackhide__ = True
+        assert_called(self.calls, Expectation(method, path, None, None, body), 0)
+
+    def assert_all_valid(self) -> None:
+        """Assert every recorded request kept the contract; the failure lists each one that did not."""
+        __tracebackhide__ = True
+        assert_all_valid(self.calls)

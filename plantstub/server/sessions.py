@@ -1,0 +1,154 @@
+"""Sessions over HTTP: a request under `/__session/{id}` or with `X-Plantstub-Session: {id}` goes to that
+session's own pipeline (its Control), the prefix taken off; the admin routes that list, open and end them."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from yarl import URL
+
+from plantstub.contract.outgoing import error_body
+from plantstub.recording.call import iso_time
+from plantstub.server.admin_guard import AdminGuard
+from plantstub.server.response import too_large
+from plantstub.server.state import Control, SessionLimit, Sessions
+
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+SESSION_PREFIX = "/__session/"
+SESSION_HEADER = "X-Plantstub-Session"
+SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+ID_RULE = "1 to 64 letters, digits, '_' or '-'"
+ADMIN = "/__plantstub/"
+SHOWN = 80
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response(error_body(status, message), status=status)
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= SHOWN else value[:SHOWN] + "…")
+
+
+def new_id() -> str:
+    """A fresh session id: 16 URL-safe characters."""
+    return secrets.token_urlsafe(12)
+
+
+class SessionRouter:
+    """Sends each session's requests to its own pipeline, built by `make_handler` once per session."""
+
+    def __init__(self, control: Control, make_handler: Callable[[Control], Handler]) -> None:
+        assert control.sessions is not None
+        self.sessions: Sessions = control.sessions
+        self.make_handler = make_handler
+        self.guard = AdminGuard(control.settings.admin_token, control.settings.host)
+        self.max_body = control.settings.max_body
+        self._handlers: dict[str, tuple[Control, Handler]] = {}
+
+    def wrap(self, handler: Handler) -> Handler:
+        """`handler` for the default session; a session's requests to their own (one prefix or header check)."""
+
+        async def route(request: web.BaseRequest) -> web.StreamResponse:
+            if request.path.startswith(SESSION_PREFIX) or SESSION_HEADER in request.headers:
+                return await self.dispatch(request, handler)
+            return await handler(request)
+
+        return route
+
+    async def dispatch(self, request: web.BaseRequest, default: Handler) -> web.StreamResponse:
+        raw = request.rel_url.raw_path
+        named = request.headers.get(SESSION_HEADER)
+        if raw.startswith(SESSION_PREFIX):
+            sid, _, rest = raw[len(SESSION_PREFIX):].partition("/")
+            if not SESSION_ID.fullmatch(sid):
+                return _error(400, f"path: {_shown(sid)} is not a session id (expected {ID_RULE}, as in "
+                                   f"{SESSION_PREFIX}ci-42/plants)")
+            if named is not None and named != sid:
+                return _error(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the "
+                                   f"path ({sid!r}); send one of them")
+            url = URL.build(path="/" + rest, query_string=request.rel_url.raw_query_string, encoded=True)
+            request = request.clone(rel_url=url)
+        elif named is None:  # a prefix only once decoded (/__session%2F...): not a session's request
+            return await default(request)
+        elif not SESSION_ID.fullmatch(named):
+            return _error(400, f"headers.{SESSION_HEADER}: {_shown(named)} is not a session id (expected {ID_RULE})")
+        else:
+            sid = named
+        if request.path.startswith(ADMIN):  # a refused admin call must not open a session
+            refused = self.guard.refusal(request)
+            if refused is not None:
+                status, message, headers = refused
+                return web.json_response(error_body(status, message), status=status, headers=headers)
+        try:
+            control = self.sessions.get(sid)
+        except SessionLimit as exc:
+            return _error(503, str(exc))
+        return await self._handler(sid, control)(request)
+
+    def _handler(self, sid: str, control: Control) -> Handler:
+        cached = self._handlers.get(sid)
+        if cached is not None and cached[0] is control:
+            return cached[1]
+        if len(self._handlers) > 2 * self.sessions.cap:  # forget the pipelines of sessions that ended
+            live = {id(c) for c in self.sessions.controls()}
+            self._handlers = {k: v for k, v in self._handlers.items() if id(v[0]) in live}
+        handler = self.make_handler(control)
+        self._handlers[sid] = (control, handler)
+        return handler
+
+    # -- admin routes (the default session's admin API only) ----------------------------------------
+    def admin_routes(self) -> list[tuple[str, str, Handler]]:
+        return [
+            ("GET", "sessions", self.list_sessions),
+            ("POST", "sessions", self.open_session),
+            ("DELETE", "sessions/{id}", self.end_session),
+        ]
+
+    async def list_sessions(self, request: web.BaseRequest) -> web.Response:
+        listed = self.sessions.listing()
+        return web.json_response({
+            "sessions": [
+                {"id": sid, "calls": control.journal.recorded, "active": control.active,
+                 "idle_seconds": round(idle, 3), "last_used": iso_time(_wall(idle))}
+                for sid, control, idle in listed
+            ],
+            "count": len(listed), "max_sessions": self.sessions.cap, "session_idle": self.sessions.idle,
+            "ended": self.sessions.ended,
+        })
+
+    async def open_session(self, request: web.BaseRequest) -> web.Response:
+        try:
+            data = json.loads(await request.read() or b"{}")
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, too_large(self.max_body))
+        except (ValueError, RecursionError):
+            return _error(400, 'body: not valid JSON; send nothing, or {"id": "SESSION"}')
+        sid = data.get("id") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or set(data) - {"id"} or not isinstance(sid, (str, type(None))):
+            return _error(400, 'body: expected nothing, or {"id": "SESSION"}')
+        if sid is not None and not SESSION_ID.fullmatch(sid):
+            return _error(400, f"body.id: {_shown(sid)} is not a session id (expected {ID_RULE})")
+        sid = sid or new_id()
+        try:
+            self.sessions.get(sid)
+        except SessionLimit as exc:
+            return _error(503, str(exc))
+        url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}"
+        return web.json_response({"id": sid, "url": url}, status=201)
+
+    async def end_session(self, request: web.BaseRequest) -> web.Response:
+        sid = request.path.rpartition("/")[2]
+        if not self.sessions.end(sid):
+            return _error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
+        self._handlers.pop(sid, None)
+        return web.json_response({"ended": sid})
+
+
+def _wall(seconds_ago: float) -> float:
+    return time.time() - seconds_ago

@@ -1,0 +1,169 @@
+"""The fixture on a sidecar: `--plantstub-url` (env PLANTSTUB_URL, ini plantstub_url) gives each test a session of
+its own on a `plantstub serve` process started apart, with and without pytest-xdist.
+
+Like the other consumer tests, this file runs in consumer venvs too (tests/lanes.py): it uses nothing of tests/.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HAS_XDIST = importlib.util.find_spec("xdist") is not None
+
+CLIENT = '''
+import requests
+
+
+def create_plant(base_url, plant):
+    response = requests.post(base_url + "/plants", json=plant, headers={"Authorization": "Bearer t"}, timeout=5)
+    return response.status_code, response.json()
+'''
+
+# Each test sends the same plant twice: with `flaky` active, each must see the 400 first, whichever
+# worker runs it and whatever runs beside it.
+SUITE = '''
+import pytest
+from client import create_plant
+
+
+@pytest.mark.plantstub(scenario="flaky")
+@pytest.mark.parametrize("i", range(12))
+def test_flaky_per_test(plantstub, i):
+    assert "/__session/" in plantstub.url
+    assert create_plant(plantstub.url, {"id": i, "name": "P"})[0] == 400
+    assert create_plant(plantstub.url, {"id": i, "name": "P"})[0] == 200
+    assert [c.status for c in plantstub.calls] == [400, 200]
+    plantstub.assert_called("POST", "/plants", body={"id": i}, times=2)
+
+
+def test_no_scenario_here(plantstub):
+    assert create_plant(plantstub.url, {"id": 1, "name": "Fern"}) == (200, {"name": "Fern"})
+    assert len(plantstub.calls) == 1
+
+
+def test_a_rule_from_code(plantstub):
+    rule = plantstub.when("POST", "/plants", body={"name": "Cactus"}).reply(400, {"error": 1, "message": "no"})
+    assert create_plant(plantstub.url, {"id": 1, "name": "Cactus"}) == (400, {"error": 1, "message": "no"})
+    assert rule.uses == 1
+    assert plantstub.wait_for_calls(1, timeout=1, path="/plants")[0].rule == rule.id
+'''
+
+
+class Sidecar:
+    """`plantstub serve --port 0` in a subprocess, from an empty folder."""
+
+    def __init__(self, folder: Path, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--port", "0", *args], cwd=folder,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.startswith("plantstub listening on "), line
+        self.url = line.strip().removeprefix("plantstub listening on ")
+
+    def get(self, path: str, token: str | None = None) -> dict:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        request = urllib.request.Request(self.url + path, headers=headers)
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.load(response)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+@pytest.fixture
+def sidecar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    running = Sidecar(tmp_path_factory.mktemp("sidecar"))
+    yield running
+    running.stop()
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args)
+
+
+@pytest.fixture
+def consumer(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(client=CLIENT, test_it=SUITE)
+    return pytester
+
+
+def test_fixture_on_a_sidecar_one_session_per_test(consumer, sidecar):
+    result = run(consumer, f"--plantstub-url={sidecar.url}", "--plantstub-coverage")
+    result.assert_outcomes(passed=14)
+    result.stdout.fnmatch_lines(["  POST /plants*200*13", "  POST /plants*400*13"])
+    health = sidecar.get("/__plantstub/health")
+    assert health["sessions"] == 0  # every session ended at teardown
+    assert health["journal"]["calls"] == 0  # nothing reached the default session
+    listing = sidecar.get("/__plantstub/sessions")
+    assert listing["ended"] == 14
+
+
+@pytest.mark.skipif(not HAS_XDIST, reason="needs pytest-xdist (the lane with it runs this)")
+def test_fixture_on_a_sidecar_with_xdist(consumer, sidecar, monkeypatch):
+    monkeypatch.setenv("PLANTSTUB_URL", sidecar.url)
+    result = run(consumer, "-n", "2")
+    result.assert_outcomes(passed=14)
+    assert sidecar.get("/__plantstub/sessions")["ended"] == 14
+
+
+def test_fixture_on_a_sidecar_strict_mode_and_markers(pytester, sidecar):
+    pytester.makepyfile(client=CLIENT)
+    pytester.makeini(f"[pytest]\nplantstub_url = {sidecar.url}\n")
+    pytester.makepyfile(test_it='''
+        import pytest
+        from client import create_plant
+
+        def test_sends_a_broken_request(plantstub):
+            create_plant(plantstub.url, {"id": "x", "name": "Fern"})
+
+        @pytest.mark.plantstub(strict=False)
+        def test_allowed_to(plantstub):
+            assert create_plant(plantstub.url, {"id": "x", "name": "Fern"})[0] == 400
+
+        @pytest.mark.plantstub(scenario="store-closed")
+        def test_store_closed(plantstub):
+            assert create_plant(plantstub.url, {"id": 1, "name": "Fern"})[0] == 400
+
+        @pytest.mark.plantstub(scenario="nope")
+        def test_unknown_scenario(plantstub):
+            pass
+    ''')
+    result = run(pytester)
+    result.assert_outcomes(passed=2, failed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "@pytest.mark.plantstub: unknown scenario 'nope' (known: dropped-connection, flaky, slow, store-closed)",
+        "plantstub: test_sends_a_broken_request sent 1 request that breaks the contract: #1 POST /plants -> 400: "
+        "body.id: 'x' is not of type 'integer'. If that was the point of the test, mark it "
+        "@pytest.mark.plantstub(strict=False).",
+    ])
+    assert sidecar.get("/__plantstub/health")["sessions"] == 0
+
+
+def test_fixture_on_a_sidecar_that_is_not_there(consumer):
+    result = run(consumer, "--plantstub-url=http://127.0.0.1:9", "-k", "no_scenario")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*plantstub: --plantstub-url: cannot reach the stub at http://127.0.0.1:9: *"])
+
+
+def test_fixture_on_a_sidecar_with_an_admin_token(consumer, tmp_path_factory, monkeypatch):
+    guarded = Sidecar(tmp_path_factory.mktemp("guarded"), "--admin-token", "s3cret")
+    try:
+        monkeypatch.setenv("PLANTSTUB_ADMIN_TOKEN", "s3cret")
+        result = run(consumer, f"--plantstub-url={guarded.url}", "-k", "no_scenario")
+        result.assert_outcomes(passed=1)
+        assert guarded.get("/__plantstub/sessions", token="s3cret")["ended"] == 1
+    finally:
+        guarded.stop()
