@@ -95,12 +95,15 @@ class Answer:
         flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
             props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
-            # A `writeOnly` property (a password) goes in requests only: never echoed into an answer.
-            self.echo = tuple(name for name, sub in props.items() if not marked(sub, "writeOnly", defs))
-            # Echoed values whose schema has `writeOnly` members inside: those members are taken out first.
             checks = samples if samples is not None else Checks()
-            self.hidden = {name: (props[name], defs) for name in self.echo
-                           if checks.marks_inside(props[name], defs, "writeOnly")}
+            if not checks.marks_inside(schema, defs, "writeOnly"):  # one look (kept per schema) for most answers
+                self.echo = tuple(props)
+            else:
+                # A `writeOnly` property (a password) goes in requests only: never echoed into an answer.
+                self.echo = tuple(name for name, sub in props.items() if not marked(sub, "writeOnly", defs))
+                # Echoed values whose schema has `writeOnly` members inside: those members are taken out first.
+                self.hidden = {name: (props[name], defs) for name in self.echo
+                               if checks.marks_inside(props[name], defs, "writeOnly")}
             self.whole = whole
             self._fill_status()
 

@@ -27,11 +27,15 @@ def places(spec: Spec) -> Iterator[Any]:
             yield from response.headers.values()
 
 
+_NOT_SCHEMAS = frozenset(("enum", "const", "examples", "example", "default", "$defs"))
+
+
 class Checks:
     """The compiled checks of one spec's schemas (the places `roots`, and every subschema of them), shared by
     its request checks and answers. Keyed by object identity, holding the object."""
 
-    def __init__(self, roots: Iterable[Any] = ()) -> None:
+    def __init__(self, roots: Iterable[Any] = (), annotated: frozenset[str] = frozenset(("readOnly", "writeOnly"))) -> None:
+        self.annotated = annotated  # the annotations some schema of the spec says: the others are looked for nowhere
         self.shared = Shared(list(roots))  # compiled on first use
         self.compiled: dict[int, tuple[Any, SchemaCheck]] = {}
         self.refs: dict[int, tuple[Any, frozenset[str]]] = {}
@@ -95,6 +99,8 @@ class Checks:
     def marks_inside(self, schema: Any, defs: dict[str, Any], keyword: str) -> bool:
         """Does `schema`, or a `$defs` entry it needs, mark something `keyword` (`writeOnly`)? One look at the
         whole `$defs` first, kept: a spec that never says it costs nothing more."""
+        if keyword not in self.annotated:
+            return False
         if not self._marked(defs, keyword) and not self._marked(schema, keyword):
             return False
         return self._marked(schema, keyword) or any(self._marked(defs[k], keyword) for k in self.closure(schema, defs))
@@ -108,7 +114,8 @@ class Checks:
                 item = todo.pop()
                 if isinstance(item, dict):
                     found = item.get(keyword) is True
-                    todo.extend(v for k, v in item.items() if k not in ("enum", "const", "examples", "example", "default"))
+                    # Values are not schemas, and `$defs` is looked at apart (marks_inside): a bundled root holds them.
+                    todo.extend(v for k, v in item.items() if k not in _NOT_SCHEMAS)
                 elif isinstance(item, list):
                     todo.extend(item)
             entry = self.marks[(keyword, id(node))] = (node, found)

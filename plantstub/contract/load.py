@@ -152,7 +152,8 @@ class _Loader:
         info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
         warnings = tuple(dict.fromkeys([*self.warnings, *self.securities.warnings(), *self.bundler.warnings]))
-        return Spec(str(self.shown), version, title, release, tuple(operations), warnings, webhooks)
+        return Spec(str(self.shown), version, title, release, tuple(operations), warnings, webhooks,
+                    frozenset(self.bundler.annotated))
 
     # -- files and $refs ---------------------------------------------------------------
     def display(self, uri: str) -> str:

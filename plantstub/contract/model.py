@@ -115,3 +115,4 @@ class Spec:
     # What the loader set aside and why, one sentence each (paths no request can reach, unknown dialects).
     warnings: tuple[str, ...] = ()
     webhooks: tuple[Webhook, ...] = ()  # the document's `webhooks`, one per (name, method)
+    annotated: frozenset[str] = frozenset(("readOnly", "writeOnly"))  # of those, the ones some schema says

@@ -83,7 +83,7 @@ def serve(spec: Spec) -> dict[Operation, ServedOperation]:
 
     Operations whose default answer cannot keep the contract are logged once, with the reason each gets.
     """
-    samples = Checks(places(spec))
+    samples = Checks(places(spec), annotated=spec.annotated)
     samples.shared.build()  # now, not in the first request that needs it (a second for a 20 MB spec)
     served = {op: ServedOperation(op, samples) for op in spec.operations}
     answers = [s.default_answer for s in served.values()]
