@@ -11,7 +11,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import ClientConnectionError, web
@@ -20,21 +20,13 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from plantstub._json import NO_BODY, is_json
 from plantstub.config import Settings, build_settings
 from plantstub.contract.model import Operation, Spec
-from plantstub.contract.operations import preferred
 from plantstub.contract.outgoing import Outgoing, error_reply
-from plantstub.contract.requests import challenge
-from plantstub.contract.schema import Violation
-from plantstub.contract.webhooks import RequestValues
-from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
-from plantstub.scenarios.declared import DeclaredRule
-from plantstub.scenarios.model import Fault
-from plantstub.scenarios.replies import rule_reply, rule_webhooks
-from plantstub.scenarios.select import select_rule
 from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
 from plantstub.server.cors import with_cors
+from plantstub.server.decide import Outcome, decide, send_webhooks
 from plantstub.server.response import (
     ReadTimeout,
     closing,
@@ -45,13 +37,10 @@ from plantstub.server.response import (
     too_large,
 )
 from plantstub.server.sessions import SessionRouter
-from plantstub.server.state import Control, UnknownScenario
-from plantstub.webhooks.dispatch import RuleWebhooks
-from plantstub.webhooks.sender import WEBHOOK_HEADER
+from plantstub.server.state import Control
 
 CONTROL_KEY = web.AppKey("control", Control)
 WATCH_TASK = web.AppKey("watch_task", asyncio.Task)
-SCENARIO_HEADER = "X-Plantstub-Scenario"
 log = logging.getLogger("plantstub")
 
 
@@ -118,146 +107,6 @@ def _close(control: Control) -> Callable[[web.Application], Awaitable[None]]:
         control.close()
 
     return close
-
-
-def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing:
-    unauthorized = [v for v in violations if v.status == 401]
-    if unauthorized:
-        return error_reply(401, "; ".join(map(str, unauthorized)), {"WWW-Authenticate": challenge(op)})
-    return error_reply(400, "; ".join(map(str, violations)))
-
-
-class _Outcome:
-    """What the pipeline decided, filled in step by step and recorded at the end."""
-
-    __slots__ = ("body", "created", "delay_ms", "errors", "fault", "hooks", "op", "out", "params", "rule", "scenario", "stub_errors")
-
-    def __init__(self) -> None:
-        self.out: Outgoing | None = None
-        self.body: Any = None
-        self.created: Any = None  # with --stateful, the record a create stored (its key assigned)
-        self.errors: tuple[str, ...] = ()
-        self.stub_errors: tuple[str, ...] = ()
-        self.scenario: str | None = None
-        self.rule: str | None = None
-        self.fault: Fault | None = None
-        self.delay_ms = 0
-        self.op: Operation | None = None
-        self.params: dict[str, Any] = {}
-        self.hooks: RuleWebhooks | None = None  # the answering rule's `webhooks:`, when it has some
-
-    def refuse(self, out: Outgoing) -> None:
-        self.out = out
-        self.errors = (out.body["message"],)
-
-
-def _decide(
-    control: Control, request: web.BaseRequest, raw: bytes, query: dict[str, list[str]], active: str | None, done: _Outcome
-) -> None:
-    """Steps 1-5 of the pipeline, without I/O: fills `done`. `active` is the scenario when the request arrived."""
-    method, path = request.method, request.path
-    route = control.router.route(method, request.rel_url.raw_path)
-    if route.status == 404:
-        return done.refuse(error_reply(404, f"path: no path in the spec matches {path}"))
-    if route.status == 405:
-        allow = ", ".join(route.allow)
-        return done.refuse(
-            error_reply(405, f"method: {method} is not allowed on {path} (allowed: {allow})", {"Allow": allow})
-        )
-    op = done.op = route.operation
-    if op is None:  # the router found one whenever it says 200
-        return done.refuse(error_reply(404, f"path: no path in the spec matches {path}"))
-    served = control.served[op]
-    done.params = route.path_params
-    name = request.headers.get(SCENARIO_HEADER) or active
-    scenario = None
-    if name is not None:
-        try:
-            scenario = control.scenario(name)
-        except UnknownScenario as exc:
-            return done.refuse(error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}"))
-        done.scenario = scenario.name
-    incoming = IncomingRequest(method, path, query, request.headers, raw)
-    violations, done.body = served.check.violations(incoming, route.path_params)
-    if violations:
-        done.errors = tuple(map(str, violations))
-        if scenario is None or scenario.validate_requests:
-            done.out = _violation_reply(op, violations)
-            return None
-    prefer = request.headers.get("Prefer")
-    if prefer:
-        out, problem = preferred(served, prefer, done.body)
-        if out is not None and problem is not None:
-            return done.refuse(out)
-        if out is not None:
-            done.out = out
-            return None
-    if control.declared.rules:  # rules from code come first
-        declared = control.declared.select(incoming, done.body)
-        if declared is not None:
-            return _declared_answer(control, op, declared, incoming, done)
-    if scenario is not None:
-        chosen = select_rule(control.indexes[scenario.name], control.counters, incoming, done.body)
-        if chosen is not None:
-            rule, at = chosen
-            reply = rule.replies[at]
-            done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
-            done.delay_ms = reply.delay_ms
-            if rule.webhooks is not None:
-                done.hooks = rule_webhooks(rule, incoming, done.body, control.indexes[scenario.name].templates)
-            done.out, done.fault = rule_reply(reply, incoming, done.body, control.indexes[scenario.name].templates)
-            if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
-                broken = control.contract.rendered_violations(op, reply, done.out.body)
-                if broken:  # the scenario's fault, not the consumer's: recorded apart from `errors`
-                    where = f"{scenario.file}:{reply.line}"
-                    done.stub_errors = tuple(
-                        f"scenario {scenario.name!r} {done.rule} ({where}) sent a reply that breaks the contract: {v}"
-                        for v in broken
-                    )
-            return None
-    store = control.store
-    if store is not None:  # --stateful: the records answer where the default answer would
-        action = control.actions.get(op)
-        if action is not None:
-            done.out = store.answer(action, route.path_params, query, done.body)
-            done.created = store.created
-            if done.out is not None:
-                return None
-    done.out = served.default(done.body)
-    return None
-
-
-def _declared_answer(
-    control: Control, op: Operation, chosen: tuple[DeclaredRule, int], incoming: IncomingRequest, done: _Outcome
-) -> None:
-    """The answer of a rule from code, as a scenario rule's (a templated body checked once rendered)."""
-    declared, at = chosen
-    rule = declared.rule
-    reply = rule.replies[at]
-    done.rule = declared.label(at)
-    done.delay_ms = reply.delay_ms
-    if rule.webhooks is not None:
-        done.hooks = rule_webhooks(rule, incoming, done.body, control.declared.templates)
-    done.out, done.fault = rule_reply(reply, incoming, done.body, control.declared.templates)
-    if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
-        broken = control.contract.rendered_violations(op, reply, done.out.body)
-        done.stub_errors = tuple(
-            f"rule {done.rule} ({declared.source}) sent a reply that breaks the contract: {v}" for v in broken
-        )
-
-
-def created_record(done: _Outcome) -> Any:
-    """What the default trigger sends: the record the store created (--stateful), else the validated request body."""
-    return done.created if done.created is not None else done.body
-
-
-def _send_webhooks(control: Control, request: web.BaseRequest, query: dict[str, list[str]], done: _Outcome) -> None:
-    """Queue the webhooks and callbacks a 2xx answer sends; they go out after it, never delaying it."""
-    assert done.op is not None and done.out is not None
-    if WEBHOOK_HEADER in request.headers:  # a delivery of this stub's own, subscribed back to it: no endless loop
-        return
-    values = RequestValues(str(request.url), request.method, request.headers, query, done.params, done.body)
-    control.webhooks.answered(done.op, done.out.status, created_record(done), values, done.hooks)
 
 
 async def _continue(request: web.BaseRequest) -> None:
@@ -341,7 +190,7 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
         seq, epoch = journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
         active = control.active  # and attributed on arrival, before the body is read
         raw = b""
-        done = _Outcome()
+        done = Outcome()
         # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
         query = {k: request.query.getall(k) for k in request.query} if request.query_string else {}
         try:
@@ -354,14 +203,14 @@ def make_handler(control: Control) -> Callable[[web.BaseRequest], Awaitable[web.
             if over_limit:
                 raise web.HTTPRequestEntityTooLarge(max_size=max_body, actual_size=declared or 0)
             raw = await request.read()
-            _decide(control, request, raw, query, active, done)
+            decide(control, request, raw, query, active, done)
             if done.delay_ms:
                 await asyncio.sleep(done.delay_ms / 1000)
             if (done.hooks is not None or done.op in watched) and done.fault is None:
-                _send_webhooks(control, request, query, done)
+                send_webhooks(control, request, query, done)
             if done.fault is not None:
                 return await send_fault(request, done.fault, done.out)
-            assert done.out is not None  # _decide() always decides
+            assert done.out is not None  # decide() always decides
             return to_response(done.out, request.method == "HEAD")
         except ReadTimeout:  # the body did not arrive within --read-timeout
             out = error_reply(408, not_received(read_timeout))
