@@ -1,4 +1,4 @@
-"""Webhooks through the fixture, as a consumer project uses them: its own receiver subscribed by a test,
+"""Webhooks through the fixture, with the store on (`stateful`), as a consumer project uses them: its own receiver subscribed by a test,
 deliveries and subscriptions per test, and strict mode blaming a receiver that answers an undeclared status."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def plantstub_settings():
-    return {"spec": "plant-store-full"}
+    return {"spec": "plant-store-full", "stateful": True}
 
 
 @pytest.fixture
@@ -61,11 +61,17 @@ def test_receives_the_new_plant(plantstub, receiver):
     plantstub.wait_for_deliveries(1)
     plantstub.assert_delivered("/plant/webhook", body={"id": 1, "name": "Fern"}, times=1)
     assert got == [{"id": 1, "name": "Fern"}]
+    # The store: the plant is listed, and deleting it answers 204 (a second time, 400 naming the id).
+    assert requests.get(plantstub.url + "/plants", headers=AUTH, timeout=5).json() == [{"name": "Fern"}]
+    assert requests.delete(plantstub.url + "/plants/1", headers=AUTH, timeout=5).status_code == 204
+    assert requests.delete(plantstub.url + "/plants/1", headers=AUTH, timeout=5).json()["message"] == (
+        "path.id: no record in /plants has id 1")
 
 
 def test_next_test_starts_without_subscriptions_or_deliveries(plantstub):
     assert requests.get(plantstub.url + "/__plantstub/webhooks", timeout=5).json() == {}
     assert plantstub.deliveries == []
+    assert plantstub.state == {"/plants": []}
 
 
 @pytest.mark.status(418)
