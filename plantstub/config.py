@@ -17,7 +17,7 @@ DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_SESSION_IDLE = 600.0
-DEFAULT_MAX_SESSIONS = 1000
+DEFAULT_MAX_SESSIONS = 100
 
 
 BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data

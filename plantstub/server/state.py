@@ -23,10 +23,13 @@ from plantstub.scenarios.model import Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
 from plantstub.store import Store
+from plantstub.store.records import MAX_BYTES
 from plantstub.webhooks.dispatch import Webhooks
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
+
+SESSION_SHARE = 16  # a session keeps at most 1/16 of the stub's bytes of calls, records and deliveries
 
 
 class NotStateful(LookupError):
@@ -82,7 +85,9 @@ class Control:
         self._builtin_indexes: dict[str, RuleIndex] = (shared._builtin_indexes if shared else
                                  {name: RuleIndex(s) for name, s in self.builtins.items()})
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
-        self.store = Store(self.contract.resources) if settings.stateful else None
+        # A session's memory bounds are a share of the stub's: --max-sessions of them cannot each take the whole.
+        share = 1 if shared is None else SESSION_SHARE
+        self.store = Store(self.contract.resources, most_bytes=MAX_BYTES // share) if settings.stateful else None
         self.actions = self.contract.resources.actions if self.store is not None else {}
         # --watch: the files as they are before the first load, so an edit made meanwhile is seen as one.
         self.snapshot: FolderSnapshot | None = None
@@ -110,8 +115,9 @@ class Control:
             except UnknownScenario as exc:
                 raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
         self.webhooks = Webhooks(self.spec, settings.webhook)  # a --webhook NAME the spec lacks: SubscriptionError
+        self.webhooks.log.max_bytes //= share
         self.journal = Journal(settings.journal_size, settings.journal if shared is None else None,
-                               settings.journal_bytes, settings.journal_flush)
+                               max(settings.journal_bytes // share, 1), settings.journal_flush)
         if shared is not None:  # one journal file for the stub: a session's calls go to it too
             self.journal.file = shared.journal.file
         # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.

@@ -10,7 +10,7 @@ import pytest
 
 from plantstub import create_app
 from plantstub.server.app import CONTROL_KEY
-from plantstub.server.state import Control
+from plantstub.server.state import SESSION_SHARE, Control, SessionLimit
 from tests.helpers import AUTH, JSON_AUTH
 
 FERN = b'{"id": 1, "name": "Fern"}'
@@ -104,7 +104,7 @@ async def test_sessions_listed_opened_and_ended(client):
     assert (await response.json())["id"] == "ci-42"
     listing = await (await client.get("/__plantstub/sessions")).json()
     assert [(s["id"], s["calls"]) for s in listing["sessions"]] == [("ci-42", 0), (opened["id"], 0), ("a", 2)]
-    assert listing["count"] == 3 and listing["max_sessions"] == 1000 and listing["session_idle"] == 600
+    assert listing["count"] == 3 and listing["max_sessions"] == 100 and listing["session_idle"] == 600
     assert listing["sessions"][0]["last_used"].endswith("Z")
     assert (await (await client.get("/__plantstub/health")).json())["sessions"] == 3
     response = await client.delete("/__plantstub/sessions/a")
@@ -280,15 +280,19 @@ async def test_a_reload_reaches_every_session(aiohttp_client, tmp_path):
     assert (await post(client, "/__session/a/plants"))[1] == {"error": 2, "message": "shut"}
 
 
-def test_creating_a_session_takes_under_2_ms():
-    control = Control(create_app().get(CONTROL_KEY).settings)
+def test_sessions_fill_up_to_the_cap_with_a_share_of_the_bounds_each():
+    # Speed (opening one: 30-55 µs) is a benchmark figure (docs/sessions.md), not asserted here.
+    control = Control(create_app(stateful=True).get(CONTROL_KEY).settings)
     assert control.sessions is not None
-    control.sessions.get("warm")
-    started = time.perf_counter()
-    for i in range(200):
+    for i in range(100):
         control.sessions.get(f"s{i}")
-    each = (time.perf_counter() - started) / 200
-    assert each < 0.002, f"{each * 1000:.2f} ms per session"
+    with pytest.raises(SessionLimit):
+        control.sessions.get("one-more")
+    session = control.sessions.get("s0")
+    assert session.journal.max_bytes == control.journal.max_bytes // SESSION_SHARE
+    assert session.webhooks.log.max_bytes == control.webhooks.log.max_bytes // SESSION_SHARE
+    assert session.store is not None and control.store is not None
+    assert session.store.most_bytes == control.store.most_bytes // SESSION_SHARE
 
 
 async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aiohttp_server):
