@@ -24,6 +24,7 @@ from plantstub.errors import SpecError
 
 log = logging.getLogger("plantstub")
 LISTED = 20  # operations named in the start-up warning; each answer says its own reason anyway
+EAGER = 5_000  # operations whose default answers are made at start; a bigger spec makes each on its first call
 
 
 class ServedOperation:
@@ -79,13 +80,19 @@ class ServedOperation:
 
 
 def serve(spec: Spec) -> dict[Operation, ServedOperation]:
-    """A ServedOperation for each operation of `spec` (Operation hashes by identity), default answers built.
+    """A ServedOperation for each operation of `spec` (Operation hashes by identity), default answers built
+    (for a spec of more than EAGER operations, on first use).
 
     Operations whose default answer cannot keep the contract are logged once, with the reason each gets.
     """
     samples = Checks(places(spec), annotated=spec.annotated)
     samples.shared.build()  # now, not in the first request that needs it (a second for a 20 MB spec)
     served = {op: ServedOperation(op, samples) for op in spec.operations}
+    if len(served) > EAGER:  # a second or more of a big spec's start: each answer (~60 µs) comes on first use
+        log.warning("plantstub: %s has %d operations: their default answers are made on first use, so one that cannot"
+                    " keep the contract is not listed here; it answers %d with the reason", spec.source, len(served),
+                    UNANSWERABLE)
+        return served
     answers = [s.default_answer for s in served.values()]
     problems = [f"{a.label}: {a.problem}" for a in answers if a is not None and a.problem is not None]
     if problems:
