@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import string
 import sys
+import warnings
 from functools import lru_cache
 from itertools import islice
 from typing import Any
@@ -60,17 +61,24 @@ def ecma_pattern(pattern: str) -> str:
     another): a `-` in a class beside a class escape (`[\\d-_]`) or between characters in reverse order
     (`[_-.]`) is a hyphen, and an inline flag group past the start (`a|(?i)b`) applies to the rest of its
     group (`a|(?i:b)`). Every other pattern is returned as written."""
-    try:
-        re.compile(pattern)
+    if python_reads(pattern):
         return pattern
-    except (re.error, ValueError, OverflowError, RecursionError):
-        pass
     text = _scoped_flags(_class_hyphens(pattern))
-    try:
-        re.compile(text)
-    except (re.error, ValueError, OverflowError, RecursionError):
+    if not python_reads(text):
         return text if servable(text) and not servable(pattern) else pattern
     return text
+
+
+def python_reads(pattern: str) -> bool:
+    """Does Python's `re` read `pattern` as written? An inline flag past the start does not count: Python 3.11
+    refuses it, 3.10 only warns and then applies it to the whole pattern, which ECMA-262 never does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            re.compile(pattern)
+        except (re.error, DeprecationWarning, ValueError, OverflowError, RecursionError):
+            return False
+    return True
 
 
 def _escape_end(text: str, i: int) -> int:
@@ -161,11 +169,8 @@ def _scoped_flags(pattern: str) -> str:
 @lru_cache(maxsize=1024)
 def servable(pattern: str) -> bool:
     """Can plantstub run `pattern` on every path: Python's `re`, else the `regex` package (`\\p{L}`)?"""
-    try:
-        re.compile(pattern)
+    if python_reads(pattern):
         return True
-    except (re.error, ValueError, OverflowError, RecursionError):
-        pass
     import regex  # only for a pattern Python's `re` cannot read
 
     try:
