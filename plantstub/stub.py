@@ -16,7 +16,7 @@ from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of, wait_for_calls
-from plantstub.scenarios.declared import RuleBuilder, caller_location, when
+from plantstub.scenarios.declared import DeclaresRules
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import start
@@ -41,7 +41,7 @@ def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
     loop.run_until_complete(loop.shutdown_asyncgens())
 
 
-class Stub(CallChecks):
+class Stub(CallChecks, DeclaresRules):
     """A running plantstub, each instance standing alone.
 
     ``with Stub(scenarios="scenarios", scenario="flaky") as stub: ...`` (or ``async with``) starts it
@@ -204,40 +204,8 @@ class Stub(CallChecks):
         return self._in_loop(self.control.coverage_report)
 
     # -- rules from code ------------------------------------------------------------------------
-    def when(
-        self,
-        method: str | None = None,
-        path: str | None = None,
-        headers: dict[str, Any] | None = None,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        times: int | None = None,
-        *,
-        off_contract: bool = False,
-    ) -> RuleBuilder:
-        """A rule from code: ``stub.when(path="/plants", body={"name": "Cactus"}).reply(400, {...})``.
-
-        Every criterion is optional, as in a scenario's `match:` (matchers such as ``{"$regex": "^Bearer "}``
-        included). Then ``.reply(status, body=None, headers=None, delay_ms=0)``, ``.replies([...])`` or
-        ``.fault(kind)`` checks the rule against the contract at once (a ScenarioError at the caller's line)
-        and returns a RuleHandle (``id``, ``uses``, ``remove()``). Rules from code are tried before the active
-        scenario's, in the order declared; ``reset()`` removes them (the fixture resets for each test).
-
-        :param times: how many calls the rule answers; then it falls through.
-        :param off_contract: the replies deliberately break the spec: not checked.
-        """
-        return when(self, method, path, headers, query, body, times, off_contract)
-
-    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
-        """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its id.
-
-        :raises ScenarioError: every problem, at `file:line` (default: the caller's), as a scenario file's rule
-            gets them.
-        """
-        __tracebackhide__ = True
-        if file is None:
-            file, line = caller_location()
-        return self._in_loop(self.control.add_rule, copy.deepcopy(rule), file, line or None).id
+    def _add_rule(self, rule: dict[str, Any], file: str, line: int | None) -> str:
+        return self._in_loop(self.control.add_rule, copy.deepcopy(rule), file, line).id
 
     @property
     def rules(self) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from plantstub.incoming import IncomingRequest
 from plantstub.scenarios.model import Rule, Scenario
@@ -185,10 +185,46 @@ class RuleBuilder:
         return self._declare({"reply": {"fault": kind.value if isinstance(kind, Enum) else kind}})
 
 
-def when(owner: RuleOwner, method: str | None = None, path: str | None = None, headers: dict[str, Any] | None = None,
-         query: dict[str, Any] | None = None, body: Any = None, times: int | None = None,
-         off_contract: bool = False) -> RuleBuilder:
-    """The builder behind `stub.when(...)`; every criterion optional, as in a scenario's `match:`."""
-    return RuleBuilder(owner, _given(method=method, path=path, headers=headers, query=query, body=body), times,
-                       off_contract)
+class DeclaresRules:
+    """`when(...)` and `declare(...)`, the same on the in-process Stub and on one driven over the admin API: each
+    gives `_add_rule(rule, file, line)` (the rule as given: it copies what it keeps), `rules` and `remove_rule`."""
+
+    def when(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        headers: dict[str, Any] | None = None,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        times: int | None = None,
+        *,
+        off_contract: bool = False,
+    ) -> RuleBuilder:
+        """A rule from code: ``stub.when(path="/plants", body={"name": "Cactus"}).reply(400, {...})``.
+
+        Every criterion is optional, as in a scenario's `match:` (matchers such as ``{"$regex": "^Bearer "}``
+        included). Then ``.reply(status, body=None, headers=None, delay_ms=0)``, ``.replies([...])`` or
+        ``.fault(kind)`` checks the rule against the contract at once (a ScenarioError at the caller's line)
+        and returns a RuleHandle (``id``, ``uses``, ``remove()``). Rules from code are tried before the active
+        scenario's, in the order declared; ``reset()`` removes them (the fixture resets for each test).
+
+        :param times: how many calls the rule answers; then it falls through.
+        :param off_contract: the replies deliberately break the spec: not checked.
+        """
+        given = _given(method=method, path=path, headers=headers, query=query, body=body)
+        return RuleBuilder(cast(RuleOwner, self), given, times, off_contract)
+
+    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
+        """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its id.
+
+        :raises ScenarioError: every problem, at `file:line` (default: the caller's), as a scenario file's rule
+            gets them.
+        """
+        __tracebackhide__ = True
+        if file is None:
+            file, line = caller_location()
+        return self._add_rule(rule, file, line or None)
+
+    def _add_rule(self, rule: dict[str, Any], file: str, line: int | None) -> str:
+        raise NotImplementedError
 

@@ -18,7 +18,7 @@ from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, 
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
-from plantstub.scenarios.declared import RuleBuilder, caller_location, when
+from plantstub.scenarios.declared import DeclaresRules
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
 from plantstub.server.sessions import SESSION_PREFIX
@@ -82,7 +82,7 @@ def message_of(data: Any) -> str:
     return str(data.get("message")) if isinstance(data, dict) and "message" in data else repr(data)[:200]
 
 
-class RemoteStub(CallChecks):
+class RemoteStub(CallChecks, DeclaresRules):
     """A running stub driven over HTTP: `Stub.connect(url, admin_token=None)`, or `session()` of one.
 
     The same methods as an in-process Stub: `calls`, `use`, `reset`, `coverage`, `state`, `set_state`, `when`,
@@ -181,33 +181,12 @@ class RemoteStub(CallChecks):
             raise PlantstubError(message_of(data))
 
     # -- rules from code, waiting -------------------------------------------------------------------
-    def when(
-        self,
-        method: str | None = None,
-        path: str | None = None,
-        headers: dict[str, Any] | None = None,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        times: int | None = None,
-        *,
-        off_contract: bool = False,
-    ) -> RuleBuilder:
-        """A rule from code, declared over the admin API (`POST rules`); as `Stub.when`."""
-        return when(self, method, path, headers, query, body, times, off_contract)
-
-    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
-        """Declare one rule in the scenario format; returns its id.
-
-        :raises ScenarioError: every problem, at `file:line` (default: the caller's), as in process.
-        """
+    def _add_rule(self, rule: dict[str, Any], file: str, line: int | None) -> str:
         __tracebackhide__ = True
-        if file is None:
-            file, line = caller_location()
         source = {"X-Plantstub-Source": f"{file}:{line}" if line else file}
         status, data = self.admin.send("POST", "rules", rule, source)
         if status == 400 and isinstance(data, dict) and data.get("problems"):
-            raise ScenarioLoadError([ScenarioError(file, line or None, p["path"], p["message"])
-                                     for p in data["problems"]])
+            raise ScenarioLoadError([ScenarioError(file, line, p["path"], p["message"]) for p in data["problems"]])
         if status != 201:
             raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}rules answered {status}: {message_of(data)}")
         return str(data["id"])
