@@ -16,8 +16,7 @@ from plantstub.contract.requests import challenge
 from plantstub.contract.schema import Violation
 from plantstub.contract.webhooks import RequestValues
 from plantstub.incoming import IncomingRequest
-from plantstub.scenarios.declared import DeclaredRule
-from plantstub.scenarios.model import Fault
+from plantstub.scenarios.model import Fault, Rule
 from plantstub.scenarios.replies import rule_reply, rule_webhooks
 from plantstub.scenarios.select import select_rule
 from plantstub.server.state import Control, UnknownScenario
@@ -102,26 +101,17 @@ def decide(
     if control.declared.rules:  # rules from code come first
         declared = control.declared.select(incoming, done.body)
         if declared is not None:
-            return _declared_answer(control, op, declared, incoming, done)
+            rule_from_code, at = declared
+            done.rule = rule_from_code.label(at)
+            return _rule_answer(control, op, rule_from_code.rule, at, incoming, done, control.declared.templates,
+                                f"rule {done.rule} ({rule_from_code.source})")
     if scenario is not None:
         chosen = select_rule(control.indexes[scenario.name], control.counters, incoming, done.body)
         if chosen is not None:
             rule, at = chosen
-            reply = rule.replies[at]
             done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
-            done.delay_ms = reply.delay_ms
-            if rule.webhooks is not None:
-                done.hooks = rule_webhooks(rule, incoming, done.body, control.indexes[scenario.name].templates)
-            done.out, done.fault = rule_reply(reply, incoming, done.body, control.indexes[scenario.name].templates)
-            if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
-                broken = control.contract.rendered_violations(op, reply, done.out.body)
-                if broken:  # the scenario's fault, not the consumer's: recorded apart from `errors`
-                    where = f"{scenario.file}:{reply.line}"
-                    done.stub_errors = tuple(
-                        f"scenario {scenario.name!r} {done.rule} ({where}) sent a reply that breaks the contract: {v}"
-                        for v in broken
-                    )
-            return None
+            return _rule_answer(control, op, rule, at, incoming, done, control.indexes[scenario.name].templates,
+                                f"scenario {scenario.name!r} {done.rule} ({scenario.file}:{rule.replies[at].line})")
     store = control.store
     if store is not None:  # --stateful: the records answer where the default answer would
         action = control.actions.get(op)
@@ -134,23 +124,18 @@ def decide(
     return None
 
 
-def _declared_answer(
-    control: Control, op: Operation, chosen: tuple[DeclaredRule, int], incoming: IncomingRequest, done: Outcome
-) -> None:
-    """The answer of a rule from code, as a scenario rule's (a templated body checked once rendered)."""
-    declared, at = chosen
-    rule = declared.rule
+def _rule_answer(control: Control, op: Operation, rule: Rule, at: int, incoming: IncomingRequest, done: Outcome,
+                 templates: dict[int, Any], who: str) -> None:
+    """The answer of a rule's reply `at` (a rule from code or a scenario's); a rendered body that breaks the contract
+    is the rule's fault, not the consumer's: recorded apart from `errors`, naming `who` sent it."""
     reply = rule.replies[at]
-    done.rule = declared.label(at)
     done.delay_ms = reply.delay_ms
     if rule.webhooks is not None:
-        done.hooks = rule_webhooks(rule, incoming, done.body, control.declared.templates)
-    done.out, done.fault = rule_reply(reply, incoming, done.body, control.declared.templates)
+        done.hooks = rule_webhooks(rule, incoming, done.body, templates)
+    done.out, done.fault = rule_reply(reply, incoming, done.body, templates)
     if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
         broken = control.contract.rendered_violations(op, reply, done.out.body)
-        done.stub_errors = tuple(
-            f"rule {done.rule} ({declared.source}) sent a reply that breaks the contract: {v}" for v in broken
-        )
+        done.stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
 
 
 def created_record(done: Outcome) -> Any:
