@@ -19,7 +19,15 @@ from plantstub.contract import dialects
 from plantstub.contract.flatten import marked
 from plantstub.contract.messages import python_message
 from plantstub.contract.pattern import ecma_pattern
-from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, meta_valid, metaschema_validator
+from plantstub.contract.schema import (
+    NOT_SCHEMAS,
+    SCHEMA_LISTS,
+    SCHEMA_MAPS,
+    SCHEMA_ONE,
+    meta_valid,
+    metaschema_validator,
+    refs_in,
+)
 from plantstub.errors import SpecError
 
 _HOLDS_SCHEMAS = SCHEMA_MAPS | SCHEMA_ONE | SCHEMA_LISTS | {"dependencies"}
@@ -111,7 +119,7 @@ class Bundler:
         if done is not None and done[0] is root:
             return done[1]
         body = {k: v for k, v in root.items() if k != "$defs"}
-        changed = self.settle(keyword, _refs_of(body)) or _strips(body, keyword, self.defs)
+        changed = self.settle(keyword, refs_in(body)) or _strips(body, keyword, self.defs)
         result = root
         if changed:
             result = self.rewrite(body, keyword)
@@ -130,7 +138,7 @@ class Bundler:
             key = todo.pop()
             if key in reach:
                 continue
-            reach[key] = _refs_of(self.defs[key])
+            reach[key] = refs_in(self.defs[key])
             unknown.append(key)
             todo += [k for k in reach[key] if k not in reach and (keyword, k) not in self.variants and k in self.defs]
         changes = {k for k in unknown if _strips(self.defs[k], keyword, self.defs)}
@@ -159,7 +167,7 @@ class Bundler:
             return [self.rewrite(item, keyword) for item in node]
         if not isinstance(node, dict):
             return node
-        out = {k: v if k in _DATA else self.rewrite(v, keyword) for k, v in node.items()}
+        out = {k: v if k in NOT_SCHEMAS else self.rewrite(v, keyword) for k, v in node.items()}
         ref = out.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             variant = self.variants.get((keyword, ref[8:]))
@@ -306,23 +314,6 @@ class Bundler:
 
 
 ANNOTATIONS = ("readOnly", "writeOnly")
-_DATA = frozenset(("const", "enum", "examples", "example", "default", "$defs"))  # values, not schemas
-
-
-def _refs_of(node: Any) -> set[str]:
-    """The `$defs` keys a schema's `$ref`s name, itself and below (not following them)."""
-    found: set[str] = set()
-    todo = [node]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, list):
-            todo += node
-        elif isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                found.add(ref[8:])
-            todo += [v for k, v in node.items() if k not in _DATA and isinstance(v, (dict, list))]
-    return found
 
 
 def _dropped(node: dict[str, Any], keyword: str, defs: dict[str, Any]) -> set[str]:
@@ -343,7 +334,7 @@ def _strips(node: Any, keyword: str, defs: dict[str, Any]) -> bool:
         elif isinstance(node, dict):
             if _dropped(node, keyword, defs):
                 return True
-            todo += [v for k, v in node.items() if k not in _DATA and isinstance(v, (dict, list))]
+            todo += [v for k, v in node.items() if k not in NOT_SCHEMAS and isinstance(v, (dict, list))]
     return False
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from plantstub.contract.flatten import flatten_keys, merge
 from plantstub.contract.model import Spec
-from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.schema import NOT_SCHEMAS, SchemaCheck, refs_in
 from plantstub.contract.shared import Shared
 
 
@@ -25,9 +25,6 @@ def places(spec: Spec) -> Iterator[Any]:
         for response in op.responses.values():
             yield from (m.schema for m in response.content.values())
             yield from response.headers.values()
-
-
-_NOT_SCHEMAS = frozenset(("enum", "const", "examples", "example", "default", "$defs"))
 
 
 class Checks:
@@ -115,7 +112,7 @@ class Checks:
                 if isinstance(item, dict):
                     found = item.get(keyword) is True
                     # Values are not schemas, and `$defs` is looked at apart (marks_inside): a bundled root holds them.
-                    todo.extend(v for k, v in item.items() if k not in _NOT_SCHEMAS)
+                    todo.extend(v for k, v in item.items() if k not in NOT_SCHEMAS)
                 elif isinstance(item, list):
                     todo.extend(item)
             entry = self.marks[(keyword, id(node))] = (node, found)
@@ -135,16 +132,5 @@ class Checks:
     def _refs(self, schema: Any) -> frozenset[str]:
         entry = self.refs.get(id(schema))
         if entry is None or entry[0] is not schema:
-            found: set[str] = set()
-            todo = [schema]
-            while todo:
-                node = todo.pop()
-                if isinstance(node, dict):
-                    ref = node.get("$ref")
-                    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                        found.add(ref[8:])
-                    todo.extend(v for k, v in node.items() if k != "$defs")
-                elif isinstance(node, list):
-                    todo.extend(node)
-            entry = self.refs[id(schema)] = (schema, frozenset(found))
+            entry = self.refs[id(schema)] = (schema, frozenset(refs_in(schema)))
         return entry[1]

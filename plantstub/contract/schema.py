@@ -37,6 +37,8 @@ SCHEMA_ONE = frozenset((
 ))
 SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
 _DATA_KEYWORDS = ("enum", "const", "default", "example", "examples")  # values, not subschemas
+# What a walk of a bundled schema's subschemas skips: values, and the root's `$defs` (looked at apart, by key).
+NOT_SCHEMAS = frozenset((*_DATA_KEYWORDS, "$defs"))
 
 
 # -- formats --------------------------------------------------------------------------------
@@ -269,10 +271,26 @@ def _reachable(schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
             if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs and ref[8:] not in found:
                 found[ref[8:]] = None
                 todo.append(defs[ref[8:]])
-            todo.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS and k != "$defs")
+            todo.extend(v for k, v in node.items() if k not in NOT_SCHEMAS)
         elif isinstance(node, list):
             todo.extend(node)
     return list(found)
+
+
+def refs_in(node: Any) -> set[str]:
+    """The `$defs` keys a bundled schema's `$ref`s name, itself and below (not following them)."""
+    found: set[str] = set()
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo += node
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                found.add(ref[8:])
+            todo += [v for k, v in node.items() if k not in NOT_SCHEMAS and isinstance(v, (dict, list))]
+    return found
 
 
 def location_path(root: str, parts: Any) -> str:
