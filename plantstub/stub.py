@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from plantstub._json import NO_BODY
 from plantstub.config import Settings, build_settings
-from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError
+from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of, wait_for_calls
@@ -22,7 +20,7 @@ from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import start
 from plantstub.server.sessions import SESSION_PREFIX, new_id
 from plantstub.server.state import Control, NotStateful, Sessions
-from plantstub.webhooks.deliveries import Delivery, assert_delivered
+from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 _R = TypeVar("_R")
 
@@ -41,7 +39,7 @@ def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
     loop.run_until_complete(loop.shutdown_asyncgens())
 
 
-class Stub(CallChecks, DeclaresRules):
+class Stub(CallChecks, DeclaresRules, DeliveryChecks):
     """A running plantstub, each instance standing alone.
 
     ``with Stub(scenarios="scenarios", scenario="flaky") as stub: ...`` (or ``async with``) starts it
@@ -250,34 +248,8 @@ class Stub(CallChecks, DeclaresRules):
         """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
         return self.control.webhooks.log.snapshot()
 
-    def wait_for_deliveries(self, n: int, timeout: float = 5.0) -> list[Delivery]:
-        """Wait until at least `n` deliveries are recorded (sent and answered, or given up on); returns them.
-
-        :raises CallAssertionError: when fewer arrived within `timeout` seconds, listing those that did.
-        """
-        __tracebackhide__ = True
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self.deliveries
-            if len(found) >= n or time.monotonic() >= deadline:
-                break
-            time.sleep(0.01)
-        if len(found) < n:
-            pending = self.control.webhooks.sender.pending
-            shown = "".join(f"\n  #{d.seq} {d.name} -> {d.url}  {d.status}" for d in found)
-            raise CallAssertionError(f"plantstub: expected {n} deliveries within {timeout:g} s; got {len(found)}"
-                                     f" ({pending} still being sent).{shown}")
-        return found
-
-    def assert_delivered(self, name: str | None = None, body: Any = NO_BODY, times: int | None = None) -> list[Delivery]:
-        """Assert webhooks like this were sent: `times` exactly, or at least one when None.
-
-        :param name: the webhook's (or callback's) name; None: any.
-        :param body: partial JSON: each key given must equal the sent body's.
-        :raises CallAssertionError: listing the deliveries recorded.
-        """
-        __tracebackhide__ = True
-        return assert_delivered(self.deliveries, name, body, times)
+    def _pending_deliveries(self) -> int:
+        return self.control.webhooks.sender.pending
 
     # -- waiting ------------------------------------------------------------------------------
     def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:

@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from plantstub._json import NO_BODY
 from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, UnknownScenario
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
@@ -22,7 +20,7 @@ from plantstub.scenarios.declared import DeclaresRules
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
 from plantstub.server.sessions import SESSION_PREFIX
-from plantstub.webhooks.deliveries import Delivery, assert_delivered
+from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 TIMEOUT = 10.0  # seconds for one admin call
 _NOTHING = object()
@@ -82,13 +80,15 @@ def message_of(data: Any) -> str:
     return str(data.get("message")) if isinstance(data, dict) and "message" in data else repr(data)[:200]
 
 
-class RemoteStub(CallChecks, DeclaresRules):
+class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
     """A running stub driven over HTTP: `Stub.connect(url, admin_token=None)`, or `session()` of one.
 
     The same methods as an in-process Stub: `calls`, `use`, `reset`, `coverage`, `state`, `set_state`, `when`,
     `declare`, `rules`, `remove_rule`, `wait_for_calls`, the assertions and `session()`; `stop()` (and leaving a `with` block) ends a session made by `session()`
     and leaves the stub itself running.
     """
+
+    _poll = 0.02  # each look at the deliveries is an admin call
 
     __test__ = False
 
@@ -231,23 +231,6 @@ class RemoteStub(CallChecks, DeclaresRules):
         """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
         return [Delivery(**d) for d in self.admin.expect("GET", "deliveries")]
 
-    def wait_for_deliveries(self, n: int, timeout: float = 5.0) -> list[Delivery]:
-        """Wait until at least `n` deliveries are recorded; as in process (this polls the admin API)."""
-        __tracebackhide__ = True
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self.deliveries
-            if len(found) >= n or time.monotonic() >= deadline:
-                break
-            time.sleep(0.02)
-        if len(found) < n:
-            pending = self.admin.expect("GET", "health").get("webhooks", {}).get("pending", 0)
-            shown = "".join(f"\n  #{d.seq} {d.name} -> {d.url}  {d.status}" for d in found)
-            raise CallAssertionError(f"plantstub: expected {n} deliveries within {timeout:g} s; got {len(found)}"
-                                     f" ({pending} still being sent).{shown}")
-        return found
-
-    def assert_delivered(self, name: str | None = None, body: Any = NO_BODY, times: int | None = None) -> list[Delivery]:
-        """Assert webhooks like this were sent: `times` exactly, or at least one when None; as in process."""
-        __tracebackhide__ = True
-        return assert_delivered(self.deliveries, name, body, times)
+    def _pending_deliveries(self) -> int:
+        pending: int = self.admin.expect("GET", "health").get("webhooks", {}).get("pending", 0)
+        return pending

@@ -124,3 +124,46 @@ def assert_delivered(deliveries: list[Delivery], name: str | None, body: Any, ti
 def now() -> tuple[float, str]:
     at = time.time()
     return at, iso(at)
+
+
+class DeliveryChecks:
+    """`wait_for_deliveries` and `assert_delivered` over `self.deliveries`: one code path, so the in-process stub
+    and one driven over the admin API wait and fail alike. Each gives `deliveries` and `_pending_deliveries()`."""
+
+    _poll = 0.01  # seconds between looks while waiting
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        raise NotImplementedError
+
+    def _pending_deliveries(self) -> int:
+        raise NotImplementedError
+
+    def wait_for_deliveries(self, n: int, timeout: float = 5.0) -> list[Delivery]:
+        """Wait until at least `n` deliveries are recorded (sent and answered, or given up on); returns them.
+
+        :raises CallAssertionError: when fewer arrived within `timeout` seconds, listing those that did.
+        """
+        __tracebackhide__ = True
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.deliveries
+            if len(found) >= n or time.monotonic() >= deadline:
+                break
+            time.sleep(self._poll)
+        if len(found) < n:
+            pending = self._pending_deliveries()
+            shown_found = "".join(f"\n  #{d.seq} {d.name} -> {d.url}  {d.status}" for d in found)
+            raise CallAssertionError(f"plantstub: expected {n} deliveries within {timeout:g} s; got {len(found)}"
+                                     f" ({pending} still being sent).{shown_found}")
+        return found
+
+    def assert_delivered(self, name: str | None = None, body: Any = NO_BODY, times: int | None = None) -> list[Delivery]:
+        """Assert webhooks like this were sent: `times` exactly, or at least one when None.
+
+        :param name: the webhook's (or callback's) name; None: any.
+        :param body: partial JSON: each key given must equal the sent body's.
+        :raises CallAssertionError: listing the deliveries recorded.
+        """
+        __tracebackhide__ = True
+        return assert_delivered(self.deliveries, name, body, times)
