@@ -86,12 +86,7 @@ def test_sigterm_while_the_spec_loads_stops_the_stub_at_once(tmp_path):
         assert proc.stdout.read() == ""  # it never listened
         assert proc.stderr.read() == "plantstub: stopped by SIGTERM before listening; exit status 143\n"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream:
-                stream.close()
+        _reap(proc)
 
 
 def _block_yaml(path: Path, schemas: int, paths: int) -> Path:
@@ -145,9 +140,14 @@ def test_sigterm_while_two_processes_read_the_spec_stops_both(tmp_path):
             time.sleep(0.01)
         assert not Path(f"/proc/{readers[0]}").exists()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream:
-                stream.close()
+        _reap(proc)
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    """End a `serve` this test started (if it still runs) and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
