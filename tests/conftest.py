@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import ServeProcess
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.slowrule"]  # slowrule: the `slow` mark by rule, and its guard
 
 if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by tests/lanes.py: test the installed wheel only
     import plantstub
@@ -36,10 +36,3 @@ def serve() -> Iterator:
     for process in started:
         process.stop()
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark `slow` every test that runs an inner pytest session (tests/consumer/ mostly): its files name no marker
-    of this suite, as they run in consumer projects too."""
-    for item in items:
-        if "pytester" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.slow)

@@ -49,7 +49,6 @@ def outcome(text: str) -> object:
         return f"error: {exc}"
 
 
-@pytest.mark.slow
 def test_a_big_document_reads_the_same_in_two_processes(children, monkeypatch):
     text = block(big_document(200, 200))
     split = outcome(text)
@@ -60,7 +59,6 @@ def test_a_big_document_reads_the_same_in_two_processes(children, monkeypatch):
     assert second.startswith("components:\n  schemas:\n    entity")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("text", "why"), [
     ("a:\n  x: 1\nb: 2\na: 3\n", "a key in both halves"),
     ("a: 'one\nb: two'\nc: 3\n", "a quoted scalar across the cut"),
@@ -93,7 +91,6 @@ def test_what_a_cut_would_change_is_read_in_one_piece(children, text, why):
     assert children == [], why
 
 
-@pytest.mark.slow
 def test_a_child_that_cannot_start_leaves_the_whole_text_to_this_process(children, monkeypatch):
     text = block(big_document(20, 20))
     monkeypatch.setattr(_yaml_split.sys, "executable", "/nonexistent/python")
@@ -107,7 +104,6 @@ VALUES = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=4)), max_leaves=25)
 
 
-@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(st.dictionaries(KEYS, VALUES, min_size=2, max_size=8), st.sampled_from([{}, {"indent": 4}, {"width": 10}]))
 def test_the_two_halves_merged_are_the_whole(data, style):
@@ -127,7 +123,6 @@ def test_the_two_halves_merged_are_the_whole(data, style):
     assert json.dumps(merged) == json.dumps(whole)
 
 
-@pytest.mark.slow
 def test_a_child_that_answers_nonsense_leaves_the_whole_text_to_this_process(children, monkeypatch, tmp_path):
     text = block(big_document(20, 20))
     other = tmp_path / "not-python"

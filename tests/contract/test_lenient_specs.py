@@ -71,7 +71,6 @@ async def test_undeclared_security_scheme_is_not_enforced(security_client, path,
         assert (await response.json())["message"] == "headers.X-Key: missing API key (key)"
 
 
-@pytest.mark.slow
 def test_undeclared_security_scheme_warning_is_printed_once_at_start(serve, tmp_path):
     spec = write(tmp_path, "api.yaml", SECURITY)
     process = serve("--spec", str(spec), "--port", "0", cwd=tmp_path)

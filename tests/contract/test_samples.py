@@ -200,7 +200,6 @@ PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, database=None,
                              suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(SCHEMA_TREES)
 def test_sample_validates_random_schema(schema):
@@ -216,7 +215,6 @@ LEGACY_LEAVES = st.one_of(
 )
 
 
-@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(st.recursive(LEGACY_LEAVES, lambda children: st.builds(
     lambda props, nullable: {"type": "object", "required": sorted(props), "properties": props, "nullable": nullable},

@@ -147,7 +147,6 @@ def _nest(inner):
 META_SCHEMAS = st.recursive(LEAF_SCHEMAS, _nest, max_leaves=10)
 
 
-@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(META_SCHEMAS)
 def test_fast_metaschema_check_agrees_with_jsonschema(schema):
@@ -157,7 +156,6 @@ def test_fast_metaschema_check_agrees_with_jsonschema(schema):
     assert meta_valid(schema) == slow_valid, schema
 
 
-@pytest.mark.slow
 def test_serving_requests_never_imports_jsonschema(tmp_path):
     """jsonschema-rs decides and explains: start-up, valid calls and invalid ones never load jsonschema (50 ms)."""
     import subprocess

@@ -76,7 +76,6 @@ def test_spec_root_that_is_not_a_folder_is_refused(tmp_path):
     assert refusal(spec, tmp_path / "nowhere") == f"cannot use spec {spec}: --spec-root {tmp_path / 'nowhere'} is not a folder"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_cli_check_reads_spec_root_from_flag_and_environment(tmp_path, how):
     spec = layout(tmp_path)

@@ -22,8 +22,6 @@ import yaml
 from tests.helpers import AUTH, ServeProcess
 from tests.synthetic import big_document, write_big_document
 
-pytestmark = pytest.mark.slow
-
 
 def _peak_memory_mib(pid: int) -> float | None:
     """The process's peak resident memory (VmHWM), where /proc tells it."""

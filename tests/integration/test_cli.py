@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # every test starts `python -m plantstub`
-
 
 def http(url: str, method: str = "GET", body: bytes | None = None, headers: dict | None = None):
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})

@@ -17,7 +17,6 @@ from tests.helpers import REPO, SCENARIO_DATA, TREES, write
 
 BUILTIN = builtin_folder()
 
-pytestmark = pytest.mark.slow  # every test starts `python -m plantstub`
 
 
 def plantstub(*args: str, cwd: Path = SCENARIO_DATA, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -13,8 +13,6 @@ from plantstub import CallAssertionError, PlantstubError, ScenarioError, Stub
 from plantstub.errors import UnknownScenario
 from tests.helpers import JSON_AUTH, post_status
 
-pytestmark = pytest.mark.slow  # each test starts a `plantstub serve` process
-
 TRAFFIC = [b'{"id": 1, "name": "Fern"}', b'{"id": "x", "name": "Cactos"}', b'{"id": 3, "name": "Ivy", "tag": "a"}']
 
 

@@ -11,8 +11,6 @@ import pytest
 
 from tests.helpers import write
 
-pytestmark = pytest.mark.slow  # starts `plantstub serve`
-
 # `^(a+)+$` is what jsonschema-rs runs (its regex engine does not backtrack); `\Z` is Python-only, so
 # jsonschema-rs refuses that schema and jsonschema checks it, with its regexes under a timeout.
 SPEC = r"""

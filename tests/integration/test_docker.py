@@ -113,7 +113,6 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.mark.slow
 def test_image_recipe_replay(image_venv, tmp_path):
     port = free_port()
     env = {**os.environ, **image_env()}

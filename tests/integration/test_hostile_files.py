@@ -21,8 +21,6 @@ from plantstub.scenarios.load import builtin_folder
 from tests.helpers import post_status, write
 from tests.test_yaml_hostile import BOMB, SECRET, TOO_DEEP, deep_flow, laughs, spec_with_schema
 
-pytestmark = pytest.mark.slow  # every test starts `python -m plantstub`
-
 DEEP_SCENARIO = f"description: deep\nrules: []\nx: {deep_flow(50_000)}\n"
 BOMB_SCENARIO = "description: bomb\nrules: []\n" + laughs()
 

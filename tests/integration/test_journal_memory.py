@@ -12,7 +12,6 @@ import pytest
 from tests.helpers import post_status
 
 pytestmark = [
-    pytest.mark.slow,  # starts `plantstub serve` and sends 40 MB
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's memory from /proc"),
 ]
 

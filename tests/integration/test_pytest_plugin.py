@@ -5,10 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
-pytestmark = pytest.mark.slow  # starts a Python process
-
 
 def test_loading_the_pytest_plugin_imports_no_server_code():
     # pytest loads the plugin in every project that has plantstub installed, used or not.

@@ -192,7 +192,6 @@ def test_read_timeout_must_be_a_positive_number_of_seconds(value):
         f"--read-timeout={value!r}: not a number of seconds (expected a number above 0, at most 86400)")
 
 
-@pytest.mark.slow
 def test_half_sent_requests_are_answered_408_while_others_are_served(serve):
     stub = serve("--port", "0", "--read-timeout", "1")
     stalled = []
@@ -218,7 +217,6 @@ def test_half_sent_requests_are_answered_408_while_others_are_served(serve):
     assert stub.stderr == ""
 
 
-@pytest.mark.slow
 def test_half_sent_connections_beyond_the_open_file_limit_do_not_lock_clients_out(serve):
     """200 half-sent requests against a stub allowed 128 open files: a client is answered once the
     stalled ones time out, and the refused accepts write a few lines, not one (with a traceback) each."""

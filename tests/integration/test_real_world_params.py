@@ -7,11 +7,7 @@ import json
 import urllib.error
 import urllib.request
 
-import pytest
-
 from tests.helpers import ServeProcess, write
-
-pytestmark = pytest.mark.slow  # starts `plantstub serve`
 
 SPEC = """\
 openapi: 3.1.0

@@ -6,11 +6,7 @@ import json
 import urllib.error
 import urllib.request
 
-import pytest
-
 from tests.helpers import SPECS, ServeProcess
-
-pytestmark = pytest.mark.slow  # starts `python -m plantstub`
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

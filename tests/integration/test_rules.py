@@ -244,7 +244,6 @@ def test_admin_rule_with_a_body_that_is_not_json_is_refused(stub):
     assert json.loads(caught.value.read())["message"].startswith("body: not valid JSON")
 
 
-@pytest.mark.slow
 def test_admin_rules_against_plantstub_serve(tmp_path):
     server = ServeProcess("--port", "0", "--scenarios", str(tmp_path))
     try:

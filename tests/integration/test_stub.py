@@ -253,7 +253,6 @@ def test_an_admin_route_error_is_logged_with_its_traceback(stub, monkeypatch, ca
     assert "Traceback" in caplog.text
 
 
-@pytest.mark.slow
 def test_stopping_with_a_delayed_reply_in_flight_leaves_no_pending_task(tmp_path):
     (tmp_path / "late.yaml").write_text(LATE.replace("400", "5000"))
     code = f"""

@@ -11,8 +11,6 @@ import pytest
 
 from tests.helpers import Receiver, call
 
-pytestmark = pytest.mark.slow  # every test starts `python -m plantstub`
-
 
 def _deliveries(url: str, n: int) -> list:
     deadline = time.monotonic() + 5

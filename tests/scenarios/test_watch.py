@@ -10,12 +10,8 @@ import threading
 import time
 import urllib.request
 
-import pytest
-
 from plantstub.scenarios.load import builtin_folder
 from tests.helpers import JSON_AUTH, post_status, write
-
-pytestmark = pytest.mark.slow  # starts `plantstub serve` and waits for the watcher
 
 SEQUENCE = """\
 description: {description}

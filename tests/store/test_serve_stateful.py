@@ -17,7 +17,6 @@ def names(url: str) -> list[str]:
         return [plant["name"] for plant in json.load(response)]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("args", "env"), [(("--stateful",), {}), ((), {"PLANTSTUB_STATEFUL": "1"})],
                          ids=["flag", "env"])
 def test_serve_stateful_remembers_and_forgets_on_reset(tmp_path, args, env):
@@ -35,7 +34,6 @@ def test_serve_stateful_remembers_and_forgets_on_reset(tmp_path, args, env):
         serve.stop()
 
 
-@pytest.mark.slow
 def test_serve_stateful_bad_value_stops_the_start():
     done = subprocess.run([sys.executable, "-m", "plantstub", "serve", "--port", "0"], capture_output=True, text=True,
                           env={"PLANTSTUB_STATEFUL": "maybe", "PATH": ""}, timeout=60)
