@@ -9,11 +9,18 @@ import gc
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from plantstub._gc import collector_paused
 from plantstub._version import __version__
-from plantstub.config import Settings, build_settings, env_name
+from plantstub.config import (
+    BUNDLED_SPECS,
+    DEFAULT_SCENARIOS,
+    HEALTH_TIMEOUT,
+    Settings,
+    build_settings,
+    env_name,
+    shown_default,
+)
 from plantstub.errors import PlantstubError
 from plantstub.server.runner import start
 from plantstub.server.state import Control
@@ -21,38 +28,41 @@ from plantstub.server.state import Control
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run the stub", description="Run the stub until SIGTERM or Ctrl-C.")
-    flags = [
-        ("--spec", "FILE", "OpenAPI 3.0/3.1 document (default: the bundled Plant Store)"),
-        ("--spec-root", "DIR", "folder whose files the spec's $refs may read (default: the spec's folder)"),
-        ("--scenarios", "DIR", "folder of scenario files (default: scenarios/ when it exists)"),
-        ("--scenario", "NAME", "scenario active at start (default: none)"),
-        ("--host", "HOST", "address to bind (default: 127.0.0.1)"),
-        ("--port", "PORT", "port to listen on; 0 picks a free one (default: 4010)"),
+    flags = [  # each help ends with the default config.py gives (shown_default) and the environment variable
+        ("--spec", "FILE", f"OpenAPI 3.0/3.1 document, or a bundled one by name ({', '.join(BUNDLED_SPECS)})"),
+        ("--spec-root", "DIR", "folder whose files the spec's $refs may read"),
+        ("--scenarios", "DIR", "folder of scenario files"),
+        ("--scenario", "NAME", "scenario active at start"),
+        ("--host", "HOST", "address to bind"),
+        ("--port", "PORT", "port to listen on; 0 picks a free one"),
         ("--journal", "FILE", "append every call to FILE as one JSON line"),
-        ("--journal-size", "N", "calls kept in memory (default: 10000)"),
-        ("--journal-bytes", "BYTES", "memory the kept calls may take, about (default: 67108864, 64 MiB)"),
-        ("--journal-flush", "MODE", "batch: a call reaches the file within 0.1 s; call: before its answer "
-                                    "is sent (default: batch)"),
+        ("--journal-size", "N", "calls kept in memory"),
+        ("--journal-bytes", "BYTES", "memory the kept calls may take, about"),
+        ("--journal-flush", "MODE", "batch: a call reaches the file within 0.1 s; call: before its answer is sent"),
         ("--admin-token", "TOKEN", "the admin API then needs 'Authorization: Bearer TOKEN' (health stays open)"),
-        ("--max-body", "BYTES", "largest request body accepted (default: 1048576)"),
-        ("--read-timeout", "SECONDS", "close a connection that has not sent a whole request within it, "
-                                      "or idles that long (default: 30)"),
-        ("--log-format", "FORMAT", "one line per request: none, text or json (default: none)"),
-        ("--session-idle", "SECONDS", "a session unused that long ends (default: 600)"),
-        ("--max-sessions", "N", "sessions served at once, at most (default: 1000)"),
+        ("--max-body", "BYTES", "largest request body accepted"),
+        ("--read-timeout", "SECONDS", "close a connection that has not sent a whole request within it, or idles that long"),
+        ("--log-format", "FORMAT", "one line per request: none, text or json"),
+        ("--session-idle", "SECONDS", "a session unused that long ends"),
+        ("--max-sessions", "N", "sessions served at once, at most"),
     ]
     for flag, metavar, text in flags:
         dest = flag[2:].replace("-", "_")
-        p.add_argument(flag, metavar=metavar, dest=dest, help=f"{text} [env {env_name(dest)}]")
+        p.add_argument(flag, metavar=metavar, dest=dest, help=_help(text, dest))
     p.add_argument("--watch", action="store_const", const=True, default=None,
-                   help=f"reload scenarios when their files change [env {env_name('watch')}]")
+                   help=_help("reload scenarios when their files change", "watch"))
     p.add_argument("--webhook", metavar="[NAME=]URL", action="append", default=None,
-                   help="send webhook NAME (a key of the spec's webhooks; without NAME=, every webhook) to URL; "
-                        f"repeatable [env {env_name('webhook')}: values separated by spaces]")
+                   help=_help("send webhook NAME (a key of the spec's webhooks; without NAME=, every webhook) to URL; "
+                              "repeatable", "webhook", ": values separated by spaces"))
     p.add_argument("--cors", action="store_const", const=True, default=None,
-                   help=f"answer CORS preflights and let web pages of any origin read the answers [env {env_name('cors')}]")
+                   help=_help("answer CORS preflights and let web pages of any origin read the answers", "cors"))
     p.add_argument("--stateful", action="store_const", const=True, default=None,
-                   help=f"remember what is created, listed, read, updated and deleted [env {env_name('stateful')}]")
+                   help=_help("remember what is created, listed, read, updated and deleted", "stateful"))
+
+
+def _help(text: str, field: str, env_note: str = "") -> str:
+    """An option's help: what it does, its default (from config.py) and the variable that also sets it."""
+    return f"{text} (default: {shown_default(field)}) [env {env_name(field)}{env_note}]"
 
 
 def _health_parser(sub: argparse._SubParsersAction) -> None:
@@ -60,8 +70,12 @@ def _health_parser(sub: argparse._SubParsersAction) -> None:
         "health", help="exit 0 if a running stub answers its health route (for HEALTHCHECK)",
         description="Ask a running stub for GET /__plantstub/health; exit 0 if it answers ok, else 1.",
     )
-    p.add_argument("--url", help="base URL of the stub (default: http://127.0.0.1:$PLANTSTUB_PORT, port 4010)")
-    p.add_argument("--timeout", type=float, default=2.0, help="seconds to wait (default: 2)")
+    p.add_argument("--url", help=f"base URL of the stub (default: {_health_url()})")
+    p.add_argument("--timeout", metavar="SECONDS", type=float, default=HEALTH_TIMEOUT, help=f"seconds to wait (default: {HEALTH_TIMEOUT:g})")
+
+
+def _health_url() -> str:
+    return f"http://127.0.0.1:${env_name('port')}, port {Settings().port} when unset"
 
 
 def _health(args: argparse.Namespace) -> int:
@@ -70,7 +84,7 @@ def _health(args: argparse.Namespace) -> int:
     import urllib.error
     import urllib.request
 
-    url = args.url or f"http://127.0.0.1:{os.environ.get(env_name('port')) or 4010}"
+    url = args.url or f"http://127.0.0.1:{os.environ.get(env_name('port')) or Settings().port}"
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout) as response:
             answer = json.load(response)
@@ -96,10 +110,8 @@ def _check_parser(sub: argparse._SubParsersAction) -> None:
         "check", help="check scenario files against the scenario schema and the spec",
         description="Check scenario files; print each problem as file:line: path: message; exit 1 on any.",
     )
-    p.add_argument("--spec", metavar="FILE",
-                   help=f"OpenAPI 3.0/3.1 document (default: the bundled Plant Store) [env {env_name('spec')}]")
-    p.add_argument("--spec-root", metavar="DIR", help="folder whose files the spec's $refs may read (default: the"
-                   f" spec's folder) [env {env_name('spec_root')}]")
+    p.add_argument("--spec", metavar="FILE", help=_help("OpenAPI 3.0/3.1 document", "spec"))
+    p.add_argument("--spec-root", metavar="DIR", help=_help("folder whose files the spec's $refs may read", "spec_root"))
     p.add_argument("paths", nargs="+", metavar="PATH", help="a scenario file, or a folder of them (*.yaml, *.yml)")
 
 
@@ -144,9 +156,6 @@ def build_parser() -> argparse.ArgumentParser:
     _check_parser(sub)
     _schema_parser(sub)
     return parser
-
-
-DEFAULT_SCENARIOS = Path("scenarios")
 
 
 def _with_default_folder(settings: Settings) -> Settings:

@@ -18,6 +18,8 @@ DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_MAX_SESSIONS = 100
+DEFAULT_SCENARIOS = Path("scenarios")  # the folder `plantstub serve` reads when none is named and it exists
+HEALTH_TIMEOUT = 2.0  # `plantstub health --timeout`
 
 
 BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
@@ -53,6 +55,22 @@ class Settings:
     webhook: tuple[tuple[str, str], ...] = ()  # --webhook: (webhook name or "*", URL) pairs
     session_idle: float = DEFAULT_SESSION_IDLE  # seconds a session may go unused before it ends
     max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
+
+
+# A default that is no plain value, in the words `--help` and docs/cli.md show it.
+_DEFAULT_WORDS = {
+    "spec": "the bundled Plant Store", "spec_root": "the spec's folder",
+    "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists", "scenario": "none", "journal": "none",
+    "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off",
+}
+
+
+def shown_default(field: str) -> str:
+    """The default of setting `field` as `--help` and docs/cli.md show it: `100`, `30` (seconds), `none`, `off`."""
+    if field in _DEFAULT_WORDS:
+        return _DEFAULT_WORDS[field]
+    value = getattr(Settings(), field)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _path(name: str, value: Any) -> Path | None:
