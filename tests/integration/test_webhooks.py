@@ -86,6 +86,7 @@ def test_webhook_receiver_answering_undeclared_status_is_not_valid() -> None:
         assert delivery.error == "the receiver answered 418, which /plant/webhook does not declare (declared: 200)"
 
 
+@pytest.mark.slow  # by hand, as no process is started: its receiver takes 3 s to answer
 def test_webhook_answer_never_waits_for_slow_receiver() -> None:
     with Receiver(delay=3.0) as slow, Stub(spec="plant-store-full", webhook=[slow.url]) as stub:
         started = time.monotonic()
@@ -237,6 +238,7 @@ rules:
         assert delivery.body == {"kind": "deleted", "at": 5}
 
 
+@pytest.mark.slow  # by hand, as no process is started: about 2 s of deliveries to a slow receiver
 def test_webhook_queue_cap_counts_lost_deliveries_in_health() -> None:
     with Receiver(delay=1.0) as slow, Stub(spec="plant-store-full", webhook=[slow.url]) as stub:
         stub.control.webhooks.sender.cap, stub.control.webhooks.sender.workers = 2, 4  # before the first delivery
@@ -357,6 +359,7 @@ def test_webhook_subscription_refused_from_another_site() -> None:
         assert call(stub.url, "GET", "/__plantstub/webhooks") == (200, {})
 
 
+@pytest.mark.slow  # by hand, as no process is started: sleeps 1 s for a delivery to end
 def test_webhook_decided_before_a_reset_is_not_recorded_after_it() -> None:
     with Receiver(delay=0.5) as slow, Stub(spec="plant-store-full", webhook=[slow.url]) as stub:
         call(stub.url, "POST", "/plants", NEW_PLANT)  # its delivery is under way: the receiver takes 0.5 s
