@@ -5,6 +5,7 @@ above a block says how it runs (the rest of the line is for the reader); without
 language's default:
 - `python` (default for python): executed with the README's `plant_client.py` importable, `pytest`, `Stub`,
   `create_plant`, `StoreError` and `stub` (a running `Stub()`, whose URL replaces `http://localhost:4010`);
+  a `plantstub_settings` fixture it defines is called, and what it gives checked as settings;
 - `check ARGS [as FILE][, errors below]` (default for yaml): the block saved as FILE (default: the
   `# scenarios/NAME.yaml` comment it opens with, else example.yaml) and checked with `plantstub check ARGS FILE`;
   it passes, or prints exactly the lines of the next plain block;
@@ -18,6 +19,7 @@ language's default:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import re
 import shlex
@@ -118,6 +120,8 @@ def run_python(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
                  "create_plant": plant_client.create_plant, "StoreError": plant_client.StoreError}
         code = compile(block.code.replace(DOC_URL, running.url), f"docs/{block.where}", "exec")
         exec(code, names)  # the docs' own example: running it is the point
+    if "plantstub_settings" in names:  # a conftest.py's fixture: what it gives must be settings plantstub takes
+        build_settings(inspect.unwrap(names["plantstub_settings"])(), env={})
 
 
 def check_scenario(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
