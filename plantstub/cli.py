@@ -24,6 +24,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     flags = [
         ("--spec", "FILE", "OpenAPI 3.0/3.1 document (default: the bundled Plant Store)"),
         ("--spec-root", "DIR", "folder whose files the spec's $refs may read (default: the spec's folder)"),
+        ("--spec-cache", "DIR", "folder of the cache of big specs (1 MiB or more) loaded, or 'off' (default:"
+                                " $XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub)"),
         ("--scenarios", "DIR", "folder of scenario files (default: scenarios/ when it exists)"),
         ("--scenario", "NAME", "scenario active at start (default: none)"),
         ("--host", "HOST", "address to bind (default: 127.0.0.1)"),
@@ -174,7 +176,9 @@ async def _serve(settings: Settings) -> int:
     # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
     # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
     with collector_paused():
-        control = Control(settings)
+        from plantstub.contract.load import load_spec
+
+        control = Control(settings, load_spec(settings.spec, root=settings.spec_root, cache=settings.spec_cache))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
         running = await start(control, settings.host, settings.port)
