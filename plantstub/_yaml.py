@@ -14,6 +14,7 @@ import yaml
 from yaml.constructor import ConstructorError
 
 from plantstub._json import MAX_DIGITS, MAX_SHOWN, cut, shown
+from plantstub._memo import IdentityMemo
 from plantstub._yaml_events import (
     _SAFE_BASE,
     MAX_DEPTH,
@@ -233,8 +234,7 @@ class LineMarkedLoader(JsonSafeLoader):
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        # id(container) -> (container, {key: line} or [line, ...]); holding the container keeps its id unique.
-        self.line_marks: dict[int, tuple[Any, Any]] = {}
+        self.line_marks: IdentityMemo[Any] = IdentityMemo()  # container -> {key: line} or [line, ...]
 
     def construct_line_map(self, node: Any) -> Iterator[dict[str, Any]]:
         data: dict[str, Any] = {}
@@ -242,13 +242,13 @@ class LineMarkedLoader(JsonSafeLoader):
         data.update(self.construct_mapping(node))
         # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
         lines = {_text_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
-        self.line_marks[id(data)] = (data, lines)
+        self.line_marks.put(data, lines)
 
     def construct_line_seq(self, node: Any) -> Iterator[list[Any]]:
         data: list[Any] = []
         yield data
         data.extend(self.construct_sequence(node))
-        self.line_marks[id(data)] = (data, [item.start_mark.line + 1 for item in node.value])
+        self.line_marks.put(data, [item.start_mark.line + 1 for item in node.value])
 
 
 LineMarkedLoader.add_constructor("tag:yaml.org,2002:map", LineMarkedLoader.construct_line_map)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from plantstub._json import MISSING
+from plantstub._memo import IdentityMemo
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, SecurityScheme, Spec, Webhook
 
 FORMAT = 1  # raised whenever what encode() writes changes
@@ -25,24 +26,23 @@ class _Writer:
     def __init__(self) -> None:
         self.schemas: list[list[Any]] = []  # [schema without its `$defs`, index of its `$defs` or None]
         self.defs: list[dict[str, Any]] = []
-        # id() -> index; the lists above hold each object, so no id is reused while these are alive.
-        self.seen: dict[int, int] = {}
-        self.seen_defs: dict[int, int] = {}
+        self.seen: IdentityMemo[int] = IdentityMemo()  # schema -> its index
+        self.seen_defs: IdentityMemo[int] = IdentityMemo()
 
     def schema(self, schema: Any) -> Any:
         if not isinstance(schema, dict):
             return schema  # True, False or None
-        at = self.seen.get(id(schema))
+        at = self.seen.get(schema)
         if at is None:
             defs, body = schema.get("$defs"), schema
             which = None
             if isinstance(defs, dict):
-                which = self.seen_defs.get(id(defs))
+                which = self.seen_defs.get(defs)
                 if which is None:
-                    which = self.seen_defs[id(defs)] = len(self.defs)
+                    which = self.seen_defs.put(defs, len(self.defs))
                     self.defs.append(defs)
                 body = {k: v for k, v in schema.items() if k != "$defs"}
-            at = self.seen[id(schema)] = len(self.schemas)
+            at = self.seen.put(schema, len(self.schemas))
             self.schemas.append([body, which])
         return at
 
