@@ -28,6 +28,7 @@ from plantstub.contract.schema import (
     meta_valid,
     metaschema_validator,
     refs_in,
+    subschemas,
 )
 from plantstub.errors import SpecError
 
@@ -331,12 +332,10 @@ def _strips(node: Any, keyword: str, defs: dict[str, Any]) -> bool:
     todo = [node]
     while todo:
         node = todo.pop()
-        if isinstance(node, list):
-            todo += node
-        elif isinstance(node, dict):
+        if isinstance(node, dict):
             if _dropped(node, keyword, defs):
                 return True
-            todo += [v for k, v in node.items() if k not in NOT_SCHEMAS and isinstance(v, (dict, list))]
+            todo.extend(subschemas(node))
     return False
 
 

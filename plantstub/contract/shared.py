@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from plantstub._memo import IdentityMemo
-from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, compile_fast, jsonschema_rs
+from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, compile_fast, jsonschema_rs, subschemas
 
 # Keywords whose meaning depends on where the schema stands (its resource, the dynamic scope): a place that
 # holds one is compiled alone, where it always was.
@@ -183,15 +183,8 @@ def _mark(node: Any, hopeless: set[str], into: IdentityMemo[bool]) -> bool:
     ref = node.get("$ref")
     bad = (isinstance(ref, str) and ref[8:] in hopeless) or (
         ("pattern" in node or "patternProperties" in node) and not _patterns_run(node))
-    for key, value in node.items():
-        if key in _ONE:
-            bad = _mark(value, hopeless, into) or bad
-        elif key in _MAPS and isinstance(value, dict):
-            for sub in value.values():
-                bad = _mark(sub, hopeless, into) or bad
-        elif key in _LISTS and isinstance(value, list):
-            for sub in value:
-                bad = _mark(sub, hopeless, into) or bad
+    for sub in subschemas(node):
+        bad = _mark(sub, hopeless, into) or bad
     if bad:
         into.put(node, True)
     return bad
