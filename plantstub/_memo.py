@@ -22,12 +22,14 @@ class IdentityMemo(Generic[V]):
 
     def get(self, key: Any, tag: Hashable = None, default: Any = None) -> V | Any:
         """The value kept for `key` (that very object) under `tag`, else `default`."""
-        entry = self._entries.get(_ids(key) if tag is None else (_ids(key), tag))
-        return entry[1] if entry is not None and _same(entry[0], key) else default
+        slot = id(key) if type(key) is not tuple else tuple(map(id, key))  # inline: called on hot paths
+        entry = self._entries.get(slot if tag is None else (slot, tag))
+        return entry[1] if entry is not None and (entry[0] is key or _same(entry[0], key)) else default
 
     def put(self, key: Any, value: V, tag: Hashable = None) -> V:
         """Keep `value` for `key` under `tag`, and return it."""
-        self._entries[_ids(key) if tag is None else (_ids(key), tag)] = (key, value)
+        slot = id(key) if type(key) is not tuple else tuple(map(id, key))
+        self._entries[slot if tag is None else (slot, tag)] = (key, value)
         return value
 
     def make(self, key: Any, build: Callable[[], V], tag: Hashable = None) -> V:
@@ -49,11 +51,6 @@ class IdentityMemo(Generic[V]):
         self._entries.clear()
 
 
-def _ids(key: Any) -> Hashable:
-    return tuple(map(id, key)) if type(key) is tuple else id(key)
-
-
 def _same(kept: Any, key: Any) -> bool:
-    if kept is key:
-        return True
+    """Two tuples of the same objects (a single object was compared with `is` already)."""
     return type(key) is tuple and len(kept) == len(key) and all(a is b for a, b in zip(kept, key, strict=True))
