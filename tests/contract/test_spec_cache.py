@@ -16,6 +16,7 @@ from plantstub.contract import spec_cache
 from plantstub.contract.load import _Loader, load_spec
 from plantstub.contract.spec_json import encode
 from plantstub.errors import SpecError
+from plantstub.stub import Stub
 from tests.helpers import SPECS
 
 
@@ -220,6 +221,15 @@ def test_spec_cache_unwritable_folder_warns_and_loads(tmp_path, multi, caplog):
         spec = load_spec(multi, cache=blocker / "cache")
     assert spec.operations
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == [f"plantstub: spec cache {blocker / 'cache'}: cannot write"]
+
+
+def test_spec_cache_folder_given_to_stub_is_the_one_used(tmp_path, multi):
+    cache = tmp_path / "cache"
+    with Stub(spec=multi, spec_cache=cache):
+        pass
+    with Stub(spec=multi, spec_cache="off"):
+        pass
+    assert len(entries(cache)) == 1
 
 
 @pytest.mark.parametrize(
