@@ -102,12 +102,9 @@ _STR = "tag:yaml.org,2002:str"
 
 
 def read_events(text: str, loader_class: Any) -> Any:
-    """The value `loader_class` (_yaml.JsonSafeLoader) reads from `text`, built straight from libyaml's events: no node tree (a
-    spec of 10 MB took 18 s and gigabytes to compose and construct; this reads it in a quarter of the time).
-
-    The same limits as check_yaml_shape(), counted the same way, raise DocumentLimit; anything else out
-    of the ordinary raises _Unusual, and the caller reads the text with JsonSafeLoader instead.
-    """
+    """The value `loader_class` (_yaml.JsonSafeLoader) reads from `text`, built straight from libyaml's events, with no
+    node tree (a 10 MB spec took 18 s and gigabytes to compose; this takes a quarter of the time). The limits of
+    check_yaml_shape() raise DocumentLimit; anything else out of the ordinary _Unusual (read with the loader then)."""
     parser = _SAFE_BASE(text)
     build = _Build(loader_class)
     # The current collection is `into` (None: the document itself), with `key` (a mapping's key waiting for its
