@@ -119,12 +119,17 @@ def test_spec_cache_reads_a_forged_payload_as_a_miss_not_a_crash(tmp_path, multi
     assert encode(load_spec(multi, cache=cache)) == expected
 
 
+def json_answer_spec(path: Path, media: str) -> Path:
+    """A spec of one operation answering 200 with JSON, `media` the line under its media type."""
+    path.write_text("openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      responses:\n"
+                    "        '200':\n          description: ok\n          content:\n            application/json:\n"
+                    f"              {media}\n")
+    return path
+
+
 def test_spec_cache_never_keeps_a_spec_with_errors(tmp_path):
     cache = tmp_path / "cache"
-    spec = tmp_path / "bad.yaml"
-    spec.write_text("openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      responses:\n"
-                    "        '200':\n          description: ok\n          content:\n            application/json:\n"
-                    "              schema: {$ref: '#/components/schemas/Nope'}\n")
+    spec = json_answer_spec(tmp_path / "bad.yaml", "schema: {$ref: '#/components/schemas/Nope'}")
     for _ in range(2):
         with pytest.raises(SpecError) as refused:
             load_spec(spec, cache=cache)
@@ -148,11 +153,7 @@ def test_spec_cache_hit_says_the_warnings_again(tmp_path, caplog, monkeypatch):
 
 def test_spec_cache_does_not_keep_a_value_json_cannot_hold(tmp_path):
     cache = tmp_path / "cache"
-    spec = tmp_path / "nan.yaml"
-    spec.write_text("openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      responses:\n"
-                    "        '200':\n          description: ok\n          content:\n            application/json:\n"
-                    "              example: .nan\n")
-    load_spec(spec, cache=cache)
+    load_spec(json_answer_spec(tmp_path / "nan.yaml", "example: .nan"), cache=cache)
     assert entries(cache) == []
 
 
