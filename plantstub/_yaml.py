@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import json
-import marshal
 import re
-import sys
 from array import array
 from collections.abc import Callable, Iterator
 from itertools import accumulate
@@ -17,6 +14,7 @@ import yaml
 from yaml.constructor import ConstructorError
 
 from plantstub._json import MAX_DIGITS, MAX_SHOWN, cut, shown
+from plantstub._memo import IdentityMemo
 from plantstub._yaml_events import (
     _SAFE_BASE,
     MAX_DEPTH,
@@ -29,7 +27,6 @@ from plantstub._yaml_events import (
     MAX_ALIASED as MAX_ALIASED,  # re-exported: the limits are read here
 )
 from plantstub._yaml_events import read_events as _read_events
-from plantstub._yaml_split import read_split
 
 _MERGE = "tag:yaml.org,2002:merge"
 _KEY_TYPES = (str, int, float, bool, type(None))
@@ -162,7 +159,7 @@ def parse_text(text: str, name: str, *, quote: bool = True) -> Any:
         if name.endswith(".json"):
             return _json_loads(text, name, quote)
         try:
-            return read_split(text, read_events)  # a big one in two processes at once
+            return read_events(text)
         except _Unusual:  # read again, as it always was: the same value, or the error in the same words
             return yaml.load(text, Loader=JsonSafeLoader)  # a SafeLoader subclass: no arbitrary objects
     except DocumentLimit as exc:
@@ -203,17 +200,28 @@ def read_document(path: Path, name: str | None = None, *, quote: bool = True) ->
     `quote=False`: see parse_text.
     """
     name = str(path) if name is None else name
+    return parse_text(decode_text(read_bytes(path, name), name), name, quote=quote)
+
+
+def read_bytes(path: Path, name: str) -> bytes:
+    """The bytes of one file; ValueError naming it (`name`) when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: tolerate a byte-order mark
+        return path.read_bytes()
     except FileNotFoundError:
         raise ValueError(f"{name}: no such file") from None
     except IsADirectoryError:
         raise ValueError(f"{name}: is a folder, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ValueError(f"{name}: cannot read ({exc.strerror})") from None
-    return parse_text(text, name, quote=quote)
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """UTF-8 text, a byte-order mark tolerated, line ends as Python's text files read them; ValueError if not UTF-8."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 # -- YAML with line marks ---------------------------------------------------------------------
@@ -226,8 +234,7 @@ class LineMarkedLoader(JsonSafeLoader):
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        # id(container) -> (container, {key: line} or [line, ...]); holding the container keeps its id unique.
-        self.line_marks: dict[int, tuple[Any, Any]] = {}
+        self.line_marks: IdentityMemo[Any] = IdentityMemo()  # container -> {key: line} or [line, ...]
 
     def construct_line_map(self, node: Any) -> Iterator[dict[str, Any]]:
         data: dict[str, Any] = {}
@@ -235,13 +242,13 @@ class LineMarkedLoader(JsonSafeLoader):
         data.update(self.construct_mapping(node))
         # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
         lines = {_text_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
-        self.line_marks[id(data)] = (data, lines)
+        self.line_marks.put(data, lines)
 
     def construct_line_seq(self, node: Any) -> Iterator[list[Any]]:
         data: list[Any] = []
         yield data
         data.extend(self.construct_sequence(node))
-        self.line_marks[id(data)] = (data, [item.start_mark.line + 1 for item in node.value])
+        self.line_marks.put(data, [item.start_mark.line + 1 for item in node.value])
 
 
 LineMarkedLoader.add_constructor("tag:yaml.org,2002:map", LineMarkedLoader.construct_line_map)
@@ -251,17 +258,3 @@ LineMarkedLoader.add_constructor("tag:yaml.org,2002:seq", LineMarkedLoader.const
 def read_events(text: str) -> Any:
     """The value JsonSafeLoader reads from `text`, built straight from libyaml's events (_yaml_events.py)."""
     return _read_events(text, JsonSafeLoader)
-
-
-def read_chunk() -> None:
-    """The child process of _yaml_split: the text on standard input as read_events() reads it, marshalled to
-    standard output; exit status 1 for anything out of the ordinary (the parent then reads the whole text)."""
-    gc.disable()  # every object lives until the process ends
-    text = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
-    try:
-        value = read_events(text)
-    except (_Unusual, DocumentLimit):
-        sys.exit(1)
-    sys.stdout.buffer.write(marshal.dumps(value))
-
-

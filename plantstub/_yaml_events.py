@@ -102,28 +102,18 @@ _STR = "tag:yaml.org,2002:str"
 
 
 def read_events(text: str, loader_class: Any) -> Any:
-    """The value `loader_class` (_yaml.JsonSafeLoader) reads from `text`, built straight from libyaml's events: no node tree (a
-    spec of 10 MB took 18 s and gigabytes to compose and construct; this reads it in a quarter of the time).
-
-    The same limits as check_yaml_shape(), counted the same way, raise DocumentLimit; anything else out
-    of the ordinary raises _Unusual, and the caller reads the text with JsonSafeLoader instead.
-    """
+    """The value `loader_class` (_yaml.JsonSafeLoader) reads from `text`, built straight from libyaml's events, with no
+    node tree (a 10 MB spec took 18 s and gigabytes to compose; this takes a quarter of the time). The limits of
+    check_yaml_shape() raise DocumentLimit; anything else out of the ordinary _Unusual (read with the loader then)."""
     parser = _SAFE_BASE(text)
-    resolvers = loader_class.yaml_implicit_resolvers
-    # plain scalar -> its value (a document repeats its words: each is read once, and kept once in memory)
-    plain: dict[str, Any] = {}
-    loader = loader_class("")  # builds ints, floats, booleans and nulls with its own constructors
-    # The open collections around the current one: [collection, its pending key, anchor, values before it,
-    # deepest level inside]; the current one is `into` with `key` (a mapping's key waiting for its value).
-    stack: list[list[Any]] = []
+    build = _Build(loader_class)
+    # The current collection is `into` (None: the document itself), with `key` (a mapping's key waiting for its
+    # value); `count` values so far. Locals, not attributes: this loop runs two million times for a 20 MB document.
     into: Any = None
     key: Any = _NO_KEY
-    anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> (value, values it stands for, levels)
-    count = aliased = documents = 0
-    result: Any = None
-    # Bound to locals: this loop runs once per event, two million times for a 20 MB document.
-    get_event, scalar_event, opening, closing, alias_event = parser.get_event, _SCALAR, _OPENING, _CLOSING, events.AliasEvent
-    sequence_start, no_key, text_tag = events.SequenceStartEvent, _NO_KEY, _STR
+    count = 0
+    get_event, scalar_event, opening, closing, no_key = parser.get_event, _SCALAR, _OPENING, _CLOSING, _NO_KEY
+    plain, typed = build.plain, build.typed
     try:
         while (event := get_event()) is not None:
             kind = type(event)
@@ -134,81 +124,109 @@ def read_events(text: str, loader_class: Any) -> Any:
                     raise _Unusual
                 if event.implicit[0]:  # plain: typed by the core schema; quoted: text
                     known = plain.get(value, no_key)
-                    if known is no_key:
-                        tag = next((t for t, regexp in resolvers.get(value[:1], []) if regexp.match(value)), text_tag)
-                        known = plain[value] = value if tag is text_tag else _typed(loader, tag, value)
-                    value = known
+                    value = typed(value) if known is no_key else known
                 if event.anchor is not None:
-                    _define(event.anchor, anchors, stack)
-                    anchors[event.anchor] = (value, 1, 0)
-                # Put it in the current collection: in a mapping, as its key first.
-                if type(into) is dict:
-                    if key is no_key:
-                        if value in into or value != value:  # a key met again (NaN: never equal to itself)
-                            raise _Unusual
-                        key = value
-                    else:
-                        into[key] = value
-                        key = no_key
-                elif into is not None:
-                    into.append(value)
-                else:
-                    result = value
-                continue
-            if kind in opening:
-                if event.tag is not None:
-                    raise _Unusual
-                if event.anchor is not None:
-                    _define(event.anchor, anchors, stack)
+                    build.anchor(event.anchor, value)
+            elif kind in opening:
                 count += 1
-                stack.append([into, key, event.anchor, count, len(stack) + 1])
-                if len(stack) > MAX_DEPTH:
-                    raise DocumentLimit(event.start_mark.line + 1, TOO_DEEP)
-                into, key = ([] if kind is sequence_start else {}), no_key
+                into, key = build.open(event, into, key, count)
                 continue
-            if kind in closing:
-                value = into
-                into, key, anchor, before, deepest = stack.pop()
-                if type(value) is dict and not all(type(k) is str for k in value):
-                    value = {k if isinstance(k, str) else json.dumps(k): v for k, v in value.items()}
-                if anchor is not None:
-                    anchors[anchor] = (value, count - before + 1, deepest - len(stack))
-                if stack and stack[-1][4] < deepest:
-                    stack[-1][4] = deepest
-            elif kind is alias_event:
-                line, name = event.start_mark.line + 1, event.anchor
-                if name not in anchors:
-                    if any(frame[2] == name for frame in stack):
-                        raise _alias_loop(line)
-                    raise _Unusual
-                value, values, levels = anchors[name]
+            elif kind in closing:
+                value, into, key = build.close(into, count)
+            elif kind is events.AliasEvent:
+                value, values = build.alias(event)
                 count += values
-                aliased += values
-                reach = len(stack) + levels
-                _check_alias(line, aliased, reach)
-                if stack and stack[-1][4] < reach:
-                    stack[-1][4] = reach
             else:
-                if kind is events.DocumentStartEvent:
-                    documents += 1
-                    if documents > 1:
-                        raise _Unusual
+                build.other(kind)
                 continue
-            # A collection or an alias: a value, never a key (JsonSafeLoader says why, or reads an alias key).
+            # Put the value in the current collection: in a mapping, a scalar as its key first.
             if type(into) is dict:
-                if key is no_key:
-                    raise _Unusual
-                into[key] = value
-                key = no_key
+                if key is not no_key:
+                    into[key] = value
+                    key = no_key
+                elif kind is not scalar_event or value in into or value != value:  # a key met again; NaN
+                    raise _Unusual  # JsonSafeLoader says why, or reads a collection or an alias as a key
+                else:
+                    key = value
             elif into is not None:
                 into.append(value)
             else:
-                result = value
+                build.result = value
     except yaml.YAMLError:
         raise _Unusual from None
     finally:
         parser.dispose()
-    return result
+    return build.result
+
+
+class _Build:
+    """What read_events() keeps besides the current collection: the open ones around it, anchors, counts."""
+
+    def __init__(self, loader_class: Any) -> None:
+        self.resolvers = loader_class.yaml_implicit_resolvers
+        self.loader = loader_class("")  # builds ints, floats, booleans and nulls with its own constructors
+        # plain scalar -> its value (a document repeats its words: each is read once, and kept once in memory)
+        self.plain: dict[str, Any] = {}
+        # The open collections around the current one: [collection, its pending key, anchor, values before it,
+        # deepest level inside].
+        self.stack: list[list[Any]] = []
+        self.anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> (value, values it stands for, levels)
+        self.aliased = self.documents = 0
+        self.result: Any = None
+
+    def typed(self, value: str) -> Any:
+        """A plain scalar's value, by the core schema's resolvers (remembered)."""
+        tag = next((t for t, regexp in self.resolvers.get(value[:1], []) if regexp.match(value)), _STR)
+        known = self.plain[value] = value if tag is _STR else _typed(self.loader, tag, value)
+        return known
+
+    def anchor(self, anchor: str, value: Any) -> None:
+        _define(anchor, self.anchors, self.stack)
+        self.anchors[anchor] = (value, 1, 0)
+
+    def open(self, event: Any, into: Any, key: Any, count: int) -> tuple[Any, Any]:
+        """A collection starts inside `into`: the new current one, with no key yet."""
+        if event.tag is not None:
+            raise _Unusual
+        if event.anchor is not None:
+            _define(event.anchor, self.anchors, self.stack)
+        self.stack.append([into, key, event.anchor, count, len(self.stack) + 1])
+        if len(self.stack) > MAX_DEPTH:
+            raise DocumentLimit(event.start_mark.line + 1, TOO_DEEP)
+        return ([] if type(event) is events.SequenceStartEvent else {}), _NO_KEY
+
+    def close(self, value: Any, count: int) -> tuple[Any, Any, Any]:
+        """The current collection ends: its value (keys as text), and the collection around it with its key."""
+        into, key, anchor, before, deepest = self.stack.pop()
+        if type(value) is dict and not all(type(k) is str for k in value):
+            value = {k if isinstance(k, str) else json.dumps(k): v for k, v in value.items()}
+        if anchor is not None:
+            self.anchors[anchor] = (value, count - before + 1, deepest - len(self.stack))
+        if self.stack and self.stack[-1][4] < deepest:
+            self.stack[-1][4] = deepest
+        return value, into, key
+
+    def alias(self, event: Any) -> tuple[Any, int]:
+        """The value an alias stands for, and how many values it adds; DocumentLimit past a limit."""
+        line, name = event.start_mark.line + 1, event.anchor
+        if name not in self.anchors:
+            if any(frame[2] == name for frame in self.stack):
+                raise _alias_loop(line)
+            raise _Unusual
+        value, values, levels = self.anchors[name]
+        self.aliased += values
+        reach = len(self.stack) + levels
+        _check_alias(line, self.aliased, reach)
+        if self.stack and self.stack[-1][4] < reach:
+            self.stack[-1][4] = reach
+        return value, values
+
+    def other(self, kind: type) -> None:
+        """A stream's or document's start or end: a second document is left to JsonSafeLoader."""
+        if kind is events.DocumentStartEvent:
+            self.documents += 1
+            if self.documents > 1:
+                raise _Unusual
 
 
 def _typed(loader: Any, tag: str, value: str) -> Any:

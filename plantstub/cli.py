@@ -31,6 +31,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     flags = [  # each help ends with the default config.py gives (shown_default) and the environment variable
         ("--spec", "FILE", f"OpenAPI 3.0/3.1 document, or a bundled one by name ({', '.join(BUNDLED_SPECS)})"),
         ("--spec-root", "DIR", "folder whose files the spec's $refs may read"),
+        ("--spec-cache", "DIR", "folder of the cache of big specs (1 MiB or more) loaded and bundled, or 'off'"),
         ("--scenarios", "DIR", "folder of scenario files"),
         ("--scenario", "NAME", "scenario active at start"),
         ("--host", "HOST", "address to bind"),
@@ -183,7 +184,9 @@ async def _serve(settings: Settings) -> int:
     # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
     # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
     with collector_paused():
-        control = Control(settings)
+        from plantstub.contract.load import load_spec
+
+        control = Control(settings, load_spec(settings.spec, root=settings.spec_root, cache=settings.spec_cache))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
         running = await start(control, settings.host, settings.port)

@@ -55,12 +55,14 @@ class Settings:
     webhook: tuple[tuple[str, str], ...] = ()  # --webhook: (webhook name or "*", URL) pairs
     session_idle: float = DEFAULT_SESSION_IDLE  # seconds a session may go unused before it ends
     max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
+    spec_cache: Path | bool = True  # folder of the cache of big specs loaded; True: the default one, False: off
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
 _DEFAULT_WORDS = {
     "spec": "the bundled Plant Store", "spec_root": "the spec's folder",
-    "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists", "scenario": "none", "journal": "none",
+    "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists",
+    "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
     "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off",
 }
 
@@ -77,6 +79,22 @@ def _path(name: str, value: Any) -> Path | None:
     if value in (None, ""):
         return None
     return Path(value)
+
+
+def _spec_cache(name: str, value: Any) -> Path | bool:
+    """--spec-cache: `off` (no cache), or the folder of the cache."""
+    if isinstance(value, (bool, Path)):
+        return value
+    text = str(value).strip()
+    if text.lower() in ("off", "0", "false", "no"):
+        return False
+    return Path(text) if text else True
+
+
+def spec_cache_setting(env: Mapping[str, str] | None = None) -> Path | bool:
+    """The spec cache PLANTSTUB_SPEC_CACHE names (for loads given no setting), the default folder (True) when unset."""
+    value = (os.environ if env is None else env).get(env_name("spec_cache"), "")
+    return _spec_cache(env_name("spec_cache"), value) if value else True
 
 
 def _text(name: str, value: Any) -> str | None:
@@ -203,6 +221,7 @@ _CONVERTERS = {
     "webhook": _webhooks,
     "session_idle": _seconds,
     "max_sessions": _int_in(1, 100_000, "a number of sessions"),
+    "spec_cache": _spec_cache,
 }
 FIELDS = tuple(_CONVERTERS)
 

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from plantstub._gc import collector_paused
 from plantstub.config import Settings, build_settings
+from plantstub.contract.load import load_spec
 from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
@@ -104,7 +106,9 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         """Start serving (spec and scenario errors raise here, in the caller's thread)."""
         if self._thread is not None:
             return self
-        control = self._control = Control(self.settings)
+        with collector_paused():  # as Control loads: a collection while a big spec loads walks it all again
+            spec = load_spec(self.settings.spec, root=self.settings.spec_root, cache=self.settings.spec_cache)
+        control = self._control = Control(self.settings, spec)
         ready = threading.Event()
         failure: list[BaseException] = []
 

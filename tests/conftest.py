@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +14,11 @@ import pytest
 from tests.helpers import ServeProcess
 
 pytest_plugins = ["pytester", "tests.slowrule"]  # slowrule: the `slow` mark by rule, and its guard
+
+# The spec cache of every load the suite makes (and the processes it starts) is its own, not the user's.
+if not os.environ.get("PLANTSTUB_SPEC_CACHE"):
+    os.environ["PLANTSTUB_SPEC_CACHE"] = _cache = tempfile.mkdtemp(prefix="plantstub-spec-cache-")
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by tests/lanes.py: test the installed wheel only
     import plantstub

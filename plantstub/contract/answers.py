@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, concrete, is_json, pick_json
+from plantstub._memo import IdentityMemo
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten, marked
 from plantstub.contract.model import MediaType, Operation
@@ -154,20 +155,20 @@ class Answer:
         return json_reply(self.status, body, content_type=content_type)
 
 
-def _public(value: Any, schema: Any, defs: dict[str, Any], seen: dict[int, Any] | None = None, depth: int = 0) -> Any:
+def _public(value: Any, schema: Any, defs: dict[str, Any], seen: IdentityMemo[Any] | None = None, depth: int = 0) -> Any:
     """`value` without the members its schema marks `writeOnly` (an echoed request field: no password).
 
     `seen` keeps each schema's reading, so a list of 30,000 items costs one flatten, not 30,000."""
-    seen = {} if seen is None else seen
-    entry = seen.get(id(schema))
-    if entry is None or entry[0] is not schema:
+    seen = IdentityMemo() if seen is None else seen
+    entry = seen.get(schema)
+    if entry is None:
         flat = flatten(schema, defs)
         props: dict[str, Any] = flat["properties"] if isinstance(flat, dict) and isinstance(
             flat.get("properties"), dict) else {}
         hidden = frozenset(name for name, sub in props.items() if marked(sub, "writeOnly", defs))
         items = flat.get("items") if isinstance(flat, dict) and isinstance(flat.get("items"), dict) else None
-        entry = seen[id(schema)] = (schema, props, hidden, items)
-    _, props, hidden, items = entry
+        entry = seen.put(schema, (props, hidden, items))
+    props, hidden, items = entry
     if depth > 32:
         return value
     if isinstance(value, dict) and props:

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
 from plantstub._json import MAX_SHOWN, cut, shown
+from plantstub._memo import IdentityMemo
 from plantstub.contract import dialects
 from plantstub.contract.flatten import marked
 from plantstub.contract.messages import python_message
@@ -27,6 +28,7 @@ from plantstub.contract.schema import (
     meta_valid,
     metaschema_validator,
     refs_in,
+    subschemas,
 )
 from plantstub.errors import SpecError
 
@@ -74,17 +76,17 @@ class Bundler:
         self.targets: dict[str, str] = {}  # key -> its target URI (to name it in a message)
         self.fresh: list[str] = []  # keys made by the bundle being built: checked at its end
         self.whole: dict[str, dict | bool] = {}  # target of a bare {"$ref": ...} -> its bundle
-        self.done: dict[tuple[int, str], tuple[Any, dict | bool]] = {}  # (id(node), base) -> (node, its bundle)
+        self.done: IdentityMemo[dict | bool] = IdentityMemo()  # node, base -> its bundle
         self.annotated: set[str] = set()  # `readOnly` / `writeOnly`, once any schema says it (directed())
         self.variants: dict[tuple[str, str], str | None] = {}  # (keyword, $defs key) -> its directed key, or None
-        self.directed_done: dict[tuple[str, int], tuple[Any, Any]] = {}  # (keyword, id(root)) -> (root, result)
+        self.directed_done: IdentityMemo[Any] = IdentityMemo()  # root, keyword -> directed()
 
     def bundle(self, node: Any, base: str, where: str) -> dict | bool:
         """`node` as one self-contained schema; SpecError naming `where` when it cannot be."""
         self.where = where
-        done = self.done.get((id(node), base))
-        if done is not None and done[0] is node:  # a shared parameter or response, met once per operation
-            return done[1]
+        done = self.done.get(node, base)
+        if done is not None:  # a shared parameter or response, met once per operation
+            return done
         bare = isinstance(node, dict) and set(node) == {"$ref"} and isinstance(node["$ref"], str)
         if bare and join(base, node["$ref"]) in self.whole:
             return self.whole[join(base, node["$ref"])]
@@ -103,7 +105,7 @@ class Bundler:
             root["$defs"] = self.defs  # its own `$defs`, if any, are targets under their own keys already
         if bare:
             self.whole[join(base, node["$ref"])] = root
-        self.done[(id(node), base)] = (node, root)
+        self.done.put(node, root, base)
         return root
 
     # -- readOnly / writeOnly: one schema per direction --------------------------------------------------------
@@ -115,9 +117,9 @@ class Bundler:
         keyword = "readOnly" if direction == "request" else "writeOnly"
         if keyword not in self.annotated or not isinstance(root, dict):
             return root
-        done = self.directed_done.get((keyword, id(root)))
-        if done is not None and done[0] is root:
-            return done[1]
+        done = self.directed_done.get(root, keyword, _NOT_YET)
+        if done is not _NOT_YET:
+            return done
         body = {k: v for k, v in root.items() if k != "$defs"}
         changed = self.settle(keyword, refs_in(body)) or _strips(body, keyword, self.defs)
         result = root
@@ -125,7 +127,7 @@ class Bundler:
             result = self.rewrite(body, keyword)
             if "$defs" in root:
                 result["$defs"] = self.defs
-        self.directed_done[(keyword, id(root))] = (root, result)
+        self.directed_done.put(root, result, keyword)
         return result
 
     def settle(self, keyword: str, start: set[str]) -> bool:
@@ -314,6 +316,7 @@ class Bundler:
 
 
 ANNOTATIONS = ("readOnly", "writeOnly")
+_NOT_YET: Any = object()
 
 
 def _dropped(node: dict[str, Any], keyword: str, defs: dict[str, Any]) -> set[str]:
@@ -329,12 +332,10 @@ def _strips(node: Any, keyword: str, defs: dict[str, Any]) -> bool:
     todo = [node]
     while todo:
         node = todo.pop()
-        if isinstance(node, list):
-            todo += node
-        elif isinstance(node, dict):
+        if isinstance(node, dict):
             if _dropped(node, keyword, defs):
                 return True
-            todo += [v for k, v in node.items() if k not in NOT_SCHEMAS and isinstance(v, (dict, list))]
+            todo.extend(subschemas(node))
     return False
 
 

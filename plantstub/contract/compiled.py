@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from plantstub._memo import IdentityMemo
 from plantstub.contract.flatten import flatten_keys, merge
 from plantstub.contract.model import Spec
 from plantstub.contract.schema import NOT_SCHEMAS, SchemaCheck, refs_in
@@ -34,39 +35,33 @@ class Checks:
     def __init__(self, roots: Iterable[Any] = (), annotated: frozenset[str] = frozenset(("readOnly", "writeOnly"))) -> None:
         self.annotated = annotated  # the annotations some schema of the spec says: the others are looked for nowhere
         self.shared = Shared(list(roots))  # compiled on first use
-        self.compiled: dict[int, tuple[Any, SchemaCheck]] = {}
-        self.refs: dict[int, tuple[Any, frozenset[str]]] = {}
-        self.flat: dict[int, tuple[Any, tuple[Any, frozenset[str]]]] = {}
-        self.merged: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
-        self.marks: dict[tuple[str, int], tuple[Any, bool]] = {}  # (keyword, id(node)) -> (node, marked inside)
-        self.made: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, the value generated for it)
+        self.compiled: IdentityMemo[SchemaCheck] = IdentityMemo()
+        self.refs: IdentityMemo[frozenset[str]] = IdentityMemo()
+        self.flat: IdentityMemo[tuple[Any, frozenset[str]]] = IdentityMemo()
+        self.merged: IdentityMemo[Any] = IdentityMemo()  # (flat, branch) -> the two merged
+        self.marks: IdentityMemo[bool] = IdentityMemo()  # node, keyword -> whether it marks something keyword
+        self.made: IdentityMemo[Any] = IdentityMemo()  # schema -> the value generated for it
 
     def flatten(self, schema: Any, defs: dict[str, Any]) -> tuple[Any, frozenset[str]]:
         """flatten_keys(), kept: the same schema folds into the same object, whose checks are then compiled once."""
-        entry = self.flat.get(id(schema))
-        if entry is None or entry[0] is not schema:
-            entry = self.flat[id(schema)] = (schema, flatten_keys(schema, defs))
-        return entry[1]
+        return self.flat.make(schema, lambda: flatten_keys(schema, defs))
 
     def generated(self, schema: Any, generate: Callable[[Any, Checks], Any]) -> Any:
         """`generate(schema, self)`, kept: operations answering with the same schema share one value."""
-        entry = self.made.get(id(schema))
-        if entry is None or entry[0] is not schema:
-            entry = self.made[id(schema)] = (schema, generate(schema, self))
-        return entry[1]
+        return self.made.make(schema, lambda: generate(schema, self))
 
     def merge(self, flat: dict[str, Any], branch: Any, defs: dict[str, Any]) -> Any:
         """A oneOf/anyOf branch of `flat` merged with the keywords beside it, kept like flatten()."""
-        entry = self.merged.get((id(flat), id(branch)))
-        if entry is None or entry[0] is not flat or entry[1] is not branch:
+        def build() -> Any:
             rest = {k: v for k, v in flat.items() if k not in ("oneOf", "anyOf")}
-            entry = self.merged[(id(flat), id(branch))] = (flat, branch, merge([rest, branch], defs))
-        return entry[2]
+            return merge([rest, branch], defs)
+
+        return self.merged.make((flat, branch), build)
 
     def check(self, schema: Any, defs: dict[str, Any] | None = None, where: str = "") -> SchemaCheck:
         """The compiled check of `schema`: a place as it is, a subschema with the `$defs` it needs."""
-        entry = self.compiled.get(id(schema))
-        if entry is None or entry[0] is not schema:
+        check = self.compiled.get(schema)
+        if check is None:
             name = self.shared.name(schema) if isinstance(schema, dict) else None
             if name is not None:  # compiled already: the whole `$defs` is there for jsonschema, if it is asked
                 root = schema if "$defs" in schema or not defs else {**schema, "$defs": defs}
@@ -78,8 +73,8 @@ class Checks:
                     root = {**schema, "$defs": {k: defs[k] for k in needed}} if needed else schema
                 # jsonschema at once where jsonschema-rs is known to refuse the schema (it would only say so)
                 check = SchemaCheck(root, where, checked=True, accelerate=self.shared.compiles(schema))
-            entry = self.compiled[id(schema)] = (schema, check)
-        return entry[1]
+            self.compiled.put(schema, check)
+        return check
 
     def valid(self, value: Any, schema: Any, defs: dict[str, Any]) -> bool:
         if isinstance(schema, bool):
@@ -104,8 +99,8 @@ class Checks:
 
     def _marked(self, node: Any, keyword: str) -> bool:
         """`keyword: true` anywhere in `node` (not following `$ref`s), kept per node."""
-        entry = self.marks.get((keyword, id(node)))
-        if entry is None or entry[0] is not node:
+        found = self.marks.get(node, keyword)
+        if found is None:
             found, todo = False, [node]
             while todo and not found:
                 item = todo.pop()
@@ -115,8 +110,8 @@ class Checks:
                     todo.extend(v for k, v in item.items() if k not in NOT_SCHEMAS)
                 elif isinstance(item, list):
                     todo.extend(item)
-            entry = self.marks[(keyword, id(node))] = (node, found)
-        return entry[1]
+            self.marks.put(node, found, keyword)
+        return found
 
     def closure(self, schema: Any, defs: dict[str, Any]) -> set[str]:
         """The `$defs` keys `schema` needs, directly or through other entries."""
@@ -130,7 +125,4 @@ class Checks:
         return needed
 
     def _refs(self, schema: Any) -> frozenset[str]:
-        entry = self.refs.get(id(schema))
-        if entry is None or entry[0] is not schema:
-            entry = self.refs[id(schema)] = (schema, frozenset(refs_in(schema)))
-        return entry[1]
+        return self.refs.make(schema, lambda: frozenset(refs_in(schema)))

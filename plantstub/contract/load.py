@@ -13,11 +13,12 @@ import referencing
 import referencing.exceptions
 
 from plantstub._json import MAX_SHOWN, MISSING, cut, shown
-from plantstub._yaml import read_document
+from plantstub._yaml import decode_text, parse_text, read_bytes
 from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract.bundle import Bundler, join
 from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, Spec
 from plantstub.contract.securities import Securities, expect, suggest
+from plantstub.contract.spec_cache import SpecCache, digest
 from plantstub.contract.webhooks import read_callbacks, read_webhooks
 from plantstub.errors import SpecError
 from plantstub.matching import template_names
@@ -48,19 +49,22 @@ def spec_file(path: str | Path | None) -> Path:
     return Path(path)
 
 
-def load_spec(path: str | Path | None = None, root: str | Path | None = None) -> Spec:
+def load_spec(path: str | Path | None = None, root: str | Path | None = None, *,
+              cache: Path | bool | None = None) -> Spec:
     """Load and check an OpenAPI 3.0/3.1 document; the bundled Plant Store when `path` is None.
 
     `root` (`--spec-root`) is the folder whose files $refs may read; the spec's own folder when None.
+    `cache` (`--spec-cache`): the folder of the spec cache, True for the default one, False for none;
+    None reads PLANTSTUB_SPEC_CACHE (contract/spec_cache.py).
     Raises SpecError with a one-paragraph reason when the file is missing, unreadable, not
     OpenAPI 3.x, or holds a $ref or schema that cannot be used.
     """
     file = spec_file(path)
     if not file.exists() and not file.suffix and len(file.parts) == 1:  # meant as a name: say which names there are
         raise SpecError(f"cannot use spec {file}: no such file (the bundled documents, by name: {', '.join(BUNDLED_SPECS)})")
-    loader = _Loader(file, None if root is None else Path(root))
+    loader = _Loader(file, None if root is None else Path(root), SpecCache.chosen(cache))
     try:
-        spec = loader.load()
+        spec = loader.cached() or loader.load()
         for warning in spec.warnings:  # said once, where the stub starts (stderr) and in GET /__plantstub/health
             log.warning("plantstub: spec %s: %s", file, warning)
         return spec
@@ -87,7 +91,7 @@ _NOWHERE = object()
 
 
 class _Loader:
-    def __init__(self, file: Path, root: Path | None = None) -> None:
+    def __init__(self, file: Path, root: Path | None = None, cache: SpecCache | None = None) -> None:
         self.shown = file
         self.file = file.resolve()
         # The folder referenced files must lie in, symlinks resolved: `..` or a link cannot lead out of it.
@@ -98,8 +102,22 @@ class _Loader:
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
         self.found: dict[str, tuple[Any, str]] = {}  # absolute $ref target -> (its contents, its file's URI)
         self.read_files: dict[str, Any] = {}  # file URI -> its contents
+        self.cache = cache
+        self.digests: dict[str, str] = {}  # path of each file read -> its content hash (the cache's key)
+
+    def cached(self) -> Spec | None:
+        """The spec from the cache, when it holds this very document (every file it read unchanged)."""
+        if self.cache is None or (self.root_given and not self.root.is_dir()):
+            return None
+        return self.cache.get(self.file, str(self.shown), self.root)
 
     def load(self) -> Spec:
+        spec = self.read_spec()
+        if self.cache is not None:
+            self.cache.put(self.file, str(self.shown), self.root, spec, self.digests)
+        return spec
+
+    def read_spec(self) -> Spec:
         if self.root_given and not self.root.is_dir():
             raise SpecError(f"--spec-root {self.root} is not a folder")
         doc = self.read(self.uri, str(self.shown))
@@ -182,7 +200,10 @@ class _Loader:
         if not main and path.exists() and not path.is_file():  # a named pipe would block the read for ever
             raise SpecError(f"{name} is not a regular file; not read")
         try:
-            contents = read_document(path, name, quote=main)
+            data = read_bytes(path, name)
+            if self.cache is not None:
+                self.digests[str(path)] = digest(data)
+            contents = parse_text(decode_text(data, name), name, quote=main)
         except ValueError as exc:
             raise SpecError(str(exc)) from None
         if not main and not isinstance(contents, (dict, list)):

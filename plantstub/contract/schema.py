@@ -9,12 +9,14 @@ refuses a schema, so starting the stub and serving valid traffic never pay for i
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, cached_property
 from itertools import islice
 from typing import Any
+
+from referencing.jsonschema import DRAFT202012
 
 from plantstub.contract.fallback import time_budget
 from plantstub.contract.messages import message_of
@@ -39,6 +41,13 @@ SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
 _DATA_KEYWORDS = ("enum", "const", "default", "example", "examples")  # values, not subschemas
 # What a walk of a bundled schema's subschemas skips: values, and the root's `$defs` (looked at apart, by key).
 NOT_SCHEMAS = frozenset((*_DATA_KEYWORDS, "$defs"))
+_SUBRESOURCES = DRAFT202012.subresources_of
+
+
+def subschemas(schema: dict[str, Any]) -> Iterable[Any]:
+    """The subschemas right below a bundled (2020-12) schema, as `referencing` finds them, but for its `$defs`:
+    a bundle's root holds the whole document's, which a walk looks at apart, by key."""
+    return _SUBRESOURCES({k: v for k, v in schema.items() if k != "$defs"} if "$defs" in schema else schema)
 
 
 # -- formats --------------------------------------------------------------------------------
@@ -96,17 +105,10 @@ def _patterns(schema: Any) -> Iterator[str]:
         return
     if isinstance(schema.get("pattern"), str):
         yield schema["pattern"]
-    for key, value in schema.items():
-        if key in SCHEMA_MAPS and isinstance(value, dict):
-            if key == "patternProperties":
-                yield from value
-            for sub in value.values():
-                yield from _patterns(sub)
-        elif key in SCHEMA_ONE:
-            yield from _patterns(value)
-        elif key in SCHEMA_LISTS and isinstance(value, list):
-            for sub in value:
-                yield from _patterns(sub)
+    if isinstance(schema.get("patternProperties"), dict):
+        yield from schema["patternProperties"]
+    for sub in _SUBRESOURCES(schema):  # `$defs` included: every schema of it is checked
+        yield from _patterns(sub)
 
 
 @cache
@@ -271,9 +273,7 @@ def _reachable(schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
             if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs and ref[8:] not in found:
                 found[ref[8:]] = None
                 todo.append(defs[ref[8:]])
-            todo.extend(v for k, v in node.items() if k not in NOT_SCHEMAS)
-        elif isinstance(node, list):
-            todo.extend(node)
+            todo.extend(subschemas(node))
     return list(found)
 
 
@@ -283,13 +283,11 @@ def refs_in(node: Any) -> set[str]:
     todo = [node]
     while todo:
         node = todo.pop()
-        if isinstance(node, list):
-            todo += node
-        elif isinstance(node, dict):
+        if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
                 found.add(ref[8:])
-            todo += [v for k, v in node.items() if k not in NOT_SCHEMAS and isinstance(v, (dict, list))]
+            todo.extend(subschemas(node))
     return found
 
 

@@ -13,7 +13,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
-from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, compile_fast, jsonschema_rs
+from plantstub._memo import IdentityMemo
+from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, compile_fast, jsonschema_rs, subschemas
 
 # Keywords whose meaning depends on where the schema stands (its resource, the dynamic scope): a place that
 # holds one is compiled alone, where it always was.
@@ -37,7 +38,7 @@ def _token(step: Any) -> str:
 
 class Shared:
     """The shared validator of the places `roots` (bundled schemas holding one `$defs` mapping), compiled on
-    first use. `names` maps id(schema) to (schema, property) for every schema it checks: the places, the
+    first use. `names` maps each schema it checks (by identity) to its property: the places, the
     `$defs` entries, and every subschema of them with a `$ref` in it (as a JSON pointer into the document:
     jsonschema-rs compiled it once already). A subschema with no `$ref` in it compiles alone in microseconds.
 
@@ -47,10 +48,10 @@ class Shared:
 
     def __init__(self, roots: list[Any]) -> None:
         self.roots = list({id(r): r for r in roots if isinstance(r, dict)}.values())  # each once, in order
-        self.names: dict[int, tuple[Any, str]] = {}
-        # id -> schema, for those holding or reaching a pattern jsonschema-rs refuses: jsonschema checks them
-        # at once (compiling one takes jsonschema-rs 0.1 s to refuse, each time: `^.{0,262144}$`).
-        self.hopeless: dict[int, Any] = {}
+        self.names: IdentityMemo[str] = IdentityMemo()
+        # The schemas holding or reaching a pattern jsonschema-rs refuses: jsonschema checks them at once
+        # (compiling one takes jsonschema-rs 0.1 s to refuse, each time: `^.{0,262144}$`).
+        self.hopeless: IdentityMemo[bool] = IdentityMemo()
         self.validator: Any = None
         self.built = False
 
@@ -58,14 +59,13 @@ class Shared:
         """The property that checks `schema` (that very object), or None when it is not shared."""
         if not self.built:
             self.build()
-        entry = self.names.get(id(schema))
-        return entry[1] if entry is not None and entry[0] is schema else None
+        return self.names.get(schema)
 
     def compiles(self, schema: Any) -> bool:
         """False when jsonschema-rs is known to refuse `schema` (a pattern it cannot run, held or reached)."""
         if not self.built:
             self.build()
-        return self.hopeless.get(id(schema)) is not schema
+        return schema not in self.hopeless
 
     def build(self) -> None:
         """Compile the shared validator; when jsonschema-rs refuses it, nothing is shared."""
@@ -79,13 +79,13 @@ class Shared:
         for key in hopeless:
             _mark(defs[key], hopeless, self.hopeless)
         properties: dict[str, Any] = {}
-        names: dict[int, tuple[Any, str]] = {}
+        names: IdentityMemo[str] = IdentityMemo()
         by_key: dict[str, str] = {}  # `$defs` key -> the property checking it
 
         def add(node: Any, entry: Any) -> str:
             name = str(len(properties))
             properties[name] = entry
-            names[id(node)] = (node, name)
+            names.put(node, name)
             return name
 
         for key, node in defs.items():
@@ -104,8 +104,8 @@ class Shared:
             for sub, pointer in walk.found:
                 ref = sub.get("$ref")
                 if len(sub) == 1 and isinstance(ref, str) and ref[8:] in by_key:
-                    names[id(sub)] = (sub, by_key[ref[8:]])  # a bare `$ref`: checked as its target
-                elif id(sub) not in names:
+                    names.put(sub, by_key[ref[8:]])  # a bare `$ref`: checked as its target
+                elif sub not in names:
                     add(sub, {"$ref": pointer})
         try:
             self.validator = compile_fast({"$defs": defs, "properties": properties})
@@ -175,7 +175,7 @@ def _refused(walks: dict[str, _Walk], attribute: str = "unfit") -> set[str]:
     return refused
 
 
-def _mark(node: Any, hopeless: set[str], into: dict[int, Any]) -> bool:
+def _mark(node: Any, hopeless: set[str], into: IdentityMemo[bool]) -> bool:
     """Put in `into` every schema in `node` (itself included) that holds or reaches a pattern jsonschema-rs
     refuses (reaching: a `$ref` to a `hopeless` key); whether `node` does."""
     if not isinstance(node, dict):
@@ -183,17 +183,10 @@ def _mark(node: Any, hopeless: set[str], into: dict[int, Any]) -> bool:
     ref = node.get("$ref")
     bad = (isinstance(ref, str) and ref[8:] in hopeless) or (
         ("pattern" in node or "patternProperties" in node) and not _patterns_run(node))
-    for key, value in node.items():
-        if key in _ONE:
-            bad = _mark(value, hopeless, into) or bad
-        elif key in _MAPS and isinstance(value, dict):
-            for sub in value.values():
-                bad = _mark(sub, hopeless, into) or bad
-        elif key in _LISTS and isinstance(value, list):
-            for sub in value:
-                bad = _mark(sub, hopeless, into) or bad
+    for sub in subschemas(node):
+        bad = _mark(sub, hopeless, into) or bad
     if bad:
-        into[id(node)] = node
+        into.put(node, True)
     return bad
 
 

@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import Any
 
 from plantstub._json import MISSING, NO_BODY, essence, match_media
+from plantstub._memo import IdentityMemo
 from plantstub.contract.model import MediaType, Operation, Response, Spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.resources import Resources
@@ -64,9 +65,9 @@ class ScenarioContract:
         self.router = Router(spec) if router is None else router  # the running stub's: built once
         self.methods = list(dict.fromkeys(op.method for op in spec.operations))
         self.paths = list(dict.fromkeys(op.path for op in spec.operations))
-        # (op, id(reply)) -> (reply, the check of its rendered body, or None when nothing to check)
-        self.rendered: dict[tuple[Operation, int], tuple[Reply, SchemaCheck | None]] = {}
-        self.hook_checks: dict[int, SchemaCheck] = {}  # id(webhook) -> the check of its request body
+        # reply, op -> the check of its rendered body, or None when nothing to check
+        self.rendered: IdentityMemo[SchemaCheck | None] = IdentityMemo()
+        self.hook_checks: IdentityMemo[SchemaCheck] = IdentityMemo()  # webhook -> the check of its request body
 
     @cached_property
     def resources(self) -> Resources:
@@ -174,11 +175,7 @@ class ScenarioContract:
         Static bodies were checked at load and are skipped at no cost; so are replies whose status or
         media type has no schema. The first call per (operation, reply) decides, later ones reuse it.
         """
-        key = (op, id(reply))
-        entry = self.rendered.get(key)
-        if entry is None or entry[0] is not reply:
-            entry = self.rendered[key] = (reply, self._rendered_check(op, reply))
-        check = entry[1]
+        check = self.rendered.make(reply, lambda: self._rendered_check(op, reply), op)
         if check is None or check.is_valid(body):
             return []
         response = op.response_for(reply.status)
@@ -253,9 +250,9 @@ class ScenarioContract:
             # A templated body is checked once rendered, when it is sent (webhooks/dispatch.py).
             if sent.body is NO_BODY or schema is None or rule.off_contract or placeholders:
                 continue
-            check = self.hook_checks.get(id(hook))
+            check = self.hook_checks.get(hook)
             if check is None:
-                check = self.hook_checks[id(hook)] = SchemaCheck(schema, f"webhooks.{hook.name}", checked=True)
+                check = self.hook_checks.put(hook, SchemaCheck(schema, f"webhooks.{hook.name}", checked=True))
             found.extend(doc.error(v.where, f"{v.message} (webhook {hook.name} request body)")
                          for v in check.errors(sent.body, f"{where}.body"))
         return found

@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 
 from plantstub._json import MAX_SHOWN, cut
+from plantstub._memo import IdentityMemo
 from plantstub._yaml import DocumentLimit, LineMarkedLoader
 from plantstub.contract.schema import location_path
 from plantstub.errors import ScenarioError
@@ -66,7 +67,7 @@ class ScenarioDocument:
         doc = cls.__new__(cls)
         doc.file, doc.errors, doc.data, doc.count, doc.lines = file, [], data, 0, {"": mark}
         try:
-            doc.walk(data, (), {})
+            doc.walk(data, (), IdentityMemo())
         except _TooLarge:
             doc.errors = [ScenarioError(file, line, "", f"too large: more than {MAX_VALUES:,} values")]
             return doc
@@ -84,12 +85,11 @@ class ScenarioDocument:
     def error(self, where: str, message: str, line: int | None = None) -> ScenarioError:
         return ScenarioError(self.file, line or self.line(where), where, message)
 
-    def walk(self, value: Any, parts: tuple, marks: dict[int, tuple[Any, Any]]) -> None:
+    def walk(self, value: Any, parts: tuple, marks: IdentityMemo[Any]) -> None:
         self.count += 1
         if self.count > MAX_VALUES:
             raise _TooLarge
-        entry = marks.get(id(value))
-        lines = entry[1] if entry is not None and entry[0] is value else None
+        lines = marks.get(value)
         if isinstance(value, (dict, list)):
             for key, item in value.items() if isinstance(value, dict) else enumerate(value):
                 sub = (*parts, key)

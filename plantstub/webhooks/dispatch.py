@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plantstub._json import NO_BODY
+from plantstub._memo import IdentityMemo
 from plantstub.config import webhook_url
 from plantstub.contract.model import Operation, Spec, Webhook
 from plantstub.contract.samples import generate
@@ -35,13 +36,11 @@ class Webhooks:
         self.triggers = default_triggers(spec)
         # Operations whose 2xx answers may send something without a rule saying so: nothing else pays.
         self.watched = frozenset(self.triggers) | frozenset(op for op in spec.operations if op.callbacks)
-        self.samples: dict[int, Any] = {}  # id(webhook) -> a body that fits it, made on first use
-        self.checks: dict[int, SchemaCheck] = {}  # id(webhook) -> the check of its request body
+        self.samples: IdentityMemo[Any] = IdentityMemo()  # webhook -> a body that fits it, made on first use
+        self.checks: IdentityMemo[SchemaCheck] = IdentityMemo()  # webhook -> the check of its request body
 
     def sample(self, hook: Webhook) -> Any:
-        if id(hook) not in self.samples:
-            self.samples[id(hook)] = _sample(hook)
-        return self.samples[id(hook)]
+        return self.samples.make(hook, lambda: _sample(hook))
 
     def answered(self, op: Operation, status: int, record: Any, request: RequestValues,
                  rule: RuleWebhooks | None) -> None:
@@ -79,9 +78,7 @@ class Webhooks:
         schema = json_body_schema(hook.operation)
         if schema is None:
             return ""
-        check = self.checks.get(id(hook))
-        if check is None:
-            check = self.checks[id(hook)] = SchemaCheck(schema, f"webhooks.{hook.name}", checked=True)
+        check = self.checks.make(hook, lambda: SchemaCheck(schema, f"webhooks.{hook.name}", checked=True))
         return "; ".join(map(str, check.errors(body, "body")))
 
     def send(self, hook: Webhook, body: Any, delay_ms: int) -> None:

@@ -1,0 +1,242 @@
+"""The spec cache through load_spec: a hit gives the spec a load gives, and whatever is off is a miss."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+
+from plantstub.config import build_settings
+from plantstub.contract import spec_cache
+from plantstub.contract.load import _Loader, load_spec
+from plantstub.contract.spec_json import encode
+from plantstub.errors import SpecError
+from plantstub.stub import Stub
+from tests.helpers import SPECS
+
+
+@pytest.fixture(autouse=True)
+def every_size(monkeypatch):
+    """The test documents are small: cache them as if they were big."""
+    monkeypatch.setattr(spec_cache, "MIN_CACHED", 0)
+
+
+@pytest.fixture
+def multi(tmp_path: Path) -> Path:
+    """A spec with $refs into sibling files, copied where a test may change it."""
+    shutil.copytree(SPECS / "multi", tmp_path / "multi")
+    return tmp_path / "multi" / "main.yaml"
+
+
+def entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("spec-*.json"))
+
+
+def loads_nothing(monkeypatch) -> None:
+    """From here on a load that reads the document fails the test: only a hit may answer."""
+
+    def refuse(self):
+        raise AssertionError("the document was read: not a cache hit")
+
+    monkeypatch.setattr(_Loader, "read_spec", refuse)
+
+
+def test_spec_cache_hit_gives_the_spec_the_load_gave(tmp_path, multi, monkeypatch):
+    cache = tmp_path / "cache"
+    loaded = load_spec(multi, cache=cache)
+    assert len(entries(cache)) == 1
+    loads_nothing(monkeypatch)
+    cached = load_spec(multi, cache=cache)
+    assert encode(cached) == encode(loaded)
+    assert [op.label for op in cached.operations] == [op.label for op in loaded.operations]
+
+
+def test_spec_cache_keeps_one_defs_mapping_shared_by_every_bundle(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    load_spec(SPECS / "greenhouse-3.1.json", cache=cache)
+    loads_nothing(monkeypatch)
+    spec = load_spec(SPECS / "greenhouse-3.1.json", cache=cache)
+    roots = [m.schema for op in spec.operations for m in (op.body or {}).values()]
+    roots += [m.schema for op in spec.operations for r in op.responses.values() for m in r.content.values()]
+    defs = {id(r["$defs"]) for r in roots if isinstance(r, dict) and "$defs" in r}
+    assert len(defs) == 1
+
+
+def test_spec_cache_misses_when_a_referenced_file_changes(tmp_path, multi):
+    cache = tmp_path / "cache"
+    before = load_spec(multi, cache=cache)
+    units = multi.parent / "schemas" / "units.yaml"
+    units.write_text(units.read_text().replace("minimum: 0", "minimum: 5"))
+    after = load_spec(multi, cache=cache)
+    assert encode(after) != encode(before)
+    assert "minimum: 5" in units.read_text() and '"minimum":5' in entries(cache)[0].read_text()
+    assert encode(load_spec(multi, cache=cache)) == encode(after)
+
+
+def test_spec_cache_misses_when_a_referenced_file_is_gone_and_the_loader_says_why(tmp_path, multi):
+    cache = tmp_path / "cache"
+    load_spec(multi, cache=cache)
+    (multi.parent / "parameters.yaml").unlink()
+    with pytest.raises(SpecError) as refused:
+        load_spec(multi, cache=cache)
+    assert "parameters.yaml: no such file" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("damage", "label"),
+    [
+        (lambda raw: raw[: len(raw) // 2], "truncated"),
+        (lambda raw: b"\x00\xff garbage", "not JSON"),
+        (lambda raw: b'{"format": 1}\n{}', "foreign header"),
+        (lambda raw: raw.partition(b"\n")[0] + b"\n" + orjson.dumps({"defs": 1}), "payload hash differs"),
+        (lambda raw: b"", "empty"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_spec_cache_ignores_a_damaged_entry_and_writes_it_again(tmp_path, multi, damage, label):
+    cache = tmp_path / "cache"
+    expected = encode(load_spec(multi, cache=cache))
+    (entry,) = entries(cache)
+    whole = entry.read_bytes()
+    entry.write_bytes(damage(whole))
+    assert encode(load_spec(multi, cache=cache)) == expected
+    assert entry.read_bytes() == whole
+
+
+def test_spec_cache_reads_a_forged_payload_as_a_miss_not_a_crash(tmp_path, multi):
+    cache = tmp_path / "cache"
+    expected = encode(load_spec(multi, cache=cache))
+    (entry,) = entries(cache)
+    head = orjson.loads(entry.read_bytes().partition(b"\n")[0])
+    payload = orjson.dumps({**expected, "schemas": [[{}, 99]]})  # a `$defs` index out of range
+    head["payload"] = spec_cache.digest(payload)
+    entry.write_bytes(orjson.dumps(head) + b"\n" + payload)
+    assert encode(load_spec(multi, cache=cache)) == expected
+
+
+def json_answer_spec(path: Path, media: str) -> Path:
+    """A spec of one operation answering 200 with JSON, `media` the line under its media type."""
+    path.write_text("openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      responses:\n"
+                    "        '200':\n          description: ok\n          content:\n            application/json:\n"
+                    f"              {media}\n")
+    return path
+
+
+def test_spec_cache_never_keeps_a_spec_with_errors(tmp_path):
+    cache = tmp_path / "cache"
+    spec = json_answer_spec(tmp_path / "bad.yaml", "schema: {$ref: '#/components/schemas/Nope'}")
+    for _ in range(2):
+        with pytest.raises(SpecError) as refused:
+            load_spec(spec, cache=cache)
+        assert str(refused.value).startswith(f"cannot use spec {spec}: paths./a.get.responses.200")
+    assert entries(cache) == []
+
+
+def test_spec_cache_hit_says_the_warnings_again(tmp_path, caplog, monkeypatch):
+    cache = tmp_path / "cache"
+    spec = tmp_path / "warned.yaml"
+    spec.write_text("openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /search?q={q}:\n    get:\n"
+                    "      responses: {'200': {description: ok}}\n  /a:\n    get:\n      responses: {'200': {description: ok}}\n")
+    first = load_spec(spec, cache=cache)
+    loads_nothing(monkeypatch)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="plantstub"):
+        second = load_spec(spec, cache=cache)
+    assert second.warnings == first.warnings != ()
+    assert [r.getMessage() for r in caplog.records] == [f"plantstub: spec {spec}: {w}" for w in first.warnings]
+
+
+def test_spec_cache_does_not_keep_a_value_json_cannot_hold(tmp_path):
+    cache = tmp_path / "cache"
+    load_spec(json_answer_spec(tmp_path / "nan.yaml", "example: .nan"), cache=cache)
+    assert entries(cache) == []
+
+
+def test_spec_cache_off_writes_nothing(tmp_path, multi, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    load_spec(multi, cache=False)
+    monkeypatch.setenv("PLANTSTUB_SPEC_CACHE", "off")
+    load_spec(multi)
+    assert not (tmp_path / "xdg").exists()
+
+
+def test_spec_cache_default_folder_is_under_xdg_cache_home(tmp_path, multi, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("PLANTSTUB_SPEC_CACHE")
+    load_spec(multi)
+    assert len(entries(tmp_path / "xdg" / "plantstub")) == 1
+
+
+def test_spec_cache_skips_a_spec_under_the_size_it_pays_for(tmp_path, multi, monkeypatch):
+    monkeypatch.setattr(spec_cache, "MIN_CACHED", multi.stat().st_size + 1)
+    load_spec(multi, cache=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_spec_cache_keeps_the_entries_used_last(tmp_path, monkeypatch):
+    monkeypatch.setattr(spec_cache, "MAX_ENTRIES", 2)
+    cache = tmp_path / "cache"
+    names = ["greenhouse-3.0.yaml", "greenhouse-3.1.json", "tree.yaml"]
+    for name in names:
+        shutil.copy(SPECS / name, tmp_path / name)
+    load_spec(tmp_path / names[0], cache=cache)
+    first = entries(cache)
+    load_spec(tmp_path / names[1], cache=cache)
+    load_spec(tmp_path / names[0], cache=cache)  # a hit: used last now
+    stale = cache / ".spec-crashed.tmp"
+    stale.write_bytes(b"{")
+    os.utime(stale, (0, 0))
+    load_spec(tmp_path / names[2], cache=cache)
+    kept = entries(cache)
+    assert len(kept) == 2 and first[0] in kept
+    assert not stale.exists()
+
+
+def test_spec_cache_concurrent_loads_write_one_whole_entry(tmp_path, multi):
+    cache = tmp_path / "cache"
+    expected = encode(load_spec(multi, cache=False))
+    results: list[dict] = []
+
+    def load() -> None:
+        results.append(encode(load_spec(multi, cache=cache)))
+
+    threads = [threading.Thread(target=load) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [expected] * 6
+    assert len(entries(cache)) == 1 and list(cache.glob(".spec-*.tmp")) == []
+    assert encode(load_spec(multi, cache=cache)) == expected
+
+
+def test_spec_cache_unwritable_folder_warns_and_loads(tmp_path, multi, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with caplog.at_level(logging.WARNING, logger="plantstub"):
+        spec = load_spec(multi, cache=blocker / "cache")
+    assert spec.operations
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [f"plantstub: spec cache {blocker / 'cache'}: cannot write"]
+
+
+def test_spec_cache_folder_given_to_stub_is_the_one_used(tmp_path, multi):
+    cache = tmp_path / "cache"
+    with Stub(spec=multi, spec_cache=cache):
+        pass
+    with Stub(spec=multi, spec_cache="off"):
+        pass
+    assert len(entries(cache)) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("off", False), ("OFF", False), ("/tmp/specs", Path("/tmp/specs")), ("", True)],
+    ids=["off", "OFF", "folder", "unset"],
+)
+def test_spec_cache_setting_from_the_environment(value, expected):
+    assert build_settings(env={"PLANTSTUB_SPEC_CACHE": value}).spec_cache == expected
