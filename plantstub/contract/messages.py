@@ -1,8 +1,8 @@
 """Violation messages written from jsonschema-rs's own errors: where (its instance path) and what (its kind).
 
-The request path never hands a failing value back to a Python regular expression to explain it: a
-pattern such as `^(a+)+$` backtracks for minutes in Python's `re`, and jsonschema-rs has already
-decided (with a bound on backtracking). Wording follows what plantstub has always said.
+jsonschema-rs alone checks requests, replies and webhooks; no Python regular expression ever runs on a
+failing value to explain it. Wording follows what plantstub has always said; python jsonschema's errors
+(scenario files, refused schemas) go through `python_message`.
 """
 
 from __future__ import annotations
@@ -79,13 +79,27 @@ _TEXTS: dict[str, Callable[[str, Any], str]] = {
     "PropertyNames": lambda v, k: f"property name {message_of(k.error)}",
     "BacktrackLimitExceeded": _costly,
     "RegexEngineFailure": _costly,
+    "ContentEncoding": lambda v, k: f"{v} is not encoded as {k.content_encoding!r}",
+    "ContentMediaType": lambda v, k: f"{v} is not of media type {k.content_media_type!r}",
+    "FromUtf8": lambda v, k: f"{v} is not valid UTF-8 once decoded",
+    "Referencing": lambda v, k: f"{v} could not be checked: its schema refers to what the spec does not hold",
+    "Custom": lambda v, k: f"{v} is not valid: {k.message}",
 }
 
 
 def message_of(error: Any) -> str:
-    """The text of one jsonschema-rs ValidationError, without its location."""
+    """The text of one jsonschema-rs ValidationError, without its location; a kind a later jsonschema-rs adds
+    says the keyword that failed."""
     text = _TEXTS.get(type(error.kind).__name__)
-    return str(error.message) if text is None else text(shown(error.instance), error.kind)
+    if text is None:
+        return f"{shown(error.instance)} is not valid under {_keyword(error)!r}"
+    return text(shown(error.instance), error.kind)
+
+
+def _keyword(error: Any) -> str:
+    """The keyword that failed: the last word of the error's schema path."""
+    words = [w for w in error.schema_path if isinstance(w, str)]
+    return words[-1] if words else type(error.kind).__name__
 
 
 def python_message(error: Any) -> str:
