@@ -46,10 +46,18 @@ def _costly(value: str, kind: Any) -> str:
     return f"{value} could not be checked against its pattern (too costly to match)"
 
 
-# The kind's class name (ValidationErrorKind.Type, .Required, ...) -> the text, from the shown value and the kind.
+# The kind's class name (ValidationErrorKind.Required, ...) -> the text, from the kind alone: the value is not
+# quoted, so not shown (writing a body out is most of the cost of a missing property's message).
+_PLAIN: dict[str, Callable[[Any], str]] = {
+    "Required": lambda k: f"{k.property!r} is a required property",
+    "Constant": lambda k: f"{shown(k.expected_value)} was expected",
+    "AdditionalProperties": lambda k: _unexpected(list(k.unexpected), "Additional properties"),
+    "UnevaluatedProperties": lambda k: _unexpected(list(k.unexpected), "Unevaluated properties"),
+    "UnevaluatedItems": lambda k: _unexpected(list(k.unexpected), "Unevaluated items"),
+}
+# The kind's class name (ValidationErrorKind.Type, ...) -> the text, from the shown value and the kind.
 _TEXTS: dict[str, Callable[[str, Any], str]] = {
     "Type": lambda v, k: f"{v} is not of type {_names(list(k.types))}",
-    "Required": lambda v, k: f"{k.property!r} is a required property",
     "Minimum": lambda v, k: _bound("Minimum", v, k),
     "Maximum": lambda v, k: _bound("Maximum", v, k),
     "ExclusiveMinimum": lambda v, k: _bound("ExclusiveMinimum", v, k),
@@ -62,12 +70,8 @@ _TEXTS: dict[str, Callable[[str, Any], str]] = {
     "MinProperties": lambda v, k: f"{v} does not have enough properties (at least {k.limit})",
     "MaxProperties": lambda v, k: f"{v} has too many properties (at most {k.limit})",
     "Enum": lambda v, k: f"{v} is not one of {shown(list(k.options))}",
-    "Constant": lambda v, k: f"{shown(k.expected_value)} was expected",
     "Pattern": lambda v, k: f"{v} does not match {k.pattern!r}",
     "Format": lambda v, k: f"{v} is not a {k.format!r}",
-    "AdditionalProperties": lambda v, k: _unexpected(list(k.unexpected), "Additional properties"),
-    "UnevaluatedProperties": lambda v, k: _unexpected(list(k.unexpected), "Unevaluated properties"),
-    "UnevaluatedItems": lambda v, k: _unexpected(list(k.unexpected), "Unevaluated items"),
     "AdditionalItems": lambda v, k: f"{v} has more than the {k.limit} items allowed",
     "AnyOf": _none_valid,
     "OneOfNotValid": _none_valid,
@@ -90,10 +94,14 @@ _TEXTS: dict[str, Callable[[str, Any], str]] = {
 def message_of(error: Any) -> str:
     """The text of one jsonschema-rs ValidationError, without its location; a kind a later jsonschema-rs adds
     says the keyword that failed."""
-    text = _TEXTS.get(type(error.kind).__name__)
+    kind = error.kind
+    plain = _PLAIN.get(type(kind).__name__)
+    if plain is not None:
+        return plain(kind)
+    text = _TEXTS.get(type(kind).__name__)
     if text is None:
         return f"{shown(error.instance)} is not valid under {_keyword(error)!r}"
-    return text(shown(error.instance), error.kind)
+    return text(shown(error.instance), kind)
 
 
 def _keyword(error: Any) -> str:
