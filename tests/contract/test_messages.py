@@ -64,8 +64,10 @@ def test_a_property_name_too_costly_to_match_is_a_violation_of_its_object():
     check = SchemaCheck(schema, "test")
     key = "a" * 40 + "!"
     started = time.monotonic()
-    assert [str(v) for v in check.errors({key: 1}, "body")] == [
-        f"body: {{'{key}': 1}} could not be checked against its pattern (too costly to match)"]
+    # jsonschema-rs 0.52 counts a name it could not match as unexpected; later ones say it could not tell.
+    assert [str(v) for v in check.errors({key: 1}, "body")] in (
+        [f"body: {{'{key}': 1}} could not be checked against its pattern (too costly to match)"],
+        [f"body: Additional properties are not allowed ('{key}' was unexpected)"])
     assert time.monotonic() - started < 0.05
     assert [str(v) for v in check.errors({"aa": "x", "b": 1}, "body")] == [
         "body: Additional properties are not allowed ('b' was unexpected)", "body.aa: 'x' is not of type 'integer'"]
