@@ -7,7 +7,7 @@ script builds the wheel once and runs, in fresh venvs made from it:
 - consumer lanes: tests/consumer/, copied out of the repository (so the source tree cannot be imported),
   run with `python -m pytest -p pytester` in venvs holding plantstub + pytest + requests only (`plain`),
   then + pytest-xdist with `-n 2` (`xdist`), then + pytest-asyncio/pytest-aiohttp with asyncio_mode=auto
-  (`asyncio`), and in a venv where jsonschema-rs was uninstalled (`no-jsonschema-rs`). A lane's pytest
+  (`asyncio`). A lane's pytest
   options go in PYTEST_ADDOPTS, so the consumer suite's inner pytester runs get them too.
 - in-process lanes: the repository's own tests/ against the wheel installed with its `[test]` extras, via
   the venv's `pytest` with `--import-mode=importlib` from a working directory outside the repository;
@@ -67,7 +67,6 @@ LANES = (  # a venv's lanes run in this order; jobs (one per venv) start in the 
     Lane("asyncio", "newest", "consumer", ASYNCIO, addopts="-o asyncio_mode=auto"),
     Lane("in-process", "newest", "in-process", in_process=True),
     Lane("plain", "oldest", "consumer", PLAIN),
-    Lane("no-jsonschema-rs", "newest", "no-jsonschema-rs", PLAIN, uninstall=("jsonschema-rs",), absent=("jsonschema_rs",)),
 )
 
 # Removed from the lanes' environment: what would point Python, pytest or plantstub somewhere else.
@@ -351,7 +350,7 @@ class Lanes:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help="run only these lanes: a name (plain, xdist, asyncio, no-jsonschema-rs, in-process) "
+                        help="run only these lanes: a name (plain, xdist, asyncio, in-process) "
                              "or a name and version (plain-3.10)")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="venvs set up and tested at once (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (wheel, venvs, logs)")

@@ -19,7 +19,7 @@ from plantstub._memo import IdentityMemo
 from plantstub.contract import dialects
 from plantstub.contract.flatten import marked
 from plantstub.contract.messages import python_message
-from plantstub.contract.pattern import ecma_pattern
+from plantstub.contract.pattern import served_patterns
 from plantstub.contract.schema import (
     NOT_SCHEMAS,
     SCHEMA_LISTS,
@@ -69,7 +69,7 @@ class Bundler:
         """`legacy`: an OpenAPI 3.0 document; else `dialect` is the one its `jsonSchemaDialect` names."""
         self.lookup = lookup
         self.dialect = dialects.OAS30 if legacy else dialect  # of every schema without its own `$schema`
-        self.warnings: list[str] = []  # dialects read as 2020-12 because plantstub does not know them
+        self.warnings: list[str] = []  # dialects read as 2020-12, patterns not checked: and why
         self.where = ""
         self.keys: dict[str, str] = {}  # absolute target URI -> key in $defs
         self.defs: dict[str, Any] = {}  # key -> converted schema: the `$defs` of every bundle
@@ -300,11 +300,7 @@ class Bundler:
         for keyword in ANNOTATIONS:
             if out.get(keyword) is True:
                 self.annotated.add(keyword)
-        if isinstance(out.get("pattern"), str):  # ECMA-262 forms Python's engines read otherwise (contract/pattern.py)
-            out["pattern"] = ecma_pattern(out["pattern"])
-        if isinstance(out.get("patternProperties"), dict):
-            out["patternProperties"] = {ecma_pattern(k) if isinstance(k, str) else k: v
-                                        for k, v in out["patternProperties"].items()}
+        served_patterns(out, self.where, self.warnings)  # ECMA forms rewritten; what jsonschema-rs cannot run set aside
         bounds = INT_BOUNDS.get(out["format"]) if isinstance(out.get("format"), str) else None
         if bounds:
             low, high = bounds
@@ -354,6 +350,5 @@ def _check(schema: Any, at: list[str], where: str) -> None:
     inside = cut(".".join([*at, *(str(part) for part in error.absolute_path)]), 3 * MAX_SHOWN)
     message = python_message(error)
     if error.validator == "format" and error.validator_value == "regex":
-        message = (f"{shown(error.instance)} is not a regular expression plantstub can run"
-                   " (neither Python's re nor the regex package reads it)")
+        message = f"{shown(error.instance)} is not a regular expression jsonschema-rs can run (ECMA-262, as JSON Schema writes them)"
     raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")

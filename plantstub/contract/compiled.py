@@ -71,8 +71,7 @@ class Checks:
                 if isinstance(schema, dict) and "$defs" not in schema and defs:
                     needed = self.closure(schema, defs)
                     root = {**schema, "$defs": {k: defs[k] for k in needed}} if needed else schema
-                # jsonschema at once where jsonschema-rs is known to refuse the schema (it would only say so)
-                check = SchemaCheck(root, where, checked=True, accelerate=self.shared.compiles(schema))
+                check = SchemaCheck(root, where, checked=True)
             self.compiled.put(schema, check)
         return check
 
@@ -85,7 +84,7 @@ class Checks:
             return all(self.valid(value, part, defs) for part in schema["allOf"])
         try:
             return self.check(schema, defs).is_valid(value)
-        except Exception:  # noqa: BLE001 - a schema jsonschema cannot run: the value is not known good
+        except Exception:  # noqa: BLE001 - a schema jsonschema-rs cannot compile: the value is not known good
             return False
 
     def marks_inside(self, schema: Any, defs: dict[str, Any], keyword: str) -> bool:

@@ -1,8 +1,8 @@
 """Violation messages written from jsonschema-rs's own errors: where (its instance path) and what (its kind).
 
-The request path never hands a failing value back to a Python regular expression to explain it: a
-pattern such as `^(a+)+$` backtracks for minutes in Python's `re`, and jsonschema-rs has already
-decided (with a bound on backtracking). Wording follows what plantstub has always said.
+jsonschema-rs alone checks requests, replies and webhooks; no Python regular expression ever runs on a
+failing value to explain it. Wording follows what plantstub has always said; python jsonschema's errors
+(scenario files, refused schemas) go through `python_message`.
 """
 
 from __future__ import annotations
@@ -46,10 +46,18 @@ def _costly(value: str, kind: Any) -> str:
     return f"{value} could not be checked against its pattern (too costly to match)"
 
 
-# The kind's class name (ValidationErrorKind.Type, .Required, ...) -> the text, from the shown value and the kind.
+# The kind's class name (ValidationErrorKind.Required, ...) -> the text, from the kind alone: the value is not
+# quoted, so not shown (writing a body out is most of the cost of a missing property's message).
+_PLAIN: dict[str, Callable[[Any], str]] = {
+    "Required": lambda k: f"{k.property!r} is a required property",
+    "Constant": lambda k: f"{shown(k.expected_value)} was expected",
+    "AdditionalProperties": lambda k: _unexpected(list(k.unexpected), "Additional properties"),
+    "UnevaluatedProperties": lambda k: _unexpected(list(k.unexpected), "Unevaluated properties"),
+    "UnevaluatedItems": lambda k: _unexpected(list(k.unexpected), "Unevaluated items"),
+}
+# The kind's class name (ValidationErrorKind.Type, ...) -> the text, from the shown value and the kind.
 _TEXTS: dict[str, Callable[[str, Any], str]] = {
     "Type": lambda v, k: f"{v} is not of type {_names(list(k.types))}",
-    "Required": lambda v, k: f"{k.property!r} is a required property",
     "Minimum": lambda v, k: _bound("Minimum", v, k),
     "Maximum": lambda v, k: _bound("Maximum", v, k),
     "ExclusiveMinimum": lambda v, k: _bound("ExclusiveMinimum", v, k),
@@ -62,12 +70,8 @@ _TEXTS: dict[str, Callable[[str, Any], str]] = {
     "MinProperties": lambda v, k: f"{v} does not have enough properties (at least {k.limit})",
     "MaxProperties": lambda v, k: f"{v} has too many properties (at most {k.limit})",
     "Enum": lambda v, k: f"{v} is not one of {shown(list(k.options))}",
-    "Constant": lambda v, k: f"{shown(k.expected_value)} was expected",
     "Pattern": lambda v, k: f"{v} does not match {k.pattern!r}",
     "Format": lambda v, k: f"{v} is not a {k.format!r}",
-    "AdditionalProperties": lambda v, k: _unexpected(list(k.unexpected), "Additional properties"),
-    "UnevaluatedProperties": lambda v, k: _unexpected(list(k.unexpected), "Unevaluated properties"),
-    "UnevaluatedItems": lambda v, k: _unexpected(list(k.unexpected), "Unevaluated items"),
     "AdditionalItems": lambda v, k: f"{v} has more than the {k.limit} items allowed",
     "AnyOf": _none_valid,
     "OneOfNotValid": _none_valid,
@@ -79,13 +83,31 @@ _TEXTS: dict[str, Callable[[str, Any], str]] = {
     "PropertyNames": lambda v, k: f"property name {message_of(k.error)}",
     "BacktrackLimitExceeded": _costly,
     "RegexEngineFailure": _costly,
+    "ContentEncoding": lambda v, k: f"{v} is not encoded as {k.content_encoding!r}",
+    "ContentMediaType": lambda v, k: f"{v} is not of media type {k.content_media_type!r}",
+    "FromUtf8": lambda v, k: f"{v} is not valid UTF-8 once decoded",
+    "Referencing": lambda v, k: f"{v} could not be checked: its schema refers to what the spec does not hold",
+    "Custom": lambda v, k: f"{v} is not valid: {k.message}",
 }
 
 
 def message_of(error: Any) -> str:
-    """The text of one jsonschema-rs ValidationError, without its location."""
-    text = _TEXTS.get(type(error.kind).__name__)
-    return str(error.message) if text is None else text(shown(error.instance), error.kind)
+    """The text of one jsonschema-rs ValidationError, without its location; a kind a later jsonschema-rs adds
+    says the keyword that failed."""
+    kind = error.kind
+    plain = _PLAIN.get(type(kind).__name__)
+    if plain is not None:
+        return plain(kind)
+    text = _TEXTS.get(type(kind).__name__)
+    if text is None:
+        return f"{shown(error.instance)} is not valid under {_keyword(error)!r}"
+    return text(shown(error.instance), kind)
+
+
+def _keyword(error: Any) -> str:
+    """The keyword that failed: the last word of the error's schema path."""
+    words = [w for w in error.schema_path if isinstance(w, str)]
+    return words[-1] if words else type(error.kind).__name__
 
 
 def python_message(error: Any) -> str:

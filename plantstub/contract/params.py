@@ -88,7 +88,7 @@ class ParameterCheck:
         spread over the query does not take.
     """
 
-    def __init__(self, param: Parameter, where: str, accelerate: bool, others: frozenset[str] = frozenset(),
+    def __init__(self, param: Parameter, where: str, others: frozenset[str] = frozenset(),
                  checks: Checks | None = None) -> None:
         self.param = param
         self.style = param.style or ("form" if param.location in ("query", "cookie") else "simple")
@@ -115,8 +115,8 @@ class ParameterCheck:
                                  and self.style in ("form", "deepObject"))
         self.check: SchemaCheck | None = None
         if param.schema is not None:  # compiled with the spec's other schemas when `checks` are given
-            self.check = (checks.check(param.schema, where=where) if checks is not None and accelerate
-                          else SchemaCheck(param.schema, where, accelerate=accelerate, checked=True))
+            self.check = (checks.check(param.schema, where=where) if checks is not None
+                          else SchemaCheck(param.schema, where, checked=True))
         label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)
         self.where = f"{label}.{param.name}"
 

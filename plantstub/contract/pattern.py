@@ -1,12 +1,11 @@
-"""Regular expressions in schemas: which ones are served, read in Python's dialect, and strings that match.
+"""Regular expressions in schemas: which ones are served, and strings that match them.
 
-Specs write ECMA-262 regular expressions (JSON Schema's dialect, with the `u` flag): `\\p{L}`, `\\u{1F331}`.
-jsonschema-rs runs them as written. Where jsonschema runs instead (contract/fallback.py), the `regex` package
-does, once `python_dialect` has rewritten the ECMA escapes it lacks (`\\u{...}`, `\\cX`, `\\k<name>`). A
-pattern is served when Python's `re` or the `regex` package can run it; any other is refused when the spec
-loads; before that, `ecma_pattern` rewrites the ECMA forms Python reads otherwise (a class's `-` beside a class
-escape, an inline flag past the start), once, as the schema is bundled. Strings that match are built with Python's own regular-expression parser, a `\\p{...}` class read as
-the characters of a small pool that it holds; every string is checked against its schema afterwards.
+Specs write ECMA-262 regular expressions (JSON Schema's dialect); jsonschema-rs runs them as written, with
+its backtracking bounded (`pattern_options`). Before that, as the schema is bundled, `ecma_pattern` rewrites
+the ECMA forms its engine reads otherwise (a class's `-` beside a class escape, an inline flag past the start),
+and `served_patterns` sets aside a `pattern` it cannot compile (`^.{0,262144}$` is over its size limit) with
+a warning. Strings that match are built with Python's own regular-expression parser, a `\\p{...}` class read
+as the characters of a small pool that it holds; every string is checked against its schema afterwards.
 """
 
 from __future__ import annotations
@@ -15,9 +14,13 @@ import re
 import string
 import sys
 import warnings
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import islice
 from typing import Any
+
+import jsonschema_rs
+
+from plantstub._json import shown
 
 if sys.version_info >= (3, 11):  # the regular-expression parser behind `re`, to build strings that match a pattern
     from re import _parser as sre_parse
@@ -39,6 +42,16 @@ def _ecma_escape(match: re.Match[str]) -> str:
     if control is not None:
         return f"\\x{ord(control.upper()) % 32:02x}"
     return match.group(0)
+
+
+BACKTRACK_LIMIT = 10_000  # steps of fancy-regex's backtracking (lookarounds only) before a match stops: < 1 ms
+
+
+@cache
+def pattern_options() -> Any:
+    """jsonschema-rs's regex settings: fancy-regex, which runs a pattern without lookarounds or backreferences
+    in linear time (`^(a+)+$` cannot backtrack) and stops one with them after BACKTRACK_LIMIT steps."""
+    return jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT)
 
 
 @lru_cache(maxsize=1024)
@@ -166,9 +179,19 @@ def _scoped_flags(pattern: str) -> str:
     return pattern
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
 def servable(pattern: str) -> bool:
-    """Can plantstub run `pattern` on every path: Python's `re`, else the `regex` package (`\\p{L}`)?"""
+    """Does jsonschema-rs, which checks every request and reply, compile `pattern`?"""
+    try:
+        jsonschema_rs.Draft202012Validator({"pattern": pattern}, pattern_options=pattern_options())
+    except Exception:  # noqa: BLE001 - it says "is not a regex" (a ValidationError) for every reason
+        return False
+    return True
+
+
+@lru_cache(maxsize=1024)
+def readable(pattern: str) -> bool:
+    """Is `pattern` a regular expression at all: read by Python's `re`, or by the `regex` package (`\\p{L}`)?"""
     if python_reads(pattern):
         return True
     import regex  # only for a pattern Python's `re` cannot read
@@ -178,6 +201,27 @@ def servable(pattern: str) -> bool:
     except (regex.error, ValueError, OverflowError, RecursionError):
         return False
     return True
+
+
+def served_patterns(schema: dict[str, Any], where: str, warnings: list[str]) -> None:
+    """Rewrite the ECMA forms of `schema`'s `pattern` and `patternProperties` keys (ecma_pattern), in place.
+
+    A `pattern` that is a regular expression jsonschema-rs cannot compile (over its size limit, a Python-only
+    `\\Z`, a backreference) is removed with a warning, as real specs write some (Adyen: `^.{0,262144}$`);
+    one that is no regular expression stays, for the metaschema check to refuse. A `patternProperties` key
+    stays too: without it, `additionalProperties` would refuse names the spec allows.
+    """
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        schema["pattern"] = pattern = ecma_pattern(pattern)
+        if not servable(pattern) and readable(pattern):
+            del schema["pattern"]
+            warning = f"pattern {shown(pattern)} is not checked: jsonschema-rs cannot compile it"
+            if not any(w.endswith(warning) for w in warnings):
+                warnings.append(f"{where}: {warning}" if where else warning)
+    if isinstance(schema.get("patternProperties"), dict):
+        schema["patternProperties"] = {ecma_pattern(k) if isinstance(k, str) else k: v
+                                       for k, v in schema["patternProperties"].items()}
 
 
 # -- strings built to match ---------------------------------------------------------------------------

@@ -64,29 +64,26 @@ def challenge(op: Operation) -> str:
 
 
 # -- whole request ---------------------------------------------------------------------------
-def _compiled(schema: dict | bool | None, where: str, accelerate: bool, checks: Checks | None) -> SchemaCheck | None:
+def _compiled(schema: dict | bool | None, where: str, checks: Checks | None) -> SchemaCheck | None:
     """The check of one schema of the operation: from the spec's `checks` when given."""
     if schema is None:
         return None
     if checks is not None:
         return checks.check(schema, where=where)
-    return SchemaCheck(schema, where, accelerate=accelerate, checked=True)
-
+    return SchemaCheck(schema, where, checked=True)
 
 
 class RequestCheck:
     """Everything needed to validate requests to one operation, compiled once at start."""
 
-    def __init__(self, op: Operation, accelerate: bool = True, checks: Checks | None = None) -> None:
+    def __init__(self, op: Operation, checks: Checks | None = None) -> None:
         """`checks`: the spec's compiled schemas (contract/compiled.py); else each schema is compiled here."""
         self.op = op
-        if checks is None or not accelerate:
-            checks = None
         # What an exploded form object spread over the query leaves alone: the other query names, API keys included.
         in_query = [p.name for p in op.parameters if p.location == "query"] + [
             s.param for alt in op.security for s in alt if s.type == "apiKey" and s.location == "query"]
         self.params = [
-            ParameterCheck(p, f"{op.label} parameter {p.name}", accelerate, frozenset(in_query) - {p.name}, checks)
+            ParameterCheck(p, f"{op.label} parameter {p.name}", frozenset(in_query) - {p.name}, checks)
             for p in op.parameters
         ]
         self.uses_cookies = any(p.location == "cookie" for p in op.parameters) or any(
@@ -104,7 +101,7 @@ class RequestCheck:
         for name, media in (op.body or {}).items():
             if media.schema is not None and not is_json(name):
                 self.field_types[name.lower()] = property_types(media.schema)
-            self.bodies[name.lower()] = _compiled(media.schema, f"{op.label} requestBody {name}", accelerate, checks)
+            self.bodies[name.lower()] = _compiled(media.schema, f"{op.label} requestBody {name}", checks)
 
     def security_violations(self, request: IncomingRequest, cookies: dict[str, str]) -> list[Violation]:
         if not self.op.security:

@@ -30,7 +30,7 @@ class _Shared:
 
     def __init__(self, ops: dict[str, Operation]) -> None:
         self.checks = {
-            op: {p.name: ParameterCheck(p, f"{op.label} parameter {p.name}", True)
+            op: {p.name: ParameterCheck(p, f"{op.label} parameter {p.name}")
                  for p in op.parameters if p.location == "path"}
             for op in ops.values()
         }

@@ -1,35 +1,25 @@
-"""One compiled JSON Schema: a fast yes/no, and jsonschema's messages only when there is something to say.
+"""One compiled JSON Schema, checked by jsonschema-rs: a fast yes/no, and plantstub's messages from its errors.
 
-jsonschema-rs (the accelerator) decides valid/invalid and checks schemas against the 2020-12
-metaschema; jsonschema defines behaviour and writes every message. jsonschema is imported the first
-time a message is needed (an invalid request, a broken schema) or when the accelerator is missing or
-refuses a schema, so starting the stub and serving valid traffic never pay for it (about 50 ms).
+jsonschema-rs checks every request, reply and webhook body, and checks schemas against the 2020-12
+metaschema; python jsonschema is imported only to say why a schema is refused (contract/bundle.py) and
+what is wrong in a scenario file (scenarios/load.py).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
-from functools import cache, cached_property
-from itertools import islice
+from functools import cache
 from typing import Any
 
+import jsonschema_rs
 from referencing.jsonschema import DRAFT202012
 
-from plantstub.contract.fallback import time_budget
 from plantstub.contract.messages import message_of
-from plantstub.contract.pattern import servable
+from plantstub.contract.pattern import pattern_options, servable
 from plantstub.errors import SpecError
 
-try:  # the accelerator answers yes/no; jsonschema still defines behaviour and writes messages
-    import jsonschema_rs
-except ImportError:  # pragma: no cover - exercised where no wheel exists
-    jsonschema_rs = None  # type: ignore[assignment]
-
 MAX_MESSAGE = 240
-BACKTRACK_LIMIT = 10_000
 
 # Keywords whose values are subschemas, by shape: {name: schema}, one schema, [schema, ...].
 SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
@@ -48,54 +38,6 @@ def subschemas(schema: dict[str, Any]) -> Iterable[Any]:
     """The subschemas right below a bundled (2020-12) schema, as `referencing` finds them, but for its `$defs`:
     a bundle's root holds the whole document's, which a walk looks at apart, by key."""
     return _SUBRESOURCES({k: v for k, v in schema.items() if k != "$defs"} if "$defs" in schema else schema)
-
-
-# -- formats --------------------------------------------------------------------------------
-_DATE_TIME = re.compile(
-    r"\A\d{4}-\d{2}-\d{2}[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z"
-)
-_TIME = re.compile(r"\A(\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z")
-_HOSTNAME = re.compile(r"\A(?=.{1,253}\Z)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?\Z")
-_URI = re.compile(r"\A[A-Za-z][A-Za-z0-9+.-]*:[^\s]*\Z")
-
-
-def _is_date_time(value: object) -> bool:
-    if not isinstance(value, str):
-        return True
-    m = _DATE_TIME.match(value)
-    if not m:
-        return False
-    try:
-        datetime.fromisoformat(value[:10])
-    except ValueError:
-        return False
-    return int(m.group(1)) < 24 and int(m.group(2)) < 60 and int(m.group(3)) < 61
-
-
-def _is_time(value: object) -> bool:
-    if not isinstance(value, str):
-        return True
-    m = _TIME.match(value)
-    return m is not None and int(m.group(1)) < 24 and int(m.group(2)) < 60 and int(m.group(3)) < 61
-
-
-def _is_hostname(value: object) -> bool:
-    return not isinstance(value, str) or bool(_HOSTNAME.match(value))
-
-
-def _is_uri(value: object) -> bool:
-    return not isinstance(value, str) or bool(_URI.match(value))
-
-
-@cache
-def format_checker() -> Any:
-    """jsonschema's FormatChecker with the format checks requests and replies get (built on first use)."""
-    import jsonschema
-
-    checker = jsonschema.FormatChecker()
-    for name, check in (("date-time", _is_date_time), ("time", _is_time), ("hostname", _is_hostname), ("uri", _is_uri)):
-        checker.checks(name)(check)
-    return checker
 
 
 # -- the metaschema -------------------------------------------------------------------------
@@ -120,8 +62,6 @@ def _fast_metaschema() -> Any:
 
 def meta_valid(schema: Any) -> bool:
     """Fast: is `schema` valid 2020-12 JSON Schema whose patterns plantstub serves? False: ask jsonschema why."""
-    if jsonschema_rs is None:
-        return False
     try:
         if not _fast_metaschema().is_valid(schema):
             return False
@@ -133,7 +73,7 @@ def meta_valid(schema: Any) -> bool:
 @cache
 def metaschema_validator() -> Any:
     """jsonschema's 2020-12 metaschema validator with its formats asserted (built on first use); a `regex` is
-    what plantstub serves (contract/pattern.py: `\\p{L}` too), not only what Python's `re` reads."""
+    what jsonschema-rs compiles (contract/pattern.py), not what Python's `re` reads."""
     import jsonschema
 
     meta = jsonschema.Draft202012Validator
@@ -146,135 +86,6 @@ def metaschema_validator() -> Any:
 # -- one schema -----------------------------------------------------------------------------
 def _short(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
-
-
-class _Recursive(Exception):
-    pass
-
-
-def inline_refs(schema: Any) -> Any:
-    """The bundled schema with its local `$defs` references written in place, when none is recursive.
-
-    Same meaning and messages; jsonschema's message path then skips $ref resolution (about 2x faster).
-    A recursive schema is returned as it is.
-    """
-    if not isinstance(schema, dict) or not isinstance(schema.get("$defs"), dict):
-        return schema
-    defs = schema["$defs"]
-
-    def walk(node: Any, stack: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [walk(item, stack) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-            name = ref[8:]
-            if name in stack:
-                raise _Recursive
-            target = walk(defs[name], (*stack, name))
-            rest = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
-            return {"allOf": [target], **rest} if rest else target
-        return {k: (v if k in _DATA_KEYWORDS else walk(v, stack)) for k, v in node.items() if k != "$defs"}
-
-    try:
-        return walk(schema, ())
-    except _Recursive:
-        return schema
-
-
-_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")  # applied to the value where they stand
-MAX_UNFOLDED = 10_000  # schema nodes an unfolded allOf loop may take before it is left as it is
-
-
-def _in_place_refs(node: Any) -> Iterator[str]:
-    """The `$defs` keys `node` applies to the value where it stands (no property or item in between)."""
-    if not isinstance(node, dict):
-        return
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        yield ref[8:]
-    for key in _IN_PLACE:
-        value = node.get(key)
-        for sub in value if isinstance(value, list) else [value]:
-            yield from _in_place_refs(sub)
-
-
-def without_loops(schema: Any) -> Any:
-    """The bundled schema with its in-place loops cut, for jsonschema (which recurses into them for ever).
-
-    A: allOf [B] and B: allOf [A] check one value against A, B, A, ... at the same place: the second A adds
-    nothing, so it becomes `true`, which is how jsonschema-rs reads it. Loops through a property or an item
-    are left alone (each turn goes one level into the value, and values are finite).
-    """
-    defs = schema.get("$defs") if isinstance(schema, dict) else None
-    if not isinstance(defs, dict):
-        return schema
-    graph = {key: {k for k in _in_place_refs(node) if k in defs} for key, node in defs.items()}
-
-    def loops(start: str) -> bool:
-        todo, seen = list(graph[start]), set()
-        while todo:
-            key = todo.pop()
-            if key == start:
-                return True
-            if key not in seen:
-                seen.add(key)
-                todo.extend(graph[key])
-        return False
-
-    looping = {key for key in graph if loops(key)}
-    if not looping:
-        return schema
-    size = 0
-
-    def unfold(node: Any, stack: tuple[str, ...]) -> Any:
-        nonlocal size
-        size += 1
-        if size > MAX_UNFOLDED:
-            raise _Recursive
-        if not isinstance(node, dict):
-            return node
-        out = {k: ([unfold(n, stack) for n in v] if isinstance(v, list) else unfold(v, stack)) if k in _IN_PLACE else v
-               for k, v in node.items() if k != "$ref"}
-        ref = node.get("$ref")
-        key = ref[8:] if isinstance(ref, str) and ref.startswith("#/$defs/") else None
-        if key is None or key not in looping:
-            return {"$ref": ref, **out} if ref is not None else out
-        inner = True if key in stack else unfold(defs[key], (*stack, key))
-        return {"allOf": [inner], **out} if out else inner
-
-    try:
-        root = unfold({k: v for k, v in schema.items() if k != "$defs"}, ())
-        unfolded = {k: unfold(v, (k,)) if k in looping else v for k, v in defs.items()}
-    except _Recursive:
-        return schema
-    return {**root, "$defs": unfolded} if isinstance(root, dict) else {"allOf": [root], "$defs": unfolded}
-
-
-def reached(schema: Any) -> Any:
-    """The bundled schema with only the `$defs` it reaches: every bundle of a spec holds the spec's whole
-    `$defs` (contract/bundle.py), which jsonschema would otherwise walk (24 ms instead of 1 ms to build)."""
-    defs = schema.get("$defs") if isinstance(schema, dict) else None
-    if not isinstance(defs, dict):
-        return schema
-    keys = _reachable(schema, defs)
-    return schema if len(keys) == len(defs) else {**schema, "$defs": {key: defs[key] for key in keys}}
-
-
-def _reachable(schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
-    """The `$defs` keys `schema` refers to, directly or through other entries, in the order met."""
-    found: dict[str, None] = {}
-    todo: list[Any] = [{k: v for k, v in schema.items() if k != "$defs"}]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs and ref[8:] not in found:
-                found[ref[8:]] = None
-                todo.append(defs[ref[8:]])
-            todo.extend(subschemas(node))
-    return list(found)
 
 
 def refs_in(node: Any) -> set[str]:
@@ -313,7 +124,6 @@ class Violation:
 
 LARGE = 1000  # parts (values, items, properties) of a value whose violations are all listed
 MAX_VIOLATIONS = 50
-CHECK_SECONDS = 0.5  # what jsonschema's regular expressions may take together, for one check
 
 
 def _larger_than(value: Any, limit: int) -> bool:
@@ -339,8 +149,7 @@ def compile_fast(schema: Any, formats: bool = True) -> Any:
     """jsonschema-rs's validator of `schema`; raises whatever it raises for a schema it refuses."""
     return jsonschema_rs.Draft202012Validator(
         schema, validate_formats=formats, offline=True,  # no URL is ever fetched
-        # fancy-regex backtracks for lookarounds: stop a pattern at this many steps (< 1 ms)
-        pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT),
+        pattern_options=pattern_options(),  # backtracking bounded (contract/pattern.py)
     )
 
 
@@ -364,8 +173,7 @@ class _Property:
 
 
 class SchemaCheck:
-    """One compiled schema: jsonschema-rs decides and explains; jsonschema where jsonschema-rs is missing or
-    refuses the schema.
+    """One compiled schema: jsonschema-rs decides, and its errors are written in plantstub's words (messages.py).
 
     :param checked: the schema already passed the metaschema check (load_spec checks every schema once).
     :param formats: assert `format` (request and reply bodies do; scenario files have no formats).
@@ -373,8 +181,8 @@ class SchemaCheck:
         formats asserted (contract/compiled.py); nothing is compiled here.
     """
 
-    def __init__(self, schema: dict | bool, where: str, *, accelerate: bool = True, checked: bool = False,
-                 formats: bool = True, shared: tuple[Any, str] | None = None) -> None:
+    def __init__(self, schema: dict | bool, where: str, *, checked: bool = False, formats: bool = True,
+                 shared: tuple[Any, str] | None = None) -> None:
         if not checked and not meta_valid(schema):
             from jsonschema import Draft202012Validator, SchemaError
 
@@ -384,25 +192,15 @@ class SchemaCheck:
                 raise SpecError(f"{where}: the schema is not valid JSON Schema: {exc.message}") from None
         self.schema = schema
         self.formats = formats
-        self.fast: Any = None
+        self.fast: Any
         self.skip = 0  # leading steps of an error's instance path that are not the value's
-        if shared is not None and accelerate and formats:
+        if shared is not None and formats:
             self.fast, self.skip = _Property(*shared), 1
-        elif accelerate and jsonschema_rs is not None:
-            try:
-                self.fast = compile_fast(schema, formats)
-            except Exception:  # noqa: BLE001 - e.g. a regex dialect it rejects: jsonschema still works
-                self.fast = None
-
-    @cached_property
-    def slow(self) -> Any:
-        """jsonschema's validator, with regular expressions bounded in time (contract/fallback.py)."""
-        from referencing import Registry  # empty: jsonschema would otherwise fetch a remote `$ref`
-
-        from plantstub.contract.fallback import validator_class  # imports `regex`: only when needed
-
-        return validator_class()(inline_refs(without_loops(reached(self.schema))), format_checker=format_checker() if self.formats else None,
-                                 registry=Registry())
+            return
+        try:
+            self.fast = compile_fast(schema, formats)
+        except Exception:  # noqa: BLE001 - load_spec refuses (or sets aside) what it would refuse: not reached
+            raise SpecError(f"{where}: jsonschema-rs cannot compile the schema; check its patterns") from None
 
     def errors(self, instance: Any, root: str) -> list[Violation]:
         """The violations of `instance`, located under `root` (`body`, `query.limit`), in path order.
@@ -410,29 +208,20 @@ class SchemaCheck:
         Every one for a value of up to LARGE parts; for a larger one, the first only (listing all of a
         300,000-item array took seconds and megabytes), and at most MAX_VIOLATIONS in any case.
         """
-        if self.fast is not None:
-            try:
-                if self.fast.is_valid(instance):
-                    return []
-                # jsonschema-rs decided, and it explains too: no Python regex runs on the failing value.
-                if _larger_than(instance, LARGE):  # counted only once invalid: valid calls never pay for it
-                    try:
-                        self.fast.validate(instance)
-                    except jsonschema_rs.ValidationError as error:
-                        return [self._violation(root, error.instance_path[self.skip:], message_of(error)), _more(root)]
-                found = [(e.instance_path[self.skip:], message_of(e)) for e in self.fast.iter_errors(instance)]
-                return self._listed(root, found)
-            except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
-                pass
-        large = _larger_than(instance, LARGE)
         try:
-            with time_budget(CHECK_SECONDS):  # every regex of this check shares one budget
-                errors = islice(self.slow.iter_errors(instance), 1 if large else MAX_VIOLATIONS + 1)
-                found = [(e.absolute_path, e.message) for e in errors]
-            listed = self._listed(root, found)
-            return [*listed, _more(root)] if large and listed else listed
+            if self.fast.is_valid(instance):
+                return []
+            if _larger_than(instance, LARGE):  # counted only once invalid: valid calls never pay for it
+                try:  # iter_errors() makes every error before the first is read: seconds for 300,000 of them
+                    self.fast.validate(instance)
+                except jsonschema_rs.ValidationError as error:
+                    return [self._violation(root, error.instance_path[self.skip:], message_of(error)), _more(root)]
+            found = [(e.instance_path[self.skip:], message_of(e)) for e in self.fast.iter_errors(instance)]
         except RecursionError:
             return [Violation(root, "nested too deeply to check")]
+        except ValueError:  # not what JSON or a form gives (a key that is not a string): nothing to check it as
+            return [Violation(root, "not a JSON value: cannot be checked")]
+        return self._listed(root, found)
 
     def _violation(self, root: str, path: Any, message: str) -> Violation:
         return Violation(location_path(root, path), _short(message))
@@ -446,13 +235,7 @@ class SchemaCheck:
         return unique
 
     def is_valid(self, instance: Any) -> bool:
-        if self.fast is not None:
-            try:
-                return self.fast.is_valid(instance)
-            except (ValueError, RecursionError):  # e.g. a non-string key: let jsonschema decide
-                pass
         try:
-            with time_budget(CHECK_SECONDS):
-                return bool(self.slow.is_valid(instance))
-        except RecursionError:
+            return bool(self.fast.is_valid(instance))
+        except (ValueError, RecursionError):
             return False

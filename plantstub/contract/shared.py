@@ -9,11 +9,11 @@ checked against a place as that property of a one-key object: `{"12": value}`.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
 from plantstub._memo import IdentityMemo
+from plantstub.contract.pattern import servable
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, compile_fast, jsonschema_rs, subschemas
 
 # Keywords whose meaning depends on where the schema stands (its resource, the dynamic scope): a place that
@@ -198,10 +198,5 @@ def _patterns_run(node: dict[str, Any]) -> bool:
     return all(_runs(pattern) for pattern in patterns)
 
 
-@lru_cache(maxsize=4096)
 def _runs(pattern: str) -> bool:
-    try:
-        compile_fast({"pattern": pattern})
-        return True
-    except Exception:  # noqa: BLE001 - a regex dialect it rejects
-        return False
+    return servable(pattern)  # load_spec asked already (contract/pattern.py): remembered there

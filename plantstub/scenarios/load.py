@@ -54,6 +54,16 @@ def _validator() -> SchemaCheck:
     return SchemaCheck(scenario_schema(), "scenario.schema.json", checked=True, formats=False)
 
 
+@cache
+def _explainer() -> Any:
+    """python jsonschema over the scenario schema, built for a file that breaks it: its errors carry the keyword
+    and the subschema that the messages below are written from."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry  # empty: nothing is ever fetched
+
+    return Draft202012Validator(scenario_schema(), registry=Registry())
+
+
 # -- the scenario schema ------------------------------------------------------------------------
 def _shown(value: Any) -> str:
     if isinstance(value, (dict, list)):
@@ -76,7 +86,7 @@ def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
     found: list[ScenarioError] = []
     if _validator().is_valid(doc.data):
         return found
-    raw = sorted(_validator().slow.iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
+    raw = sorted(_explainer().iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
     # A value of the wrong type earns one message, not one per keyword that also failed on it.
     mistyped = {tuple(e.absolute_path) for e in raw if e.validator == "type"}
     for error in raw:

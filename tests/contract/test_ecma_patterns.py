@@ -59,7 +59,7 @@ components:
         (WHO, r"^(#\d+|(?i:[A-Z]+@[A-Z]+\.[A-Z]{2,}))$"),  # an inline flag applies to the rest of its group
         (r"a|(?i)b|c", r"a|(?i:b|c)"),
         (r"(?i)^(all|none)$", r"(?i)^(all|none)$"),  # at the start: Python reads it
-        (r"^\p{L}[\p{L}-]+$", r"^\p{L}[\p{L}-]+$"),  # the regex package reads it: left alone
+        (r"^\p{L}[\p{L}-]+$", r"^\p{L}[\p{L}-]+$"),  # jsonschema-rs reads it: left alone
     ],
 )
 def test_ecma_pattern_rewrites_only_what_python_reads_otherwise(pattern, read_as):

@@ -157,3 +157,41 @@ def test_operation_without_responses_takes_a_scenario_reply_of_204_only(tmp_path
     assert str(refused.value).splitlines()[1:] == [
         f"{teapot}:3: rules[0].reply.status: 200 is not declared for POST /ping (declared: 204); add"
         " `off_contract: true` to this rule to serve it anyway"]
+
+
+# Regular expressions jsonschema-rs cannot compile: over its size limit (Adyen's TerminalAPI writes this one), and
+# Python's `\Z`. `\p{L}`, `[\d-_]` and a mid-pattern `(?i)` it runs (the last two once rewritten: test_ecma_patterns).
+PATTERNS = r"""
+openapi: 3.1.0
+info: {title: Patterns, version: "1"}
+paths:
+  /notes:
+    post:
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                text: {type: string, pattern: "^.{0,262144}$", maxLength: 5}
+                code: {type: string, pattern: "^[a-z]+\\Z"}
+                city: {type: string, pattern: "^\\p{L}+$"}
+      responses: {"204": {description: ok}, "400": {description: bad}}
+"""
+PATTERN_WARNINGS = [
+    "paths./notes.post.requestBody.content.application/json.schema: pattern '^.{0,262144}$' is not checked:"
+    " jsonschema-rs cannot compile it",
+    "paths./notes.post.requestBody.content.application/json.schema: pattern '^[a-z]+\\\\Z' is not checked:"
+    " jsonschema-rs cannot compile it",
+]
+
+
+async def test_a_pattern_jsonschema_rs_cannot_compile_is_served_unchecked_with_a_warning(aiohttp_client, tmp_path):
+    client = await aiohttp_client(create_app(spec=str(write(tmp_path, "api.yaml", PATTERNS))))
+    health = await (await client.get("/__plantstub/health")).json()
+    assert health["spec"]["warnings"] == PATTERN_WARNINGS
+    assert (await client.post("/notes", json={"text": "line\n", "code": "AB1", "city": "Évora"})).status == 204
+    answer = await client.post("/notes", json={"text": "longer", "code": 1, "city": "ab1"})  # the rest still holds
+    assert (answer.status, (await answer.json())["message"]) == (400, "; ".join([
+        "body.city: 'ab1' does not match '^\\\\p{L}+$'", "body.code: 1 is not of type 'string'",
+        "body.text: 'longer' is too long"]))

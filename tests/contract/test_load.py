@@ -297,8 +297,8 @@ BROKEN = {
                             "not valid JSON Schema at $defs.Plant.properties.height.type: "
                             "12 is not valid under any of the given schemas",
     "bad-pattern.yaml": "{path}: paths./plants/{{name}}.get.parameters[0].schema: not valid JSON Schema at pattern: "
-                        "'^\\\\p{{Letters}}+$' is not a regular expression plantstub can run "
-                        "(neither Python's re nor the regex package reads it)",
+                        "'^\\\\p{{Letters}}+$' is not a regular expression jsonschema-rs can run "
+                        "(ECMA-262, as JSON Schema writes them)",
     "ref-loop-parameters.yaml": "{path}: paths./plants.get.parameters[0]: $ref loop: #/components/parameters/Limit"
                                 " -> #/components/parameters/PageSize -> #/components/parameters/Limit",
     "ref-loop-schemas.yaml": "{path}: paths./plants.get.responses.200.content.application/json.schema: "

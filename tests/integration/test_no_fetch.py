@@ -50,7 +50,7 @@ paths:
               required: [n]
               properties:
                 n: {{$schema: "{base}/other", type: integer, pattern: "^[0-9]+$"}}
-                s: {{type: string, pattern: "^\\\\w+\\\\Z"}}
+                s: {{type: string, pattern: "^\\\\w+$"}}
       responses:
         "200": {{description: ok}}
 """
@@ -63,7 +63,7 @@ def test_a_schema_dialect_url_is_never_fetched(tmp_path, listener):
     try:
         assert post_status(stub.url, b'{"n": 1}', "/x") == 200
         assert post_status(stub.url, b'{"n": "one"}', "/x") == 400
-        assert post_status(stub.url, b'{"n": 1, "s": "ab"}', "/x") == 200  # \\Z: the jsonschema path
+        assert post_status(stub.url, b'{"n": 1, "s": "ab"}', "/x") == 200
         assert post_status(stub.url, b'{"n": 1, "s": "a b"}', "/x") == 400
     finally:
         stub.stop()
