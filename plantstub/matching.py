@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -296,10 +297,30 @@ def _searches(pattern: str, text: str) -> bool | None:
         return None
 
 
-def _text_of(actual: Any) -> str | None:
-    if isinstance(actual, bool):
-        return "true" if actual else "false"
-    return actual if isinstance(actual, str) else None
+def as_text(value: Any) -> str | None:
+    """The one coercion: a value as the text a request carries, as JSON writes it (`True` -> "true", `None` ->
+    "null", `2` -> "2", `2.5` -> "2.5"); None for a list or an object, which are no text. Expected header and
+    query values are compared so, and `$regex` / `$contains` read a body's numbers and booleans so."""
+    if isinstance(value, str):
+        return str.__str__(value)  # an Enum or other subclass of str: its text, not its repr
+    if value is None or isinstance(value, (bool, int, float)):
+        return _dumps(value)
+    return None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value)  # float("inf"): Infinity, as Python's json writes it
+
+
+def expected_text(value: Any) -> Any:
+    """An expected header or query value, ready to compare with what a request carries: text (as_text()), a
+    matcher as written, or for a list (a repeated name) a list of texts."""
+    if type(value) is str or type(value) is dict:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [expected_text(item) for item in value]
+    text = as_text(value)
+    return str(value) if text is None else text  # a date, a UUID...: its str(), as the user would write it
 
 
 def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
@@ -313,14 +334,15 @@ def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
     if op == "$eq":
         return _json_equal(wanted, actual)
     if op == "$regex":
-        text = _text_of(actual)
+        text = as_text(actual)
         if text is None or not isinstance(wanted, str):
             return False
         found = _searches(wanted, text)
         return "too costly to match (over 0.1 s); simplify the pattern" if found is None else found
     if op == "$contains":
-        if isinstance(wanted, str) and isinstance(actual, str):
-            return wanted in actual
+        if isinstance(wanted, str) and not isinstance(actual, (list, dict)):
+            text = as_text(actual)
+            return text is not None and wanted in text
         return isinstance(actual, list) and any(not body_mismatches(wanted, item) for item in actual)
     return f"{op!r} is not a matcher (known: {', '.join(MATCHERS)})"
 
@@ -345,12 +367,15 @@ def matcher_mismatches(matcher: dict, actual: Any, where: str) -> list[Mismatch]
 
 
 def value_mismatches(expected: Any, actual: Any, where: str) -> list[Mismatch]:
-    """A header or query value: equal as text (`1` is "1"), or a matcher. `actual` is text, or MISSING."""
-    if type(expected) is dict and expected and is_matcher(expected):
-        return matcher_mismatches(expected, actual, where)
-    text = _text_of(expected)
-    wanted = text if text is not None else str(expected)
-    return [] if actual == wanted else [Mismatch(where, wanted, actual)]
+    """A header or query value: equal as text (expected_text(): `1` is "1", `True` is "true"), or a matcher.
+
+    `actual` is text, or MISSING; or, when `expected` is a list, the list of a repeated name's values."""
+    wanted = expected_text(expected)
+    if actual == wanted:
+        return []
+    if type(wanted) is dict and wanted and is_matcher(wanted):
+        return matcher_mismatches(wanted, actual, where)
+    return [Mismatch(where, wanted, actual)]
 
 
 def matcher_problems(value: Any, where: str) -> list[tuple[str, str]]:
