@@ -63,8 +63,9 @@ class RequestPattern:
             got = query.get(name, MISSING)
             actual = got[0] if type(got) is list else got
             if actual != value:
-                whole = [got] if type(got) is str else [] if got is MISSING else got
-                found.extend(value_mismatches(value, whole if type(value) is list else actual, f"query.{name}"))
+                whole = type(value) is list
+                found.extend(value_mismatches(value, _query_value(query, name, whole) if whole else actual,
+                                              f"query.{name}"))
         if self.body is not NO_BODY:
             found.extend(body_mismatches(self.body, body, "body", self.matchers))
         if self.status is not None and self.status != status:
@@ -84,7 +85,8 @@ class RequestPattern:
         if self.path is not None:
             looked.append(("path", self.path, path))
         looked.extend((f"headers.{name}", value, headers.get(name, MISSING)) for name, value in self.headers.items())
-        looked.extend((f"query.{name}", value, query.get(name, MISSING)) for name, value in self.query.items())
+        looked.extend((f"query.{name}", value, _query_value(query, name, whole=type(value) is list))
+                      for name, value in self.query.items())
         if self.body is not NO_BODY:
             looked.append(("body", self.body, "matches"))
         if self.status is not None:
@@ -106,6 +108,15 @@ def _all(headers: Mapping[str, str], name: str) -> list[str]:
         return list(getall(name, []))
     value = headers.get(name)
     return [] if value is None else [value]
+
+
+def _query_value(query: Mapping[str, Any], name: str, whole: bool) -> Any:
+    """A query name's first value (MISSING when absent), or with `whole` the list of all its values."""
+    got = query.get(name, MISSING)
+    values = [] if got is MISSING else got if type(got) is list else [got]
+    if whole:
+        return values
+    return values[0] if values else MISSING
 
 
 def _top(where: str) -> str:

@@ -23,7 +23,7 @@ class Expectation:
 
     method: str | None = None
     path: str | None = None
-    headers: dict[str, str] | None = None
+    headers: dict[str, Any] | None = None
     query: dict[str, Any] | None = None
     body: Any = NO_BODY
     status: int | None = None

@@ -22,14 +22,16 @@ class CallChecks:
         path: str | None = None,
         *,
         body: Any = NO_BODY,
-        headers: dict[str, str] | None = None,
+        headers: dict[str, Any] | None = None,
         query: dict[str, Any] | None = None,
         status: int | None = None,
         times: int | None = None,
     ) -> list[Call]:
         """Assert calls like this were received: `times` exactly, or at least one when None.
 
-        :param body: partial JSON: each key given must equal the request's.
+        :param body: partial JSON: each key given must equal the request's (matchers included).
+        :param headers: names in any case; values compared as text (`True` is "true", `2` is "2"), or matchers.
+        :param query: as `headers`, against each name's first value (a list: every value, in order).
         :returns: the matching calls.
         :raises CallAssertionError: with expected, received and the closest calls, field by field.
         """
@@ -37,9 +39,22 @@ class CallChecks:
         expectation = Expectation(method, path, headers, query, body, status)
         return assert_called(self.calls, expectation, times)
 
-    def assert_not_called(self, method: str | None = None, path: str | None = None, *, body: Any = NO_BODY) -> None:
+    def assert_not_called(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        *,
+        body: Any = NO_BODY,
+        headers: dict[str, Any] | None = None,
+        query: dict[str, Any] | None = None,
+        status: int | None = None,
+    ) -> None:
+        """Assert no call like this was received; the filters are assert_called()'s.
+
+        :raises CallAssertionError: naming the calls that match.
+        """
         __tracebackhide__ = True
-        assert_called(self.calls, Expectation(method, path, None, None, body), 0)
+        assert_called(self.calls, Expectation(method, path, headers, query, body, status), 0)
 
     def assert_all_valid(self) -> None:
         """Assert every recorded request kept the contract; the failure lists each one that did not."""
