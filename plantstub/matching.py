@@ -6,18 +6,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from plantstub._json import MISSING
-
-if sys.version_info >= (3, 11):  # the parser behind `re`: how large a `$regex` grows once compiled
-    from re import _parser as sre_parse
-else:  # pragma: no cover - Python 3.10
-    import sre_parse
+from plantstub._regex import PATTERN_SECONDS, pattern_problem, searches
 
 _PARAMETER = re.compile(r"\{([^}/]+)\}")
 
@@ -200,7 +195,6 @@ def body_mismatches(expected: Any, actual: Any, where: str = "body", matchers: b
 # In a `match:` (and in expectations) a mapping whose keys start with `$` is a matcher, never a literal: every
 # key must be one of these, and all must hold. `{"$eq": X}` matches X literally (the escape for a `$` key).
 MATCHERS = ("$regex", "$contains", "$present", "$absent", "$eq")
-PATTERN_SECONDS = 0.1  # at most, per `$regex` match: a pattern that backtracks without end cannot hold the stub
 
 
 def uses_matchers(value: Any) -> bool:
@@ -222,79 +216,6 @@ def is_matcher(value: dict) -> bool:
     at load, see matcher_problems())."""
     first = next(iter(value))
     return isinstance(first, str) and first.startswith("$")
-
-
-@lru_cache(maxsize=512)
-def _compiled(pattern: str) -> Any:
-    import regex  # the `regex` package: matches under a timeout (Python's `re` has none); loaded on first use
-
-    return regex.compile(pattern)
-
-
-MAX_EXPANDED = 100_000  # what a pattern's counted repeats may expand to: `((a{100}){100}){100}` compiles for seconds
-_COUNTED = re.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
-
-
-def _expanded(items: Any) -> int:
-    """How large a parsed pattern is once its counted repeats are written out (the `regex` package compiles so)."""
-    total = 0
-    for op, av in items:
-        name = str(op)
-        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, high, sub = av
-            total += (max(low, 1) if high == sre_parse.MAXREPEAT else high) * _expanded(sub)
-        elif name == "SUBPATTERN":
-            total += _expanded(av[-1])
-        elif name == "BRANCH":
-            total += sum(_expanded(branch) for branch in av[1])
-        elif name == "ATOMIC_GROUP":
-            total += _expanded(av)
-        elif name in ("ASSERT", "ASSERT_NOT"):
-            total += _expanded(av[1])
-        elif name == "GROUPREF_EXISTS":
-            total += _expanded(av[1]) + (_expanded(av[2]) if av[2] else 0)
-        else:
-            total += 1
-        if total > MAX_EXPANDED:
-            break
-    return total
-
-
-def _too_large(pattern: str) -> bool:
-    """Would compiling `pattern` write out more than MAX_EXPANDED items? Checked before the `regex` package
-    compiles it, which has no time limit. Syntax Python's parser does not read (`\\p{L}`) is judged on its
-    counted repeats all multiplied, as if nested."""
-    try:
-        return _expanded(sre_parse.parse(pattern).data) > MAX_EXPANDED
-    except (RecursionError, OverflowError):
-        return True
-    except Exception:  # noqa: BLE001 - not Python's syntax: the coarse bound below
-        product = 1
-        for low, high in _COUNTED.findall(pattern):
-            product *= max(int(high or low), 1)
-            if product > MAX_EXPANDED:
-                return True
-        return False
-
-
-def pattern_problem(pattern: str) -> str | None:
-    """Why `pattern` cannot be a `$regex` (None when it can)."""
-    if _too_large(pattern):
-        return (f"{pattern[:80]!r} is too large once its counted repeats are written out (over {MAX_EXPANDED:,} "
-                "items); use fewer or smaller {n} repeats")
-    try:
-        _compiled(pattern)
-    except Exception as exc:  # noqa: BLE001 - regex.error and the odd ValueError / OverflowError: all mean "not one"
-        return f"{pattern!r} is not a regular expression ({exc})"
-    return None
-
-
-def _searches(pattern: str, text: str) -> bool | None:
-    """Does `pattern` match somewhere in `text`? None when it could not tell within PATTERN_SECONDS."""
-    try:
-        return _compiled(pattern).search(text, timeout=PATTERN_SECONDS) is not None
-    except TimeoutError:
-        return None
 
 
 def as_text(value: Any) -> str | None:
@@ -337,8 +258,8 @@ def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
         text = as_text(actual)
         if text is None or not isinstance(wanted, str):
             return False
-        found = _searches(wanted, text)
-        return "too costly to match (over 0.1 s); simplify the pattern" if found is None else found
+        found = searches(wanted, text)
+        return f"too costly to match (over {PATTERN_SECONDS:g} s); simplify the pattern" if found is None else found
     if op == "$contains":
         if isinstance(wanted, str) and not isinstance(actual, (list, dict)):
             text = as_text(actual)
