@@ -7,8 +7,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from plantstub._json import MISSING, NO_BODY
-from plantstub.matching import Mismatch, body_mismatches, expected_text, path_pattern, uses_matchers, value_mismatches
+from plantstub._json import MISSING, NO_BODY, shown
+from plantstub.matching import (
+    Mismatch,
+    body_mismatches,
+    expected_text,
+    matcher_problems,
+    path_pattern,
+    uses_matchers,
+    value_mismatches,
+)
 
 Row = tuple[str, Any, Any, bool]  # (field, expected, actual, ok): one line of a near miss
 
@@ -99,6 +107,27 @@ class RequestPattern:
             else:
                 rows.append((name, expected, actual, True))
         return rows
+
+
+def pattern_problems(method: Any = None, path: Any = None, headers: Any = None, query: Any = None, body: Any = NO_BODY,
+                     status: Any = None) -> list[tuple[str, str]]:
+    """What is wrong with criteria given from code or JSON (assertions, waits), each as (location path, message):
+    so a typo is an error, not a criterion that never holds (rules get the same from their loader)."""
+    found: list[tuple[str, str]] = []
+    for name, value in (("method", method), ("path", path)):
+        if value is not None and not isinstance(value, str):
+            found.append((name, f"{shown(value)} is not text"))
+    for name, value in (("headers", headers), ("query", query)):
+        if value is not None and not isinstance(value, Mapping):
+            found.append((name, f"{shown(value)} is not an object of names and values"))
+        elif value:
+            for key, item in value.items():
+                found.extend(matcher_problems(item, f"{name}.{key}"))
+    if body is not NO_BODY:
+        found.extend(matcher_problems(body, "body"))
+    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+        found.append(("status", f"{shown(status)} is not an HTTP status (an integer)"))
+    return found
 
 
 def _all(headers: Mapping[str, str], name: str) -> list[str]:

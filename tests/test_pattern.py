@@ -184,3 +184,35 @@ def test_assert_not_called_takes_the_filters_of_assert_called(stub):
     assert str(caught.value).startswith(
         "plantstub: expected 0 calls POST /plants with headers {'X-Flag': True}, status 200; got 1.\n")
     assert str(caught.value).endswith("\nMatching: #1")  # a fresh stub: the first call is #1
+
+
+# -- criteria that cannot be criteria -------------------------------------------------------------
+def test_a_matcher_typo_in_an_assertion_is_an_error_not_a_pass(stub):
+    with pytest.raises(ValueError) as caught:
+        stub.assert_not_called(headers={"X-Flag": {"$regx": "^t"}})
+    assert str(caught.value) == ("assert_not_called(): headers.X-Flag.$regx: unknown matcher '$regx' (did you mean "
+                                 "'$regex'?); to match a key starting with $ literally, write {\"$eq\": {...}} around the object")
+    with pytest.raises(ValueError) as caught:
+        stub.assert_called(query={"page": {"$present": "yes"}}, status="200")
+    assert str(caught.value) == ("assert_called(): query.page.$present: 'yes' is not true or false; "
+                                 "assert_called(): status: '200' is not an HTTP status (an integer)")
+    with pytest.raises(ValueError) as caught:
+        stub.wait_for_calls(1, timeout=0, method=5)
+    assert str(caught.value) == "wait_for_calls(): method: 5 is not text"
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        ({"headers": "x"}, "body.headers: 'x' is not an object of names and values"),
+        ({"query": [1]}, "body.query: [1] is not an object of names and values"),
+        ({"path": 7}, "body.path: 7 is not text"),
+        ({"status": True}, "body.status: True is not an HTTP status (an integer)"),
+        ({"body": {"name": {"$regex": "("}}}, "body.body.name.$regex: '(' is not a regular expression ("),
+    ],
+    ids=["headers", "query", "path", "status", "regex"],
+)
+def test_bad_wait_filters_over_http_are_a_400_naming_them(stub, filters, message):
+    _send(stub.url)  # calls to judge: a bad criterion must not reach them
+    answer = requests.post(stub.url + "/__plantstub/calls/wait", json={"n": 1, "timeout": 0, **filters}, timeout=10)
+    assert answer.status_code == 400 and answer.json()["message"].startswith(message)

@@ -11,7 +11,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from plantstub._json import MISSING, NO_BODY
 from plantstub.errors import CallAssertionError
-from plantstub.pattern import RequestPattern
+from plantstub.pattern import RequestPattern, pattern_problems
 from plantstub.recording.call import Call
 
 NEAR_MISSES = 3
@@ -19,7 +19,7 @@ NEAR_MISSES = 3
 
 @dataclass(frozen=True, slots=True)
 class Expectation:
-    """What a call should look like; None (or NO_BODY) means "any"."""
+    """What a call should look like; None (or NO_BODY) means "any". Built from a user's criteria by checked()."""
 
     method: str | None = None
     path: str | None = None
@@ -52,6 +52,15 @@ class Expectation:
 
     def matches(self, call: Call) -> bool:
         return not self.pattern.mismatches(*_parts(call))
+
+
+def checked(where: str = "", **criteria: Any) -> Expectation:
+    """The Expectation of criteria given from code or JSON; ValueError naming each one that cannot be a criterion
+    (`assert_called(): headers.X.$regx: unknown matcher ...`), so a typo never passes as "no such call"."""
+    problems = pattern_problems(**criteria)
+    if problems:
+        raise ValueError("; ".join(f"{where}{at}: {message}" for at, message in problems))
+    return Expectation(**criteria)
 
 
 def _parts(call: Call) -> tuple[str, str, Mapping[str, str], dict[str, Any], Any, int | None]:

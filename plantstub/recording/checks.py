@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from plantstub._json import NO_BODY
-from plantstub.recording.assertions import Expectation, assert_all_valid, assert_called
+from plantstub.recording.assertions import assert_all_valid, assert_called, checked
 from plantstub.recording.call import Call
 
 
@@ -34,9 +34,11 @@ class CallChecks:
         :param query: as `headers`, against each name's first value (a list: every value, in order).
         :returns: the matching calls.
         :raises CallAssertionError: with expected, received and the closest calls, field by field.
+        :raises ValueError: a criterion that cannot be one (an unknown matcher, a `$regex` that does not compile).
         """
         __tracebackhide__ = True
-        expectation = Expectation(method, path, headers, query, body, status)
+        expectation = checked("assert_called(): ", method=method, path=path, headers=headers, query=query, body=body,
+                              status=status)
         return assert_called(self.calls, expectation, times)
 
     def assert_not_called(
@@ -54,7 +56,9 @@ class CallChecks:
         :raises CallAssertionError: naming the calls that match.
         """
         __tracebackhide__ = True
-        assert_called(self.calls, Expectation(method, path, headers, query, body, status), 0)
+        expectation = checked("assert_not_called(): ", method=method, path=path, headers=headers, query=query,
+                              body=body, status=status)
+        assert_called(self.calls, expectation, 0)
 
     def assert_all_valid(self) -> None:
         """Assert every recorded request kept the contract; the failure lists each one that did not."""
