@@ -64,16 +64,22 @@ class RequestPattern:
             found.append(Mismatch("path", self.path, path))
         for name, value in self.headers.items():
             actual = headers.get(name, MISSING)
-            if actual != value:  # a matcher (a dict) or a list is never equal to the text: judged below
-                found.extend(value_mismatches(value, _all(headers, name) if type(value) is list else actual,
-                                              f"headers.{name}"))
+            if actual != value:
+                if type(value) is str:  # the common case, written out: a failing plain value costs one record
+                    found.append(Mismatch(f"headers.{name}", value, actual))
+                else:  # a matcher (a dict) or a list, never equal to the text
+                    found.extend(value_mismatches(value, _all(headers, name) if type(value) is list else actual,
+                                                  f"headers.{name}"))
         for name, value in self.query.items():
             got = query.get(name, MISSING)
             actual = got[0] if type(got) is list else got
             if actual != value:
-                whole = type(value) is list
-                found.extend(value_mismatches(value, _query_value(query, name, whole) if whole else actual,
-                                              f"query.{name}"))
+                if type(value) is str:
+                    found.append(Mismatch(f"query.{name}", value, actual))
+                else:
+                    whole = type(value) is list
+                    found.extend(value_mismatches(value, _query_value(query, name, whole) if whole else actual,
+                                                  f"query.{name}"))
         if self.body is not NO_BODY:
             found.extend(body_mismatches(self.body, body, "body", self.matchers))
         if self.status is not None and self.status != status:
