@@ -227,18 +227,14 @@ def as_text(value: Any) -> str | None:
     if isinstance(value, str):
         return str.__str__(value)  # an Enum or other subclass of str: its text, not its repr
     if value is None or isinstance(value, (bool, int, float)):
-        return _dumps(value)
+        return json.dumps(value)  # float("inf"): Infinity, as Python's json writes it
     return None
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value)  # float("inf"): Infinity, as Python's json writes it
 
 
 def expected_text(value: Any) -> Any:
     """An expected header or query value, ready to compare with what a request carries: text (as_text()), a
     matcher as written, or for a list (a repeated name) a list of texts."""
-    if type(value) is str or type(value) is dict:
+    if type(value) is str or isinstance(value, dict):
         return value
     if isinstance(value, (list, tuple)):
         return [expected_text(item) for item in value]
@@ -296,7 +292,7 @@ def value_mismatches(expected: Any, actual: Any, where: str) -> list[Mismatch]:
     wanted = expected_text(expected)
     if actual == wanted:
         return []
-    if type(wanted) is dict and wanted and is_matcher(wanted):
+    if isinstance(wanted, dict) and wanted and is_matcher(wanted):
         return matcher_mismatches(wanted, actual, where)
     return [Mismatch(where, wanted, actual)]
 
