@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from multidict import CIMultiDict, CIMultiDictProxy
+
 from plantstub._json import MISSING, NO_BODY
 from plantstub.errors import CallAssertionError
-from plantstub.matching import body_mismatches, path_pattern, value_mismatches
+from plantstub.pattern import RequestPattern, pattern_problems
 from plantstub.recording.call import Call
 
 NEAR_MISSES = 3
@@ -15,14 +19,15 @@ NEAR_MISSES = 3
 
 @dataclass(frozen=True, slots=True)
 class Expectation:
-    """What a call should look like; None (or NO_BODY) means "any"."""
+    """What a call should look like; None (or NO_BODY) means "any". Built from a user's criteria by checked()."""
 
     method: str | None = None
     path: str | None = None
-    headers: dict[str, str] | None = None
+    headers: dict[str, Any] | None = None
     query: dict[str, Any] | None = None
     body: Any = NO_BODY
     status: int | None = None
+    pattern: RequestPattern = dataclasses.field(init=False, repr=False, compare=False)  # what the fields above mean, judged
 
     def describe(self) -> str:
         text = " ".join(x for x in (self.method and self.method.upper(), self.path) if x) or "(any)"
@@ -37,40 +42,33 @@ class Expectation:
             parts.append(f"status {self.status}")
         return text + (" with " + ", ".join(parts) if parts else "")
 
+    def __post_init__(self) -> None:
+        pattern = RequestPattern.of(self.method, self.path, self.headers, self.query, self.body, self.status)
+        object.__setattr__(self, "pattern", pattern)
+
     def fields(self, call: Call) -> list[tuple[str, Any, Any, bool]]:
         """(field, expected, actual, ok) for each thing this expectation looks at."""
-        rows: list[tuple[str, Any, Any, bool]] = []
-        if self.method is not None:
-            rows.append(("method", self.method.upper(), call.method, call.method == self.method.upper()))
-        if self.path is not None:
-            rows.append(("path", self.path, call.path, bool(path_pattern(self.path).match(call.path))))
-        lowered = {k.lower(): v for k, v in call.headers.items()}
-        for name, value in (self.headers or {}).items():
-            actual = lowered.get(name.lower())
-            if isinstance(value, dict):  # a matcher: {"$regex": "^Bearer "}
-                ok = not value_mismatches(value, MISSING if actual is None else actual, f"headers.{name}")
-                rows.append((f"headers.{name}", value, actual, ok))
-            else:
-                rows.append((f"headers.{name}", str(value), actual, actual == str(value)))
-        for name, value in (self.query or {}).items():
-            actual = call.query.get(name)
-            if isinstance(value, dict):
-                first = actual[0] if isinstance(actual, list) else MISSING if actual is None else actual
-                rows.append((f"query.{name}", value, actual, not value_mismatches(value, first, f"query.{name}")))
-            else:
-                rows.append((f"query.{name}", value, actual, actual == value or actual == str(value)))
-        if self.body is not NO_BODY:
-            misses = body_mismatches(self.body, call.body)
-            if misses:
-                rows.extend((m.field, m.expected, m.actual, False) for m in misses)
-            else:
-                rows.append(("body", self.body, "matches", True))
-        if self.status is not None:
-            rows.append(("status", self.status, call.status, call.status == self.status))
-        return rows
+        return self.pattern.rows(*_parts(call))
 
     def matches(self, call: Call) -> bool:
-        return all(ok for *_, ok in self.fields(call))
+        return not self.pattern.mismatches(*_parts(call))
+
+
+def checked(where: str = "", **criteria: Any) -> Expectation:
+    """The Expectation of criteria given from code or JSON; ValueError naming each one that cannot be a criterion
+    (`assert_called(): headers.X.$regx: unknown matcher ...`), so a typo never passes as "no such call"."""
+    problems = pattern_problems(**criteria)
+    if problems:
+        raise ValueError("; ".join(f"{where}{at}: {message}" for at, message in problems))
+    return Expectation(**criteria)
+
+
+def _parts(call: Call) -> tuple[str, str, Mapping[str, str], dict[str, Any], Any, int | None]:
+    """What a pattern reads of a call; headers case-insensitive even when a Call was built with a plain dict."""
+    headers = call.headers
+    if not isinstance(headers, (CIMultiDict, CIMultiDictProxy)):
+        headers = CIMultiDict(headers)
+    return call.method, call.path, headers, call.query, call.body, call.status
 
 
 def _plural(n: int, word: str) -> str:

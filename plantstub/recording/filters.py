@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from plantstub.matching import path_pattern
+from plantstub._json import NO_BODY
+from plantstub.pattern import RequestPattern
 
 
 class Filterable(Protocol):
@@ -32,6 +33,8 @@ class Filterable(Protocol):
 
 _C = TypeVar("_C", bound=Filterable)
 
+_ANY = RequestPattern()
+_NONE: dict[str, str] = {}  # the headers and query a method, path and status filter does not read
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
@@ -81,14 +84,9 @@ class CallFilter:
     def apply(self, calls: Iterable[_C]) -> list[_C]:
         """The calls that match, oldest first."""
         found = list(calls)
-        if self.method is not None:
-            method = self.method.upper()
-            found = [c for c in found if c.method == method]
-        if self.path is not None:
-            pattern = path_pattern(self.path)
-            found = [c for c in found if pattern.match(c.path)]
-        if self.status is not None:
-            found = [c for c in found if c.status == self.status]
+        pattern = RequestPattern.of(self.method, self.path, status=self.status)  # as assertions and rules judge it
+        if pattern != _ANY:
+            found = [c for c in found if not pattern.mismatches(c.method, c.path, _NONE, _NONE, NO_BODY, c.status)]
         if self.valid is not None:
             found = [c for c in found if c.valid == self.valid]
         if self.scenario is not None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from plantstub._json import NO_BODY
 from plantstub.errors import CallAssertionError
-from plantstub.recording.assertions import Expectation, wait_failure
+from plantstub.recording.assertions import Expectation, checked, wait_failure
 from plantstub.recording.call import Call
 from plantstub.recording.journal import Journal
 
@@ -20,11 +20,12 @@ MAX_WAIT_SECONDS = 600.0
 
 
 def expectation_of(filters: dict[str, Any], where: str = "") -> Expectation:
-    """The filters of wait_for_calls() (those of assert_called) as an Expectation; TypeError naming an unknown one."""
+    """The filters of wait_for_calls() (those of assert_called) as an Expectation; TypeError naming an unknown one,
+    ValueError naming each value that cannot be a criterion, both after `where` (`body.` for the admin API)."""
     unknown = sorted(set(filters) - set(WAIT_FILTERS))
     if unknown:
         raise TypeError(f"{where}{unknown[0]}: unknown filter (known: {', '.join(WAIT_FILTERS)})")
-    return Expectation(**{"body": NO_BODY, **{k: v for k, v in filters.items() if k != "body" or v is not None}})
+    return checked(where, **{"body": NO_BODY, **{k: v for k, v in filters.items() if k != "body" or v is not None}})
 
 
 class CallCounter:

@@ -18,7 +18,7 @@ from plantstub.contract.messages import python_message
 from plantstub.contract.model import Spec
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import ScenarioError
-from plantstub.matching import matcher_problems
+from plantstub.matching import expected_text, matcher_problems
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.document import ScenarioDocument, where_of
 from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, RuleWebhook, Scenario
@@ -121,15 +121,6 @@ def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
 
 
 # -- the model ---------------------------------------------------------------------------------
-def _text(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
-def _value(value: Any) -> Any:
-    """A header or query value of `match:`: text, or a matcher as written."""
-    return value if isinstance(value, dict) else _text(value)
-
-
 def _matcher_errors(doc: ScenarioDocument, rule: Rule, raw: dict) -> list[ScenarioError]:
     """The `$` matchers of a rule's `match:` (headers, query, body), checked: known, well-formed, regexes that compile."""
     match, base = raw.get("match") or {}, f"{rule.label}.match"
@@ -157,8 +148,8 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
         criteria = Criteria(
             method=match["method"].upper() if "method" in match else None,
             path=match.get("path"),
-            headers={k.lower(): _value(v) for k, v in (match.get("headers") or {}).items()},
-            query={k: _value(v) for k, v in (match.get("query") or {}).items()},
+            headers={k.lower(): expected_text(v) for k, v in (match.get("headers") or {}).items()},
+            query={k: expected_text(v) for k, v in (match.get("query") or {}).items()},
             body=match.get("body", NO_BODY),
             line=doc.line(f"{base}.match"),
         )

@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any
 
 from plantstub._json import NO_BODY
-from plantstub.matching import uses_matchers
+from plantstub.pattern import RequestPattern
 
 
 class Fault(str, Enum):
@@ -36,19 +36,10 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
-class Criteria:
-    """The `match:` block: every key optional, all given must hold. Header names are lower-case."""
+class Criteria(RequestPattern):
+    """The `match:` block: a RequestPattern (no `status`) with the line it is on. Header names are lower-case."""
 
-    method: str | None = None
-    path: str | None = None  # a literal path or a spec-style template (/plants/{id})
-    headers: dict[str, Any] = field(default_factory=dict)  # text, or a matcher ({"$regex": ...})
-    query: dict[str, Any] = field(default_factory=dict)
-    body: Any = NO_BODY  # partial: each key given must equal the request's (or hold its matcher)
     line: int = 0
-    matchers: bool = field(init=False, default=False)  # whether `body` holds a matcher: if not, none is looked for
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "matchers", self.body is not NO_BODY and uses_matchers(self.body))
 
 
 @dataclass(frozen=True, slots=True)

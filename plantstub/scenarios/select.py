@@ -7,46 +7,14 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from plantstub._json import MISSING, NO_BODY
 from plantstub.incoming import IncomingRequest
-from plantstub.matching import Mismatch, body_mismatches, path_pattern, value_mismatches
+from plantstub.matching import Mismatch, path_pattern
 from plantstub.scenarios.model import Criteria, Rule, Scenario
-
-
-def _text(value: Any) -> Any:
-    """A header or query value of a rule as text; a matcher (a dict) stays itself, which no text equals."""
-    if type(value) is str:
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value if isinstance(value, dict) else str(value)
 
 
 def mismatches(criteria: Criteria, request: IncomingRequest, body: Any) -> list[Mismatch]:
     """Every way `request` (with its parsed `body`) fails `criteria`; empty means it matches."""
-    found: list[Mismatch] = []
-    if criteria.method is not None and criteria.method.upper() != request.method:
-        found.append(Mismatch("method", criteria.method.upper(), request.method))
-    if criteria.path is not None and not path_pattern(criteria.path).match(request.path):
-        found.append(Mismatch("path", criteria.path, request.path))
-    for name, value in criteria.headers.items():
-        actual = request.headers.get(name, MISSING)
-        if actual is MISSING or actual != _text(value):
-            if type(value) is dict:  # a matcher ({"$regex": ...}): looked at only here, so plain values cost nothing more
-                found.extend(value_mismatches(value, actual, f"headers.{name}"))
-            else:
-                found.append(Mismatch(f"headers.{name}", _text(value), actual))
-    for name, value in criteria.query.items():
-        values = request.query.get(name)
-        actual = values[0] if values else MISSING
-        if actual != _text(value):
-            if type(value) is dict:
-                found.extend(value_mismatches(value, actual, f"query.{name}"))
-            else:
-                found.append(Mismatch(f"query.{name}", _text(value), actual))
-    if criteria.body is not NO_BODY:
-        found.extend(body_mismatches(criteria.body, body, "body", criteria.matchers))
-    return found
+    return criteria.mismatches(request.method, request.path, request.headers, request.query, body)
 
 
 class RuleCounters:
@@ -168,10 +136,11 @@ def select_rule(
     Counts the use, so the caller must send that reply.
     """
     scenario = index.scenario
+    method, path, query, headers = request[:4]  # read once, not once per rule tried
     for rule in index.candidates(request, body):
         if rule.times is not None and counters.uses(scenario, rule) >= rule.times:
             continue
-        if not mismatches(rule.match, request, body):
+        if not rule.match.mismatches(method, path, headers, query, body):
             before = counters.count(scenario, rule)
             return rule, min(before, len(rule.replies) - 1)
     return None
