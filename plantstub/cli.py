@@ -16,7 +16,8 @@ from plantstub._version import __version__
 from plantstub.config import Settings, build_settings, env_name
 from plantstub.errors import PlantstubError
 from plantstub.server.runner import start
-from plantstub.server.state import Control
+from plantstub.server.runtime import load
+from plantstub.server.table import Sessions
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -174,12 +175,12 @@ async def _serve(settings: Settings) -> int:
     # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
     # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
     with collector_paused():
-        control = Control(settings)
+        sessions = Sessions(load(settings))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
-        running = await start(control, settings.host, settings.port)
+        running = await start(sessions, settings.host, settings.port)
     except OSError as exc:
-        control.close()
+        sessions.default.close()
         print(f"plantstub: cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
@@ -191,7 +192,7 @@ async def _serve(settings: Settings) -> int:
         await stop.wait()
     finally:
         await running.stop()
-    lost = control.journal.lost
+    lost = sessions.default.figures()["journal"]["file_lost"]
     if lost:
         print(f"plantstub: {_count(lost, 'call')} could not be written to the journal file "
               f"{settings.journal}; exit status 1", file=sys.stderr)

@@ -72,3 +72,8 @@ async def send_fault(request: web.BaseRequest, fault: Fault, out: Outgoing | Non
             transport.close()
     # Nothing may be written now; cancelling ends this connection's handler quietly.
     raise asyncio.CancelledError
+
+
+def internal_error(exc: BaseException) -> str:
+    """The 500 message of a plantstub bug, in every answer that reports one."""
+    return f"plantstub internal error (a bug in plantstub, not in the client): {type(exc).__name__}: {exc}"

@@ -239,7 +239,8 @@ rules:
 
 def test_webhook_queue_cap_counts_lost_deliveries_in_health() -> None:
     with Receiver(delay=1.0) as slow, Stub(spec="plant-store-full", webhook=[slow.url]) as stub:
-        stub.control.webhooks.sender.cap, stub.control.webhooks.sender.workers = 2, 4  # before the first delivery
+        sender = stub._live().webhooks.sender
+        sender.cap, sender.workers = 2, 4  # before the first delivery
         for i in range(10):
             call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": i})
         status, health = call(stub.url, "GET", "/__plantstub/health")
