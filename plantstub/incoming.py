@@ -11,7 +11,7 @@ from plantstub._json import essence
 
 class IncomingRequest(NamedTuple):
     """What a client sent. `query` keeps every value of a repeated name; header names are case-insensitive.
-    `raw_path` and `raw_query` are as sent (percent-encoded); `origin` is `scheme://host`, for callback URLs.
+    `raw_path` and `raw_query` are as sent (percent-encoded); `scheme` and the Host header make callback URLs.
 
     A NamedTuple rather than a frozen dataclass: as immutable, and built 3x faster on every request.
     """
@@ -23,7 +23,7 @@ class IncomingRequest(NamedTuple):
     raw: bytes = b""
     raw_path: str = ""
     raw_query: str = ""
-    origin: str = "http://localhost"
+    scheme: str = "http"
 
     @property
     def target(self) -> str:
@@ -33,7 +33,8 @@ class IncomingRequest(NamedTuple):
     @property
     def url(self) -> str:
         """The request's URL, as a callback's `{$request...}` / `{$url}` expressions read it."""
-        return f"{self.origin}{self.target}" + (f"?{self.raw_query}" if self.raw_query else "")
+        host = self.headers.get("Host") or "localhost"
+        return f"{self.scheme}://{host}{self.target}" + (f"?{self.raw_query}" if self.raw_query else "")
 
     @property
     def content_type(self) -> str:

@@ -89,33 +89,12 @@ def _close(sessions: Sessions) -> Callable[[web.Application], Awaitable[None]]:
     return close
 
 
-async def _continue(request: web.BaseRequest) -> None:
-    """Answer `Expect: 100-continue` with `100 Continue` (curl sends it for bodies over 1 MiB): the client
-    waits for a go-ahead before the body, which aiohttp's low-level server does not give on its own."""
-    if request.version < (1, 1) or request.headers.get("Expect", "").lower() != "100-continue":
-        return
-    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-    request.writer.output_size = 0  # the answer proper has not started
-
-
 def make_handler(session: Session, sessions: Sessions | None = None) -> Handler:
     """The request pipeline of `session` as one aiohttp handler (for an Application's route or a low-level
     Server); with `sessions` (the default session's), also the sidecar sessions' and their admin routes."""
     runtime = session.runtime
-    pipeline = Pipeline(runtime, session)
     admin = AdminRoutes(session, sessions)
-    max_body = runtime.settings.max_body
-
-    async def handle(request: web.BaseRequest) -> web.StreamResponse:
-        # A body declared over the limit is refused at once, before the client sends it (or while it does).
-        declared = request.content_length
-        over_limit = declared is not None and declared > max_body
-        if not over_limit and "Expect" in request.headers:
-            await _continue(request)
-        if request.path.startswith(ADMIN_PREFIX):
-            return await admin.serve(request, over_limit)
-        return await pipeline.handle(request, over_limit)
-
+    handle = Pipeline(runtime, session, admin).handle
     # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
     served = with_cors(handle, runtime.router, ADMIN_PREFIX) if runtime.settings.cors else handle
     if sessions is None:  # a sidecar session's own pipeline

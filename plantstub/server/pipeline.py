@@ -18,6 +18,7 @@ from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
+from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
 from plantstub.server.decide import UNANSWERED, Decision, decide, refusal, send_webhooks
 from plantstub.server.response import (
     ReadTimeout,
@@ -81,43 +82,68 @@ def _unreadable(request: web.BaseRequest) -> str:
     return "body: cannot be read: its chunked framing is broken"
 
 
-def incoming_of(request: web.BaseRequest, raw: bytes, query: dict[str, list[str]]) -> IncomingRequest:
-    """aiohttp's request as the pipeline reads it."""
+def incoming_of(request: web.BaseRequest, path: str, raw: bytes, query: dict[str, list[str]]) -> IncomingRequest:
+    """aiohttp's request as the pipeline reads it (plantstub serves plain HTTP: the scheme is http)."""
     url = request.rel_url
-    return IncomingRequest(request.method, request.path, query, request.headers, raw, url.raw_path,
-                           url.raw_query_string, f"{request.scheme}://{request.host}")
+    return IncomingRequest(request.method, path, query, request.headers, raw, url.raw_path,
+                           url.raw_query_string if query else "")
+
+
+async def _continue(request: web.BaseRequest) -> None:
+    """Answer `Expect: 100-continue` with `100 Continue` (curl sends it for bodies over 1 MiB): the client
+    waits for a go-ahead before the body, which aiohttp's low-level server does not give on its own."""
+    if request.version < (1, 1) or request.headers.get("Expect", "").lower() != "100-continue":
+        return
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the answer proper has not started
 
 
 class Pipeline:
-    """One session's pipeline: route, read, decide, wait out a delay, send webhooks, answer, record."""
+    """One session's pipeline: route, read, decide, wait out a delay, send webhooks, answer, record; a request
+    under ADMIN_PREFIX goes to the admin routes instead."""
 
-    def __init__(self, runtime: Runtime, session: Session) -> None:
+    def __init__(self, runtime: Runtime, session: Session, admin: AdminRoutes) -> None:
         self.runtime = runtime
         self.session = session
+        self.admin = admin
         self.journal = session.journal
         self.keeper = _Keeper(session)
         self.max_body = runtime.settings.max_body
         self.read_timeout = runtime.settings.read_timeout
 
-    async def handle(self, request: web.BaseRequest, over_limit: bool) -> web.StreamResponse:
-        """Answer one request of the spec's API (`over_limit`: its declared length is over --max-body)."""
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Answer one request (an aiohttp handler)."""
+        # A body declared over the limit is refused at once, before the client sends it (or while it does).
+        declared = request.content_length
+        over_limit = declared is not None and declared > self.max_body
+        if not over_limit and "Expect" in request.headers:
+            await _continue(request)
+        path = request.path
+        if path.startswith(ADMIN_PREFIX):
+            return await self.admin.serve(request, over_limit)
         started = time.time()
         seq, epoch = self.journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
         active = self.session.active  # and attributed on arrival, before the body is read
         # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
         query = {k: request.query.getall(k) for k in request.query} if request.query_string else {}
         decision, raw = UNANSWERED, b""
+        # The steps, each a plain function: read, decide (server/decide.py), answer; errors become answers below.
         try:
-            if not request.path.startswith("/"):  # CONNECT host:443, OPTIONS *: no path to route
-                decision = refusal(400, f"request: the target {request.raw_path!r} is not a path such as /plants "
+            if not path.startswith("/"):  # CONNECT host:443, OPTIONS *: no path to route
+                path = request.raw_path
+                decision = refusal(400, f"request: the target {path!r} is not a path such as /plants "
                                         "(plantstub is not a proxy)")
                 return closing(decision.out)  # type: ignore[arg-type]  # a refusal has its answer
             if over_limit:
                 raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=request.content_length or 0)
             raw = await request.read()
-            incoming = incoming_of(request, raw, query)
+            incoming = incoming_of(request, path, raw, query)
             decision = decide(self.runtime, self.session, incoming, active)
-            return await self._send(request, incoming, decision)
+            if decision.delay_ms or decision.fault is not None:
+                return await self._misbehave(request, incoming, decision)
+            if decision.sends:
+                send_webhooks(self.session, incoming, decision)
+            return to_response(decision.out, request.method == "HEAD")  # type: ignore[arg-type]  # decided
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError,
                 web.HTTPRequestEntityTooLarge, web.RequestPayloadError) as exc:
             decision, response = self._failed(request, decision, exc)
@@ -130,9 +156,11 @@ class Pipeline:
             return to_response(decision.out, False)  # type: ignore[arg-type]  # crashed() answers
         finally:
             # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
-            self._record(seq, epoch, started, request, query, raw, decision)
+            self._record(seq, epoch, started, request, path, query, raw, decision)
 
-    async def _send(self, request: web.BaseRequest, incoming: IncomingRequest, decision: Decision) -> web.StreamResponse:
+    async def _misbehave(self, request: web.BaseRequest, incoming: IncomingRequest,
+                         decision: Decision) -> web.StreamResponse:
+        """Answer late (a reply's `delay_ms`), or not as HTTP says (a reply's `fault`)."""
         if decision.delay_ms:
             await asyncio.sleep(decision.delay_ms / 1000)
         if decision.sends:
@@ -156,12 +184,11 @@ class Pipeline:
             return decision.refused(out), None
         return decision.refused(out), closing(out)
 
-    def _record(self, seq: int, epoch: int, started: float, request: web.BaseRequest, query: dict[str, list[str]],
-                raw: bytes, decision: Decision) -> None:
+    def _record(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
+                query: dict[str, list[str]], raw: bytes, decision: Decision) -> None:
         out = decision.out or _GONE
         fault = decision.fault
         status = out.status if fault is None or fault.sends_status else None
-        path = request.path if request.path.startswith("/") else request.raw_path
         # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
         parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
         record = Record(
