@@ -21,6 +21,7 @@ from plantstub.server.runner import Running, start
 from plantstub.server.runtime import load
 from plantstub.server.session import NotStateful, Session
 from plantstub.server.sessions import SESSION_PREFIX, new_id
+from plantstub.server.surface import SessionControl, StubControl
 from plantstub.server.table import Sessions
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
@@ -321,3 +322,9 @@ def _rules_of(session: Session) -> list[dict[str, Any]]:
 
 def _state_of(session: Session) -> dict[str, list[dict[str, Any]]]:
     return session.state
+
+
+def _one_surface(stub: Stub, remote: RemoteStub, session: Session) -> tuple[StubControl, StubControl, SessionControl]:
+    """Never called: mypy checks here that the in-process Stub, the HTTP RemoteStub and a Session each implement
+    the control surface (plantstub.server.surface)."""
+    return stub, remote, session

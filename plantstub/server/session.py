@@ -233,9 +233,13 @@ class Session:
         return self.webhooks.sender.pending
 
     # -- health and the end ---------------------------------------------------------------------
-    def problems(self) -> list[str]:
-        """What makes the stub degraded: a journal file that lost calls, deliveries that could not be kept."""
-        return self.journal.problems() + self.webhooks.problems()
+    def problems(self) -> list[dict[str, str]]:
+        """What makes the stub degraded, `{"at", "message"}` each: a journal file losing calls, deliveries not sent."""
+        found = []
+        for text in self.journal.problems() + self.webhooks.problems():
+            at, _, message = text.partition(": ")  # each reads `where: what`
+            found.append({"at": at, "message": message})
+        return found
 
     def figures(self) -> dict[str, Any]:
         """The journal's and the webhooks' figures, as GET health shows them."""

@@ -246,7 +246,8 @@ def test_webhook_queue_cap_counts_lost_deliveries_in_health() -> None:
         status, health = call(stub.url, "GET", "/__plantstub/health")
         # the workers (4 here) hold one each, 2 wait in the queue, 4 are lost
         assert status == 503 and health["status"] == "degraded"
-        assert health["problems"] == ["webhooks: 4 deliveries were not sent: more than 2 were waiting to be sent"]
+        assert health["problems"] == [
+            {"at": "webhooks", "message": "4 deliveries were not sent: more than 2 were waiting to be sent"}]
         assert health["webhooks"]["lost"] == 4
         assert len(stub.wait_for_deliveries(6, timeout=10)) == 6
 
