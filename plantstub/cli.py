@@ -65,6 +65,13 @@ def _health_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=2.0, help="seconds to wait (default: 2)")
 
 
+def _problem(problem: object) -> str:
+    """One health problem as a line: `where: what` (a `{"at", "message"}` record), else as it came."""
+    if isinstance(problem, dict) and "at" in problem and "message" in problem:
+        return f"{problem['at']}: {problem['message']}"
+    return str(problem)
+
+
 def _health(args: argparse.Namespace) -> int:
     import json
     import os
@@ -86,7 +93,7 @@ def _health(args: argparse.Namespace) -> int:
     status = answer.get("status") if isinstance(answer, dict) else None
     if status != "ok":
         problems = answer.get("problems") if isinstance(answer, dict) else None
-        detail = "".join(f"\n  {p}" for p in problems) if isinstance(problems, list) else ""
+        detail = "".join(f"\n  {_problem(p)}" for p in problems) if isinstance(problems, list) else ""
         print(f"plantstub: {url} answered status {status!r}{detail}", file=sys.stderr)
         return 1
     return 0
