@@ -1,4 +1,4 @@
-"""The admin API under /__plantstub/: thin adapters over Control. The route table comes first."""
+"""The admin API under /__plantstub/: thin adapters over one Session's control surface. The route table comes first."""
 
 from __future__ import annotations
 
