@@ -23,7 +23,8 @@ from plantstub.config import (
 )
 from plantstub.errors import PlantstubError
 from plantstub.server.runner import start
-from plantstub.server.state import Control
+from plantstub.server.runtime import load
+from plantstub.server.table import Sessions
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -79,6 +80,13 @@ def _health_url() -> str:
     return f"http://127.0.0.1:${env_name('port')}, port {Settings().port} when unset"
 
 
+def _problem(problem: object) -> str:
+    """One health problem as a line: `where: what` (a `{"at", "message"}` record), else as it came."""
+    if isinstance(problem, dict) and "at" in problem and "message" in problem:
+        return f"{problem['at']}: {problem['message']}"
+    return str(problem)
+
+
 def _health(args: argparse.Namespace) -> int:
     import json
     import os
@@ -100,7 +108,7 @@ def _health(args: argparse.Namespace) -> int:
     status = answer.get("status") if isinstance(answer, dict) else None
     if status != "ok":
         problems = answer.get("problems") if isinstance(answer, dict) else None
-        detail = "".join(f"\n  {p}" for p in problems) if isinstance(problems, list) else ""
+        detail = "".join(f"\n  {_problem(p)}" for p in problems) if isinstance(problems, list) else ""
         print(f"plantstub: {url} answered status {status!r}{detail}", file=sys.stderr)
         return 1
     return 0
@@ -184,14 +192,12 @@ async def _serve(settings: Settings) -> int:
     # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
     # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
     with collector_paused():
-        from plantstub.contract.load import load_spec
-
-        control = Control(settings, load_spec(settings.spec, root=settings.spec_root, cache=settings.spec_cache))
+        sessions = Sessions(load(settings))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
-        running = await start(control, settings.host, settings.port)
+        running = await start(sessions, settings.host, settings.port)
     except OSError as exc:
-        control.close()
+        sessions.default.close()
         print(f"plantstub: cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
@@ -203,7 +209,7 @@ async def _serve(settings: Settings) -> int:
         await stop.wait()
     finally:
         await running.stop()
-    lost = control.journal.lost
+    lost = sessions.default.figures()["journal"]["file_lost"]
     if lost:
         print(f"plantstub: {_count(lost, 'call')} could not be written to the journal file "
               f"{settings.journal}; exit status 1", file=sys.stderr)

@@ -11,6 +11,7 @@ from plantstub._json import essence
 
 class IncomingRequest(NamedTuple):
     """What a client sent. `query` keeps every value of a repeated name; header names are case-insensitive.
+    `raw_path` and `raw_query` are as sent (percent-encoded); `scheme` and the Host header make callback URLs.
 
     A NamedTuple rather than a frozen dataclass: as immutable, and built 3x faster on every request.
     """
@@ -20,6 +21,20 @@ class IncomingRequest(NamedTuple):
     query: Mapping[str, list[str]] = {}
     headers: Mapping[str, str] = {}
     raw: bytes = b""
+    raw_path: str = ""
+    raw_query: str = ""
+    scheme: str = "http"
+
+    @property
+    def target(self) -> str:
+        """The path as sent, percent-encoded (what the router reads)."""
+        return self.raw_path or self.path
+
+    @property
+    def url(self) -> str:
+        """The request's URL, as a callback's `{$request...}` / `{$url}` expressions read it."""
+        host = self.headers.get("Host") or "localhost"
+        return f"{self.scheme}://{host}{self.target}" + (f"?{self.raw_query}" if self.raw_query else "")
 
     @property
     def content_type(self) -> str:

@@ -297,7 +297,7 @@ def plantstub(
                 stub.stop()  # ends this test's session on the sidecar (its subscriptions with it)
             else:
                 pooled.use(None)
-                pooled.control.webhooks.subscriptions.reset()  # a subscription the test made ends with it
+                pooled.reset_subscriptions()  # a subscription the test made ends with it
 
 
 def _listed(calls: list[Call], reasons: Any) -> str:
@@ -340,9 +340,8 @@ def _settled_deliveries(stub: Stub, timeout: float = 5.0) -> list[Delivery]:
     """The test's deliveries once those still being sent are done (at most `timeout` seconds)."""
     import time
 
-    sender = stub.control.webhooks.sender
     deadline = time.monotonic() + timeout
-    while sender.pending and time.monotonic() < deadline:
+    while stub.pending_deliveries() and time.monotonic() < deadline:
         time.sleep(0.01)
     return stub.deliveries
 

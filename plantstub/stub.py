@@ -9,19 +9,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from plantstub._gc import collector_paused
 from plantstub.config import Settings, build_settings
-from plantstub.contract.load import load_spec
 from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
-from plantstub.recording.waiting import expectation_of, wait_for_calls
+from plantstub.recording.waiting import expectation_of
 from plantstub.scenarios.declared import DeclaresRules
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.remote import RemoteStub
-from plantstub.server.runner import start
+from plantstub.server.runner import Running, start
+from plantstub.server.runtime import load
+from plantstub.server.session import NotStateful, Session
 from plantstub.server.sessions import SESSION_PREFIX, new_id
-from plantstub.server.state import Control, NotStateful, Sessions
+from plantstub.server.surface import SessionControl, StubControl
+from plantstub.server.table import Sessions
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 _R = TypeVar("_R")
@@ -39,6 +40,83 @@ def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
     if pending:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.run_until_complete(loop.shutdown_asyncgens())
+
+
+class _Background:
+    """A stub's server in a thread of its own, running its event loop; shared by the stub and its session views."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sessions = Sessions(load(settings))  # spec and scenario errors raise here, in the caller's thread
+        self.url = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = self._loop = asyncio.new_event_loop()
+            try:
+                running = loop.run_until_complete(start(self.sessions, self.settings.host, self.settings.port))
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller below, in its thread
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            self._serve(loop, running, ready)
+
+        self._thread = threading.Thread(target=run, name="plantstub", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread = None
+            self.sessions.default.close()
+            exc = failure[0]
+            if isinstance(exc, OSError):
+                raise PlantstubError(f"cannot listen on {self.settings.host}:{self.settings.port}: {exc}") from exc
+            raise exc
+
+    def _serve(self, loop: asyncio.AbstractEventLoop, running: Running, ready: threading.Event) -> None:
+        self.url = running.url
+        self._stop = asyncio.Event()
+        ready.set()
+        try:
+            loop.run_until_complete(self._stop.wait())
+        finally:
+            loop.run_until_complete(running.stop())
+            _finish_tasks(loop)
+            loop.close()
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def call(self, fn: Callable[..., _R], *args: Any) -> _R:
+        """`fn(*args)` on the server's loop, where state belongs, waiting for it (directly once stopped)."""
+        if self._loop is None or not self.alive():
+            return fn(*args)
+
+        async def call() -> _R:
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)
+
+    def open(self, sid: str) -> Session:
+        return self.call(self.sessions.get, sid)
+
+    def end(self, sid: str) -> None:
+        if self.alive():
+            self.call(self.sessions.end, sid)
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread (the journal file, if any, is flushed and closed)."""
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(10)
+        self._thread = None
 
 
 class Stub(CallChecks, DeclaresRules, DeliveryChecks):
@@ -73,11 +151,8 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
             settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
         self.settings = settings
         self.url = ""
-        self._control: Control | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._session: tuple[Sessions, str] | None = None  # a view made by session(): its table and id
+        self._server: _Background | None = None
+        self._session: Session | None = None  # kept once stopped: its calls can still be read
 
     @staticmethod
     def connect(url: str, admin_token: str | None = None) -> RemoteStub:
@@ -92,71 +167,25 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
     def session(self) -> Stub:
         """An isolated view of this stub: its own journal, counters, scenario and state, and its own `url`
         (``<url>/__session/<new id>``); leaving its ``with`` block (or ``stop()``) ends the session."""
-        main = self.control.main or self.control
-        assert main.sessions is not None  # a main Control always has its table
-        sid = new_id()
-        view = Stub(settings=self.settings)
-        view._control = self._in_loop(main.sessions.get, sid)
-        view._thread, view._loop, view._session = self._thread, self._loop, (main.sessions, sid)
-        view.url = f"{self.url.partition(SESSION_PREFIX)[0]}{SESSION_PREFIX}{sid}"
-        return view
+        self._live()
+        assert self._server is not None  # started
+        return _SessionView(self._server, self.settings, self.url.partition(SESSION_PREFIX)[0])
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> Stub:
         """Start serving (spec and scenario errors raise here, in the caller's thread)."""
-        if self._thread is not None:
+        if self._server is not None:
             return self
-        with collector_paused():  # as Control loads: a collection while a big spec loads walks it all again
-            spec = load_spec(self.settings.spec, root=self.settings.spec_root, cache=self.settings.spec_cache)
-        control = self._control = Control(self.settings, spec)
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = self._loop = asyncio.new_event_loop()
-            try:
-                running = loop.run_until_complete(start(control, self.settings.host, self.settings.port))
-            except BaseException as exc:  # noqa: BLE001 - reported to the caller below, in its thread
-                failure.append(exc)
-                ready.set()
-                loop.close()
-                return
-            self.url = running.url
-            self._stop = asyncio.Event()
-            ready.set()
-            try:
-                loop.run_until_complete(self._stop.wait())
-            finally:
-                loop.run_until_complete(running.stop())
-                _finish_tasks(loop)
-                loop.close()
-
-        self._thread = threading.Thread(target=run, name="plantstub", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if failure:
-            self._thread = None
-            control.close()
-            exc = failure[0]
-            if isinstance(exc, OSError):
-                raise PlantstubError(f"cannot listen on {self.settings.host}:{self.settings.port}: {exc}") from exc
-            raise exc
+        server = _Background(self.settings)
+        server.start()
+        self._server, self._session, self.url = server, server.sessions.default, server.url
         return self
 
     def stop(self) -> None:
-        """Stop serving and wait for the thread (the journal file, if any, is flushed and closed); a session
-        view ends its session instead."""
-        if self._session is not None:
-            sessions, sid = self._session
-            if self._thread is not None and self._thread.is_alive():
-                self._in_loop(sessions.end, sid)
-            return
-        if self._thread is None:
-            return
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
-        self._thread = None
+        """Stop serving and wait for the thread (the journal file, if any, is flushed and closed)."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
     def __enter__(self) -> Stub:
         return self.start()
@@ -171,59 +200,52 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
     async def __aexit__(self, *exc_info: object) -> None:
         await asyncio.to_thread(self.stop)
 
-    # -- control ----------------------------------------------------------------------------
-    @property
-    def control(self) -> Control:
-        if self._control is None:
+    # -- control: the session's surface, called on the server's loop ---------------------------------
+    def _live(self) -> Session:
+        if self._session is None:
             raise PlantstubError("the stub is not started; use `with Stub(...) as stub:` or stub.start()")
-        return self._control
+        return self._session
 
-    def _in_loop(self, fn: Callable[..., _R], *args: Any) -> _R:
+    def _call(self, fn: Callable[..., _R], *args: Any) -> _R:
         # State belongs to the server's loop: mutate it there, and wait for it.
-        if self._loop is None or self._thread is None:
-            return fn(*args)
-
-        async def call() -> _R:
-            return fn(*args)
-
-        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)
+        return fn(*args) if self._server is None else self._server.call(fn, *args)
 
     @property
     def calls(self) -> list[Call]:
         """The recorded calls, oldest first (a snapshot: safe while requests arrive)."""
-        return self.control.journal.snapshot()
+        return self._live().calls
 
     def use(self, name: str | None) -> None:
         """Make scenario `name` active (None: no scenario); its rule counters start again."""
-        self._in_loop(self.control.use, name)
+        self._call(self._live().use, name)
 
     def reset(self) -> None:
         """Forget recorded calls, rule counters, rules from code and deliveries; subscriptions are those of the start
         again."""
-        self._in_loop(self.control.reset)
+        self._call(self._live().reset)
 
     def coverage(self) -> dict[str, Any]:
-        return self._in_loop(self.control.coverage_report)
+        return self._call(self._live().coverage)
 
     # -- rules from code ------------------------------------------------------------------------
     def _add_rule(self, rule: dict[str, Any], file: str, line: int | None) -> str:
-        return self._in_loop(self.control.add_rule, copy.deepcopy(rule), file, line).id
+        return self._call(self._live().add_rule, copy.deepcopy(rule), file, line)
 
     @property
     def rules(self) -> list[dict[str, Any]]:
         """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
-        return self._in_loop(self.control.declared.listing)
+        return self._call(_rules_of, self._live())
 
     def remove_rule(self, rule_id: str) -> bool:
         """Remove one rule from code; False when there is no such rule."""
-        return self._in_loop(self.control.declared.remove, rule_id)
+        return self._call(self._live().remove_rule, rule_id)
 
     # -- the store (stateful=True) -------------------------------------------------------------
     @property
     def state(self) -> dict[str, list[dict[str, Any]]]:
         """Every collection and its records in creation order, ``{"/plants": [...]}`` (a copy)."""
         try:
-            return self._in_loop(self.control.state)
+            return self._call(_state_of, self._live())
         except NotStateful as exc:
             raise PlantstubError(str(exc)) from None
 
@@ -233,7 +255,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         :raises ScenarioError: every problem, as a scenario's `state:` would get them, one per line.
         """
         try:
-            problems = self._in_loop(self.control.set_state, state)
+            problems = self._call(self._live().set_state, state)
         except NotStateful as exc:
             raise PlantstubError(str(exc)) from None
         if problems:
@@ -245,15 +267,23 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
 
         :raises SubscriptionError: for a name the spec does not declare or a URL that is not http(s).
         """
-        self._in_loop(self.control.webhooks.subscriptions.subscribe, url, "*" if name is None else name, "url")
+        self._call(self._live().subscribe, url, name)
+
+    def reset_subscriptions(self) -> dict[str, str]:
+        """Only the start-up subscriptions again (``webhook=[...]``); returns them."""
+        return self._call(self._live().reset_subscriptions)
 
     @property
     def deliveries(self) -> list[Delivery]:
         """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
-        return self.control.webhooks.log.snapshot()
+        return self._live().deliveries
+
+    def pending_deliveries(self) -> int:
+        """How many webhooks and callbacks are still being sent."""
+        return self._live().pending_deliveries()
 
     def _pending_deliveries(self) -> int:
-        return self.control.webhooks.sender.pending
+        return self.pending_deliveries()
 
     # -- waiting ------------------------------------------------------------------------------
     def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:
@@ -264,4 +294,37 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         :raises CallAssertionError: after `timeout` seconds, with what arrived and the closest calls.
         """
         __tracebackhide__ = True
-        return wait_for_calls(self.control.journal, expectation_of(filters, "wait_for_calls(): "), n, timeout)
+        return self._live().wait_from_thread(expectation_of(filters, "wait_for_calls(): "), n, timeout)
+
+
+class _SessionView(Stub):
+    """`Stub.session()`: one more session of a running stub, served by the same thread; stop() ends it."""
+
+    def __init__(self, server: _Background, settings: Settings, root: str) -> None:
+        super().__init__(settings=settings)
+        self._sid = new_id()
+        self._server = server
+        self._session = server.open(self._sid)
+        self.url = f"{root}{SESSION_PREFIX}{self._sid}"
+
+    def start(self) -> Stub:
+        return self
+
+    def stop(self) -> None:
+        """End the session (the stub itself keeps serving)."""
+        if self._server is not None:
+            self._server.end(self._sid)
+
+
+def _rules_of(session: Session) -> list[dict[str, Any]]:
+    return session.rules
+
+
+def _state_of(session: Session) -> dict[str, list[dict[str, Any]]]:
+    return session.state
+
+
+def _one_surface(stub: Stub, remote: RemoteStub, session: Session) -> tuple[StubControl, StubControl, SessionControl]:
+    """Never called: mypy checks here that the in-process Stub, the HTTP RemoteStub and a Session each implement
+    the control surface (plantstub.server.surface)."""
+    return stub, remote, session

@@ -36,7 +36,7 @@ class DeclaredRule:
 
 
 class DeclaredRules:
-    """The rules declared on one stub (one Control), with how often each has answered."""
+    """The rules declared on one stub (one Session), with how often each has answered."""
 
     def __init__(self) -> None:
         self.rules: dict[str, DeclaredRule] = {}  # in declaration order; tried in that order

@@ -27,7 +27,7 @@ from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
 from plantstub.contract.outgoing import Outgoing, error_reply
-from plantstub.server.response import ReadTimeout, closing, not_received
+from plantstub.server.response import ReadTimeout, closing, internal_error, not_received
 
 log = logging.getLogger("plantstub")
 Refuse = Callable[[str, str, Outgoing], None]  # method, target, answer: records the call
@@ -269,7 +269,7 @@ class Connection(RequestHandler):
             raise ConnectionError("response is sent already, cannot send the error")
         if not isinstance(exc, (HttpProcessingError, ReadTimeout)):
             self.log_exception("internal error on a connection", exc_info=exc)
-            return closing(error_reply(status, "plantstub internal error (a bug in plantstub, not in the client)"))
+            return closing(error_reply(status, internal_error(exc)))
         method, target = self._request_line()
         out = error_reply(status, self._why(status, exc, message))
         self._refuse(method, target, out)

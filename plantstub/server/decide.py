@@ -1,29 +1,108 @@
 """The request pipeline's decision, without I/O: route, pick the scenario, check, then Prefer / rule from code /
-scenario rule / store (--stateful) / default answer; and the webhooks a 2xx answer sends."""
+scenario rule / store (--stateful) / default answer; and whether the answer sends webhooks.
+
+`decide(runtime, session, incoming)` reads no aiohttp type and returns a frozen Decision; server/app.py adapts
+aiohttp to it and back.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from aiohttp import web
+from typing import Any, NamedTuple
 
 from plantstub._json import NO_BODY
 from plantstub.contract.model import Operation
-from plantstub.contract.operations import preferred
+from plantstub.contract.operations import ServedOperation, preferred
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.contract.requests import challenge
 from plantstub.contract.schema import Violation
 from plantstub.contract.webhooks import RequestValues
+from plantstub.errors import UnknownScenario
 from plantstub.incoming import IncomingRequest
-from plantstub.scenarios.model import Fault, Rule
+from plantstub.scenarios.model import Fault, Rule, Scenario
 from plantstub.scenarios.replies import rule_reply, rule_webhooks
 from plantstub.scenarios.select import select_rule
-from plantstub.server.state import Control, UnknownScenario
+from plantstub.server.runtime import Runtime
+from plantstub.server.session import Session
 from plantstub.webhooks.dispatch import RuleWebhooks
 from plantstub.webhooks.sender import WEBHOOK_HEADER
 
 SCENARIO_HEADER = "X-Plantstub-Scenario"
+_ACTIVE = object()  # decide()'s `active` when not given: the session's active scenario now
+
+
+class Decision(NamedTuple):
+    """What the pipeline decided for one request, recorded as the call. `out` None: nothing was answered (yet).
+
+    A NamedTuple: immutable, and built faster than a frozen dataclass on every request.
+    """
+
+    out: Outgoing | None = None
+    op: Operation | None = None
+    params: dict[str, Any] = {}  # noqa: RUF012 - never mutated: a NamedTuple's default
+    body: Any = None  # the request body as validated (None: none read)
+    created: Any = None  # with --stateful, the record a create stored (its key assigned)
+    errors: tuple[str, ...] = ()  # the request's contract violations
+    stub_errors: tuple[str, ...] = ()  # the stub's own: a rule's reply that breaks the contract, a crash
+    scenario: str | None = None
+    rule: str | None = None
+    fault: Fault | None = None
+    delay_ms: int = 0
+    hooks: RuleWebhooks | None = None  # the answering rule's `webhooks:`, when it has some
+    sends: bool = False  # whether the answer may send webhooks or callbacks (a 2xx of a watched operation)
+
+    def refused(self, out: Outgoing) -> Decision:
+        """This decision answered by a refusal instead (its message is the call's error)."""
+        return self._replace(out=out, errors=(out.body["message"],), fault=None, sends=False)
+
+    def crashed(self, message: str) -> Decision:
+        """This decision answered by a plantstub bug's 500 (the stub's error: the client is not to blame)."""
+        return self._replace(out=error_reply(500, message), fault=None, stub_errors=(message,), sends=False)
+
+
+UNANSWERED = Decision()
+_new = tuple.__new__  # a Decision from a tuple, faster than _replace() on the request path
+
+
+def _answered(base: Decision, out: Outgoing) -> Decision:
+    """`base` with its answer: `base._replace(out=out)`, for the default and the store's answers."""
+    return _new(Decision, (out, *base[1:]))
+
+
+def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> Decision:
+    """A request refused before it reached the spec's operations."""
+    return UNANSWERED.refused(error_reply(status, message, headers))
+
+
+def decide(runtime: Runtime, session: Session, incoming: IncomingRequest, active: Any = _ACTIVE) -> Decision:
+    """Steps 1-5 of the pipeline, without I/O. `active`: the scenario when the request arrived (default: now)."""
+    route = runtime.router.route(incoming.method, incoming.raw_path or incoming.path)
+    op = route.operation
+    if route.status == 405:
+        allow = ", ".join(route.allow)
+        return refusal(405, f"method: {incoming.method} is not allowed on {incoming.path} (allowed: {allow})",
+                       {"Allow": allow})
+    if route.status == 404 or op is None:  # the router found an operation whenever it says 200
+        return refusal(404, f"path: no path in the spec matches {incoming.path}")
+    name = incoming.headers.get(SCENARIO_HEADER) or (session.active if active is _ACTIVE else active)
+    scenario = None
+    if name is not None:
+        try:
+            scenario = session.scenarios.get(name)
+        except UnknownScenario as exc:
+            return Decision(op=op, params=route.path_params).refused(
+                error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}"))
+    served = runtime.served[op]
+    violations, body = served.check.violations(incoming, route.path_params)
+    errors = tuple(map(str, violations)) if violations else ()
+    base = _new(Decision, (None, op, route.path_params, body, None, errors, (), scenario and scenario.name,
+                           None, None, 0, None, False))
+    if violations and (scenario is None or scenario.validate_requests):
+        return _answered(base, _violation_reply(op, violations))
+    decision = _answer(runtime, session, served, scenario, incoming, base)
+    if (decision.hooks is not None or op in session.webhooks.watched) and decision.fault is None:
+        return decision._replace(sends=_sends(incoming, decision))
+    return decision
 
 
 def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing:
@@ -33,120 +112,68 @@ def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing
     return error_reply(400, "; ".join(map(str, violations)))
 
 
-class Outcome:
-    """What the pipeline decided, filled in step by step and recorded at the end."""
-
-    __slots__ = ("body", "created", "delay_ms", "errors", "fault", "hooks", "op", "out", "params", "rule", "scenario", "stub_errors")
-
-    def __init__(self) -> None:
-        self.out: Outgoing | None = None
-        self.body: Any = None
-        self.created: Any = None  # with --stateful, the record a create stored (its key assigned)
-        self.errors: tuple[str, ...] = ()
-        self.stub_errors: tuple[str, ...] = ()
-        self.scenario: str | None = None
-        self.rule: str | None = None
-        self.fault: Fault | None = None
-        self.delay_ms = 0
-        self.op: Operation | None = None
-        self.params: dict[str, Any] = {}
-        self.hooks: RuleWebhooks | None = None  # the answering rule's `webhooks:`, when it has some
-
-    def refuse(self, out: Outgoing) -> None:
-        self.out = out
-        self.errors = (out.body["message"],)
-
-
-def decide(
-    control: Control, request: web.BaseRequest, raw: bytes, query: dict[str, list[str]], active: str | None, done: Outcome
-) -> None:
-    """Steps 1-5 of the pipeline, without I/O: fills `done`. `active` is the scenario when the request arrived."""
-    method, path = request.method, request.path
-    route = control.router.route(method, request.rel_url.raw_path)
-    if route.status == 404:
-        return done.refuse(error_reply(404, f"path: no path in the spec matches {path}"))
-    if route.status == 405:
-        allow = ", ".join(route.allow)
-        return done.refuse(
-            error_reply(405, f"method: {method} is not allowed on {path} (allowed: {allow})", {"Allow": allow})
-        )
-    op = done.op = route.operation
-    if op is None:  # the router found one whenever it says 200
-        return done.refuse(error_reply(404, f"path: no path in the spec matches {path}"))
-    served = control.served[op]
-    done.params = route.path_params
-    name = request.headers.get(SCENARIO_HEADER) or active
-    scenario = None
-    if name is not None:
-        try:
-            scenario = control.scenario(name)
-        except UnknownScenario as exc:
-            return done.refuse(error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}"))
-        done.scenario = scenario.name
-    incoming = IncomingRequest(method, path, query, request.headers, raw)
-    violations, done.body = served.check.violations(incoming, route.path_params)
-    if violations:
-        done.errors = tuple(map(str, violations))
-        if scenario is None or scenario.validate_requests:
-            done.out = _violation_reply(op, violations)
-            return None
-    prefer = request.headers.get("Prefer")
+def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenario: Scenario | None,
+            incoming: IncomingRequest, base: Decision) -> Decision:
+    """Prefer, then a rule from code, a scenario rule, the store (--stateful), else the default answer."""
+    prefer = incoming.headers.get("Prefer")
     if prefer:
-        out, problem = preferred(served, prefer, done.body)
-        if out is not None and problem is not None:
-            return done.refuse(out)
-        if out is not None:
-            done.out = out
-            return None
-    if control.declared.rules:  # rules from code come first
-        declared = control.declared.select(incoming, done.body)
+        out, problem = preferred(served, prefer, base.body)
+        if out is not None:  # a Prefer that cannot be met answers its refusal
+            return base.refused(out) if problem is not None else base._replace(out=out)
+    if session.declared.rules:  # rules from code come first
+        declared = session.declared.select(incoming, base.body)
         if declared is not None:
-            rule_from_code, at = declared
-            done.rule = rule_from_code.label(at)
-            return _rule_answer(control, op, rule_from_code.rule, at, incoming, done, control.declared.templates,
-                                f"rule {done.rule} ({rule_from_code.source})")
+            from_code, at = declared
+            label = from_code.label(at)
+            return _rule_answer(runtime, from_code.rule, at, incoming, base._replace(rule=label),
+                                session.declared.templates, f"rule {label} ({from_code.source})")
     if scenario is not None:
-        chosen = select_rule(control.indexes[scenario.name], control.counters, incoming, done.body)
+        index = session.scenarios.indexes[scenario.name]
+        chosen = select_rule(index, session.counters, incoming, base.body)
         if chosen is not None:
             rule, at = chosen
-            done.rule = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
-            return _rule_answer(control, op, rule, at, incoming, done, control.indexes[scenario.name].templates,
-                                f"scenario {scenario.name!r} {done.rule} ({scenario.file}:{rule.replies[at].line})")
-    store = control.store
+            label = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
+            return _rule_answer(runtime, rule, at, incoming, base._replace(rule=label), index.templates,
+                                f"scenario {scenario.name!r} {label} ({scenario.file}:{rule.replies[at].line})")
+    store = session.store
     if store is not None:  # --stateful: the records answer where the default answer would
-        action = control.actions.get(op)
+        action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it
         if action is not None:
-            done.out = store.answer(action, route.path_params, query, done.body)
-            done.created = store.created
-            if done.out is not None:
-                return None
-    done.out = served.default(done.body)
-    return None
+            out = store.answer(action, base.params, incoming.query, base.body)
+            if out is not None:
+                return base._replace(out=out, created=store.created)
+    return _answered(base, served.default(base.body))
 
 
-def _rule_answer(control: Control, op: Operation, rule: Rule, at: int, incoming: IncomingRequest, done: Outcome,
-                 templates: dict[int, Any], who: str) -> None:
+def _rule_answer(runtime: Runtime, rule: Rule, at: int, incoming: IncomingRequest, base: Decision,
+                 templates: dict[int, Any], who: str) -> Decision:
     """The answer of a rule's reply `at` (a rule from code or a scenario's); a rendered body that breaks the contract
     is the rule's fault, not the consumer's: recorded apart from `errors`, naming `who` sent it."""
     reply = rule.replies[at]
-    done.delay_ms = reply.delay_ms
-    if rule.webhooks is not None:
-        done.hooks = rule_webhooks(rule, incoming, done.body, templates)
-    done.out, done.fault = rule_reply(reply, incoming, done.body, templates)
-    if not rule.off_contract and reply.fault is None and done.out.body is not NO_BODY:
-        broken = control.contract.rendered_violations(op, reply, done.out.body)
-        done.stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
+    hooks = rule_webhooks(rule, incoming, base.body, templates) if rule.webhooks is not None else None
+    out, fault = rule_reply(reply, incoming, base.body, templates)
+    stub_errors: tuple[str, ...] = ()
+    if not rule.off_contract and reply.fault is None and out.body is not NO_BODY:
+        assert base.op is not None  # a rule answers an operation
+        broken = runtime.contract.rendered_violations(base.op, reply, out.body)
+        stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
+    return base._replace(out=out, fault=fault, delay_ms=reply.delay_ms, hooks=hooks, stub_errors=stub_errors)
 
 
-def created_record(done: Outcome) -> Any:
+def _sends(incoming: IncomingRequest, decision: Decision) -> bool:
+    """A 2xx answer sends; a delivery of this stub's own, subscribed back to it, does not (no endless loop)."""
+    out = decision.out
+    return out is not None and 200 <= out.status < 300 and WEBHOOK_HEADER not in incoming.headers
+
+
+def created_record(decision: Decision) -> Any:
     """What the default trigger sends: the record the store created (--stateful), else the validated request body."""
-    return done.created if done.created is not None else done.body
+    return decision.created if decision.created is not None else decision.body
 
 
-def send_webhooks(control: Control, request: web.BaseRequest, query: dict[str, list[str]], done: Outcome) -> None:
-    """Queue the webhooks and callbacks a 2xx answer sends; they go out after it, never delaying it."""
-    assert done.op is not None and done.out is not None
-    if WEBHOOK_HEADER in request.headers:  # a delivery of this stub's own, subscribed back to it: no endless loop
-        return
-    values = RequestValues(str(request.url), request.method, request.headers, query, done.params, done.body)
-    control.webhooks.answered(done.op, done.out.status, created_record(done), values, done.hooks)
+def send_webhooks(session: Session, incoming: IncomingRequest, decision: Decision) -> None:
+    """Queue the webhooks and callbacks a decision sends; they go out after its answer, never delaying it."""
+    assert decision.op is not None and decision.out is not None
+    values = RequestValues(incoming.url, incoming.method, incoming.headers, incoming.query, decision.params,
+                           decision.body)
+    session.webhooks.answered(decision.op, decision.out.status, created_record(decision), values, decision.hooks)

@@ -186,7 +186,7 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         source = {"X-Plantstub-Source": f"{file}:{line}" if line else file}
         status, data = self.admin.send("POST", "rules", rule, source)
         if status == 400 and isinstance(data, dict) and data.get("problems"):
-            raise ScenarioLoadError([ScenarioError(file, line, p["path"], p["message"]) for p in data["problems"]])
+            raise ScenarioLoadError([ScenarioError(file, line, _in_rule(p["at"]), p["message"]) for p in data["problems"]])
         if status != 201:
             raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}rules answered {status}: {message_of(data)}")
         return str(data["id"])
@@ -231,6 +231,20 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
         return [Delivery(**d) for d in self.admin.expect("GET", "deliveries")]
 
-    def _pending_deliveries(self) -> int:
+    def reset_subscriptions(self) -> dict[str, str]:
+        """Only the stub's start-up subscriptions again (its --webhook); returns them."""
+        result: dict[str, str] = self.admin.expect("DELETE", "webhooks")
+        return result
+
+    def pending_deliveries(self) -> int:
+        """How many webhooks and callbacks are still being sent."""
         pending: int = self.admin.expect("GET", "health").get("webhooks", {}).get("pending", 0)
         return pending
+
+    def _pending_deliveries(self) -> int:
+        return self.pending_deliveries()
+
+
+def _in_rule(at: str) -> str:
+    """A problem's location inside the rule (`match.path`) from its location in the admin request (`body.match.path`)."""
+    return at.removeprefix("body").removeprefix(".")

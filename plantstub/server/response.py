@@ -72,3 +72,10 @@ async def send_fault(request: web.BaseRequest, fault: Fault, out: Outgoing | Non
             transport.close()
     # Nothing may be written now; cancelling ends this connection's handler quietly.
     raise asyncio.CancelledError
+
+
+def internal_error(exc: BaseException | None) -> str:
+    """The 500 message of a plantstub bug, in every answer that reports one (the pipeline, the admin API, a
+    connection aiohttp could not serve)."""
+    said = "plantstub internal error (a bug in plantstub, not in the client)"
+    return said if exc is None else f"{said}: {type(exc).__name__}: {exc}"

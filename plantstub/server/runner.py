@@ -8,9 +8,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from plantstub.server.app import make_handler, make_refusal, start_watch, stop_watch
+from plantstub.server.app import make_handler, start_watch, stop_watch
 from plantstub.server.connection import Connection, ErrorLog
-from plantstub.server.state import Control
+from plantstub.server.pipeline import make_refusal
+from plantstub.server.table import Sessions
 
 
 class _LeanServer(web.Server):
@@ -18,11 +19,12 @@ class _LeanServer(web.Server):
     the pipeline; each connection is a `Connection` (read timeout, JSON answers to what cannot be
     parsed), bodies are bounded by --max-body."""
 
-    def __init__(self, control: Control, errors: ErrorLog) -> None:
-        super().__init__(make_handler(control), request_factory=self._request, access_log=None)
-        self._max_body = control.settings.max_body
-        self._read_timeout = control.settings.read_timeout
-        self._refuse = make_refusal(control)
+    def __init__(self, sessions: Sessions, errors: ErrorLog) -> None:
+        super().__init__(make_handler(sessions.default, sessions), request_factory=self._request, access_log=None)
+        settings = sessions.runtime.settings
+        self._max_body = settings.max_body
+        self._read_timeout = settings.read_timeout
+        self._refuse = make_refusal(sessions.default)
         self._errors = errors
 
     def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
@@ -41,9 +43,9 @@ def url_for(host: str, port: int) -> str:
 class Running:
     """A stub listening on a socket; `stop()` ends it and closes what it holds (the journal file)."""
 
-    def __init__(self, control: Control, runner: web.ServerRunner, url: str, watch: asyncio.Task[None] | None,
+    def __init__(self, sessions: Sessions, runner: web.ServerRunner, url: str, watch: asyncio.Task[None] | None,
                  handler: Any = None) -> None:
-        self.control = control
+        self.sessions = sessions
         self.url = url
         self._runner = runner
         self._watch = watch
@@ -55,17 +57,14 @@ class Running:
             await self._runner.cleanup()
         finally:
             asyncio.get_running_loop().set_exception_handler(self._handler)
-            await self.control.webhooks.close()
-            if self.control.sessions is not None:
-                await self.control.sessions.close()
-            self.control.close()
+            await self.sessions.close()
 
 
-async def start(control: Control, host: str, port: int) -> Running:
-    """Serve `control`'s stub on host:port (0: a free port); the URL carries the real port."""
+async def start(sessions: Sessions, host: str, port: int) -> Running:
+    """Serve the stub of `sessions` on host:port (0: a free port); the URL carries the real port."""
     loop = asyncio.get_running_loop()
     errors = ErrorLog(loop)
-    server = _LeanServer(control, errors)
+    server = _LeanServer(sessions, errors)
     runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
@@ -79,4 +78,4 @@ async def start(control: Control, host: str, port: int) -> Running:
     # traceback (18 MB in 12 s): a few lines instead.
     before = loop.get_exception_handler()
     loop.set_exception_handler(errors.loop_handler)
-    return Running(control, runner, url_for(host, real_port), start_watch(control), before)
+    return Running(sessions, runner, url_for(host, real_port), start_watch(sessions), before)

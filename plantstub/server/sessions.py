@@ -1,9 +1,8 @@
 """Sessions over HTTP: a request under `/__session/{id}` or with `X-Plantstub-Session: {id}` goes to that
-session's own pipeline (its Control), the prefix taken off; the admin routes that list, open and end them."""
+session's own pipeline (its Session), the prefix taken off; the admin routes that list, open and end them."""
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
@@ -12,11 +11,11 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from yarl import URL
 
-from plantstub.contract.outgoing import error_body
 from plantstub.recording.call import iso_time
 from plantstub.server.admin_guard import AdminGuard
-from plantstub.server.response import too_large
-from plantstub.server.state import Control, SessionLimit, Sessions
+from plantstub.server.admin_json import error, read_json, reply
+from plantstub.server.session import Session
+from plantstub.server.table import SessionLimit, Sessions
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 SESSION_PREFIX = "/__session/"
@@ -25,10 +24,6 @@ SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ID_RULE = "1 to 64 letters, digits, '_' or '-'"
 ADMIN = "/__plantstub/"
 SHOWN = 80
-
-
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response(error_body(status, message), status=status)
 
 
 def _shown(value: str) -> str:
@@ -43,13 +38,13 @@ def new_id() -> str:
 class SessionRouter:
     """Sends each session's requests to its own pipeline, built by `make_handler` once per session."""
 
-    def __init__(self, control: Control, make_handler: Callable[[Control], Handler]) -> None:
-        assert control.sessions is not None
-        self.sessions: Sessions = control.sessions
+    def __init__(self, sessions: Sessions, make_handler: Callable[[Session], Handler]) -> None:
+        settings = sessions.runtime.settings
+        self.sessions = sessions
         self.make_handler = make_handler
-        self.guard = AdminGuard(control.settings.admin_token, control.settings.host)
-        self.max_body = control.settings.max_body
-        self._handlers: dict[str, tuple[Control, Handler]] = {}
+        self.guard = AdminGuard(settings.admin_token, settings.host)
+        self.max_body = settings.max_body
+        self._handlers: dict[str, tuple[Session, Handler]] = {}
 
     def wrap(self, handler: Handler) -> Handler:
         """`handler` for the default session; a session's requests to their own (one prefix or header check)."""
@@ -67,39 +62,38 @@ class SessionRouter:
         if raw.startswith(SESSION_PREFIX):
             sid, _, rest = raw[len(SESSION_PREFIX):].partition("/")
             if not SESSION_ID.fullmatch(sid):
-                return _error(400, f"path: {_shown(sid)} is not a session id (expected {ID_RULE}, as in "
+                return error(400, f"path: {_shown(sid)} is not a session id (expected {ID_RULE}, as in "
                                    f"{SESSION_PREFIX}ci-42/plants)")
             if named is not None and named != sid:
-                return _error(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the "
+                return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the "
                                    f"path ({sid!r}); send one of them")
             url = URL.build(path="/" + rest, query_string=request.rel_url.raw_query_string, encoded=True)
             request = request.clone(rel_url=url)
         elif named is None:  # a prefix only once decoded (/__session%2F...): not a session's request
             return await default(request)
         elif not SESSION_ID.fullmatch(named):
-            return _error(400, f"headers.{SESSION_HEADER}: {_shown(named)} is not a session id (expected {ID_RULE})")
+            return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} is not a session id (expected {ID_RULE})")
         else:
             sid = named
         if request.path.startswith(ADMIN):  # a refused admin call must not open a session
             refused = self.guard.refusal(request)
             if refused is not None:
-                status, message, headers = refused
-                return web.json_response(error_body(status, message), status=status, headers=headers)
+                return error(*refused)
         try:
-            control = self.sessions.get(sid)
+            session = self.sessions.get(sid)
         except SessionLimit as exc:
-            return _error(503, str(exc))
-        return await self._handler(sid, control)(request)
+            return error(503, str(exc))
+        return await self._handler(sid, session)(request)
 
-    def _handler(self, sid: str, control: Control) -> Handler:
+    def _handler(self, sid: str, session: Session) -> Handler:
         cached = self._handlers.get(sid)
-        if cached is not None and cached[0] is control:
+        if cached is not None and cached[0] is session:
             return cached[1]
         if len(self._handlers) > 2 * self.sessions.cap:  # forget the pipelines of sessions that ended
-            live = {id(c) for c in self.sessions.controls()}
+            live = {id(s) for s in self.sessions.live()}
             self._handlers = {k: v for k, v in self._handlers.items() if id(v[0]) in live}
-        handler = self.make_handler(control)
-        self._handlers[sid] = (control, handler)
+        handler = self.make_handler(session)
+        self._handlers[sid] = (session, handler)
         return handler
 
     # -- admin routes (the default session's admin API only) ----------------------------------------
@@ -112,42 +106,40 @@ class SessionRouter:
 
     async def list_sessions(self, request: web.BaseRequest) -> web.Response:
         listed = self.sessions.listing()
-        return web.json_response({
+        return reply({
             "sessions": [
-                {"id": sid, "calls": control.journal.recorded, "active": control.active,
+                {"id": sid, "calls": session.figures()["journal"]["recorded"], "active": session.active,
                  "idle_seconds": round(idle, 3), "last_used": iso_time(_wall(idle))}
-                for sid, control, idle in listed
+                for sid, session, idle in listed
             ],
             "count": len(listed), "max_sessions": self.sessions.cap, "session_idle": self.sessions.idle,
             "ended": self.sessions.ended,
         })
 
     async def open_session(self, request: web.BaseRequest) -> web.Response:
-        try:
-            data = json.loads(await request.read() or b"{}")
-        except web.HTTPRequestEntityTooLarge:
-            return _error(413, too_large(self.max_body))
-        except (ValueError, RecursionError):
-            return _error(400, 'body: not valid JSON; send nothing, or {"id": "SESSION"}')
+        data = await read_json(request, self.max_body, 'nothing, or {"id": "SESSION"}')
+        if isinstance(data, web.Response):
+            return data
+        data = {} if data is None else data
         sid = data.get("id") if isinstance(data, dict) else None
         if not isinstance(data, dict) or set(data) - {"id"} or not isinstance(sid, (str, type(None))):
-            return _error(400, 'body: expected nothing, or {"id": "SESSION"}')
+            return error(400, 'body: expected nothing, or {"id": "SESSION"}')
         if sid is not None and not SESSION_ID.fullmatch(sid):
-            return _error(400, f"body.id: {_shown(sid)} is not a session id (expected {ID_RULE})")
+            return error(400, f"body.id: {_shown(sid)} is not a session id (expected {ID_RULE})")
         sid = sid or new_id()
         try:
             self.sessions.get(sid)
         except SessionLimit as exc:
-            return _error(503, str(exc))
+            return error(503, str(exc))
         url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}"
-        return web.json_response({"id": sid, "url": url}, status=201)
+        return reply({"id": sid, "url": url}, status=201)
 
     async def end_session(self, request: web.BaseRequest) -> web.Response:
         sid = request.path.rpartition("/")[2]
         if not self.sessions.end(sid):
-            return _error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
+            return error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
         self._handlers.pop(sid, None)
-        return web.json_response({"ended": sid})
+        return reply({"ended": sid})
 
 
 def _wall(seconds_ago: float) -> float:

@@ -1,4 +1,4 @@
-"""The records of a `--stateful` stub: one Store per Control, answering the operations the spec's resources imply."""
+"""The records of a `--stateful` stub: one Store per Session, answering the operations the spec's resources imply."""
 
 from plantstub.store.records import Store
 

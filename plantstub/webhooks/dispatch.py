@@ -12,7 +12,7 @@ from plantstub.contract.model import Operation, Spec, Webhook
 from plantstub.contract.samples import generate
 from plantstub.contract.schema import SchemaCheck
 from plantstub.contract.webhooks import RequestValues, default_triggers, json_body_schema, resolve_url, webhook_names
-from plantstub.webhooks.deliveries import DeliveryLog
+from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, DeliveryLog
 from plantstub.webhooks.sender import Sender, job
 from plantstub.webhooks.subscriptions import Subscriptions
 
@@ -28,10 +28,11 @@ def _sample(hook: Webhook) -> Any:
 class Webhooks:
     """A stub's webhooks at run time: subscriptions, the sender and the delivery log."""
 
-    def __init__(self, spec: Spec, subscribed: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, spec: Spec, subscribed: tuple[tuple[str, str], ...] = (),
+                 max_bytes: int = DEFAULT_LOG_BYTES) -> None:
         self.hooks = {hook.name: hook for hook in reversed(spec.webhooks)}  # a name's first method wins
         self.subscriptions = Subscriptions(webhook_names(spec), subscribed)
-        self.log = DeliveryLog()
+        self.log = DeliveryLog(max_bytes=max_bytes)
         self.sender = Sender(self.log)
         self.triggers = default_triggers(spec)
         # Operations whose 2xx answers may send something without a rule saying so: nothing else pays.
@@ -99,6 +100,28 @@ class Webhooks:
         """Forget deliveries; the start-up subscriptions come back."""
         self.log.clear()
         self.subscriptions.reset()
+
+    # -- subscriptions and figures, for the session's control surface ----------------------------
+    def subscribe(self, url: Any, name: Any) -> None:
+        self.subscriptions.subscribe(url, name, "url")
+
+    def subscribed(self) -> dict[str, str]:
+        return dict(self.subscriptions.urls)
+
+    def replace(self, mapping: dict[Any, Any]) -> None:
+        self.subscriptions.replace(mapping)
+
+    def unsubscribe(self) -> None:
+        """The start-up subscriptions again (--webhook), and no other."""
+        self.subscriptions.reset()
+
+    def problems(self) -> list[str]:
+        return self.log.problems(self.sender.cap)
+
+    def figures(self) -> dict[str, int]:
+        log = self.log
+        return {"subscriptions": len(self.subscriptions.urls), "delivered": log.recorded,
+                "pending": self.sender.pending, "lost": log.lost, "dropped": log.dropped}
 
     async def close(self) -> None:
         await self.sender.close()

@@ -252,7 +252,7 @@ def test_an_internal_error_is_blamed_on_plantstub_not_the_client(project):
             def broken(*args):
                 raise RuntimeError("simulated plantstub bug")
 
-            monkeypatch.setattr(next(iter(plantstub.control.served.values())), "default", broken)
+            monkeypatch.setattr(next(iter(plantstub._live().runtime.served.values())), "default", broken)
             status, body = create_plant(plantstub.url, {"id": 1, "name": "Fern"})
             assert status == 500 and "a bug in plantstub, not in the client" in body["message"]
             plantstub.assert_all_valid()

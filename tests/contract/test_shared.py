@@ -17,7 +17,8 @@ from plantstub.contract.load import load_spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.requests import RequestCheck
 from plantstub.contract.schema import SchemaCheck
-from plantstub.server.state import Control
+from plantstub.server.runtime import load
+from plantstub.server.table import Sessions
 from tests.helpers import SPECS, make_request, write
 
 SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml",
@@ -167,13 +168,13 @@ def test_serve_compiles_the_shared_validator_before_any_request(tmp_path):
 
 
 def test_control_leaves_the_garbage_collector_as_it_found_it():
-    """Off while the spec loads (server/state.py), then as it was."""
+    """Off while the spec loads (server/runtime.py), then as it was."""
     assert gc.isenabled()
-    Control(Settings()).close()
+    Sessions(load(Settings())).default.close()
     assert gc.isenabled()
     gc.disable()
     try:
-        Control(Settings()).close()
+        Sessions(load(Settings())).default.close()
         assert not gc.isenabled()
     finally:
         gc.enable()

@@ -241,3 +241,14 @@ def test_connect_webhooks_as_in_process(sidecar, local):
             texts.append(str(caught.value).replace(receiver.url, "URL"))
         assert remote.deliveries == []  # the session's subscription is its own
     assert texts[0] == texts[1]
+
+
+def test_reset_subscriptions_ends_a_test_subscription_in_process_and_over_http(serve, tmp_path):
+    """The plugin's teardown: only the start-up subscriptions (--webhook) stay, through either transport."""
+    hook = "http://127.0.0.1:9/start"
+    sidecar = serve("--port", "0", "--spec", "plant-store-full", "--webhook", hook, cwd=tmp_path)
+    with Stub(spec="plant-store-full", webhook=[hook]) as local:
+        for stub in (Stub.connect(sidecar.url), local):
+            stub.subscribe("http://127.0.0.1:9/test", "/plant/webhook")
+            assert stub.reset_subscriptions() == {"*": hook}
+            assert stub.pending_deliveries() == 0

@@ -45,7 +45,8 @@ def test_a_full_disk_makes_health_degraded_and_the_exit_status_1():
         status, body = eventually(lambda: (lambda h: h if h[1]["journal"]["file_lost"] == 20 else None)(health(stub.url)))
         assert status == 503 and body["status"] == "degraded"
         [problem] = body["problems"]
-        assert problem.startswith("journal file /dev/full: cannot write") and "20 call(s) not written" in problem
+        assert problem["at"] == "journal file /dev/full"
+        assert problem["message"].startswith("cannot write") and "20 call(s) not written" in problem["message"]
         assert body["journal"]["file_lost"] == 20 and body["journal"]["calls"] == 20  # memory still has them
     finally:
         code = stub.stop()

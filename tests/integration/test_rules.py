@@ -167,7 +167,7 @@ def test_many_rules_keep_declaration_order(stub):
 
 
 def test_rules_are_bounded_in_number(stub, monkeypatch):
-    monkeypatch.setattr("plantstub.server.state.MAX_RULES", 2)
+    monkeypatch.setattr("plantstub.server.session.MAX_RULES", 2)
     stub.when(path="/plants").reply(200)
     stub.when(path="/plants").reply(200)
     with pytest.raises(ScenarioError, match="2 rules from code are declared already; remove some"):
@@ -229,7 +229,7 @@ def test_admin_rule_problems_come_apart_too_and_a_client_may_name_the_source(stu
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=5)
     assert json.loads(caught.value.read())["problems"] == [
-        {"path": "match.path", "message": "/plant matches no path in the spec (paths: /plants)"}]
+        {"at": "body.match.path", "message": "/plant matches no path in the spec (paths: /plants)"}]
     request.data = json.dumps({"match": {"path": "/plants"}, "reply": {}}).encode()
     with urllib.request.urlopen(request, timeout=5) as response:
         assert response.status == 201

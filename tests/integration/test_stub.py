@@ -221,7 +221,7 @@ def test_calls_are_numbered_on_arrival_and_listed_in_that_order(tmp_path):
     with Stub(scenarios=tmp_path, scenario="late") as stub:
         slow = threading.Thread(target=post, args=(stub.url, {"id": 1, "name": "Late"}))
         slow.start()
-        wait_until(lambda: stub.control.journal._seq == 1)  # the slow one has arrived
+        wait_until(lambda: stub._live().journal._seq == 1)  # the slow one has arrived
         assert post(stub.url, {"id": 2, "name": "Fern"}) == 200
         slow.join(5)
         assert [(c.seq, c.body["name"]) for c in stub.calls] == [(1, "Late"), (2, "Fern")]
@@ -231,7 +231,7 @@ def test_an_internal_error_is_the_stubs_not_the_consumers(stub, monkeypatch, cap
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(next(iter(stub.control.served.values())), "default", broken)
+    monkeypatch.setattr(next(iter(stub._live().runtime.served.values())), "default", broken)
     assert post(stub.url, {"id": 1, "name": "Fern"}) == 500
     [call] = stub.calls
     assert (call.valid, call.errors) == (True, ())
@@ -244,11 +244,11 @@ def test_an_admin_route_error_is_logged_with_its_traceback(stub, monkeypatch, ca
     def broken():
         raise RuntimeError("coverage exploded")
 
-    monkeypatch.setattr(stub.control, "coverage_report", broken)
+    monkeypatch.setattr(stub._live(), "coverage", broken)
     with pytest.raises(urllib.error.HTTPError) as raised:
         urllib.request.urlopen(stub.url + "/__plantstub/coverage", timeout=5)
     assert raised.value.code == 500
-    assert json.load(raised.value)["message"] == "plantstub internal error (a bug in plantstub): RuntimeError: coverage exploded"
+    assert json.load(raised.value)["message"] == "plantstub internal error (a bug in plantstub, not in the client): RuntimeError: coverage exploded"
     assert "plantstub: internal error on admin route GET /__plantstub/coverage" in caplog.text
     assert "Traceback" in caplog.text
 
@@ -267,7 +267,7 @@ with Stub(scenarios={str(tmp_path)!r}, scenario="late") as stub:
         except OSError:
             pass
     threading.Thread(target=send, daemon=True).start()
-    while not stub.control.journal._seq:
+    while not stub._live().journal._seq:
         time.sleep(0.01)
 print("stopped")
 """

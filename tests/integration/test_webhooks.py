@@ -241,13 +241,15 @@ rules:
 @pytest.mark.slow  # by hand, as no process is started: about 2 s of deliveries to a slow receiver
 def test_webhook_queue_cap_counts_lost_deliveries_in_health() -> None:
     with Receiver(delay=1.0) as slow, Stub(spec="plant-store-full", webhook=[slow.url]) as stub:
-        stub.control.webhooks.sender.cap, stub.control.webhooks.sender.workers = 2, 4  # before the first delivery
+        sender = stub._live().webhooks.sender
+        sender.cap, sender.workers = 2, 4  # before the first delivery
         for i in range(10):
             call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": i})
         status, health = call(stub.url, "GET", "/__plantstub/health")
         # the workers (4 here) hold one each, 2 wait in the queue, 4 are lost
         assert status == 503 and health["status"] == "degraded"
-        assert health["problems"] == ["webhooks: 4 deliveries were not sent: more than 2 were waiting to be sent"]
+        assert health["problems"] == [
+            {"at": "webhooks", "message": "4 deliveries were not sent: more than 2 were waiting to be sent"}]
         assert health["webhooks"]["lost"] == 4
         assert len(stub.wait_for_deliveries(6, timeout=10)) == 6
 

@@ -17,8 +17,9 @@ from plantstub.scenarios import watch as watching
 from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
 from plantstub.scenarios.select import RuleCounters, RuleIndex, select_rule
 from plantstub.scenarios.watch import FolderSnapshot, off_loop
-from plantstub.server.app import CONTROL_KEY
-from plantstub.server.state import Control
+from plantstub.server.app import SESSIONS_KEY
+from plantstub.server.runtime import load
+from plantstub.server.table import Sessions
 from tests.helpers import JSON_AUTH, make_request, write
 
 SEQUENCE = """\
@@ -33,14 +34,16 @@ rules:
 OTHER = "description: {description}\nrules:\n  - match: {{path: /plants}}\n    reply: {{status: 200}}\n"
 
 
-def control_for(folder, scenario: str | None = "seq") -> Control:
-    return Control(build_settings({"scenarios": str(folder), "scenario": scenario, "watch": True}))
+def control_for(folder, scenario: str | None = "seq") -> Sessions:
+    return Sessions(load(build_settings({"scenarios": str(folder), "scenario": scenario, "watch": True})))
 
 
-def answer(control: Control, name: str = "Fern") -> str:
-    """Which reply the active scenario gives a POST /plants now (counted, as a request would be)."""
-    assert control.active is not None
-    chosen = select_rule(control.indexes[control.active], control.counters, make_request(), {"id": 1, "name": name})
+def answer(control: Sessions, name: str = "Fern") -> str:
+    """Which reply the default session's active scenario gives a POST /plants now (counted, as a request would be)."""
+    session = control.default
+    assert session.active is not None
+    chosen = select_rule(session.scenarios.indexes[session.active], session.counters, make_request(),
+                         {"id": 1, "name": name})
     assert chosen is not None
     rule, at = chosen
     return f"{rule.label}.replies[{at}]"
@@ -52,21 +55,21 @@ def test_reload_keeps_the_active_scenario_while_its_file_is_missing(tmp_path):
     write(tmp_path, "other.yaml", OTHER.format(description="v1"))
     control = control_for(tmp_path)
     assert answer(control) == "rules[0].replies[0]"
-    kept = control.scenarios["seq"]
+    kept = control.default.scenarios.scenarios["seq"]
     seq.unlink()
-    assert control.reload_scenarios() == [
+    assert control.reload() == [
         f"{seq} is gone; the active scenario 'seq' stays active as last loaded until its file is back",
         f"reloaded 1 scenario(s) from {tmp_path}",
     ]
-    assert (control.active, control.scenarios["seq"], control.missing) == ("seq", kept, {"seq": str(seq)})
+    assert (control.default.active, control.default.scenarios.scenarios["seq"], control.default.scenarios.missing) == ("seq", kept, {"seq": str(seq)})
     assert answer(control) == "rules[0].replies[1]"  # answers as before, counters and all
     write(tmp_path, "seq.yaml", SEQUENCE.format(description="v1", second="two"))
-    assert control.reload_scenarios() == [
+    assert control.reload() == [
         f"the active scenario 'seq' is back ({seq}); loaded, still active",
         f"reloaded 2 scenario(s) from {tmp_path}",
     ]
-    assert (control.active, control.missing) == ("seq", {})
-    assert control.scenarios["seq"] is not kept  # the file as it is now
+    assert (control.default.active, control.default.scenarios.missing) == ("seq", {})
+    assert control.default.scenarios.scenarios["seq"] is not kept  # the file as it is now
     assert answer(control) == "rules[0].replies[2]"  # the same rules: the sequence carries on
 
 
@@ -74,19 +77,19 @@ def test_reload_keeps_the_active_scenario_when_its_file_names_another(tmp_path):
     seq = write(tmp_path, "seq.yaml", SEQUENCE.format(description="v1", second="two"))
     control = control_for(tmp_path)
     write(tmp_path, "seq.yaml", "name: renamed\n" + SEQUENCE.format(description="v1", second="two"))
-    assert control.reload_scenarios()[0] == (
+    assert control.reload()[0] == (
         f"{seq} no longer defines 'seq'; the active scenario 'seq' stays active as last loaded until its file is back")
-    assert (control.active, sorted(control.missing)) == ("seq", ["seq"])
-    assert {"seq", "renamed"} <= set(control.scenarios)
+    assert (control.default.active, sorted(control.default.scenarios.missing)) == ("seq", ["seq"])
+    assert {"seq", "renamed"} <= set(control.default.scenarios.scenarios)
 
 
 def test_reload_keeps_the_folder_version_over_a_builtin_of_that_name(tmp_path):
     closed = write(tmp_path, "store-closed.yaml", OTHER.format(description="mine"))
     control = control_for(tmp_path, "store-closed")
     closed.unlink()
-    control.reload_scenarios()
-    assert control.scenarios["store-closed"].description == "mine"  # not switched to the built-in meanwhile
-    assert control.missing == {"store-closed": str(closed)}
+    control.reload()
+    assert control.default.scenarios.scenarios["store-closed"].description == "mine"  # not switched to the built-in meanwhile
+    assert control.default.scenarios.missing == {"store-closed": str(closed)}
 
 
 def test_switching_away_drops_the_kept_scenario(tmp_path):
@@ -94,9 +97,9 @@ def test_switching_away_drops_the_kept_scenario(tmp_path):
     write(tmp_path, "other.yaml", OTHER.format(description="v1"))
     control = control_for(tmp_path)
     seq.unlink()
-    control.reload_scenarios()
-    control.use("other")
-    assert ("seq" in control.scenarios, control.missing) == (False, {})
+    control.reload()
+    control.default.use("other")
+    assert ("seq" in control.default.scenarios.scenarios, control.default.scenarios.missing) == (False, {})
 
 
 async def test_missing_is_listed_by_the_admin_api(aiohttp_client, tmp_path):
@@ -104,7 +107,7 @@ async def test_missing_is_listed_by_the_admin_api(aiohttp_client, tmp_path):
     app = create_app(scenarios=str(tmp_path), scenario="seq", watch=True)
     client = await aiohttp_client(app)
     seq.unlink()
-    app[CONTROL_KEY].reload_scenarios()
+    app[SESSIONS_KEY].reload()
     listed = await (await client.get("/__plantstub/scenarios")).json()
     assert listed["active"] == "seq"
     assert {s["name"]: s["missing"] for s in listed["scenarios"]}["seq"] is True
@@ -119,13 +122,13 @@ def test_reload_keeps_counters_of_scenarios_whose_rules_did_not_change(tmp_path)
     control = control_for(tmp_path)
     assert answer(control) == "rules[0].replies[0]"
     write(tmp_path, "other.yaml", OTHER.format(description="v2"))  # another file
-    control.reload_scenarios()
+    control.reload()
     assert answer(control) == "rules[0].replies[1]"
     seq.write_text("# a comment moves every line\n" + SEQUENCE.format(description="v2", second="two"))
-    control.reload_scenarios()
+    control.reload()
     assert answer(control) == "rules[0].replies[2]"  # lines and description are not rules
     write(tmp_path, "seq.yaml", SEQUENCE.format(description="v2", second="deux"))
-    control.reload_scenarios()
+    control.reload()
     assert answer(control) == "rules[0].replies[0]"  # its own rules changed: afresh
 
 
@@ -135,7 +138,7 @@ def test_a_broken_reload_keeps_counters(tmp_path):
     control = control_for(tmp_path)
     assert answer(control) == "rules[0].replies[0]"
     broken.write_text("rules: [")
-    assert control.reload_scenarios()[-1] == "kept the last good scenarios (6)"
+    assert control.reload()[-1] == "kept the last good scenarios (6)"
     assert answer(control) == "rules[0].replies[1]"
 
 
@@ -179,7 +182,7 @@ def test_snapshot_trusts_settled_stamps_and_ignores_touch(tmp_path, monkeypatch)
 async def test_a_change_during_a_reload_is_loaded_next(tmp_path):
     write(tmp_path, "seq.yaml", SEQUENCE.format(description="v1", second="one"))
     control = control_for(tmp_path)
-    assert control.snapshot is not None
+    assert control.runtime.folder.snapshot is not None
     loads: list[str] = []
     finished = asyncio.Event()
 
@@ -189,10 +192,10 @@ async def test_a_change_during_a_reload_is_loaded_next(tmp_path):
         if len(loads) == 1:  # the file changes again while the first reload is being installed
             write(tmp_path, "seq.yaml", SEQUENCE.format(description="v3", second="three"))
         control.install(loaded)
-        if control.scenarios["seq"].description == "v3":
+        if control.default.scenarios.scenarios["seq"].description == "v3":
             finished.set()
 
-    task = asyncio.create_task(watching.watch(control.snapshot, reload, interval=0.01))
+    task = asyncio.create_task(watching.watch(control.runtime.folder.snapshot, reload, interval=0.01))
     write(tmp_path, "seq.yaml", SEQUENCE.format(description="v2", second="two"))
     try:
         await asyncio.wait_for(finished.wait(), 5)
@@ -220,7 +223,7 @@ rules:
   - {match: {body: {name: B}}, reply: {status: 200}}
 """)
     control = control_for(tmp_path, None)
-    index = RuleIndex(control.scenarios["mix"])
+    index = RuleIndex(control.default.scenarios.scenarios["mix"])
     order = {name: [r.index for r in index.candidates(make_request(), {"name": name})] for name in ("A", "B", "C")}
     assert order == {"A": [0, 1, 2], "B": [1, 3], "C": [1]}
     assert [r.index for r in index.candidates(make_request(), [1])] == [1]

@@ -165,3 +165,47 @@ async def test_unknown_admin_route_gets_json_404(client):
     assert response.status == 404
     assert await response.json() == {
         "error": 404, "message": "path: /__plantstub/nothing is not an admin route (see GET /__plantstub/health)"}
+
+
+async def test_admin_webhooks_delete_brings_back_the_start_up_subscriptions(aiohttp_client):
+    client = await aiohttp_client(create_app(spec="plant-store-full", webhook=["http://127.0.0.1:9/start"]))
+    response = await client.put("/__plantstub/webhooks", json={"/plant/webhook": "http://127.0.0.1:9/test"})
+    assert (response.status, await response.json()) == (200, {"/plant/webhook": "http://127.0.0.1:9/test"})
+    response = await client.delete("/__plantstub/webhooks")
+    assert (response.status, await response.json()) == (200, {"*": "http://127.0.0.1:9/start"})
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("method", "route", "example"),
+    [
+        ("PUT", "scenario", '{"name": "SCENARIO"} or {"name": null}'),
+        ("PUT", "state", '{"/plants": [{"id": 1, "name": "Fern"}]}'),
+        ("PUT", "webhooks", '{"WEBHOOK NAME or *": "http://URL", ...} ({} for none)'),
+        ("POST", "rules", '{"match": {...}, "reply": {...}}'),
+        ("POST", "calls/wait", '{"n": 1, "timeout": 5, "path": "/plants"}'),
+        ("POST", "sessions", 'nothing, or {"id": "SESSION"}'),
+    ],
+)
+async def test_admin_bodies_are_read_alike_and_refuse_nan(aiohttp_client, method, route, example):
+    """One reader for every admin body: strict JSON (no NaN, as request bodies), one wording with an example."""
+    client = await aiohttp_client(create_app(stateful=True, max_body=64))
+    for raw in (b"{nope", b'{"n": NaN}'):
+        response = await client.request(method, "/__plantstub/" + route, data=raw, headers=JSON)
+        assert (response.status, await response.json()) == (
+            400, {"error": 400, "message": f"body: not valid JSON; send {example}"})
+    response = await client.request(method, "/__plantstub/" + route, data=b"[" * 65, headers=JSON)
+    assert (response.status, (await response.json())["message"]) == (
+        413, "body: larger than the limit of 64 bytes (--max-body)")
+
+
+async def test_admin_problem_lists_have_one_shape(aiohttp_client):
+    client = await aiohttp_client(create_app(stateful=True))
+    state = await (await client.put("/__plantstub/state", json={"/pots": []})).json()
+    rule = await (await client.post("/__plantstub/rules", json={"match": {"path": "/plant"}, "reply": {}})).json()
+    for answer in (state, rule):
+        assert answer["problems"] and all(set(p) == {"at", "message"} for p in answer["problems"])
+        assert answer["message"] == "; ".join(f"{p['at']}: {p['message']}" for p in answer["problems"])
+    assert rule["problems"][0]["at"] == "body.match.path"

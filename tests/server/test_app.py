@@ -9,7 +9,7 @@ import re
 import pytest
 
 from plantstub import create_app
-from plantstub.server.app import CONTROL_KEY
+from plantstub.server.app import SESSIONS_KEY
 from tests.helpers import AUTH, JSON_AUTH
 
 
@@ -160,7 +160,7 @@ async def test_every_call_is_recorded_with_its_outcome(client):
     await post(client, '{"id": 1, "name": "Fern"}')
     await post(client, '{"id": "x", "name": "Fern"}')
     await client.get("/nope")
-    calls = client.server.app[CONTROL_KEY].journal.snapshot()
+    calls = client.server.app[SESSIONS_KEY].default.calls
     assert [(c.seq, c.method, c.path, c.status, c.valid) for c in calls] == [
         (1, "POST", "/plants", 200, True),
         (2, "POST", "/plants", 400, False),

@@ -9,8 +9,10 @@ import time
 import pytest
 
 from plantstub import create_app
-from plantstub.server.app import CONTROL_KEY
-from plantstub.server.state import SESSION_SHARE, Control, SessionLimit
+from plantstub.server.app import SESSIONS_KEY
+from plantstub.server.runtime import load
+from plantstub.server.session import SESSION_SHARE
+from plantstub.server.table import SessionLimit, Sessions
 from tests.helpers import AUTH, JSON_AUTH
 
 FERN = b'{"id": 1, "name": "Fern"}'
@@ -276,23 +278,22 @@ async def test_a_reload_reaches_every_session(aiohttp_client, tmp_path):
     await client.put("/__session/a/__plantstub/scenario", json={"name": "closed"})
     (tmp_path / "closed.yaml").write_text(
         "rules:\n  - match: {path: /plants}\n    reply: {status: 400, body: {error: 2, message: shut}}\n")
-    app[CONTROL_KEY].reload_scenarios()
+    app[SESSIONS_KEY].reload()
     assert (await post(client, "/__session/a/plants"))[1] == {"error": 2, "message": "shut"}
 
 
 def test_sessions_fill_up_to_the_cap_with_a_share_of_the_bounds_each():
     # Speed (opening one: 30-55 µs) is a benchmark figure (docs/sessions.md), not asserted here.
-    control = Control(create_app(stateful=True).get(CONTROL_KEY).settings)
-    assert control.sessions is not None
+    sessions = Sessions(load(create_app(stateful=True)[SESSIONS_KEY].runtime.settings))
     for i in range(100):
-        control.sessions.get(f"s{i}")
+        sessions.get(f"s{i}")
     with pytest.raises(SessionLimit):
-        control.sessions.get("one-more")
-    session = control.sessions.get("s0")
-    assert session.journal.max_bytes == control.journal.max_bytes // SESSION_SHARE
-    assert session.webhooks.log.max_bytes == control.webhooks.log.max_bytes // SESSION_SHARE
-    assert session.store is not None and control.store is not None
-    assert session.store.most_bytes == control.store.most_bytes // SESSION_SHARE
+        sessions.get("one-more")
+    session, default = sessions.get("s0"), sessions.default
+    assert session.journal.max_bytes == default.journal.max_bytes // SESSION_SHARE
+    assert session.webhooks.log.max_bytes == default.webhooks.log.max_bytes // SESSION_SHARE
+    assert session.store is not None and default.store is not None
+    assert session.store.most_bytes == default.store.most_bytes // SESSION_SHARE
 
 
 async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aiohttp_server):
@@ -323,7 +324,7 @@ async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aio
     assert [(d["url"], d["status"]) for d in listed] == [(url, 200)]
     assert received == [{"id": 1, "name": "Fern"}]
     assert await (await client.get("/__session/b/__plantstub/deliveries")).json() == []
-    sender = app[CONTROL_KEY].sessions.get("a").webhooks.sender
+    sender = app[SESSIONS_KEY].get("a").webhooks.sender
     assert sender.tasks
     await client.delete("/__plantstub/sessions/a")
     deadline = time.monotonic() + 5

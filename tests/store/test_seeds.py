@@ -142,13 +142,15 @@ def test_state_stub_state_and_set_state(tmp_path):
 def test_state_reset_restores_the_seed_as_reloaded(tmp_path):
     """--watch reloads a changed `state:`; the next reset seeds what the file says now."""
     from plantstub.config import build_settings
-    from plantstub.server.state import Control
+    from plantstub.server.runtime import load
+    from plantstub.server.table import Sessions
 
     write(tmp_path, "seeded.yaml", SEEDED)
-    control = Control(build_settings({"spec": "plant-store-full", "scenarios": tmp_path, "scenario": "seeded",
-                                      "stateful": True}))
+    sessions = Sessions(load(build_settings({"spec": "plant-store-full", "scenarios": tmp_path, "scenario": "seeded",
+                                             "stateful": True})))
     write(tmp_path, "seeded.yaml", "state:\n  /plants:\n    - {id: 5, name: Palm}\n")
-    assert control.reload_scenarios()[-1] == f"reloaded 1 scenario(s) from {tmp_path}"
-    assert [p["name"] for p in control.state()["/plants"]] == ["Fern", "Ivy"]  # a reload alone changes nothing
-    control.reset()
-    assert control.state() == {"/plants": [{"id": 5, "name": "Palm"}]}
+    assert sessions.reload()[-1] == f"reloaded 1 scenario(s) from {tmp_path}"
+    session = sessions.default
+    assert [p["name"] for p in session.state["/plants"]] == ["Fern", "Ivy"]  # a reload alone changes nothing
+    session.reset()
+    assert session.state == {"/plants": [{"id": 5, "name": "Palm"}]}

@@ -1,0 +1,203 @@
+"""The request pipeline of one session: aiohttp's request -> IncomingRequest -> decide() -> aiohttp's response;
+the call is recorded in `finally`, on every path."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import ClientConnectionError, web
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from plantstub._json import NO_BODY, is_json
+from plantstub.contract.model import Operation
+from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.incoming import IncomingRequest
+from plantstub.recording.call import Record
+from plantstub.recording.requestlog import RequestLogger
+from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
+from plantstub.server.decide import UNANSWERED, Decision, decide, refusal, send_webhooks
+from plantstub.server.response import (
+    ReadTimeout,
+    closing,
+    internal_error,
+    not_received,
+    send_fault,
+    sent_headers,
+    to_response,
+    too_large,
+)
+from plantstub.server.runtime import Runtime
+from plantstub.server.session import Session
+
+log = logging.getLogger("plantstub")
+_NO_HEADERS = CIMultiDictProxy(CIMultiDict[str]())
+_GONE = error_reply(499, "client went away before the answer")
+
+
+class _Keeper:
+    """Where every call goes once answered: the journal, coverage and the request log."""
+
+    __slots__ = ("journal", "logger", "tally")
+
+    def __init__(self, session: Session) -> None:
+        self.journal = session.journal
+        self.tally = session.tally
+        self.logger = RequestLogger(session.runtime.settings.log_format)
+
+    def keep(self, record: Record, epoch: int, body: Any, response_body: Any, op: Operation | None) -> None:
+        if self.journal.append(record, epoch, body, response_body):
+            self.tally.count(op, record.status)
+        if self.logger.enabled:
+            self.logger.log(record)
+
+
+def make_refusal(session: Session) -> Callable[[str, str, Outgoing], None]:
+    """Record a request the pipeline never saw: aiohttp could not parse it, or it did not arrive in full.
+
+    Called with the method and the target as far as they were read (`""` when not even that), and the
+    answer sent; the call has no headers, no body, and `errors` holds the answer's message.
+    """
+    keeper = _Keeper(session)
+
+    def refuse(method: str, target: str, out: Outgoing) -> None:
+        seq, epoch = keeper.journal.arrive()
+        record = Record(
+            seq, time.time(), method, target, {}, _NO_HEADERS, b"", NO_BODY, False, (out.body["message"],),
+            None, None, out.status, sent_headers(out), out.payload, True, None,
+        )
+        keeper.keep(record, epoch, NO_BODY, out.body, None)
+
+    return refuse
+
+
+def _unreadable(request: web.BaseRequest) -> str:
+    """Why aiohttp could not read a body: its Content-Encoding, or its chunked framing."""
+    encoding = request.headers.get("Content-Encoding")
+    if encoding:
+        return f"body: cannot be read: it does not decode as its Content-Encoding ({encoding[:50]}) says"
+    return "body: cannot be read: its chunked framing is broken"
+
+
+def incoming_of(request: web.BaseRequest, path: str, raw: bytes, query: dict[str, list[str]]) -> IncomingRequest:
+    """aiohttp's request as the pipeline reads it (plantstub serves plain HTTP: the scheme is http)."""
+    url = request.rel_url
+    return IncomingRequest(request.method, path, query, request.headers, raw, url.raw_path,
+                           url.raw_query_string if query else "")
+
+
+async def _continue(request: web.BaseRequest) -> None:
+    """Answer `Expect: 100-continue` with `100 Continue` (curl sends it for bodies over 1 MiB): the client
+    waits for a go-ahead before the body, which aiohttp's low-level server does not give on its own."""
+    if request.version < (1, 1) or request.headers.get("Expect", "").lower() != "100-continue":
+        return
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the answer proper has not started
+
+
+class Pipeline:
+    """One session's pipeline: route, read, decide, wait out a delay, send webhooks, answer, record; a request
+    under ADMIN_PREFIX goes to the admin routes instead."""
+
+    def __init__(self, runtime: Runtime, session: Session, admin: AdminRoutes) -> None:
+        self.runtime = runtime
+        self.session = session
+        self.admin = admin
+        self.journal = session.journal
+        self.keeper = _Keeper(session)
+        self.max_body = runtime.settings.max_body
+        self.read_timeout = runtime.settings.read_timeout
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Answer one request (an aiohttp handler)."""
+        # A body declared over the limit is refused at once, before the client sends it (or while it does).
+        declared = request.content_length
+        over_limit = declared is not None and declared > self.max_body
+        if not over_limit and "Expect" in request.headers:
+            await _continue(request)
+        path = request.path
+        if path.startswith(ADMIN_PREFIX):
+            return await self.admin.serve(request, over_limit)
+        started = time.time()
+        seq, epoch = self.journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
+        active = self.session.active  # and attributed on arrival, before the body is read
+        # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
+        query = {k: request.query.getall(k) for k in request.query} if request.query_string else {}
+        decision, raw = UNANSWERED, b""
+        # The steps, each a plain function: read, decide (server/decide.py), answer; errors become answers below.
+        try:
+            if not path.startswith("/"):  # CONNECT host:443, OPTIONS *: no path to route
+                path = request.raw_path
+                decision = refusal(400, f"request: the target {path!r} is not a path such as /plants "
+                                        "(plantstub is not a proxy)")
+                return closing(decision.out)  # type: ignore[arg-type]  # a refusal has its answer
+            if over_limit:
+                raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=request.content_length or 0)
+            raw = await request.read()
+            incoming = incoming_of(request, path, raw, query)
+            decision = decide(self.runtime, self.session, incoming, active)
+            if decision.delay_ms or decision.fault is not None:
+                return await self._misbehave(request, incoming, decision)
+            if decision.sends:
+                send_webhooks(self.session, incoming, decision)
+            return to_response(decision.out, request.method == "HEAD")  # type: ignore[arg-type]  # decided
+        except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError,
+                web.HTTPRequestEntityTooLarge, web.RequestPayloadError) as exc:
+            decision, response = self._failed(request, decision, exc)
+            if response is None:  # the client left mid-request: record it, no traceback, nothing to answer
+                raise
+            return response
+        except Exception as exc:  # a plantstub bug: answer in the Error shape, keep serving
+            log.exception("plantstub: internal error on %s %s", request.method, request.path)
+            decision = decision.crashed(internal_error(exc))
+            return to_response(decision.out, False)  # type: ignore[arg-type]  # crashed() answers
+        finally:
+            # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
+            self._record(seq, epoch, started, request, path, query, raw, decision)
+
+    async def _misbehave(self, request: web.BaseRequest, incoming: IncomingRequest,
+                         decision: Decision) -> web.StreamResponse:
+        """Answer late (a reply's `delay_ms`), or not as HTTP says (a reply's `fault`)."""
+        if decision.delay_ms:
+            await asyncio.sleep(decision.delay_ms / 1000)
+        if decision.sends:
+            send_webhooks(self.session, incoming, decision)
+        if decision.fault is not None:
+            return await send_fault(request, decision.fault, decision.out)
+        assert decision.out is not None  # decide() always decides
+        return to_response(decision.out, request.method == "HEAD")
+
+    def _failed(self, request: web.BaseRequest, decision: Decision,
+                exc: BaseException) -> tuple[Decision, web.StreamResponse | None]:
+        """The answer to a request that could not be read (None: the client left), as recorded."""
+        if isinstance(exc, ReadTimeout):  # the body did not arrive within --read-timeout
+            out = error_reply(408, not_received(self.read_timeout))
+        elif isinstance(exc, web.HTTPRequestEntityTooLarge):
+            out = error_reply(413, too_large(self.max_body))
+        elif isinstance(exc, web.RequestPayloadError):  # a broken chunked encoding, gzip that does not inflate
+            out = error_reply(400, _unreadable(request))
+        else:
+            out = error_reply(499, "request: the client closed the connection before sending the whole body")
+            return decision.refused(out), None
+        return decision.refused(out), closing(out)
+
+    def _record(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
+                query: dict[str, list[str]], raw: bytes, decision: Decision) -> None:
+        out = decision.out or _GONE
+        fault = decision.fault
+        status = out.status if fault is None or fault.sends_status else None
+        # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
+        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
+        record = Record(
+            seq, started, request.method, path,
+            {k: (v if len(v) > 1 else v[0]) for k, v in query.items()}, request.headers,
+            raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
+            # a copy: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
+            status, sent_headers(out), memoryview(out.payload).tobytes(), is_json(out.content_type),
+            None if fault is None else fault.value, decision.stub_errors,
+        )
+        response_body = None if out.body is NO_BODY else out.body
+        self.keeper.keep(record, epoch, NO_BODY if decision.body is None else decision.body, response_body, decision.op)

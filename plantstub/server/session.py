@@ -1,0 +1,266 @@
+"""Session: what one test changes and records (journal, coverage, counters, active scenario, rules from code,
+store, subscriptions, deliveries) over a shared Runtime; the stub's default session is one, each sidecar session
+another. Its methods are the in-process side of the control surface (plantstub.server.surface)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from plantstub.config import Settings
+from plantstub.errors import ConfigError, ScenarioError, UnknownScenario
+from plantstub.recording.call import Call, Record
+from plantstub.recording.coverage import Coverage
+from plantstub.recording.journal import Journal
+from plantstub.recording.waiting import Expectation, wait_for_calls, wait_for_calls_async
+from plantstub.scenarios.declared import MAX_RULES, DeclaredRules
+from plantstub.scenarios.library import FolderLoad, ScenarioSet
+from plantstub.scenarios.load import ScenarioLoadError, load_rule
+from plantstub.scenarios.select import RuleCounters
+from plantstub.server.runtime import Runtime
+from plantstub.store import Store
+from plantstub.store.records import MAX_BYTES
+from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery
+from plantstub.webhooks.dispatch import Webhooks
+
+NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
+                "Stub(stateful=True), pytest --plantstub-stateful)")
+
+SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes of calls, records and deliveries
+
+
+class NotStateful(LookupError):
+    """A state was asked of a stub started without --stateful."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The bytes one session may keep: of calls (the journal), of records (the store), of deliveries."""
+
+    journal_bytes: int
+    store_bytes: int
+    delivery_bytes: int
+
+    @classmethod
+    def of(cls, settings: Settings, share: int = 1) -> Budget:
+        """The stub's whole budget (`share` 1), or a sidecar session's: --max-sessions of them cannot each
+        take the whole."""
+        return cls(max(settings.journal_bytes // share, 1), MAX_BYTES // share, DEFAULT_LOG_BYTES // share)
+
+
+class Session:
+    """One test's state over `runtime`; `shares_file`: the stub's default session, whose journal file this
+    session's calls go to as well (None: this is the default session, which opens the file)."""
+
+    def __init__(self, runtime: Runtime, budget: Budget, shares_file: Session | None = None) -> None:
+        settings = runtime.settings
+        self.runtime = runtime
+        self.budget = budget
+        self.tally = Coverage(runtime.spec)
+        self.counters = RuleCounters()
+        self.scenarios: ScenarioSet = runtime.folder.current
+        self.active: str | None = None
+        # --stateful: the records; None otherwise, and the request path then does nothing more than before.
+        self.store = Store(runtime.contract.resources, most_bytes=budget.store_bytes) if settings.stateful else None
+        self.actions = runtime.contract.resources.actions if self.store is not None else {}
+        self.webhooks = Webhooks(runtime.spec, settings.webhook, budget.delivery_bytes)
+        self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
+                               budget.journal_bytes, settings.journal_flush)
+        if shares_file is not None:  # one journal file for the stub
+            self.journal.file = shares_file.journal.file
+        self._owns_file = shares_file is None
+        # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.
+        self.declared = DeclaredRules()
+        if settings.scenario is not None:
+            try:
+                self.use(settings.scenario)
+            except UnknownScenario as exc:
+                raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
+
+    # -- scenarios ---------------------------------------------------------------------------
+    def use(self, name: str | None) -> None:
+        """Make `name` the active scenario (None: no scenario); rule counters start again."""
+        if name is not None:
+            self.scenarios.get(name)
+        self.scenarios = self.scenarios.activating(name)
+        self.active = name
+        self.counters.clear()
+        if self.store is not None:  # activating a scenario seeds the store with its `state:` (or empties it)
+            self.store.use_seed(None if name is None else self.scenarios.scenarios[name].state)
+
+    def rebase(self, loaded: FolderLoad) -> list[str]:
+        """Serve a good reload of the folder (--watch), keeping this session's active scenario; what to log."""
+        after, notes = self.scenarios.reloaded(self.active, loaded)
+        changed = self.scenarios.changed(after, loaded)
+        self.scenarios = after
+        self.counters.forget(changed)
+        return notes
+
+    def scenario_listing(self) -> dict[str, Any]:
+        """The scenarios this session can activate, the folder's load errors and the built-ins left out."""
+        current, folder = self.scenarios, self.runtime.folder
+        return {
+            "active": self.active,
+            "folder": str(folder.path) if folder.path else None,
+            "scenarios": [
+                {"name": s.name, "description": s.description, "file": s.file, "rules": len(s.rules),
+                 "validate_requests": s.validate_requests, "builtin": current.builtins.get(s.name) is s,
+                 "missing": s.name in current.missing}  # --watch: kept, as last loaded, while its file is gone
+                for s in sorted(current.scenarios.values(), key=lambda s: s.name)
+            ],
+            "errors": [str(e) for e in folder.errors],
+            "builtins_left_out": dict(current.unfit_builtins),  # built-ins that do not fit this spec, and why
+        }
+
+    def reset(self) -> None:
+        """Forget recorded calls, rule counters, rules from code and deliveries; start-up subscriptions come back;
+        the active scenario stays, and its `state:` is restored."""
+        self.webhooks.reset()
+        self.journal.clear()
+        self.counters.clear()
+        self.tally.clear()
+        self.declared.clear()
+        if self.store is not None:  # the active scenario's `state:` as loaded now (--watch may have changed it)
+            scenario = self.scenarios.scenarios.get(self.active) if self.active is not None else None
+            self.store.use_seed(scenario.state if scenario is not None else None)
+
+    # -- calls and coverage -------------------------------------------------------------------
+    @property
+    def calls(self) -> list[Call]:
+        """The recorded calls, oldest first (a snapshot: safe while requests arrive)."""
+        return self.journal.snapshot()
+
+    def records(self) -> list[Record]:
+        """The recorded calls as kept (compact: nothing parsed yet)."""
+        return self.journal.records()
+
+    def clear_calls(self) -> int:
+        """Forget the recorded calls and their coverage; how many were kept."""
+        count = self.journal.kept
+        self.journal.clear()
+        self.tally.clear()
+        return count
+
+    def coverage(self) -> dict[str, Any]:
+        """For each operation and each response it declares: how many recorded calls got it."""
+        return self.tally.report()
+
+    async def wait_for_calls(self, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
+        """Wait on the loop until `n` calls meet `expectation`: every matching call, and the failure text or None."""
+        return await wait_for_calls_async(self.journal, expectation, n, timeout)
+
+    def wait_from_thread(self, expectation: Expectation, n: int, timeout: float) -> list[Call]:
+        """Wait, blocking a thread other than the loop's, until `n` calls meet `expectation`; CallAssertionError
+        after `timeout` seconds."""
+        __tracebackhide__ = True
+        return wait_for_calls(self.journal, expectation, n, timeout)
+
+    # -- rules from code -----------------------------------------------------------------------
+    def add_rule(self, data: Any, file: str, line: int | None = None) -> str:
+        """Check one rule in the scenario format against the spec and keep it, ahead of the scenario's rules;
+        its id.
+
+        :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule.
+        """
+        if len(self.declared.rules) >= MAX_RULES:
+            message = f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first"
+            raise ScenarioLoadError([ScenarioError(file, line, "", message)])
+        rule = load_rule(data, self.runtime.contract, file, line)
+        return self.declared.add(rule, data, f"{file}:{line}" if line else file).id
+
+    @property
+    def rules(self) -> list[dict[str, Any]]:
+        """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
+        return self.declared.listing()
+
+    def remove_rule(self, rule_id: str) -> bool:
+        """Remove one rule from code; False when there is no such rule."""
+        return self.declared.remove(rule_id)
+
+    def clear_rules(self) -> int:
+        """Remove every rule from code; how many there were."""
+        return self.declared.clear()
+
+    # -- the store (--stateful) --------------------------------------------------------------
+    def _store(self) -> Store:
+        if self.store is None:
+            raise NotStateful(NOT_STATEFUL)
+        return self.store
+
+    @property
+    def state(self) -> dict[str, list[dict[str, Any]]]:
+        """Every collection of the store and its records, in creation order."""
+        return self._store().dump()
+
+    def set_state(self, state: Any) -> list[tuple[str, str]]:
+        """Replace the store's records with `state`; the problems (location, message) instead when it is not one."""
+        store = self._store()
+        problems = store.problems(state)
+        if not problems:
+            store.replace(state)
+        return problems
+
+    # -- webhooks ---------------------------------------------------------------------------
+    def subscribe(self, url: str, name: str | None = None) -> None:
+        """Send webhook `name` (None: every one) to `url`. :raises SubscriptionError: a name or URL refused."""
+        self.webhooks.subscribe(url, "*" if name is None else name)
+
+    @property
+    def subscriptions(self) -> dict[str, str]:
+        """Webhook name (or `*`) -> the URL it goes to."""
+        return self.webhooks.subscribed()
+
+    def replace_subscriptions(self, mapping: dict[Any, Any]) -> None:
+        """Every subscription at once; nothing changes when one is refused (SubscriptionError)."""
+        self.webhooks.replace(mapping)
+
+    def reset_subscriptions(self) -> dict[str, str]:
+        """The start-up subscriptions (--webhook) again, and no other."""
+        self.webhooks.unsubscribe()
+        return self.subscriptions
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
+        return self.webhooks.log.snapshot()
+
+    def clear_deliveries(self) -> int:
+        """Forget the deliveries; how many there were."""
+        return self.webhooks.log.clear()
+
+    def pending_deliveries(self) -> int:
+        """How many deliveries are still being sent."""
+        return self.webhooks.sender.pending
+
+    # -- health and the end ---------------------------------------------------------------------
+    def problems(self) -> list[dict[str, str]]:
+        """What makes the stub degraded, `{"at", "message"}` each: a journal file losing calls, deliveries not sent."""
+        found = []
+        for text in self.journal.problems() + self.webhooks.problems():
+            at, _, message = text.partition(": ")  # each reads `where: what`
+            found.append({"at": at, "message": message})
+        return found
+
+    def figures(self) -> dict[str, Any]:
+        """The journal's and the webhooks' figures, as GET health shows them."""
+        journal, hooks = self.journal, self.webhooks
+        return {
+            "journal": {
+                "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
+                "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes,
+                "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
+            },
+            "webhooks": hooks.figures(),
+        }
+
+    async def stop_sending(self) -> None:
+        """Stop the webhook sender's workers (on the loop)."""
+        await self.webhooks.close()
+
+    def sends(self) -> bool:
+        """Whether the webhook sender started (and has workers to stop)."""
+        return self.webhooks.sender.queue is not None
+
+    def close(self) -> None:
+        if self._owns_file:  # a sidecar session shares the stub's journal file
+            self.journal.close()
