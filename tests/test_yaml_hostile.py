@@ -16,7 +16,7 @@ from plantstub._yaml import MAX_ALIASED, MAX_DEPTH, parse_text
 from plantstub.contract.load import load_spec
 from plantstub.errors import SpecError
 from plantstub.scenarios.load import load_scenario_file, load_scenarios
-from tests.helpers import SCENARIO_DATA, write
+from tests.helpers import SCENARIO_DATA, same, write
 
 SPEC = load_spec()
 TOO_DEEP = "nested deeper than the 100 levels plantstub reads"
@@ -28,12 +28,6 @@ def too_deep(where: str) -> re.Pattern[str]:
     """`where: reason` for a YAML file nested far too deeply. Since PyYAML 6.0.4 libyaml refuses deep flow nesting
     itself, before plantstub counts levels: then plantstub says `not valid YAML` and the reason is the library's."""
     return re.compile(rf"{re.escape(where)}: ({re.escape(TOO_DEEP)}|not valid YAML: .+)")
-
-
-def same(actual: list[str], expected: list[str | re.Pattern[str]]) -> bool:
-    """Each line equals its expected text, or matches its expected pattern in full."""
-    return len(actual) == len(expected) and all(
-        bool(e.fullmatch(a)) if isinstance(e, re.Pattern) else a == e for a, e in zip(actual, expected, strict=True))
 
 
 def deep_flow(levels: int) -> str:
@@ -124,13 +118,17 @@ def test_parse_text_aliases_may_add_up_to_the_limit():
     ("x: {!!timestamp 2001-01-01: 1}\n", "t.yaml:1: not valid YAML: a key must be text, a number, true, false or null"),
     ("x: " + "7" * 5000 + "\n", "t.yaml:1: not valid YAML: a number of 5000 digits is longer than the 4300 digits"
                                 " plantstub reads"),
-    (f"x: !{'t' * 500} 1\n", f"t.yaml:1: not valid YAML: could not determine a constructor for the tag '!{'t' * 77}…"),
+    # PyYAML's words between ours and the tag, cut after 77 of its 500 characters
+    (f"x: !{'t' * 500} 1\n", re.compile(f"t.yaml:1: not valid YAML: [^!]*'!{'t' * 77}…")),
     (f"{'k' * 500}: 1\n{'k' * 500}: 2\n", f"t.yaml:2: not valid YAML: duplicate key '{'k' * 78}… (first at line 1)"),
 ], ids=["int", "float", "bool", "timestamp", "date-key", "long-int", "long-tag", "long-duplicate-key"])
 def test_parse_text_refuses_unreadable_scalars_in_its_own_words(text, expected):
     with pytest.raises(ValueError) as caught:
         parse_text(text, "t.yaml")
-    assert str(caught.value).startswith(expected)
+    if isinstance(expected, re.Pattern):
+        assert expected.fullmatch(str(caught.value)), str(caught.value)
+    else:
+        assert str(caught.value).startswith(expected)
     assert len(str(caught.value)) < 200
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from plantstub.scenarios.load import builtin_folder
-from tests.helpers import post_status, write
-from tests.test_yaml_hostile import BOMB, SECRET, TOO_DEEP, deep_flow, laughs, same, spec_with_schema, too_deep
+from tests.helpers import post_status, same, write
+from tests.test_yaml_hostile import BOMB, SECRET, TOO_DEEP, deep_flow, laughs, spec_with_schema, too_deep
 
 pytestmark = pytest.mark.slow  # every test starts `python -m plantstub`
 
