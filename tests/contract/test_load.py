@@ -8,9 +8,10 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 from plantstub._yaml import read_document
+from plantstub.contract import schema as schema_module
 from plantstub.contract.load import bundled_spec_path, load_spec
 from plantstub.contract.model import Operation, SecurityScheme, Spec
-from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.schema import EngineMismatch, SchemaCheck
 from plantstub.errors import SpecError
 from tests.helpers import SPECS
 
@@ -310,6 +311,25 @@ BROKEN = {
                              "expected a mapping of Example objects, found list [[{{'name': 'Fern'}}]]",
     "path-without-slash.yaml": "{path}: paths: 'plants' must start with '/'",
 }
+
+
+def test_load_spec_blames_itself_not_the_document_when_its_call_to_jsonschema_rs_fails(monkeypatch):
+    real = schema_module.jsonschema_rs.Draft202012Validator
+
+    def older_release(schema, **options):  # jsonschema-rs before 0.52 took no `offline`
+        if "offline" in options:
+            raise TypeError("got an unexpected keyword argument 'offline'")
+        return real(schema, **options)
+
+    monkeypatch.setattr(schema_module.jsonschema_rs, "Draft202012Validator", older_release)
+    schema_module._fast_metaschema.cache_clear()  # built again, with the older release
+    with pytest.raises(EngineMismatch) as caught:
+        load_spec("plant-store-full")
+    schema_module._fast_metaschema.cache_clear()
+    assert not isinstance(caught.value, SpecError)
+    assert re.fullmatch(r"plantstub internal error \(a bug in plantstub, not in the spec\): jsonschema-rs \S+ does not"
+                        r" take plantstub's call \(TypeError: got an unexpected keyword argument 'offline'\)",
+                        str(caught.value)), str(caught.value)
 
 
 @pytest.mark.parametrize(("name", "message"), list(BROKEN.items()), ids=list(BROKEN))
