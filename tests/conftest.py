@@ -12,7 +12,7 @@ from tests.helpers import ServeProcess
 
 pytest_plugins = ["pytester"]
 
-if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by tests/lanes.py: test the installed wheel only
+if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by noxfile.py: test the installed wheel only
     import plantstub
 
     _repo = Path(__file__).resolve().parents[1]
