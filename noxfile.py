@@ -102,11 +102,33 @@ def in_process(session: nox.Session) -> None:
                     str(REPO / "tests"), env={"PLANTSTUB_EXPECT_INSTALLED": "1", "PYTHONSAFEPATH": "1"}, external=True)
 
 
+# Run in the floors venv: each direct dependency (and `[test]`'s) must be installed at its declared floor exactly,
+# so a floor no release has, or one the resolver cannot reach, fails rather than passing at a higher version.
+AT_FLOORS = """
+import sys
+from importlib.metadata import requires, version
+from packaging.requirements import Requirement
+from packaging.version import Version
+off = []
+for req in map(Requirement, requires("plantstub")):
+    if req.marker is None or req.marker.evaluate({"extra": "test"}):
+        floor = [s.version for s in req.specifier if s.operator == ">="]
+        at = version(req.name)
+        print(f"floors: {req.name} {at} (declared {req.specifier})")
+        if not floor or Version(at) != Version(floor[0]):
+            off.append(f"{req.name} {at}")
+sys.exit(f"floors: not at the declared floor: {', '.join(off)}" if off else 0)
+"""
+
+
 @nox.session(python=OLDEST)
 def floors(session: nox.Session) -> None:
     """Every direct dependency at its declared floor, on the oldest Python: the whole suite."""
-    session.install("--resolution", "lowest-direct", f"{wheel(session)}[test]")
-    session.run("uv", "pip", "list", "--python", "python", external=True)  # the versions, in the log
+    # The requirements as direct ones (uv lowers only those), then the wheel beside them; AT_FLOORS reads the
+    # wheel's own metadata, so the two cannot differ unseen.
+    session.install("--resolution", "lowest-direct", "-r", str(REPO / "pyproject.toml"), "--extra", "test")
+    session.install("--no-deps", str(wheel(session)))
+    session.run("python", "-c", AT_FLOORS)
     in_process(session)
 
 
