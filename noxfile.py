@@ -32,7 +32,11 @@ from pathlib import Path
 import nox
 
 REPO = Path(__file__).resolve().parent
-OLDEST, NEWEST = "3.10", "3.13"  # OLDEST is requires-python's floor (pyproject.toml)
+# The oldest Python is requires-python's floor (`>=3.10` in pyproject.toml); the newest, the newest CPython.
+_FLOOR = re.search(r'^requires-python\s*=\s*">=\s*(\d+\.\d+)', (REPO / "pyproject.toml").read_text(), re.MULTILINE)
+if _FLOOR is None:
+    raise SystemExit('noxfile.py: no `requires-python = ">=X.Y"` in pyproject.toml')
+OLDEST, NEWEST = _FLOOR.group(1), "3.13"
 STEP_TIMEOUT = "600"  # seconds for one pytest run; `timeout` then kills its whole process group
 
 # Venvs and the wheel outside the repository (a plantstub under it counts as the source tree's), removed at the end.
