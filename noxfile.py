@@ -84,6 +84,11 @@ def wheel(session: nox.Session) -> Path:
     return _built[0]
 
 
+def fresh(session: nox.Session, extras: str = "") -> list[str]:
+    """uv's arguments installing this run's wheel: its cache once served a wheel of an earlier run."""
+    return ["--refresh-package", "plantstub", f"{wheel(session)}{extras}"]
+
+
 def installed_from_venv(session: nox.Session) -> None:
     """plantstub, imported from a folder that holds none, must come from the session's venv."""
     with session.chdir(session.create_tmp()):
@@ -131,7 +136,7 @@ def floors(session: nox.Session) -> None:
     # The requirements as direct ones (uv lowers only those), then the wheel beside them; AT_FLOORS reads the
     # wheel's own metadata, so the two cannot differ unseen.
     session.install("--resolution", "lowest-direct", "-r", str(REPO / "pyproject.toml"), "--extra", "test")
-    session.install("--no-deps", str(wheel(session)))
+    session.install("--no-deps", *fresh(session))
     session.run("python", "-c", AT_FLOORS)
     in_process(session)
 
@@ -139,7 +144,7 @@ def floors(session: nox.Session) -> None:
 @nox.session(python=NEWEST)
 def tests(session: nox.Session) -> None:
     """The newest releases on the newest Python: the whole suite against the wheel."""
-    session.install(f"{wheel(session)}[test]")
+    session.install(*fresh(session, "[test]"))
     in_process(session)
 
 
@@ -156,7 +161,7 @@ CONSUMER_LANES = {  # lane: (packages beside the wheel, PYTEST_ADDOPTS)
 def consumer(session: nox.Session, lane: str) -> None:
     """tests/consumer/ as a project that depends on plantstub runs it, copied out of the repository."""
     packages, addopts = CONSUMER_LANES[lane]
-    session.install(str(wheel(session)), *packages)
+    session.install(*fresh(session), *packages)
     installed_from_venv(session)
     work = Path(session.create_tmp())
     shutil.rmtree(work / "consumer", ignore_errors=True)
