@@ -20,7 +20,7 @@ if not os.environ.get("PLANTSTUB_SPEC_CACHE"):
     os.environ["PLANTSTUB_SPEC_CACHE"] = _cache = tempfile.mkdtemp(prefix="plantstub-spec-cache-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
-if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by tests/lanes.py: test the installed wheel only
+if os.environ.get("PLANTSTUB_EXPECT_INSTALLED") == "1":  # set by noxfile.py: test the installed wheel only
     import plantstub
 
     _repo = Path(__file__).resolve().parents[1]

@@ -6,6 +6,7 @@ Test modules import these with `from tests.helpers import ...`; tests/conftest.p
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -43,6 +44,13 @@ paths:
       responses:
         "204": {description: gone}
 """
+
+
+def same(actual: list[str], expected: list[str | re.Pattern[str]]) -> bool:
+    """Each line equals its expected text, or matches its expected pattern in full (a pattern stands where a
+    library's words follow plantstub's, as they may change with the library's release)."""
+    return len(actual) == len(expected) and all(
+        bool(e.fullmatch(a)) if isinstance(e, re.Pattern) else a == e for a, e in zip(actual, expected, strict=True))
 
 
 def write(folder: Path, name: str, text: str) -> Path:

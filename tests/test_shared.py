@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from plantstub._json import (
@@ -16,6 +18,7 @@ from plantstub._json import (
     pick_json,
 )
 from plantstub.matching import Mismatch, body_mismatches, path_pattern, template_names, template_regex
+from tests.helpers import same
 
 
 @pytest.mark.parametrize(("media_type", "expected"), [
@@ -80,14 +83,15 @@ def test_partial_equality_is_json_equality():
     (b"NaN", "not valid JSON: NaN is not valid JSON"),
     (b'{"a": Infinity}', "not valid JSON: Infinity is not valid JSON"),
     (b'{"a": 1e400}', "not valid JSON: 1e400 is too large for a JSON number"),
-    (b'{"a": "\xff"}', "not valid UTF-8 (invalid start byte at byte 7)"),
-    (b'{"a": 1', "not valid JSON: Expecting ',' delimiter at line 1 column 8"),
+    # Python's codec and json module word the reason; plantstub says what and where
+    (b'{"a": "\xff"}', re.compile(r"not valid UTF-8 \(.+ at byte 7\)")),
+    (b'{"a": 1', re.compile(r"not valid JSON: .+ at line 1 column 8")),
     (b"[" * 100_000 + b"]" * 100_000, "nested too deeply to parse"),
 ])
 def test_decoding_refuses_what_json_does_not_allow_in_plantstub_words(raw, message):
     with pytest.raises(BodyError) as refused:
         decode_json(raw)
-    assert str(refused.value) == message
+    assert same([str(refused.value)], [message])
 
 
 def test_decoding_keeps_integers_exact_and_accepts_a_byte_order_mark():

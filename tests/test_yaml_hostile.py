@@ -6,6 +6,7 @@ The same files through `plantstub check` and `plantstub serve` (real processes):
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -15,12 +16,18 @@ from plantstub._yaml import MAX_ALIASED, MAX_DEPTH, parse_text
 from plantstub.contract.load import load_spec
 from plantstub.errors import SpecError
 from plantstub.scenarios.load import load_scenario_file, load_scenarios
-from tests.helpers import SCENARIO_DATA, write
+from tests.helpers import SCENARIO_DATA, same, write
 
 SPEC = load_spec()
 TOO_DEEP = "nested deeper than the 100 levels plantstub reads"
 BOMB = "aliases expand to more than the 100,000 values plantstub reads"
 SECRET = "TOPSECRET-7f3a9c"
+
+
+def too_deep(where: str) -> re.Pattern[str]:
+    """`where: reason` for a YAML file nested far too deeply. Since PyYAML 6.0.4 libyaml refuses deep flow nesting
+    itself, before plantstub counts levels: then plantstub says `not valid YAML` and the reason is the library's."""
+    return re.compile(rf"{re.escape(where)}: ({re.escape(TOO_DEEP)}|not valid YAML: .+)")
 
 
 def deep_flow(levels: int) -> str:
@@ -61,7 +68,7 @@ def test_limits_are_the_documented_ones():
     (f"x: {deep_flow(99)}\n", None),  # the root mapping and 99 lists: 100 levels
     (f"x: {deep_flow(100)}\n", f"t.yaml:1: {TOO_DEEP}"),
     ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 2)) + "\n" + "b: " + deep_flow(50_000) + "\n",
-     f"t.yaml:4: {TOO_DEEP}"),
+     too_deep("t.yaml:4")),
     ("".join("  " * i + f"k{i}:\n" for i in range(120)) + "  " * 120 + "x: 1\n", f"t.yaml:101: {TOO_DEEP}"),
     ("- " * 200 + "x\n", f"t.yaml:1: {TOO_DEEP}"),
     # 60 levels written once, used 50 levels down: 110 levels once the alias is expanded
@@ -76,7 +83,7 @@ def test_parse_text_bounds_depth_and_aliases_before_composing(text, expected):
         return
     with pytest.raises(ValueError) as caught:
         parse_text(text, "t.yaml")
-    assert str(caught.value) == expected
+    assert same([str(caught.value)], [expected])
 
 
 def test_parse_text_json_is_bounded_too_with_its_line():
@@ -111,13 +118,17 @@ def test_parse_text_aliases_may_add_up_to_the_limit():
     ("x: {!!timestamp 2001-01-01: 1}\n", "t.yaml:1: not valid YAML: a key must be text, a number, true, false or null"),
     ("x: " + "7" * 5000 + "\n", "t.yaml:1: not valid YAML: a number of 5000 digits is longer than the 4300 digits"
                                 " plantstub reads"),
-    (f"x: !{'t' * 500} 1\n", f"t.yaml:1: not valid YAML: could not determine a constructor for the tag '!{'t' * 77}…"),
+    # PyYAML's words between ours and the tag, cut after 77 of its 500 characters
+    (f"x: !{'t' * 500} 1\n", re.compile(f"t.yaml:1: not valid YAML: [^!]*'!{'t' * 77}…")),
     (f"{'k' * 500}: 1\n{'k' * 500}: 2\n", f"t.yaml:2: not valid YAML: duplicate key '{'k' * 78}… (first at line 1)"),
 ], ids=["int", "float", "bool", "timestamp", "date-key", "long-int", "long-tag", "long-duplicate-key"])
 def test_parse_text_refuses_unreadable_scalars_in_its_own_words(text, expected):
     with pytest.raises(ValueError) as caught:
         parse_text(text, "t.yaml")
-    assert str(caught.value).startswith(expected)
+    if isinstance(expected, re.Pattern):
+        assert expected.fullmatch(str(caught.value)), str(caught.value)
+    else:
+        assert str(caught.value).startswith(expected)
     assert len(str(caught.value)) < 200
 
 
@@ -131,12 +142,12 @@ def test_scenario_deep_and_bomb_files_are_refused_quickly_and_the_rest_loads(tmp
     scenarios, errors = load_scenarios(tmp_path, SPEC)
     assert time.monotonic() - started < 2  # about 5 ms; the bomb alone took 0.8 s before, in a spec it never ended
     assert list(scenarios) == ["fine"]
-    assert [str(e) for e in errors] == [
+    assert same([str(e) for e in errors], [
         f"{tmp_path / 'bomb.yaml'}:8: {BOMB}",
-        f"{tmp_path / 'deep.yaml'}:3: {TOO_DEEP}",
+        too_deep(f"{tmp_path / 'deep.yaml'}:3"),
         f"{tmp_path / 'loop.yaml'}:2: an alias inside the anchored value it stands for: a loop, which JSON data cannot"
         " hold",
-    ]
+    ])
 
 
 def test_scenario_anchors_and_merge_keys_still_load():
@@ -146,16 +157,16 @@ def test_scenario_anchors_and_merge_keys_still_load():
 
 
 # -- specs -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("name", "text", "expected"), [
-    ("deep.yaml", spec_with_schema(deep_flow(50_000)), f"deep.yaml:11: {TOO_DEEP}"),
-    ("deep.json", '{"openapi": "3.1.0",\n"x": ' + deep_flow(50_000) + "}", f"deep.json:2: {TOO_DEEP}"),
-    ("bomb.yaml", spec_with_schema("{type: array, enum: *a9}", "x-lol:\n" + laughs(indent="  ")),
-     f"bomb.yaml:9: {BOMB}"),
+@pytest.mark.parametrize(("name", "text", "line", "reason"), [
+    ("deep.yaml", spec_with_schema(deep_flow(50_000)), 11, None),  # None: too_deep()
+    ("deep.json", '{"openapi": "3.1.0",\n"x": ' + deep_flow(50_000) + "}", 2, TOO_DEEP),  # plantstub's check only
+    ("bomb.yaml", spec_with_schema("{type: array, enum: *a9}", "x-lol:\n" + laughs(indent="  ")), 9, BOMB),
 ], ids=["deep-yaml", "deep-json", "billion-laughs-enum"])
-def test_spec_deep_and_bomb_documents_are_refused_with_file_and_line(tmp_path, name, text, expected):
+def test_spec_deep_and_bomb_documents_are_refused_with_file_and_line(tmp_path, name, text, line, reason):
     path = write(tmp_path, name, text)
+    where = f"cannot use spec {path}:{line}"
     started = time.monotonic()
-    assert spec_error(path) == f"cannot use spec {tmp_path / expected}"
+    assert same([spec_error(path)], [too_deep(where) if reason is None else f"{where}: {reason}"])
     assert time.monotonic() - started < 2  # the bomb used 8 GB and never ended before
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from importlib.metadata import version
 from typing import Any
 
 import jsonschema_rs
@@ -53,11 +54,34 @@ def _patterns(schema: Any) -> Iterator[str]:
         yield from _patterns(sub)
 
 
+class EngineMismatch(RuntimeError):
+    """The installed jsonschema-rs does not take plantstub's call: a bug in plantstub (or its declared floor),
+    never in the spec, so not a SpecError and not caught as a document's odd shape."""
+
+
+def _engine(schema: Any, formats: bool | None = None) -> Any:
+    """jsonschema-rs's validator, offline (no URL is ever fetched); `formats` None keeps its defaults.
+
+    jsonschema-rs refuses a schema with ValueError; a TypeError or AttributeError is plantstub's call.
+    """
+    try:
+        if formats is None:
+            return jsonschema_rs.Draft202012Validator(schema, offline=True)
+        return jsonschema_rs.Draft202012Validator(
+            schema, validate_formats=formats, offline=True,
+            pattern_options=pattern_options(),  # backtracking bounded (contract/pattern.py)
+        )
+    except (TypeError, AttributeError) as exc:
+        raise EngineMismatch(f"plantstub internal error (a bug in plantstub, not in the spec): jsonschema-rs"
+                             f" {version('jsonschema-rs')} does not take plantstub's call ({type(exc).__name__}:"
+                             f" {exc})") from exc
+
+
 @cache
 def _fast_metaschema() -> Any:
     """jsonschema-rs's check against the 2020-12 metaschema, offline. Its `meta.is_valid` reads a
     schema's `$schema` to choose a dialect and fetches one it does not know: never here."""
-    return jsonschema_rs.Draft202012Validator({"$ref": "https://json-schema.org/draft/2020-12/schema"}, offline=True)
+    return _engine({"$ref": "https://json-schema.org/draft/2020-12/schema"})
 
 
 def meta_valid(schema: Any) -> bool:
@@ -146,11 +170,8 @@ def _more(root: str) -> Violation:
 
 
 def compile_fast(schema: Any, formats: bool = True) -> Any:
-    """jsonschema-rs's validator of `schema`; raises whatever it raises for a schema it refuses."""
-    return jsonschema_rs.Draft202012Validator(
-        schema, validate_formats=formats, offline=True,  # no URL is ever fetched
-        pattern_options=pattern_options(),  # backtracking bounded (contract/pattern.py)
-    )
+    """jsonschema-rs's validator of `schema`; raises ValueError for a schema it refuses, EngineMismatch for a bug."""
+    return _engine(schema, formats)
 
 
 class _Property:
@@ -199,7 +220,7 @@ class SchemaCheck:
             return
         try:
             self.fast = compile_fast(schema, formats)
-        except Exception:  # noqa: BLE001 - load_spec refuses (or sets aside) what it would refuse: not reached
+        except ValueError:  # load_spec refuses (or sets aside) what it would refuse: not reached
             raise SpecError(f"{where}: jsonschema-rs cannot compile the schema; check its patterns") from None
 
     def errors(self, instance: Any, root: str) -> list[Violation]:

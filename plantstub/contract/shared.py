@@ -109,7 +109,7 @@ class Shared:
                     add(sub, {"$ref": pointer})
         try:
             self.validator = compile_fast({"$defs": defs, "properties": properties})
-        except Exception:  # noqa: BLE001 - whatever jsonschema-rs refuses: each schema is then compiled alone
+        except ValueError:  # whatever jsonschema-rs refuses: each schema is then compiled alone
             return
         self.names = names
 

@@ -1,7 +1,7 @@
 """The fixture where users meet it: built-in scenarios, markers, per-test calls, who is to blame, options.
 
 Each test writes a small consumer project and runs it with `pytest` in a subprocess, so the plugin
-loads from the installed entry point exactly as in a user's project (tests/lanes.py runs this folder
+loads from the installed entry point exactly as in a user's project (noxfile.py runs this folder
 in virtualenvs built from the wheel).
 """
 

@@ -1,6 +1,6 @@
 """The pytest plugin as a consumer project meets it: pytester suites with the `plantstub` fixture.
 
-Run by the main suite and, by tests/lanes.py, in fresh virtualenvs built from the wheel (see
+Run by the main suite and, by noxfile.py, in fresh virtualenvs built from the wheel (see
 test_consumer_untouched.py). Inner suites run in a subprocess, as a user's `pytest` would.
 """
 

@@ -1,7 +1,7 @@
 """The fixture on a sidecar: `--plantstub-url` (env PLANTSTUB_URL, ini plantstub_url) gives each test a session of
 its own on a `plantstub serve` process started apart, with and without pytest-xdist.
 
-Like the other consumer tests, this file runs in consumer venvs too (tests/lanes.py): it uses nothing of tests/.
+Like the other consumer tests, this file runs in consumer venvs too (noxfile.py): it uses nothing of tests/.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A consumer project's own tests, which never name plantstub: installing plantstub must leave them alone.
 
-tests/lanes.py runs this folder in fresh virtualenvs built from the wheel, as a project that depends on
+noxfile.py runs this folder in fresh virtualenvs built from the wheel, as a project that depends on
 plantstub would (only pytest and requests; with pytest-xdist and `-n 2`; with pytest-asyncio in auto mode;
 without jsonschema-rs), and the main suite collects it too. Self-contained on purpose: no `__init__.py`, no
 plantstub import, nothing from tests/conftest.py; pytester comes from `-p pytester` (or the main suite's
@@ -107,7 +107,7 @@ def test_failing_test_still_fails(pytester):
 
 
 def readme_path() -> Path:
-    """The repository's README: PLANTSTUB_README (tests/lanes.py sets it), else two folders up from here."""
+    """The repository's README: PLANTSTUB_README (noxfile.py sets it), else two folders up from here."""
     path = Path(os.environ.get("PLANTSTUB_README") or Path(__file__).resolve().parents[2] / "README.md")
     if not path.is_file():
         pytest.fail(f"no README at {path}; set PLANTSTUB_README to the repository's README.md", pytrace=False)

@@ -8,9 +8,10 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 from plantstub._yaml import read_document
+from plantstub.contract import schema as schema_module
 from plantstub.contract.load import bundled_spec_path, load_spec
 from plantstub.contract.model import Operation, SecurityScheme, Spec
-from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.schema import EngineMismatch, SchemaCheck
 from plantstub.errors import SpecError
 from tests.helpers import SPECS
 
@@ -282,7 +283,7 @@ BROKEN = {
     "openapi-4.yaml": "{path}: openapi: '4.0.0' is not supported (expected 3.0.x or 3.1.x)",
     "no-openapi-field.yaml": "{path}: no 'openapi' field: this is not an OpenAPI 3.x document",
     "not-a-mapping.yaml": "{path}: the document is not a mapping of OpenAPI fields",
-    "bad-yaml.yaml": "{path}:6: not valid YAML: mapping values are not allowed in this context",  # libyaml
+    "bad-yaml.yaml": re.compile(r":6: not valid YAML: \S.*"),  # the reason after ours is libyaml's
     # After the path, plantstub's framing only: the line and the reason are CPython's json module's, and 3.13 says
     # "Illegal trailing comma before end of object" on line 4 where 3.10-3.12 say "Expecting property name ..." on 5.
     "bad-json.json": re.compile(r":[45]: not valid JSON: \S.*"),
@@ -310,6 +311,25 @@ BROKEN = {
                              "expected a mapping of Example objects, found list [[{{'name': 'Fern'}}]]",
     "path-without-slash.yaml": "{path}: paths: 'plants' must start with '/'",
 }
+
+
+def test_load_spec_blames_itself_not_the_document_when_its_call_to_jsonschema_rs_fails(monkeypatch):
+    real = schema_module.jsonschema_rs.Draft202012Validator
+
+    def older_release(schema, **options):  # jsonschema-rs before 0.52 took no `offline`
+        if "offline" in options:
+            raise TypeError("got an unexpected keyword argument 'offline'")
+        return real(schema, **options)
+
+    monkeypatch.setattr(schema_module.jsonschema_rs, "Draft202012Validator", older_release)
+    schema_module._fast_metaschema.cache_clear()  # built again, with the older release
+    with pytest.raises(EngineMismatch) as caught:
+        load_spec("plant-store-full")
+    schema_module._fast_metaschema.cache_clear()
+    assert not isinstance(caught.value, SpecError)
+    assert re.fullmatch(r"plantstub internal error \(a bug in plantstub, not in the spec\): jsonschema-rs \S+ does not"
+                        r" take plantstub's call \(TypeError: got an unexpected keyword argument 'offline'\)",
+                        str(caught.value)), str(caught.value)
 
 
 @pytest.mark.parametrize(("name", "message"), list(BROKEN.items()), ids=list(BROKEN))

@@ -156,11 +156,12 @@ def test_assert_all_valid_lists_each_bad_request(stub):
     post(stub.url, b"{", headers={"Content-Type": "application/json"})
     with pytest.raises(CallAssertionError) as failure:
         stub.assert_all_valid()
-    assert str(failure.value) == (
+    assert str(failure.value).startswith(
         "plantstub: the code under test sent 2 requests that break the contract:\n"
         "  #2 POST /plants -> 400: body: 'name' is a required property; body.id: 'x' is not of type 'integer'\n"
         "  #3 POST /plants -> 401: headers.Authorization: missing; expected 'Bearer <credentials>' (bearerAuth); "
-        "body: not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2")
+        "body: not valid JSON: ")
+    assert str(failure.value).endswith(" at line 1 column 2")  # between: the reason in Python's json module's words
 
 
 @pytest.mark.slow  # a stress loop: 0.5 to 3.5 s, by how the threads share the GIL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from plantstub.scenarios.load import (
     scenario_schema,
 )
 from plantstub.scenarios.model import Criteria, Reply, Rule, Scenario
-from tests.helpers import REPO, SCENARIO_DATA, TREES, write
+from tests.helpers import REPO, SCENARIO_DATA, TREES, same, write
 
 BUILTIN = builtin_folder()
 SPEC = load_spec()
@@ -40,7 +41,7 @@ BROKEN = [
      "5: rules[0].reply.body: a string body is sent as text/plain, which POST /plants response 200 does not"
      " declare (declared: application/json); set a Content-Type header or add `off_contract: true` to this"
      " rule to serve it anyway"),
-    ("bad-yaml.yaml", "5: not valid YAML: did not find expected ',' or '}'"),  # libyaml's wording
+    ("bad-yaml.yaml", re.compile(r"5: not valid YAML: \S.*")),  # the reason after ours is libyaml's
     ("duplicate-key.yaml", "8: not valid YAML: duplicate key 'status' (first at line 6)"),
     ("empty.yaml", "1: the file is empty (expected `description:` and `rules:`)"),
     ("not-a-mapping.yaml", "1: a scenario file holds a mapping (description:, rules:), not a list"),
@@ -74,6 +75,11 @@ def in_scenarios(monkeypatch):
     monkeypatch.chdir(SCENARIO_DATA)
 
 
+def located(where: str, expected: str | re.Pattern[str]) -> str | re.Pattern[str]:
+    """`where` followed by the expected text or pattern."""
+    return re.compile(re.escape(where) + expected.pattern) if isinstance(expected, re.Pattern) else where + expected
+
+
 def errors_of(path: Path, spec=SPEC) -> list[str]:
     with pytest.raises(ScenarioLoadError) as caught:
         load_scenario_file(path, spec)
@@ -82,7 +88,7 @@ def errors_of(path: Path, spec=SPEC) -> list[str]:
 
 @pytest.mark.parametrize(("name", "expected"), BROKEN, ids=[name.removesuffix(".yaml") for name, _ in BROKEN])
 def test_load_scenario_file_names_file_line_path_and_problem(in_scenarios, name, expected):
-    assert errors_of(Path("broken", name)) == [f"broken/{name}:{expected}"]
+    assert same(errors_of(Path("broken", name)), [located(f"broken/{name}:", expected)])
 
 
 def test_load_scenario_file_pins_every_broken_file():
@@ -92,7 +98,7 @@ def test_load_scenario_file_pins_every_broken_file():
 def test_load_scenarios_reports_every_broken_file_in_order(in_scenarios):
     scenarios, errors = load_scenarios(Path("broken"), SPEC)
     assert scenarios == {}
-    assert [str(e) for e in errors] == [f"broken/{name}:{expected}" for name, expected in sorted(BROKEN)]
+    assert same([str(e) for e in errors], [located(f"broken/{name}:", expected) for name, expected in sorted(BROKEN)])
 
 
 def test_load_scenarios_duplicate_names_name_both_files(in_scenarios):
@@ -259,19 +265,18 @@ def test_load_scenario_file_checks_replies_against_every_operation_they_can_matc
     [
         ("rules:\n  - reply:\n      body: !!set {a, b}\n", "3: rules[0].reply.body: a set is not a JSON value"),
         ("rules:\n  - reply:\n      body: !!python/object:os.system ls\n",
-         "3: not valid YAML: could not determine a constructor for the tag"
-         " 'tag:yaml.org,2002:python/object:os.system'"),
+         re.compile(r"3: not valid YAML: .*'tag:yaml.org,2002:python/object:os.system'")),  # PyYAML's words
         ("a: &a [*a, *a]\n", f"1: {LOOP}"),
         ("description: x\n---\ndescription: y\n",
-         "2: not valid YAML: expected a single document in the stream, but found another document"),
+         re.compile(r"2: not valid YAML: \S.*")),  # PyYAML's reason
         ("rules:\n  - match:\n    reply: {}\n", "2: rules[0].match: null is not of type 'object'"),
     ],
     ids=["set", "python-tag", "self-reference", "two-documents", "empty-match"],
 )
 def test_load_scenario_file_accepts_only_json_shaped_yaml(tmp_path, text, expected):
     path = write(tmp_path, "s.yaml", text)
-    sep = ":" if expected[0].isdigit() else ": "
-    assert errors_of(path) == [f"{path}{sep}{expected}"]
+    text = expected.pattern if isinstance(expected, re.Pattern) else expected
+    assert same(errors_of(path), [located(f"{path}:" if text[0].isdigit() else f"{path}: ", expected)])
 
 
 def test_load_scenario_file_alias_bomb_is_refused_quickly(tmp_path):
@@ -311,7 +316,8 @@ def test_load_scenarios_refuses_links_outside_the_folder(tmp_path):
 def test_load_scenarios_missing_folder_is_an_error(tmp_path):
     scenarios, errors = load_scenarios(tmp_path / "nope", SPEC)
     assert scenarios == {}
-    assert [str(e) for e in errors] == [f"{tmp_path / 'nope'}: cannot read the folder (No such file or directory)"]
+    # in brackets, the operating system's reason
+    assert same([str(e) for e in errors], [re.compile(re.escape(f"{tmp_path / 'nope'}: cannot read the folder (") + r".+\)")])
 
 
 def test_schema_describes_every_property():
