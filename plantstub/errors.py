@@ -29,9 +29,14 @@ class ScenarioError(PlantstubError):
         self.message = message
         super().__init__(str(self))
 
-    def __str__(self) -> str:
+    @property
+    def at(self) -> str:
+        """Where: `file:line`, then the location inside the file when there is one (`file:line: rules[0]`)."""
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        return f"{where}: {self.path}" if self.path else where
+
+    def __str__(self) -> str:
+        return f"{self.at}: {self.message}"
 
 
 class UnknownScenario(LookupError):

@@ -108,7 +108,7 @@ class Session:
                  "missing": s.name in current.missing}  # --watch: kept, as last loaded, while its file is gone
                 for s in sorted(current.scenarios.values(), key=lambda s: s.name)
             ],
-            "errors": [str(e) for e in folder.errors],
+            "errors": [{"at": e.at, "message": e.message} for e in folder.errors],  # the one problem shape
             "builtins_left_out": dict(current.unfit_builtins),  # built-ins that do not fit this spec, and why
         }
 

@@ -79,7 +79,7 @@ def test_watch_keeps_serving_when_deep_and_bomb_files_appear(serve, tmp_path):
     write(folder, "bomb.yaml", BOMB_SCENARIO)
     expected = [f"{folder / 'bomb.yaml'}:8: {BOMB}", too_deep(f"{folder / 'deep.yaml'}:3")]
     deadline = time.monotonic() + 10
-    while not same(errors := sorted(get_json(stub.url + "/__plantstub/scenarios")[1]["errors"]), expected):
+    while not same(errors := sorted(f"{e['at']}: {e['message']}" for e in get_json(stub.url + "/__plantstub/scenarios")[1]["errors"]), expected):
         assert stub.proc.poll() is None, "the server died"
         assert time.monotonic() < deadline, "the watcher did not report the files"
         time.sleep(0.1)

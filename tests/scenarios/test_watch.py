@@ -64,8 +64,9 @@ def test_watch_reloads_and_keeps_last_good_set(serve, tmp_path):
     wait_for(lambda: status() == 200)
     (folder / "closed.yaml").write_text("rules:\n  - match: {path: /plants}\n    reply: {status: 418}\n")
     wait_for(lambda: listing(stub.url)["errors"] != [])
-    assert listing(stub.url)["errors"][0].startswith(
-        str(folder / "closed.yaml") + ":3: rules[0].reply.status: 418 is not declared")
+    error = listing(stub.url)["errors"][0]
+    assert error["at"] == str(folder / "closed.yaml") + ":3: rules[0].reply.status"
+    assert error["message"].startswith("418 is not declared")
     assert status() == 200  # the last good set keeps serving
     stub.stop()
     assert "kept the last good scenarios" in stub.stderr
