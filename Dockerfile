@@ -21,6 +21,7 @@ ENV PATH="/opt/plantstub/bin:${PATH}" \
     PLANTSTUB_HOST=0.0.0.0 \
     PLANTSTUB_PORT=4010 \
     PLANTSTUB_SCENARIOS=/scenarios \
+    PLANTSTUB_SPEC_CACHE=/tmp/plantstub-spec-cache \
     PLANTSTUB_LOG_FORMAT=text
 WORKDIR /tmp
 USER 10001
