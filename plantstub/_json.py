@@ -96,6 +96,10 @@ class BodyError(ValueError):
     """The raw body could not be read as the declared media type."""
 
 
+class TooDeep(BodyError):
+    """The body nests deeper than plantstub parses."""
+
+
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -152,7 +156,7 @@ def decode_json(raw: bytes) -> Any:
     except ValueError as exc:  # NaN, Infinity, or an integer too long to convert
         raise BodyError(f"not valid JSON: {exc}") from None
     except RecursionError:
-        raise BodyError("nested too deeply to parse") from None
+        raise TooDeep("nested too deeply to parse") from None
 
 
 def body_for_record(raw: bytes) -> Any:

@@ -167,8 +167,9 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
     def session(self) -> Stub:
         """An isolated view of this stub: its own journal, counters, scenario and state, and its own `url`
         (``<url>/__session/<new id>``); leaving its ``with`` block (or ``stop()``) ends the session."""
-        self._live()
-        assert self._server is not None  # started
+        if self._server is None:
+            raise PlantstubError("the stub is not serving; a session is opened on a started stub (`with Stub(...) as "
+                                 "stub: stub.session()`)")
         return _SessionView(self._server, self.settings, self.url.partition(SESSION_PREFIX)[0])
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -14,9 +14,11 @@ import contextlib
 import hashlib
 import logging
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +72,9 @@ class SpecCache:
 
     def key(self, file: Path, shown: str, root: Path, own: str) -> str:
         """An entry's key: what the loader's result depends on besides the other files read (in the header)."""
-        parts = (str(spec_json.FORMAT), __version__, yaml.__version__, str(file), shown, str(root), own)
+        # Bundling keeps or sets aside each pattern by what this jsonschema-rs compiles and this Python's `re` reads.
+        engines = (yaml.__version__, version("jsonschema-rs"), sys.version.split()[0])
+        parts = (str(spec_json.FORMAT), __version__, *engines, str(file), shown, str(root), own)
         return digest("\0".join(parts).encode("utf-8", "surrogatepass"))
 
     def entry(self, key: str) -> Path:

@@ -69,7 +69,7 @@ class Call(NamedTuple):
             "method": self.method,
             "path": self.path,
             "query": self.query,
-            "headers": {name: _text(value) for name, value in self.headers.items()},
+            "headers": {str(name): _text(value) for name, value in self.headers.items()},  # str: orjson takes no istr
             "body": self.body,
             "valid": self.valid,
             "errors": list(self.errors),

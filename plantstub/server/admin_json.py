@@ -6,11 +6,9 @@ from typing import Any
 
 from aiohttp import web
 
-from plantstub._json import BodyError, decode_json, json_bytes
+from plantstub._json import BodyError, TooDeep, decode_json, json_bytes
 from plantstub.contract.outgoing import error_body
-from plantstub.server.response import too_large
-
-TOO_DEEP = "nested too deeply to parse"
+from plantstub.server.response import too_large, unreadable
 
 
 def reply(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -39,11 +37,13 @@ async def read_json(request: web.BaseRequest, max_body: int, example: str) -> An
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
         return error(413, too_large(max_body))
+    except web.RequestPayloadError:  # gzip that does not inflate, broken chunked framing
+        return error(400, unreadable(request))
     if not raw:
         return None
     try:
         return decode_json(raw)
-    except BodyError as exc:
-        if str(exc) == TOO_DEEP:
-            return error(400, f"body: {TOO_DEEP}")
+    except TooDeep as exc:
+        return error(400, f"body: {exc}")
+    except BodyError:
         return error(400, f"body: not valid JSON; send {example}")

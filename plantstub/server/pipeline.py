@@ -29,6 +29,7 @@ from plantstub.server.response import (
     sent_headers,
     to_response,
     too_large,
+    unreadable,
 )
 from plantstub.server.runtime import Runtime
 from plantstub.server.session import Session
@@ -72,14 +73,6 @@ def make_refusal(session: Session) -> Callable[[str, str, Outgoing], None]:
         keeper.keep(record, epoch, NO_BODY, out.body, None)
 
     return refuse
-
-
-def _unreadable(request: web.BaseRequest) -> str:
-    """Why aiohttp could not read a body: its Content-Encoding, or its chunked framing."""
-    encoding = request.headers.get("Content-Encoding")
-    if encoding:
-        return f"body: cannot be read: it does not decode as its Content-Encoding ({encoding[:50]}) says"
-    return "body: cannot be read: its chunked framing is broken"
 
 
 def incoming_of(request: web.BaseRequest, path: str, raw: bytes, query: dict[str, list[str]]) -> IncomingRequest:
@@ -178,7 +171,7 @@ class Pipeline:
         elif isinstance(exc, web.HTTPRequestEntityTooLarge):
             out = error_reply(413, too_large(self.max_body))
         elif isinstance(exc, web.RequestPayloadError):  # a broken chunked encoding, gzip that does not inflate
-            out = error_reply(400, _unreadable(request))
+            out = error_reply(400, unreadable(request))
         else:
             out = error_reply(499, "request: the client closed the connection before sending the whole body")
             return decision.refused(out), None

@@ -79,3 +79,11 @@ def internal_error(exc: BaseException | None) -> str:
     connection aiohttp could not serve)."""
     said = "plantstub internal error (a bug in plantstub, not in the client)"
     return said if exc is None else f"{said}: {type(exc).__name__}: {exc}"
+
+
+def unreadable(request: web.BaseRequest) -> str:
+    """Why aiohttp could not read a body: its Content-Encoding, or its chunked framing."""
+    encoding = request.headers.get("Content-Encoding")
+    if encoding:
+        return f"body: cannot be read: it does not decode as its Content-Encoding ({encoding[:50]}) says"
+    return "body: cannot be read: its chunked framing is broken"

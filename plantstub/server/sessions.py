@@ -45,6 +45,7 @@ class SessionRouter:
         self.guard = AdminGuard(settings.admin_token, settings.host)
         self.max_body = settings.max_body
         self._handlers: dict[str, tuple[Session, Handler]] = {}
+        sessions.when_ended(self._forget)  # an ended session's pipeline (and its journal) goes with it
 
     def wrap(self, handler: Handler) -> Handler:
         """`handler` for the default session; a session's requests to their own (one prefix or header check)."""
@@ -89,12 +90,12 @@ class SessionRouter:
         cached = self._handlers.get(sid)
         if cached is not None and cached[0] is session:
             return cached[1]
-        if len(self._handlers) > 2 * self.sessions.cap:  # forget the pipelines of sessions that ended
-            live = {id(s) for s in self.sessions.live()}
-            self._handlers = {k: v for k, v in self._handlers.items() if id(v[0]) in live}
         handler = self.make_handler(session)
         self._handlers[sid] = (session, handler)
         return handler
+
+    def _forget(self, sid: str) -> None:
+        self._handlers.pop(sid, None)
 
     # -- admin routes (the default session's admin API only) ----------------------------------------
     def admin_routes(self) -> list[tuple[str, str, Handler]]:
@@ -138,7 +139,6 @@ class SessionRouter:
         sid = request.path.rpartition("/")[2]
         if not self.sessions.end(sid):
             return error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
-        self._handlers.pop(sid, None)
         return reply({"ended": sid})
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from plantstub.recording.coverage import Tally, merge, report_of
@@ -31,6 +32,11 @@ class Sessions:
         self.ended = 0
         self.ended_tally: Tally = {}  # the coverage of the sessions that ended
         self._closing: set[asyncio.Task[None]] = set()  # ended sessions' webhook senders, stopping
+        self._on_end: list[Callable[[str], object]] = []  # told the id of each session that ends
+
+    def when_ended(self, callback: Callable[[str], object]) -> None:
+        """Call `callback(sid)` whenever a session ends (DELETE, a Stub view's stop, expiry)."""
+        self._on_end.append(callback)
 
     def get(self, sid: str, now: float | None = None) -> Session:
         """Session `sid`, created on first use, marked used now.
@@ -78,6 +84,8 @@ class Sessions:
                 self._closing.add(task)
                 task.add_done_callback(self._closing.discard)
         self.ended += 1
+        for callback in self._on_end:
+            callback(sid)
         return True
 
     def live(self) -> list[Session]:

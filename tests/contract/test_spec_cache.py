@@ -240,3 +240,17 @@ def test_spec_cache_folder_given_to_stub_is_the_one_used(tmp_path, multi):
 )
 def test_spec_cache_setting_from_the_environment(value, expected):
     assert build_settings(env={"PLANTSTUB_SPEC_CACHE": value}).spec_cache == expected
+
+
+@pytest.mark.parametrize("package", ["jsonschema-rs", "pyyaml"])
+def test_spec_cache_misses_under_another_engine_release(tmp_path, multi, monkeypatch, package):
+    """Bundling keeps or sets aside each pattern by what the installed jsonschema-rs compiles: an entry written
+    under one release is never read under another (nor under another PyYAML or Python)."""
+    cache = tmp_path / "cache"
+    load_spec(multi, cache=cache)
+    real = spec_cache.version
+    monkeypatch.setattr(spec_cache, "version", lambda name: "0.0-other" if name == package else real(name))
+    if package == "pyyaml":
+        monkeypatch.setattr(spec_cache.yaml, "__version__", "0.0-other")
+    load_spec(multi, cache=cache)
+    assert len(entries(cache)) == 2  # a miss: written again under its own key

@@ -275,3 +275,29 @@ print("stopped")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert (result.returncode, result.stdout) == (0, "stopped\n"), result.stderr
     assert "Task was destroyed" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_an_ended_session_is_freed_with_its_calls(stub):
+    """A session's pipeline (and so its journal) goes when the session ends, however it ends: a view's stop()
+    here; the stub keeps nothing of it but its coverage."""
+    import gc
+    import weakref
+
+    ended = []
+    for _ in range(5):
+        with stub.session() as view:
+            assert post(view.url, {"id": 1, "name": "Fern"}) == 200  # through the sessions' router
+            ended.append(weakref.ref(view._live()))
+        del view
+    gc.collect()
+    assert [ref() for ref in ended] == [None] * 5
+
+
+def test_session_of_a_stopped_stub_says_it_is_not_serving(tmp_path):
+    stub = Stub(scenarios=tmp_path)
+    with pytest.raises(PlantstubError, match="not serving"):
+        stub.session()
+    with stub:
+        pass
+    with pytest.raises(PlantstubError, match="not serving"):
+        stub.session()

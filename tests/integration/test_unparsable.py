@@ -127,3 +127,12 @@ def test_requests_split_anywhere_are_parsed_as_sent(stub):
             while chunk := conn.recv(65536):
                 received += chunk
         assert received.count(b"HTTP/1.1 200 OK") == 2, received
+
+
+@pytest.mark.parametrize("route", [b"POST /__plantstub/rules", b"POST /__plantstub/sessions", b"PUT /__plantstub/state"])
+def test_admin_body_that_does_not_decode_is_a_400_naming_its_encoding(stub, route):
+    """gzip that does not inflate, sent to the admin API: its one body reader says so as the pipeline does,
+    never an internal error."""
+    head = route + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+    [(got, body)] = exchange(stub, head + b"Content-Length: 5\r\n\r\nhello")
+    assert (got, body["message"]) == (400, "body: cannot be read: it does not decode as its Content-Encoding (gzip) says")

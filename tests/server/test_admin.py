@@ -209,3 +209,10 @@ async def test_admin_problem_lists_have_one_shape(aiohttp_client):
         assert answer["problems"] and all(set(p) == {"at", "message"} for p in answer["problems"])
         assert answer["message"] == "; ".join(f"{p['at']}: {p['message']}" for p in answer["problems"])
     assert rule["problems"][0]["at"] == "body.match.path"
+
+
+async def test_admin_calls_are_written_by_the_one_json_writer(client):
+    """GET calls goes through orjson like every admin answer: compact, whatever the header names' type."""
+    await traffic(client)
+    raw = await (await client.get("/__plantstub/calls")).read()
+    assert raw.startswith(b'[{"seq":1,"time":') and b'"headers":{' in raw
