@@ -119,7 +119,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     # Runs on every audited event of the process: return at once unless it starts a process during a test.
     if _watching and event in PROCESS_EVENTS:
-        _started.append(f"{event} {_shown(args)}")
+        line = f"{event} {_shown(args)}"
+        if event.startswith("os.") and _started and _started[-1] == "subprocess.Popen " + line.partition(" ")[2]:
+            return  # the means subprocess.Popen used (os.posix_spawn from Python 3.13 on): one process, once
+        _started.append(line)
 
 
 def _shown(args: tuple[Any, ...]) -> str:
