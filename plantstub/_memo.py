@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
@@ -42,10 +42,6 @@ class IdentityMemo(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def keys(self) -> Iterator[Any]:
-        """The objects kept (each key once per tag)."""
-        return (key for key, _ in self._entries.values())
 
     def clear(self) -> None:
         self._entries.clear()

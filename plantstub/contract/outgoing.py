@@ -28,6 +28,11 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": status, "message": message}
 
 
+def problem(at: str, message: str) -> dict[str, str]:
+    """One problem of a list a client receives (an Error record's `problems`, health, load errors): where, and what."""
+    return {"at": at, "message": message}
+
+
 def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> Outgoing:
     """An Error record, ready to send."""
     return json_reply(status, error_body(status, message), headers)

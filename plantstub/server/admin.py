@@ -12,14 +12,14 @@ from aiohttp import web
 
 from plantstub._json import json_bytes
 from plantstub._version import __version__
-from plantstub.contract.outgoing import error_reply
+from plantstub.contract.outgoing import error_reply, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import expectation_of
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
-from plantstub.server.admin_json import error, problem, read_json, reply
+from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
 from plantstub.server.session import NotStateful, Session
 

@@ -25,11 +25,6 @@ def error(status: int, message: str, headers: dict[str, str] | None = None,
     return reply(body, status, headers)
 
 
-def problem(at: str, message: str) -> dict[str, str]:
-    """One problem of a list a client receives: where, and what."""
-    return {"at": at, "message": message}
-
-
 async def read_json(request: web.BaseRequest, max_body: int, example: str) -> Any:
     """The request's JSON body (None when empty), parsed as request bodies are (strict, depth-bounded); a
     web.Response to send instead when it cannot be read: 413 over --max-body, 400 with `example` otherwise."""

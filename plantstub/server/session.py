@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plantstub.config import Settings
+from plantstub.contract.outgoing import problem
 from plantstub.errors import ConfigError, ScenarioError, UnknownScenario
 from plantstub.recording.call import Call, Record
 from plantstub.recording.coverage import Coverage
@@ -108,7 +109,7 @@ class Session:
                  "missing": s.name in current.missing}  # --watch: kept, as last loaded, while its file is gone
                 for s in sorted(current.scenarios.values(), key=lambda s: s.name)
             ],
-            "errors": [{"at": e.at, "message": e.message} for e in folder.errors],  # the one problem shape
+            "errors": [problem(e.at, e.message) for e in folder.errors],
             "builtins_left_out": dict(current.unfit_builtins),  # built-ins that do not fit this spec, and why
         }
 
@@ -238,7 +239,7 @@ class Session:
         found = []
         for text in self.journal.problems() + self.webhooks.problems():
             at, _, message = text.partition(": ")  # each reads `where: what`
-            found.append({"at": at, "message": message})
+            found.append(problem(at, message))
         return found
 
     def figures(self) -> dict[str, Any]:
