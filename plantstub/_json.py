@@ -159,6 +159,15 @@ def decode_json(raw: bytes) -> Any:
         raise TooDeep("nested too deeply to parse") from None
 
 
+def scan_json(text: str, at: int) -> tuple[Any, int]:
+    """One JSON value of `text` starting at index `at`, read as strictly as decode_json() reads, and the index after
+    it. Raises StopIteration when no value starts there, ValueError or RecursionError as the strict decoder does."""
+    return _SCAN(text, at)
+
+
+_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]  # the C scanner decode() itself uses
+
+
 def body_for_record(raw: bytes) -> Any:
     """The body as a call shows it: parsed JSON when it parses, else text, else None when empty."""
     if not raw:

@@ -1,10 +1,13 @@
 """The `$regex` matcher's patterns: refused at load when too large to compile, matched under a timeout (a pattern
-that backtracks without end cannot hold the stub up)."""
+that backtracks without end cannot hold the stub up), and under a budget shared by every pattern of one request's
+rule selection, one wait or one assertion (many costly patterns cannot hold it up either)."""
 
 from __future__ import annotations
 
 import re
 import sys
+import time
+from contextvars import ContextVar, Token
 from functools import lru_cache
 from typing import Any
 
@@ -14,6 +17,7 @@ else:  # pragma: no cover - Python 3.10
     import sre_parse
 
 PATTERN_SECONDS = 0.1  # at most, per `$regex` match
+REQUEST_SECONDS = 0.1  # at most, for every `$regex` of one request's rule selection together
 
 
 @lru_cache(maxsize=512)
@@ -81,9 +85,75 @@ def pattern_problem(pattern: str) -> str | None:
     return None
 
 
+class RegexBudget:
+    """Seconds of `$regex` matching that one piece of work may spend in all: `with RegexBudget(0.1, "request"):`
+    around it, and every search() inside (in this thread or task) draws from it. Once spent, a search answers None
+    at once; `spent` keeps the first pattern that could not be judged."""
+
+    __slots__ = ("_token", "left", "seconds", "spent", "what")
+
+    def __init__(self, seconds: float, what: str) -> None:
+        self.seconds = self.left = seconds
+        self.what = what  # "request", "wait": for the messages
+        self.spent: str | None = None
+        self._token: Token[RegexBudget | None] | None = None
+
+    def __enter__(self) -> RegexBudget:  # one thread at a time; from several at once, use() and release()
+        self._token = self.use()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            release(self._token)
+            self._token = None
+
+    def use(self) -> Token[RegexBudget | None]:
+        """Draw from this budget in this thread (or task) until release(token)."""
+        return _BUDGET.set(self)
+
+    def message(self) -> str:
+        """What happened, for a call's stub_errors or a refused wait."""
+        return (f"$regex {_cut(self.spent or '')!r}: not judged: the {self.what}'s {self.seconds:g} s for matching "
+                "patterns was spent; rules and filters that needed it did not match (simplify the pattern)")
+
+
+_BUDGET: ContextVar[RegexBudget | None] = ContextVar("plantstub_regex_budget", default=None)
+
+
+def release(token: Token[RegexBudget | None]) -> None:
+    """Stop drawing from the budget that use() gave `token` for."""
+    _BUDGET.reset(token)
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def costly(pattern: str) -> str:
+    """Why `pattern` gave no answer (searches() returned None), as a mismatch shows it."""
+    budget = _BUDGET.get()
+    if budget is not None and budget.left <= 0:
+        return f"not judged: the {budget.what}'s {budget.seconds:g} s for matching patterns was spent"
+    return f"too costly to match (over {PATTERN_SECONDS:g} s); simplify the pattern"
+
+
 def searches(pattern: str, text: str) -> bool | None:
-    """Does `pattern` match somewhere in `text`? None when it could not tell within PATTERN_SECONDS."""
-    try:
-        return _compiled(pattern).search(text, timeout=PATTERN_SECONDS) is not None
-    except TimeoutError:
+    """Does `pattern` match somewhere in `text`? None when it could not tell within PATTERN_SECONDS, or within what
+    is left of the RegexBudget in use."""
+    budget = _BUDGET.get()
+    if budget is None:
+        try:
+            return _compiled(pattern).search(text, timeout=PATTERN_SECONDS) is not None
+        except TimeoutError:
+            return None
+    if budget.left <= 0:
+        budget.spent = budget.spent or pattern
         return None
+    started = time.perf_counter()
+    try:
+        found: bool | None = _compiled(pattern).search(text, timeout=min(PATTERN_SECONDS, budget.left)) is not None
+    except TimeoutError:
+        found = None
+        budget.spent = budget.spent or pattern
+    budget.left -= time.perf_counter() - started
+    return found

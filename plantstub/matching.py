@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from plantstub._json import MISSING
-from plantstub._regex import PATTERN_SECONDS, pattern_problem, searches
+from plantstub._regex import costly, pattern_problem, searches
 
 _PARAMETER = re.compile(r"\{([^}/]+)\}")
 
@@ -257,7 +257,7 @@ def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
         if text is None or not isinstance(wanted, str):
             return False
         found = searches(wanted, text)
-        return f"too costly to match (over {PATTERN_SECONDS:g} s); simplify the pattern" if found is None else found
+        return costly(wanted) if found is None else found
     if op == "$contains":
         if isinstance(wanted, str) and not isinstance(actual, (list, dict)):
             text = as_text(actual)

@@ -14,6 +14,7 @@ from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.journal_file import JournalFile
 
 DEFAULT_SIZE = 10_000
+Listener = Callable[["Record | None", Any], None]  # (the call recorded, or None on clear(); its parsed body)
 DEFAULT_BYTES = 64 * 1024 * 1024
 
 
@@ -43,8 +44,8 @@ class Journal:
         self.recorded = 0  # since the last clear
         self.dropped_bytes = 0  # since the last clear
         self.file = None if file is None else JournalFile(file, flush)
-        # Called after each call recorded, and on clear(): how waiters (wait_for_calls) learn without polling.
-        self._listeners: tuple[Callable[[], None], ...] = ()
+        # Called with each call recorded, and on clear(): how waiters (wait_for_calls) learn without polling.
+        self._listeners: tuple[Listener, ...] = ()
 
     def arrive(self) -> tuple[int, int]:
         """Number a request as it arrives: its `seq`, and the epoch it belongs to."""
@@ -63,8 +64,9 @@ class Journal:
             if current:
                 self._insert(record)
                 self.recorded += 1
-        if current and self._listeners:
-            self._tell()
+            listeners = self._listeners  # read with the insert: a listener gets exactly the calls listen() did not
+        if current and listeners:
+            self._tell(listeners, record, body)
         if self.file is not None:
             self.file.write(dumps_call(record.view(body, response_body)) + b"\n")
         return current
@@ -85,23 +87,27 @@ class Journal:
             self._bytes -= gone.size
             self.dropped_bytes += gone.size
 
-    def listen(self, callback: Callable[[], None]) -> None:
-        """Call `callback` (from the recording thread) after every call recorded and on clear(); cheap and safe
-        to call from any thread, as threading.Event.set or a loop's call_soon_threadsafe."""
+    def listen(self, listener: Listener) -> list[Record]:
+        """Call `listener(record, body)` (from the recording thread) after every call recorded from now on, and
+        `listener(None, NO_BODY)` on clear(); returns the records kept until now (each call is in exactly one of
+        the two). `body` is the request body parsed when the recorder had it, else NO_BODY. A listener must be
+        quick and thread-safe: it runs on the event loop."""
         with self._lock:
-            self._listeners = (*self._listeners, callback)
+            self._listeners = (*self._listeners, listener)
+            return list(self._records)
 
-    def unlisten(self, callback: Callable[[], None]) -> None:
+    def unlisten(self, listener: Listener) -> None:
         with self._lock:
             listeners = list(self._listeners)
-            if callback in listeners:
-                listeners.remove(callback)
+            if listener in listeners:
+                listeners.remove(listener)
             self._listeners = tuple(listeners)
 
-    def _tell(self) -> None:
-        for callback in self._listeners:  # a tuple, replaced whole: safe while another thread listens
+    @staticmethod
+    def _tell(listeners: tuple[Listener, ...], record: Record | None, body: Any) -> None:
+        for listener in listeners:  # a tuple, replaced whole: safe while another thread listens
             try:
-                callback()
+                listener(record, body)
             except Exception:  # noqa: BLE001 - a waiter gone wrong must never cost a call its record
                 continue
 
@@ -137,8 +143,9 @@ class Journal:
             self.recorded = 0
             self.dropped_bytes = 0
             self.epoch += 1
-        if self._listeners:
-            self._tell()
+            listeners = self._listeners
+        if listeners:
+            self._tell(listeners, None, NO_BODY)
 
     @property
     def lost(self) -> int:

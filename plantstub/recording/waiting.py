@@ -1,5 +1,9 @@
-"""Waiting for calls: `stub.wait_for_calls(n, ...)` and the admin API's `POST calls/wait`, woken by the journal
-as each call is recorded (no polling)."""
+"""Waiting for calls: `stub.wait_for_calls(n, ...)` and the admin API's `POST calls/wait`.
+
+A wait looks at the calls kept when it starts once (off the event loop, for the admin API), then the journal hands
+it each new call as it is recorded: the new call alone is judged, never the whole journal again, and the waiter is
+woken only when the count is reached (or its `$regex` budget is spent). A clear() starts the count afresh.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,29 @@ import asyncio
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from plantstub._json import NO_BODY
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from plantstub._json import NO_BODY, body_for_record
+from plantstub._regex import RegexBudget, release
 from plantstub.errors import CallAssertionError
+from plantstub.matching import body_mismatches, path_pattern
+from plantstub.pattern import RequestPattern
 from plantstub.recording.assertions import Expectation, checked, wait_failure
-from plantstub.recording.call import Call
+from plantstub.recording.call import Call, Record
 from plantstub.recording.journal import Journal
 
 WAIT_FILTERS = ("method", "path", "headers", "query", "body", "status")
 MAX_WAIT_SECONDS = 600.0
+WAIT_REGEX_SECONDS = 0.5  # what every `$regex` of one wait may take in all, over every call it judges
+MAX_FILTER_DEPTH = 64  # how deep a filter's value may nest (a call's body is matched as deep as the filter goes)
+SCAN_BYTES = 256 * 1024  # the kept calls one step of a wait's first look parses, off the event loop
+
+
+class WaitError(ValueError):
+    """A wait that cannot go on: its `$regex` filters spent their budget. The message says which and what to do."""
 
 
 def expectation_of(filters: dict[str, Any], where: str = "") -> Expectation:
@@ -25,31 +42,119 @@ def expectation_of(filters: dict[str, Any], where: str = "") -> Expectation:
     unknown = sorted(set(filters) - set(WAIT_FILTERS))
     if unknown:
         raise TypeError(f"{where}{unknown[0]}: unknown filter (known: {', '.join(WAIT_FILTERS)})")
+    for name, value in filters.items():
+        if _deeper_than(value, MAX_FILTER_DEPTH):
+            raise ValueError(f"{where}{name}: nested more than {MAX_FILTER_DEPTH} levels deep (filters may nest "
+                             f"{MAX_FILTER_DEPTH} at most)")
     return checked(where, **{"body": NO_BODY, **{k: v for k, v in filters.items() if k != "body" or v is not None}})
 
 
-class CallCounter:
-    """The calls of a journal that match an expectation; each call is parsed once, however often it is asked."""
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Does `value` nest lists and mappings more than `limit` levels deep? (a loop: any depth is measured)"""
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        todo.extend((child, depth + 1) for child in children)
+    return False
 
-    def __init__(self, journal: Journal, expectation: Expectation) -> None:
-        self.journal = journal
+
+def _headers(record: Record) -> Mapping[str, str]:
+    headers = record.headers
+    return headers if isinstance(headers, (CIMultiDict, CIMultiDictProxy)) else CIMultiDict(headers)
+
+
+class Waiter:
+    """The calls of one wait that match, counted as they come: fed each new record by the journal (`feed`, on the
+    thread that records), and the calls kept when the wait began once (`scan`). Thread-safe."""
+
+    def __init__(self, expectation: Expectation, n: int, wake: Callable[[], None]) -> None:
         self.expectation = expectation
-        self._views: dict[int, tuple[Call, bool]] = {}  # seq -> (the call, matches); seqs never repeat
+        pattern = expectation.pattern
+        self._head = RequestPattern(pattern.method, pattern.path, pattern.headers, pattern.query,
+                                    status=pattern.status)  # all but the body: judged first, without parsing it
+        self._body = pattern.body
+        self._matchers = pattern.matchers
+        # Method and path first, cheaply: most calls a waiter is handed are not for it.
+        self._method = pattern.method
+        self._path = None if pattern.path is None else path_pattern(pattern.path)
+        self._patterns = pattern.matchers or any(
+            not isinstance(value, str) for value in (*pattern.headers.values(), *pattern.query.values()))
+        self.n = n
+        self.budget = RegexBudget(WAIT_REGEX_SECONDS, "wait")
+        self.found: list[Record] = []  # matching records, as they came
+        self.clears = 0  # clear()s seen: a scan begun before one is out of date
+        self.done = False  # the count was reached, or the budget spent: the waiter is woken once
+        self._wake = wake
+        self._lock = threading.Lock()
 
-    def read(self) -> tuple[list[Call], list[Call]]:
-        """(every call kept, those that match), oldest first."""
-        calls, found, views = [], [], {}
-        for record in self.journal.records():
-            entry = self._views.get(record.seq)
-            if entry is None:
-                call = record.view()
-                entry = (call, self.expectation.matches(call))
-            views[record.seq] = entry
-            calls.append(entry[0])
-            if entry[1]:
-                found.append(entry[0])
-        self._views = views  # only what the journal still keeps: a reset lets the rest go
-        return calls, found
+    def matches(self, record: Record, body: Any = NO_BODY) -> bool:
+        """Does `record` match? `body`: its request body parsed, when the caller has it (else parsed here if needed)."""
+        if (self._method is not None and self._method != record.method) or (
+                self._path is not None and not self._path.match(record.path)):
+            return False
+        if not self._patterns:
+            return self._judge(record, body)
+        token = self.budget.use()  # the scan's thread and the recording thread may both be judging
+        try:
+            return self._judge(record, body)
+        finally:
+            release(token)
+
+    def _judge(self, record: Record, body: Any) -> bool:
+        if self._head.mismatches(record.method, record.path, _headers(record), record.query, NO_BODY,
+                                 record.status):
+            return False
+        if self._body is NO_BODY:
+            return True
+        if body is NO_BODY:
+            body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
+        return not body_mismatches(self._body, body, "body", self._matchers)
+
+    def feed(self, record: Record | None, body: Any = NO_BODY) -> None:
+        """The journal's listener: one call recorded (or None: the journal was cleared)."""
+        if record is None:
+            with self._lock:
+                self.found.clear()
+                self.clears += 1
+            return
+        if self.done:
+            return
+        matched = self.matches(record, body)
+        with self._lock:
+            if matched:
+                self.found.append(record)
+            self._settle()
+
+    def _settle(self) -> None:
+        """Under the lock: wake the waiter once, when it has what it waits for or cannot go on."""
+        if not self.done and (len(self.found) >= self.n or self.budget.spent is not None):
+            self.done = True
+            self._wake()
+
+    def scan(self, records: list[Record]) -> list[Record]:
+        """Those of `records` that match (the calls kept when the wait began)."""
+        return [record for record in records if self.matches(record)]
+
+    def add_scanned(self, found: list[Record], clears: int) -> None:
+        """The scan's result, unless a clear() came since it began (`clears`: the count then)."""
+        with self._lock:
+            if clears == self.clears:
+                self.found[:0] = found
+            self._settle()
+
+    def calls(self) -> list[Call]:
+        """The matching calls, oldest first (bodies parsed now)."""
+        with self._lock:
+            found = sorted(self.found, key=lambda record: record.seq)  # a delayed reply may come after a newer one
+        return [record.view() for record in found]
 
 
 def _check(n: int, timeout: float) -> None:
@@ -59,55 +164,88 @@ def _check(n: int, timeout: float) -> None:
         raise ValueError(f"timeout: {timeout!r} is not 0 to {MAX_WAIT_SECONDS:g} seconds")
 
 
+def _batches(records: list[Record]) -> Iterator[list[Record]]:
+    """The records in batches of about SCAN_BYTES (one record at least)."""
+    batch: list[Record] = []
+    size = 0
+    for record in records:
+        if batch and size + record.size > SCAN_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(record)
+        size += record.size
+    if batch:
+        yield batch
+
+
+def _failure(journal: Journal, waiter: Waiter, found: list[Call], timeout: float) -> str:
+    """The text of a wait that ended without its calls (the kept calls parsed and compared now: off the loop)."""
+    with RegexBudget(WAIT_REGEX_SECONDS, "wait"):  # near misses match the patterns again: bounded as well
+        return wait_failure(journal.snapshot(), waiter.expectation, found, waiter.n, timeout)
+
+
+def _spent(waiter: Waiter, where: str) -> str:
+    return f"{where}{waiter.budget.message()}"
+
+
 def wait_for_calls(journal: Journal, expectation: Expectation, n: int, timeout: float) -> list[Call]:
     """Block this thread until `n` calls match; returns every matching call (n or more).
 
-    :raises CallAssertionError: after `timeout` seconds, with what arrived and the closest calls.
+    :raises CallAssertionError: after `timeout` seconds, with what arrived and the closest calls; or at once when
+        the `$regex` filters spent the wait's budget.
     """
     __tracebackhide__ = True
     _check(n, timeout)
-    counter = CallCounter(journal, expectation)
-    changed = threading.Event()
-    journal.listen(changed.set)
+    arrived = threading.Event()
+    waiter = Waiter(expectation, n, arrived.set)
+    kept = journal.listen(waiter.feed)
     try:
         deadline = time.monotonic() + timeout
-        while True:
-            changed.clear()  # before reading: a call recorded meanwhile sets it again, and is seen next round
-            calls, found = counter.read()
-            left = deadline - time.monotonic()
-            if len(found) >= n:
-                return found
-            if left <= 0:
-                break
-            changed.wait(left)
+        clears = waiter.clears
+        waiter.add_scanned(waiter.scan(kept), clears)
+        arrived.wait(max(0.0, deadline - time.monotonic()))
     finally:
-        journal.unlisten(changed.set)
-    raise CallAssertionError(wait_failure(calls, expectation, found, n, timeout))
+        journal.unlisten(waiter.feed)
+    found = waiter.calls()
+    if waiter.budget.spent is not None:
+        raise CallAssertionError(_spent(waiter, "plantstub: wait_for_calls(): "))
+    if len(found) >= n:
+        return found
+    raise CallAssertionError(_failure(journal, waiter, found, timeout))
 
 
-async def wait_for_calls_async(journal: Journal, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
-    """On the event loop (the admin API): the matching calls, and the failure text when they did not all arrive."""
+async def wait_for_calls_async(journal: Journal, expectation: Expectation, n: int,
+                               timeout: float) -> tuple[list[Call], str | None]:
+    """On the event loop (the admin API): the matching calls, and the failure text when they did not all arrive.
+    The kept calls are judged, and the answer's calls parsed, off the loop.
+
+    :raises WaitError: when the `$regex` filters spent the wait's budget.
+    """
     _check(n, timeout)
-    counter = CallCounter(journal, expectation)
     loop = asyncio.get_running_loop()
-    changed = asyncio.Event()
+    arrived = asyncio.Event()
 
-    def wake() -> None:
-        loop.call_soon_threadsafe(changed.set)
+    def wake() -> None:  # from the recording thread, or from a thread judging the kept calls
+        loop.call_soon_threadsafe(arrived.set)
 
-    journal.listen(wake)
+    waiter = Waiter(expectation, n, wake)
+    kept = journal.listen(waiter.feed)
     try:
         deadline = loop.time() + timeout
-        while True:
-            changed.clear()
-            calls, found = counter.read()
-            left = deadline - loop.time()
-            if len(found) >= n:
-                return found, None
-            if left <= 0:
+        clears = waiter.clears
+        found: list[Record] = []
+        for batch in _batches(kept):
+            found += await asyncio.to_thread(waiter.scan, batch)
+            if waiter.budget.spent is not None:
                 break
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(changed.wait(), left)
+        waiter.add_scanned(found, clears)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(arrived.wait(), max(0.0, deadline - loop.time()))
     finally:
-        journal.unlisten(wake)
-    return found, wait_failure(calls, expectation, found, n, timeout)
+        journal.unlisten(waiter.feed)
+    if waiter.budget.spent is not None:
+        raise WaitError(_spent(waiter, ""))
+    calls = await asyncio.to_thread(waiter.calls)
+    if len(calls) >= n:
+        return calls, None
+    return calls, await asyncio.to_thread(_failure, journal, waiter, calls, timeout)

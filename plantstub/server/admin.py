@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
@@ -16,42 +16,82 @@ from plantstub.contract.outgoing import error_reply, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
-from plantstub.recording.waiting import expectation_of
+from plantstub.recording.waiting import WaitError, expectation_of
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
 from plantstub.server.session import NotStateful, Session
+from plantstub.webhooks.deliveries import Delivery
 
 if TYPE_CHECKING:
     from plantstub.server.table import Sessions
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
-CALLS_PER_CHUNK = 64
-CHUNK_BYTES = 256 * 1024  # what one batch parses and writes while holding the GIL
+CHUNK_BYTES = 256 * 1024  # about what one step of a streamed answer writes, off the event loop
+_T = TypeVar("_T")
 
 
 ADMIN_PREFIX = "/__plantstub/"
 log = logging.getLogger("plantstub")
 
 
-def _chunks(records: list[Record]) -> Iterator[list[Record]]:
-    """Batches of at most CALLS_PER_CHUNK calls or about CHUNK_BYTES (one at least); one empty batch for none."""
-    batch: list[Record] = []
+def _gather(pieces: Iterator[bytes]) -> bytes:
+    """The next CHUNK_BYTES or so of `pieces` (b"" when there are no more); run off the event loop."""
+    parts: list[bytes] = []
     size = 0
-    for record in records:
-        if batch and (len(batch) >= CALLS_PER_CHUNK or size + record.size > CHUNK_BYTES):
-            yield batch
-            batch, size = [], 0
-        batch.append(record)
-        size += record.size
-    yield batch
+    for piece in pieces:
+        parts.append(piece)
+        size += len(piece)
+        if size >= CHUNK_BYTES:
+            break
+    return b"".join(parts)
 
 
-def _render(records: list[Record], first: bool, last: bool) -> bytes:
-    """A piece of the JSON list of calls: `[` before the first, `,` between, `]` after the last."""
-    text = (b"[" if first else b",") + b",".join(dumps_call(r.view()) for r in records)
-    return text + b"]" if last else text
+def _listed(items: Iterable[_T], dump: Callable[[_T], bytes]) -> Iterator[bytes]:
+    """A JSON list, as pieces: `[`, each item dumped (with `,` between), `]`."""
+    yield b"["
+    for i, item in enumerate(items):
+        yield dump(item) if i == 0 else b"," + dump(item)
+    yield b"]"
+
+
+def _state_pieces(state: dict[str, list[Any]]) -> Iterator[bytes]:
+    """The store's state, `{"/plants": [...], ...}`, one record at a time."""
+    yield b"{"
+    for i, (path, records) in enumerate(state.items()):
+        yield (b"," if i else b"") + json_bytes(path) + b":"
+        yield from _listed(records, json_bytes)
+    yield b"}"
+
+
+def _rules_pieces(rules: list[dict[str, Any]]) -> Iterator[bytes]:
+    yield b'{"rules":'
+    yield from _listed(rules, json_bytes)
+    yield b"}"
+
+
+def _call_json(record: Record) -> bytes:
+    return dumps_call(record.view())
+
+
+def _delivery_json(delivery: Delivery) -> bytes:
+    return json_bytes(delivery.as_dict())
+
+
+async def _stream(request: web.BaseRequest, pieces: Iterator[bytes], headers: dict[str, str] | None = None,
+                  status: int = 200) -> web.StreamResponse:
+    """A JSON answer written as it is built: `pieces` are made off the event loop, about CHUNK_BYTES at a time (the
+    GIL is let go between them), so a big answer never stalls the traffic being served meanwhile."""
+    response = web.StreamResponse(status=status, headers={"Content-Type": "application/json", **(headers or {})})
+    await response.prepare(request)
+    if request.method == "HEAD":  # the headers only: a body here would corrupt a kept-alive connection
+        await response.write_eof()
+        return response
+    while chunk := await asyncio.to_thread(_gather, pieces):
+        await response.write(chunk)
+    await response.write_eof()
+    return response
 
 
 def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
@@ -129,24 +169,11 @@ class _Admin:
             return error(400, str(exc))
         found = wanted.apply(self.session.records())  # filters read the compact records: nothing parsed yet
         figures = self.session.figures()["journal"]
-        response = web.StreamResponse(headers={
-            "Content-Type": "application/json",
+        return await _stream(request, _listed(found, _call_json), {
             "X-Plantstub-Recorded": str(figures["recorded"]),
             "X-Plantstub-Dropped": str(figures["dropped"]),
             "X-Plantstub-Dropped-Bytes": str(figures["dropped_bytes"]),
         })
-        await response.prepare(request)
-        if request.method == "HEAD":  # the headers only: a body here would corrupt a kept-alive connection
-            await response.write_eof()
-            return response
-        # Bodies are parsed and written in batches, off the event loop: reading 64 MiB of calls must not
-        # stall the traffic being recorded meanwhile.
-        chunks = list(_chunks(found))
-        for i, chunk in enumerate(chunks):
-            text = await asyncio.to_thread(_render, chunk, i == 0, i == len(chunks) - 1)
-            await response.write(text)
-        await response.write_eof()
-        return response
 
     async def delete_calls(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_calls()})
@@ -163,24 +190,26 @@ class _Admin:
             return reply(self.sessions.total_coverage())
         return reply(self.session.coverage())
 
-    async def state(self, request: web.BaseRequest) -> web.Response:
+    async def state(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            return reply(self.session.state)
+            state = self.session.state  # the lists of records as they are now; each written off the loop
         except NotStateful as exc:
             return error(409, str(exc))
+        return await _stream(request, _state_pieces(state))
 
-    async def put_state(self, request: web.BaseRequest) -> web.Response:
+    async def put_state(self, request: web.BaseRequest) -> web.StreamResponse:
         data = await self._body(request, '{"/plants": [{"id": 1, "name": "Fern"}]}')
         if isinstance(data, web.Response):
             return data
-        try:
-            problems = self.session.set_state(data)
+        try:  # checked off the loop (a state of 30 MB: a tenth of a second); kept on it
+            problems = await asyncio.to_thread(self.session.state_problems, data)
         except NotStateful as exc:
             return error(409, str(exc))
         if problems:
             return error(400, "; ".join(f"{where}: {message}" for where, message in problems),
                          problems=[problem(where, message) for where, message in problems])
-        return reply(self.session.state)
+        self.session.set_state(data, checked=True)
+        return await _stream(request, _state_pieces(self.session.state))
 
     async def webhooks(self, request: web.BaseRequest) -> web.Response:
         return reply(self.session.subscriptions)
@@ -201,8 +230,8 @@ class _Admin:
     async def delete_webhooks(self, request: web.BaseRequest) -> web.Response:
         return reply(self.session.reset_subscriptions())
 
-    async def deliveries(self, request: web.BaseRequest) -> web.Response:
-        return reply([d.as_dict() for d in self.session.deliveries])
+    async def deliveries(self, request: web.BaseRequest) -> web.StreamResponse:
+        return await _stream(request, _listed(self.session.deliveries, _delivery_json))
 
     async def delete_deliveries(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_deliveries()})
@@ -222,8 +251,8 @@ class _Admin:
             return error(400, "; ".join(f"{p['at']}: {p['message']}" for p in found), problems=found)
         return reply({"id": rule_id}, status=201)
 
-    async def rules(self, request: web.BaseRequest) -> web.Response:
-        return reply({"rules": self.session.rules})
+    async def rules(self, request: web.BaseRequest) -> web.StreamResponse:
+        return await _stream(request, _rules_pieces(self.session.rules))
 
     async def delete_rules(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_rules()})
@@ -248,6 +277,8 @@ class _Admin:
         try:
             expectation = expectation_of(filters, "body.")
             found, failure = await self.session.wait_for_calls(expectation, n, float(timeout))
+        except WaitError as exc:  # the filters' patterns took too long: judging calls would stall the stub
+            return error(422, f"body: {exc}")
         except (TypeError, ValueError) as exc:
             message = str(exc)
             return error(400, message if message.startswith("body.") else f"body.{message}")

@@ -1,14 +1,21 @@
-"""The admin API's one JSON writer and one body reader, so every admin answer and refusal reads alike."""
+"""The admin API's one JSON writer and one body reader, so every admin answer and refusal reads alike. A big body is
+parsed off the event loop, a value at a time."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from typing import Any
 
 from aiohttp import web
 
-from plantstub._json import BodyError, TooDeep, decode_json, json_bytes
+from plantstub._json import BodyError, TooDeep, decode_json, json_bytes, scan_json
 from plantstub.contract.outgoing import error_body
 from plantstub.server.response import too_large, unreadable
+
+PIECES_BYTES = 64 * 1024  # an admin body larger than this is parsed in a thread, in pieces
+OUTER_LEVELS = 2  # the levels walked here: `{"/plants": [record, ...]}`, each record parsed alone
+_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 def reply(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -27,7 +34,8 @@ def error(status: int, message: str, headers: dict[str, str] | None = None,
 
 async def read_json(request: web.BaseRequest, max_body: int, example: str) -> Any:
     """The request's JSON body (None when empty), parsed as request bodies are (strict, depth-bounded); a
-    web.Response to send instead when it cannot be read: 413 over --max-body, 400 with `example` otherwise."""
+    web.Response to send instead when it cannot be read: 413 over --max-body, 400 saying what and where, with
+    `example`, otherwise."""
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
@@ -37,8 +45,71 @@ async def read_json(request: web.BaseRequest, max_body: int, example: str) -> An
     if not raw:
         return None
     try:
+        if len(raw) > PIECES_BYTES:  # 40 MB parsed at once would hold the event loop (and the GIL) for a second
+            return await asyncio.to_thread(decode_in_pieces, raw)
         return decode_json(raw)
     except TooDeep as exc:
         return error(400, f"body: {exc}")
-    except BodyError:
-        return error(400, f"body: not valid JSON; send {example}")
+    except BodyError as exc:  # NaN and Infinity included: nothing read here can be echoed as what JSON is not
+        return error(400, f"body: {exc}; send {example}")
+
+
+class _Elsewhere(Exception):
+    """Not read here: decode_json() reads the whole body instead, and words what is wrong with it."""
+
+
+def decode_in_pieces(raw: bytes) -> Any:
+    """decode_json() of a big body, in pieces: the outer OUTER_LEVELS of objects and arrays walked here, each value
+    inside parsed alone, so a thread parsing it lets the GIL go between values (the event loop runs meanwhile)."""
+    try:
+        text = raw.decode("utf-8")
+        at = _skip(text, 1 if text.startswith("\ufeff") else 0)
+        value, end = _value(text, at, OUTER_LEVELS)
+        if _skip(text, end) != len(text):
+            raise _Elsewhere
+        return value
+    except (UnicodeDecodeError, _Elsewhere, StopIteration, ValueError, RecursionError):
+        return decode_json(raw)  # its words for what is wrong
+
+
+def _skip(text: str, at: int) -> int:
+    found = _SPACE.match(text, at)
+    return at if found is None else found.end()
+
+
+def _value(text: str, at: int, levels: int) -> tuple[Any, int]:
+    opening = text[at : at + 1]
+    if levels and opening == "{":
+        members: dict[str, Any] = {}
+        at = _skip(text, at + 1)
+        if text.startswith("}", at):
+            return members, at + 1
+        while True:
+            if not text.startswith('"', at):
+                raise _Elsewhere
+            key, at = scan_json(text, at)
+            at = _skip(text, at)
+            if not text.startswith(":", at):
+                raise _Elsewhere
+            members[key], at = _value(text, _skip(text, at + 1), levels - 1)
+            at = _skip(text, at)
+            if text.startswith("}", at):
+                return members, at + 1
+            if not text.startswith(",", at):
+                raise _Elsewhere
+            at = _skip(text, at + 1)
+    if levels and opening == "[":
+        items: list[Any] = []
+        at = _skip(text, at + 1)
+        if text.startswith("]", at):
+            return items, at + 1
+        while True:
+            item, at = _value(text, at, levels - 1)
+            items.append(item)
+            at = _skip(text, at)
+            if text.startswith("]", at):
+                return items, at + 1
+            if not text.startswith(",", at):
+                raise _Elsewhere
+            at = _skip(text, at + 1)
+    return scan_json(text, at)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from plantstub._json import NO_BODY
+from plantstub._regex import REQUEST_SECONDS, RegexBudget
 from plantstub.contract.model import Operation
 from plantstub.contract.operations import ServedOperation, preferred
 from plantstub.contract.outgoing import Outgoing, error_reply
@@ -120,6 +121,28 @@ def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenari
         out, problem = preferred(served, prefer, base.body)
         if out is not None:  # a Prefer that cannot be met answers its refusal
             return base.refused(out) if problem is not None else base._replace(out=out)
+    if session.declared.rules or scenario is not None:
+        with RegexBudget(REQUEST_SECONDS, "request") as budget:  # every `$regex` of the rules tried, together
+            decision = _by_rule(runtime, session, scenario, incoming, base)
+        if budget.spent is not None:  # say so: a rule that needed the pattern did not match
+            if decision is not None:
+                return decision._replace(stub_errors=(*decision.stub_errors, budget.message()))
+            base = base._replace(stub_errors=(budget.message(),))
+        elif decision is not None:
+            return decision
+    store = session.store
+    if store is not None:  # --stateful: the records answer where the default answer would
+        action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it
+        if action is not None:
+            out = store.answer(action, base.params, incoming.query, base.body)
+            if out is not None:
+                return base._replace(out=out, created=store.created)
+    return _answered(base, served.default(base.body))
+
+
+def _by_rule(runtime: Runtime, session: Session, scenario: Scenario | None, incoming: IncomingRequest,
+             base: Decision) -> Decision | None:
+    """The answer of the first rule from code, else of the scenario, that matches; None when none does."""
     if session.declared.rules:  # rules from code come first
         declared = session.declared.select(incoming, base.body)
         if declared is not None:
@@ -135,14 +158,7 @@ def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenari
             label = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
             return _rule_answer(runtime, rule, at, incoming, base._replace(rule=label), index.templates,
                                 f"scenario {scenario.name!r} {label} ({scenario.file}:{rule.replies[at].line})")
-    store = session.store
-    if store is not None:  # --stateful: the records answer where the default answer would
-        action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it
-        if action is not None:
-            out = store.answer(action, base.params, incoming.query, base.body)
-            if out is not None:
-                return base._replace(out=out, created=store.created)
-    return _answered(base, served.default(base.body))
+    return None
 
 
 def _rule_answer(runtime: Runtime, rule: Rule, at: int, incoming: IncomingRequest, base: Decision,

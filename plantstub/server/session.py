@@ -193,13 +193,18 @@ class Session:
         """Every collection of the store and its records, in creation order."""
         return self._store().dump()
 
-    def set_state(self, state: Any) -> list[tuple[str, str]]:
-        """Replace the store's records with `state`; the problems (location, message) instead when it is not one."""
+    def set_state(self, state: Any, checked: bool = False) -> list[tuple[str, str]]:
+        """Replace the store's records with `state`; the problems (location, message) instead when it is not one.
+        `checked`: state_problems() found none already."""
         store = self._store()
-        problems = store.problems(state)
+        problems = [] if checked else store.problems(state)
         if not problems:
             store.replace(state)
         return problems
+
+    def state_problems(self, state: Any) -> list[tuple[str, str]]:
+        """What is wrong with `state` as the store's whole state; safe off the event loop (it changes nothing)."""
+        return self._store().problems(state)
 
     # -- webhooks ---------------------------------------------------------------------------
     def subscribe(self, url: str, name: str | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,7 +32,8 @@ class Delivery:
     valid: bool  # the receiver answered a status the webhook declares
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict(): it copies the body, recursively (a body nested 500 levels deep overflows it)
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 def iso(at: float) -> str:

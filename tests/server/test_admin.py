@@ -192,10 +192,15 @@ JSON = {"Content-Type": "application/json"}
 async def test_admin_bodies_are_read_alike_and_refuse_nan(aiohttp_client, method, route, example):
     """One reader for every admin body: strict JSON (no NaN, as request bodies), one wording with an example."""
     client = await aiohttp_client(create_app(stateful=True, max_body=64))
-    for raw in (b"{nope", b'{"n": NaN}'):
+    for raw, reason in ((b'{"n": NaN}', "NaN is not valid JSON"), (b'[-Infinity]', "-Infinity is not valid JSON"),
+                        (b"[1e999]", "1e999 is too large for a JSON number")):
         response = await client.request(method, "/__plantstub/" + route, data=raw, headers=JSON)
-        assert (response.status, await response.json()) == (
-            400, {"error": 400, "message": f"body: not valid JSON; send {example}"})
+        assert (response.status, await response.json()) == (  # what and where, as a request body's 400 says
+            400, {"error": 400, "message": f"body: not valid JSON: {reason}; send {example}"})
+    response = await client.request(method, "/__plantstub/" + route, data=b"{nope", headers=JSON)
+    message = (await response.json())["message"]
+    assert response.status == 400 and message.startswith("body: not valid JSON: ") and message.endswith(
+        f" at line 1 column 2; send {example}")
     response = await client.request(method, "/__plantstub/" + route, data=b"[" * 65, headers=JSON)
     assert (response.status, (await response.json())["message"]) == (
         413, "body: larger than the limit of 64 bytes (--max-body)")

@@ -247,7 +247,7 @@ async def test_a_session_inside_a_session_is_just_a_path(client):
 async def test_opening_a_session_with_a_bad_body(aiohttp_client):
     client = await make(aiohttp_client, max_body=64)
     for body, status, message in (
-        (b"[1", 400, 'body: not valid JSON; send nothing, or {"id": "SESSION"}'),
+        (b"[NaN]", 400, 'body: not valid JSON: NaN is not valid JSON; send nothing, or {"id": "SESSION"}'),
         (b'{"id": 7}', 400, 'body: expected nothing, or {"id": "SESSION"}'),
         (b'{"name": "x"}', 400, 'body: expected nothing, or {"id": "SESSION"}'),
         (b'{"id": "a b"}', 400, "body.id: 'a b' is not a session id (expected 1 to 64 letters, digits, '_' or '-')"),

@@ -1,0 +1,232 @@
+"""Nothing long runs on the event loop (issue 23: D21-D24, D29), tried as an attacker would, through `plantstub serve`
+and raw HTTP: big admin answers are built off the loop, deep values are written, `$regex` time is a budget per
+request and per wait, waiters judge each new call once, and bad wait filters answer 400."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.helpers import Receiver, ServeProcess, raw_call
+
+JSON = {"Content-Type": "application/json"}
+AUTH_JSON = {"Authorization": "Bearer t", **JSON}
+
+
+def _post(url: str, path: str, value: object, headers: dict[str, str] | None = None) -> tuple[int, object]:
+    status, raw, _ = raw_call(url, "POST", path, json.dumps(value).encode(), {**AUTH_JSON, **(headers or {})})
+    return status, json.loads(raw) if raw else None
+
+
+def _get(url: str, path: str) -> tuple[int, object]:
+    status, raw, _ = raw_call(url, "GET", path)
+    return status, json.loads(raw)
+
+
+def _delivered(url: str, n: int) -> list:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        status, listed = _get(url, "/__plantstub/deliveries")
+        assert status == 200, listed
+        if len(listed) >= n:  # type: ignore[arg-type]
+            return listed  # type: ignore[return-value]
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} deliveries after 20 s")
+
+
+def _slowest_health_meanwhile(url: str, path: str, method: str = "GET",
+                              body: bytes | None = None) -> tuple[float, float, int, bytes]:
+    """Ask `method path` in a thread while GET health is asked again and again: (the slowest health answer, how
+    long the big one took, its status, its body)."""
+    got: dict[str, object] = {}
+
+    def big() -> None:
+        started = time.monotonic()
+        status, body, _ = raw_call(url, method, path, sent, JSON if sent else None)
+        got.update(took=time.monotonic() - started, status=status, body=body)
+
+    sent = body
+    thread = threading.Thread(target=big)
+    thread.start()
+    slowest = 0.0
+    while thread.is_alive():
+        started = time.monotonic()
+        assert raw_call(url, "GET", "/__plantstub/health")[0] == 200
+        slowest = max(slowest, time.monotonic() - started)
+    thread.join()
+    return slowest, got["took"], got["status"], got["body"]  # type: ignore[return-value]
+
+
+def _not_stalled(slowest: float, took: float) -> bool:
+    """Health's slowest answer is a small part of the big one's time (on the loop, it waits the whole of it), or
+    short anyway: orders of magnitude, robust to a busy machine."""
+    return slowest < max(took / 3, 0.1)
+
+
+# -- D21 / D22: big and deep admin answers ------------------------------------------------------------------------
+def test_get_deliveries_of_big_bodies_does_not_stall_other_requests(serve, tmp_path):
+    # Four deliveries of ~1 MB of `{}`: building the answer on the loop took 2.5 s, health waiting as long.
+    with Receiver() as receiver:
+        stub = serve("--spec", "plant-store-full", "--port", "0", "--webhook", receiver.url, cwd=tmp_path)
+        body = {"id": 1, "name": "Fern", "extra": [{}] * 250_000}
+        for _ in range(4):
+            assert _post(stub.url, "/plants", body)[0] == 200
+        _delivered(stub.url, 4)
+        slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/deliveries")
+    assert status == 200 and [len(d["body"]["extra"]) for d in json.loads(answer)] == [250_000] * 4
+    assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while GET deliveries took {took:.2f} s"
+
+
+def _nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def _depth(value: object) -> int:
+    depth = 0
+    while isinstance(value, dict):
+        value, depth = value["a"], depth + 1
+    return depth
+
+
+def test_a_delivery_nested_600_levels_deep_is_listed_not_a_500(serve, tmp_path):
+    with Receiver() as receiver:
+        stub = serve("--spec", "plant-store-full", "--port", "0", "--webhook", receiver.url, cwd=tmp_path)
+        assert _post(stub.url, "/plants", {"id": 1, "name": "Deep", "extra": _nested(600)})[0] == 200
+        [delivery] = _delivered(stub.url, 1)
+        assert delivery["body"]["name"] == "Deep" and _depth(delivery["body"]["extra"]) == 600
+        status, [call] = _get(stub.url, "/__plantstub/calls")  # type: ignore[misc]
+        assert status == 200 and _depth(call["body"]["extra"]) == 600
+
+
+def test_put_and_get_state_of_a_big_store_do_not_stall_other_requests(serve, tmp_path):
+    stub = serve("--stateful", "--port", "0", "--max-body", str(64 * 2**20), cwd=tmp_path)
+    # 30 MB of state: parsed, checked and written one record at a time off the loop
+    state = {"/plants": [{"id": i, "name": "n" * 3300} for i in range(9_000)]}
+    for method, body in (("PUT", json.dumps(state).encode()), ("GET", None)):  # PUT held the loop 1-1.5 s
+        slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/state", method, body)
+        assert status == 200 and json.loads(answer) == state
+        assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while {method} state took {took:.2f} s"
+
+
+# -- D23: the `$regex` budget -------------------------------------------------------------------------------------
+BACKTRACKS = "^(a|aa)+$"  # on "aaa…a!" it backtracks until the per-match timeout (0.1 s) stops it
+
+
+def test_five_costly_regex_rules_share_one_budget_per_request_and_the_call_says_so(serve, tmp_path):
+    stub = serve("--port", "0", cwd=tmp_path)
+    for i in range(5):
+        rule = {"match": {"path": "/plants", "headers": {"X-Name": {"$regex": BACKTRACKS}}},
+                "reply": {"status": 200, "body": {"name": f"rule {i}"}}}
+        assert _post(stub.url, "/__plantstub/rules", rule)[0] == 201
+    started = time.monotonic()
+    status, answer = _post(stub.url, "/plants", {"id": 1, "name": "Fern"}, {"X-Name": "a" * 60 + "!"})
+    took = time.monotonic() - started
+    assert (status, answer) == (200, {"name": "Fern"})  # no rule matched: the default answer
+    [call] = _get(stub.url, "/__plantstub/calls")[1]  # type: ignore[misc]
+    assert call["stub_errors"] == [
+        "$regex '^(a|aa)+$': not judged: the request's 0.1 s for matching patterns was spent; rules and filters "
+        "that needed it did not match (simplify the pattern)"]
+    assert took < 0.4, f"{took:.2f} s: five patterns of 0.1 s each were tried one after the other"
+
+
+def test_a_wait_over_many_calls_with_a_costly_regex_stops_at_its_budget(serve, tmp_path):
+    stub = serve("--port", "0", cwd=tmp_path)
+    for i in range(20):
+        assert _post(stub.url, "/plants", {"id": i, "name": "a" * 60 + "!"})[0] == 200
+    started = time.monotonic()
+    status, answer = _post(stub.url, "/__plantstub/calls/wait",
+                           {"n": 1, "timeout": 5, "body": {"name": {"$regex": BACKTRACKS}}})
+    took = time.monotonic() - started
+    assert status == 422 and answer == {  # type: ignore[comparison-overlap]
+        "error": 422, "message": "body: $regex '^(a|aa)+$': not judged: the wait's 0.5 s for matching patterns was "
+                                 "spent; rules and filters that needed it did not match (simplify the pattern)"}
+    assert took < 1.5, f"{took:.2f} s: twenty calls of 0.1 s each"
+    assert raw_call(stub.url, "GET", "/__plantstub/health")[0] == 200
+
+
+# -- D24: waiters judge each new call once ------------------------------------------------------------------------
+def _calls_per_second(url: str, n: int) -> float:
+    body = json.dumps({"id": 1, "name": "Fern"}).encode()
+    started = time.monotonic()
+    for _ in range(n):
+        raw_call(url, "POST", "/plants", body, AUTH_JSON)
+    return n / (time.monotonic() - started)
+
+
+def test_waiters_do_not_reread_the_journal_on_every_call(serve, tmp_path):
+    # Before: each of 20 waiters re-read the 1,500 kept calls after every new one (O(waiters x journal) per call).
+    stub = serve("--port", "0", cwd=tmp_path)
+    _calls_per_second(stub.url, 1_500)
+    alone = _calls_per_second(stub.url, 200)
+    answers: list[tuple[int, object]] = []
+    waiters = [threading.Thread(target=lambda: answers.append(_post(
+        stub.url, "/__plantstub/calls/wait", {"n": 1, "timeout": 4, "path": "/never"}))) for _ in range(20)]
+    for thread in waiters:
+        thread.start()
+    time.sleep(0.5)  # every waiter registered
+    waited = _calls_per_second(stub.url, 200)
+    assert raw_call(stub.url, "DELETE", "/__plantstub/calls")[0] == 200  # a clear() reaches the waiters too
+    for thread in waiters:
+        thread.join(10)
+    assert [(status, answer["arrived"]) for status, answer in answers] == [(200, False)] * 20  # type: ignore[index]
+    assert waited > alone / 3, f"{alone:.0f} calls/s alone, {waited:.0f} with 20 waiters"
+
+
+def test_a_wait_counts_calls_from_before_and_after_it_began_and_a_clear_starts_afresh(serve, tmp_path):
+    stub = serve("--port", "0", cwd=tmp_path)
+    assert _post(stub.url, "/plants", {"id": 1, "name": "Fern"})[0] == 200
+    got: dict[str, object] = {}
+
+    def wait() -> None:
+        got["answer"] = _post(stub.url, "/__plantstub/calls/wait", {"n": 2, "timeout": 10, "body": {"name": "Fern"}})
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    time.sleep(0.3)
+    assert raw_call(stub.url, "DELETE", "/__plantstub/calls")[0] == 200  # the first Fern no longer counts
+    for i in (2, 3):
+        assert _post(stub.url, "/plants", {"id": i, "name": "Fern"})[0] == 200
+    thread.join(15)
+    status, answer = got["answer"]  # type: ignore[misc]
+    assert status == 200 and answer["arrived"] and [c["body"]["id"] for c in answer["calls"]] == [2, 3]
+
+
+# -- D29: wait filters of the wrong type or depth -----------------------------------------------------------------
+DEEP = "[" * 600 + "]" * 600
+TOO_DEEP = "body.{}: nested more than 64 levels deep (filters may nest 64 at most)"
+
+
+@pytest.fixture(scope="module")
+def one_stub(tmp_path_factory) -> Iterator[ServeProcess]:
+    """One `plantstub serve` for the table below, with a call whose body nests 600 levels deep."""
+    stub = ServeProcess("--port", "0", cwd=tmp_path_factory.mktemp("stub"))
+    try:
+        assert _post(stub.url, "/plants", {"id": 1, "name": "Fern", "tag": json.loads(DEEP)})[0] == 400
+        yield stub
+    finally:
+        stub.stop()
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ('{"n": "1"}', "body.n: '1' is not a count of calls (0 or more)"),
+    ('{"timeout": [1]}', "body.timeout: [1] is not a number of seconds"),
+    ('{"headers": [1]}', "body.headers: [1] is not an object of names and values"),
+    ('{"query": 5}', "body.query: 5 is not an object of names and values"),
+    ('{"status": "200"}', "body.status: '200' is not an HTTP status (an integer)"),
+    ('{"body": {"name": {"$eq": ' + DEEP + "}}}", TOO_DEEP.format("body")),
+    ('{"body": {"name": {"$contains": ' + DEEP + "}}}", TOO_DEEP.format("body")),
+    ('{"headers": {"X": ' + DEEP + "}}", TOO_DEEP.format("headers")),
+    ('{"query": {"q": ' + DEEP + "}}", TOO_DEEP.format("query")),
+    ('{"body": ' + DEEP + "}", TOO_DEEP.format("body")),
+], ids=["n-text", "timeout-list", "headers-list", "query-number", "status-text", "body-eq-deep", "body-contains-deep",
+        "headers-deep", "query-deep", "body-deep"])
+def test_wait_filters_of_the_wrong_type_or_depth_answer_400_naming_the_field(one_stub, body, message):
+    status, raw, _ = raw_call(one_stub.url, "POST", "/__plantstub/calls/wait", body.encode(), JSON)
+    assert (status, json.loads(raw)["message"]) == (400, message)
