@@ -10,11 +10,13 @@ from typing import Any
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from plantstub._json import MISSING, NO_BODY
+from plantstub._regex import RegexBudget
 from plantstub.errors import CallAssertionError
 from plantstub.pattern import RequestPattern, pattern_problems
 from plantstub.recording.call import Call
 
 NEAR_MISSES = 3
+ASSERT_REGEX_SECONDS = 0.5  # what every `$regex` of one assertion may take in all, over every call it judges
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +123,15 @@ def render_near_misses(expectation: Expectation, calls: list[Call]) -> str:
 def assert_called(calls: list[Call], expectation: Expectation, times: int | None = None) -> list[Call]:
     """Pass when the calls matching `expectation` number `times` (at least one when None)."""
     __tracebackhide__ = True
-    found = [c for c in calls if expectation.matches(c)]
-    if (times is None and found) or (times is not None and len(found) == times):
-        return found
-    wanted = "at least 1 call" if times is None else _plural(times, "call")
-    raise CallAssertionError(_failure(f"expected {wanted}", calls, expectation, found, times is None or len(found) < times))
+    with RegexBudget(ASSERT_REGEX_SECONDS, "assertion") as budget:  # every `$regex` over every call, together
+        found = [c for c in calls if expectation.matches(c)]
+        if budget.spent is not None:  # some calls could not be judged: neither a pass nor a count to trust
+            raise CallAssertionError(f"plantstub: {budget.message()}")
+        if (times is None and found) or (times is not None and len(found) == times):
+            return found
+        wanted = "at least 1 call" if times is None else _plural(times, "call")
+        raise CallAssertionError(_failure(f"expected {wanted}", calls, expectation, found,
+                                          times is None or len(found) < times))
 
 
 def _failure(head: str, calls: list[Call], expectation: Expectation, found: list[Call], too_few: bool) -> str:

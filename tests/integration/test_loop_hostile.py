@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from plantstub import CallAssertionError, Stub
 from tests.helpers import Receiver, ServeProcess, raw_call
 
 JSON = {"Content-Type": "application/json"}
@@ -230,3 +231,23 @@ def one_stub(tmp_path_factory) -> Iterator[ServeProcess]:
 def test_wait_filters_of_the_wrong_type_or_depth_answer_400_naming_the_field(one_stub, body, message):
     status, raw, _ = raw_call(one_stub.url, "POST", "/__plantstub/calls/wait", body.encode(), JSON)
     assert (status, json.loads(raw)["message"]) == (400, message)
+
+
+def test_in_process_and_remote_waits_and_assertions_stop_at_their_regex_budget():
+    with Stub() as stub:
+        for i in range(20):
+            assert _post(stub.url, "/plants", {"id": i, "name": "a" * 60 + "!"})[0] == 200
+        costly = {"name": {"$regex": BACKTRACKS}}
+        spent = ("$regex '^(a|aa)+$': not judged: the {}'s 0.5 s for matching patterns was spent; rules and filters "
+                 "that needed it did not match (simplify the pattern)")
+        for who, wait in (("in process", stub.wait_for_calls), ("remote", Stub.connect(stub.url).wait_for_calls)):
+            started = time.monotonic()
+            with pytest.raises(CallAssertionError) as caught:
+                wait(1, timeout=5, body=costly)
+            assert str(caught.value) == "plantstub: wait_for_calls(): " + spent.format("wait"), who
+            assert time.monotonic() - started < 1.5, who
+        started = time.monotonic()
+        with pytest.raises(CallAssertionError) as caught:
+            stub.assert_called("POST", "/plants", body=costly)
+        assert str(caught.value) == "plantstub: " + spent.format("assertion")
+        assert time.monotonic() - started < 1.5
