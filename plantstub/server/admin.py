@@ -14,7 +14,7 @@ from plantstub._json import json_bytes
 from plantstub._version import __version__
 from plantstub.contract.outgoing import error_reply, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
-from plantstub.recording.call import Record, dumps_call
+from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import WaitError, expectation_of
 from plantstub.scenarios.load import ScenarioLoadError
@@ -71,6 +71,13 @@ def _rules_pieces(rules: list[dict[str, Any]]) -> Iterator[bytes]:
     yield b"}"
 
 
+def _wait_pieces(found: list[Call], failure: str | None) -> Iterator[bytes]:
+    """`POST calls/wait`'s answer: whether the calls arrived, the failure text, the matching calls."""
+    yield b'{"arrived":%s,"message":%s,"calls":' % (b"false" if failure else b"true", json_bytes(failure))
+    yield from _listed(found, dumps_call)
+    yield b"}"
+
+
 def _call_json(record: Record) -> bytes:
     return dumps_call(record.view())
 
@@ -83,13 +90,18 @@ async def _stream(request: web.BaseRequest, pieces: Iterator[bytes], headers: di
                   status: int = 200) -> web.StreamResponse:
     """A JSON answer written as it is built: `pieces` are made off the event loop, about CHUNK_BYTES at a time (the
     GIL is let go between them), so a big answer never stalls the traffic being served meanwhile."""
+    head = request.method == "HEAD"  # the headers only: a body here would corrupt a kept-alive connection
+    # The first piece before the headers: a bug there still gets its JSON 500.
+    chunk = b"" if head else await asyncio.to_thread(_gather, pieces)
     response = web.StreamResponse(status=status, headers={"Content-Type": "application/json", **(headers or {})})
     await response.prepare(request)
-    if request.method == "HEAD":  # the headers only: a body here would corrupt a kept-alive connection
-        await response.write_eof()
-        return response
-    while chunk := await asyncio.to_thread(_gather, pieces):
+    while chunk:
         await response.write(chunk)
+        try:
+            chunk = await asyncio.to_thread(_gather, pieces)
+        except Exception as exc:  # half an answer is sent: no 500 can follow it, so the connection is cut
+            log.exception("plantstub: internal error on admin route %s %s", request.method, request.path)
+            raise ConnectionResetError("the answer could not be completed") from exc
     await response.write_eof()
     return response
 
@@ -282,8 +294,7 @@ class _Admin:
         except (TypeError, ValueError) as exc:
             message = str(exc)
             return error(400, message if message.startswith("body.") else f"body.{message}")
-        text = b'{"arrived":%s,"message":%s,"calls":[' % (b"false" if failure else b"true", json_bytes(failure))
-        return web.Response(body=text + b",".join(dumps_call(c) for c in found) + b"]}", content_type="application/json")
+        return await _stream(request, _wait_pieces(found, failure))
 
 
 def _logged(handler: Handler) -> Handler:
