@@ -47,6 +47,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--log-format", "FORMAT", "one line per request: none, text or json"),
         ("--session-idle", "SECONDS", "a session unused that long ends"),
         ("--max-sessions", "N", "sessions served at once, at most"),
+        ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
     ]
     for flag, metavar, text in flags:
         dest = flag[2:].replace("-", "_")

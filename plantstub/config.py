@@ -15,6 +15,7 @@ from plantstub.errors import ConfigError
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_BYTES = 1024 * 1024 * 1024  # what clients send, held, all sessions together
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_MAX_SESSIONS = 100
@@ -55,6 +56,7 @@ class Settings:
     webhook: tuple[tuple[str, str], ...] = ()  # --webhook: (webhook name or "*", URL) pairs
     session_idle: float = DEFAULT_SESSION_IDLE  # seconds a session may go unused before it ends
     max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
+    max_bytes: int = DEFAULT_MAX_BYTES  # memory all that clients send may take, all sessions together
     spec_cache: Path | bool = True  # folder of the cache of big specs loaded; True: the default one, False: off
 
 
@@ -221,6 +223,7 @@ _CONVERTERS = {
     "webhook": _webhooks,
     "session_idle": _seconds,
     "max_sessions": _int_in(1, 100_000, "a number of sessions"),
+    "max_bytes": _int_in(1024 * 1024, 2**44, "a size in bytes (1 MiB at least)"),
     "spec_cache": _spec_cache,
 }
 FIELDS = tuple(_CONVERTERS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from plantstub._budget import Budget
 from plantstub.config import Settings
 from plantstub.contract.outgoing import problem
 from plantstub.errors import ConfigError, ScenarioError, UnknownScenario
@@ -27,7 +28,7 @@ from plantstub.webhooks.dispatch import Webhooks
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
 
-SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes of calls, records and deliveries
+SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes (--max-bytes) and of each kind's
 
 
 class NotStateful(LookupError):
@@ -35,38 +36,43 @@ class NotStateful(LookupError):
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    """The bytes one session may keep: of calls (the journal), of records (the store), of deliveries."""
+class Limits:
+    """The bytes one session may keep of each kind: of calls (the journal), of records (the store), of deliveries;
+    all of them within its memory Budget (`memory`, bytes), itself within the stub's (--max-bytes)."""
 
     journal_bytes: int
     store_bytes: int
     delivery_bytes: int
+    memory: int
 
     @classmethod
-    def of(cls, settings: Settings, share: int = 1) -> Budget:
-        """The stub's whole budget (`share` 1), or a sidecar session's: --max-sessions of them cannot each
+    def of(cls, settings: Settings, share: int = 1) -> Limits:
+        """The stub's whole limits (`share` 1), or a sidecar session's: --max-sessions of them cannot each
         take the whole."""
-        return cls(max(settings.journal_bytes // share, 1), MAX_BYTES // share, DEFAULT_LOG_BYTES // share)
+        return cls(max(settings.journal_bytes // share, 1), MAX_BYTES // share, DEFAULT_LOG_BYTES // share,
+                   max(settings.max_bytes // share, 1))
 
 
 class Session:
     """One test's state over `runtime`; `shares_file`: the stub's default session, whose journal file this
     session's calls go to as well (None: this is the default session, which opens the file)."""
 
-    def __init__(self, runtime: Runtime, budget: Budget, shares_file: Session | None = None) -> None:
+    def __init__(self, runtime: Runtime, limits: Limits, stub_memory: Budget, shares_file: Session | None = None) -> None:
         settings = runtime.settings
         self.runtime = runtime
-        self.budget = budget
+        self.limits = limits
+        # What this session's clients send, held, in bytes: every holder below draws from it (and so from the stub's).
+        self.memory = Budget(limits.memory, parent=stub_memory)
         self.tally = Coverage(runtime.spec)
         self.counters = RuleCounters()
         self.scenarios: ScenarioSet = runtime.folder.current
         self.active: str | None = None
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
-        self.store = Store(runtime.contract.resources, most_bytes=budget.store_bytes) if settings.stateful else None
+        self.store = Store(runtime.contract.resources, most_bytes=limits.store_bytes) if settings.stateful else None
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
-        self.webhooks = Webhooks(runtime.spec, settings.webhook, budget.delivery_bytes)
+        self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes)
         self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
-                               budget.journal_bytes, settings.journal_flush)
+                               limits.journal_bytes, settings.journal_flush)
         if shares_file is not None:  # one journal file for the stub
             self.journal.file = shares_file.journal.file
         self._owns_file = shares_file is None
@@ -252,6 +258,8 @@ class Session:
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
             "webhooks": hooks.figures(),
+            "memory": {"session": self.memory.figures(),
+                       "stub": self.memory.parent.figures() if self.memory.parent is not None else None},
         }
 
     async def stop_sending(self) -> None:
@@ -263,5 +271,6 @@ class Session:
         return self.webhooks.sender.queue is not None
 
     def close(self) -> None:
+        self.memory.release()
         if self._owns_file:  # a sidecar session shares the stub's journal file
             self.journal.close()

@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from plantstub._budget import Budget
 from plantstub.recording.coverage import Tally, merge, report_of
 from plantstub.scenarios.library import FolderLoad
 from plantstub.server.runtime import Runtime
-from plantstub.server.session import SESSION_SHARE, Budget, Session
+from plantstub.server.session import SESSION_SHARE, Limits, Session
 
 
 class SessionLimit(LookupError):
@@ -24,8 +25,9 @@ class Sessions:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         settings = runtime.settings
-        self.default = Session(runtime, Budget.of(settings))
-        self.budget = Budget.of(settings, SESSION_SHARE)  # each sidecar session's
+        self.memory = Budget(settings.max_bytes)  # the stub's: every session's draws from it
+        self.default = Session(runtime, Limits.of(settings), self.memory)
+        self.limits = Limits.of(settings, SESSION_SHARE)  # each sidecar session's
         self.idle = settings.session_idle
         self.cap = settings.max_sessions
         self._live: dict[str, tuple[Session, float]] = {}  # id -> (session, last used), least recent first
@@ -56,7 +58,7 @@ class Sessions:
                 f"session {sid!r}: this stub already serves {self.cap} sessions, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
-        return Session(self.runtime, self.budget, shares_file=self.default)
+        return Session(self.runtime, self.limits, self.memory, shares_file=self.default)
 
     def expire(self, now: float | None = None) -> None:
         """End the sessions unused for longer than --session-idle."""
