@@ -147,3 +147,21 @@ def test_a_refused_admin_call_with_a_bad_token_opens_nothing(serve, tmp_path):
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}, {"Authorization": "Basic x"}):
         assert ask(stub.url, "GET", "/__session/s/__plantstub/calls", headers)[0] == 401
     assert listing(stub.url, BEARER)["count"] == 0
+
+
+@pytest.mark.parametrize("target", ["host:443", "*"], ids=["connect", "options-star"])
+def test_a_target_that_is_not_a_path_opens_nothing(serve, tmp_path, target):
+    import socket
+    import urllib.parse
+
+    stub = serve("--port", "0", cwd=tmp_path)
+    method = "CONNECT" if target == "host:443" else "OPTIONS"
+    with socket.create_connection(("127.0.0.1", urllib.parse.urlsplit(stub.url).port), timeout=5) as sock:
+        sock.sendall(f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nX-Plantstub-Session: s\r\n"
+                     "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert answer.endswith(f"the target {target!r} is not a path such as /plants (plantstub is not a proxy)\"}}".encode())
+    assert listing(stub.url)["count"] == 0
