@@ -210,18 +210,19 @@ async def test_an_admin_token_on_a_plain_request_opens_its_session_as_the_admin_
 
 def test_sessions_table_evicts_only_implicit_sessions_least_recently_used_first():
     sessions = Sessions(load(create_app(max_sessions=3)[SESSIONS_KEY].runtime.settings))
-    sessions.open("kept", now=1)
-    sessions.open("x", by_admin=False, now=2)
-    sessions.open("y", by_admin=False, now=3)
-    assert sessions.use("x", now=4) is not None  # y is the least recently used implicit one
-    assert sessions.use("nobody", now=4) is None and len(sessions) == 3  # use() opens nothing
-    sessions.open("z", by_admin=False, now=5)
+    t = time.monotonic()  # listing() looks at the clock: the times below are within --session-idle of it
+    sessions.open("kept", now=t + 1)
+    sessions.open("x", by_admin=False, now=t + 2)
+    sessions.open("y", by_admin=False, now=t + 3)
+    assert sessions.use("x", now=t + 4) is not None  # y is the least recently used implicit one
+    assert sessions.use("nobody", now=t + 4) is None and len(sessions) == 3  # use() opens nothing
+    sessions.open("z", by_admin=False, now=t + 5)
     assert [sid for sid, _, _ in sessions.listing()] == ["z", "x", "kept"]
-    sessions.open("x", now=6)  # promoted
-    sessions.open("w", now=7)
+    sessions.open("x", now=t + 6)  # promoted
+    sessions.open("w", now=t + 7)
     assert sessions.counts() == {"admin": 3, "implicit": 0, "evicted": 2}
     with pytest.raises(SessionLimit):
-        sessions.open("v", by_admin=False, now=8)
+        sessions.open("v", by_admin=False, now=t + 8)
     assert (sessions.ended, sessions.evicted) == (2, 2)
 
 
