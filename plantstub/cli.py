@@ -26,6 +26,10 @@ from plantstub.server.runner import start
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
 
+# Never the token itself: this line goes to logs.
+TOKEN_ON_COMMAND_LINE = ("plantstub: --admin-token is visible in the process list (ps) to other users of this "
+                         f"machine; set {env_name('admin_token')} in the environment instead")
+
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run the stub", description="Run the stub until SIGTERM or Ctrl-C.")
@@ -239,7 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             # at once; as PID 1 in a container, a process without a handler would ignore it.
             signal.signal(signal.SIGTERM, _stop_starting)
             options = {k: v for k, v in vars(args).items() if k != "command"}
-            return asyncio.run(_serve(_with_default_folder(build_settings(options))))
+            settings = build_settings(options)
+            if args.admin_token is not None:
+                print(TOKEN_ON_COMMAND_LINE, file=sys.stderr, flush=True)
+            return asyncio.run(_serve(_with_default_folder(settings)))
     except PlantstubError as exc:
         print(f"plantstub: {exc}", file=sys.stderr)
         return 1

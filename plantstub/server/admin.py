@@ -103,7 +103,8 @@ class _Admin:
             "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations),
                      **({"warnings": list(spec.warnings)} if spec.warnings else {})},
             "active": self.session.active,
-            **({"sessions": len(self.sessions)} if self.sessions is not None else {}),
+            **({"sessions": len(self.sessions), "session_counts": self.sessions.counts()}
+               if self.sessions is not None else {}),
             **self.session.figures(),
         }, status=503 if problems else 200)
 
