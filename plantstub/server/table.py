@@ -98,8 +98,8 @@ class Sessions:
         unsent = await session.stop_sending()
         if unsent:
             self.outbox.unsent_at_end += unsent
-            print(f"plantstub: session {sid!r} ended; {unsent} webhook deliveries were not sent within the "
-                  f"{GRACE:g} s grace", file=sys.stderr, flush=True)
+            print(f"plantstub: session {sid!r} ended; webhook deliveries not sent within the {GRACE:g} s grace: "
+                  f"{unsent}", file=sys.stderr, flush=True)
 
     def live(self) -> list[Session]:
         """The sidecar sessions, least recently used first."""

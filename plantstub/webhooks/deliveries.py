@@ -39,7 +39,7 @@ class Delivery:
 
 # What one kept delivery costs beside its body, URL, name and error (measured with tracemalloc: the record, its
 # time string, the bytes object's header, the deque's slot), so health's bytes are the bytes Python holds.
-SENT_OVERHEAD = 300
+SENT_OVERHEAD = 200
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,8 +42,8 @@ def _own_address(exc: BaseException) -> OwnAddress | None:
     return None
 
 
-def _own_message(where: str) -> str:
-    return (f"not sent: {where} is where this stub listens; a callback URL taken from a request never targets the "
+def _own_message(what: str) -> str:
+    return (f"not sent: {what} where this stub listens; a callback URL taken from a request never targets the "
             "stub itself (subscribe the URL to send webhooks there)")
 
 
@@ -120,7 +120,7 @@ class Outbox:
     async def _send(self, job: Job) -> Sent:
         url = URL(job.url)
         if not job.explicit and url.host is not None and self.own.reaches(url.host, url.port or 0):
-            return job.sent(0, None, _own_message(f"{url.host}:{url.port}"), False)
+            return job.sent(0, None, _own_message(f"{url.host}:{url.port} is"), False)
         http = self._session(job.explicit)
         headers = {"Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
         status: int | None = None
@@ -141,7 +141,7 @@ class Outbox:
             except (aiohttp.ClientError, OSError) as exc:
                 own = _own_address(exc)
                 if own is not None:
-                    return job.sent(0, None, _own_message(f"{url.host}:{url.port} (it resolves to an address)"), False)
+                    return job.sent(0, None, _own_message(f"{url.host}:{url.port} resolves to {own.args[0]},"), False)
                 error = f"the receiver could not be reached ({type(exc).__name__})"
                 continue
             if status < 500:

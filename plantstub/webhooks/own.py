@@ -79,7 +79,7 @@ class GuardedResolver(AbstractResolver):
         found = await self.inner.resolve(host, port, family)
         kept = [entry for entry in found if not self.own.reaches(entry["host"], entry["port"])]
         if found and not kept:
-            raise OwnAddress(f"{host}:{port} resolves to {found[0]['host']}, where this stub listens")
+            raise OwnAddress(found[0]["host"])  # the first address, to name it
         return kept
 
     async def close(self) -> None:

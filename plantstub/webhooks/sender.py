@@ -19,7 +19,7 @@ WEBHOOK_HEADER = "X-Plantstub-Webhook"  # on every delivery: its name (and how t
 KIND = "pending"  # the memory budget's name for the deliveries decided and not yet sent
 # What one waiting job costs beside its body and URL (measured with tracemalloc: the Job, its time string and the
 # bytes object's header, the queue's slot or the timer of a delayed one).
-JOB_OVERHEAD = 400
+JOB_OVERHEAD = 300
 
 
 @dataclass(slots=True)
