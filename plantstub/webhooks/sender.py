@@ -17,9 +17,9 @@ from plantstub.webhooks.deliveries import DeliveryLog, Sent, now
 QUEUE_CAP = 1000  # deliveries waiting at once per session; beyond it they are counted as lost (health `problems`)
 WEBHOOK_HEADER = "X-Plantstub-Webhook"  # on every delivery: its name (and how the stub knows its own deliveries)
 KIND = "pending"  # the memory budget's name for the deliveries decided and not yet sent
-# What one waiting job costs beside its body and URL (measured with tracemalloc: the Job, its time string and the
-# bytes object's header, the queue's slot or the timer of a delayed one).
-JOB_OVERHEAD = 300
+# What one waiting job costs beside its body and URL: the Job, its time string, the bytes object's header, the
+# queue's slot (~250 B by tracemalloc, ~650 B for a delayed one with its timer; ~470 B of RSS growth per queued job).
+JOB_OVERHEAD = 400
 
 
 @dataclass(slots=True)
