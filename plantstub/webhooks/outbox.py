@@ -63,6 +63,7 @@ class Outbox:
         self._jobs: asyncio.Semaphore | None = None  # one per job queued (a few more once some were dropped)
         self._tasks: list[asyncio.Task[None]] = []
         self._http: dict[bool, aiohttp.ClientSession] = {}  # explicit URL? -> its HTTP session
+        self._resolver: GuardedResolver | None = None  # the callbacks' (a connector does not close one it is given)
 
     def ready(self, sender: Sender) -> None:
         """`sender` queued one more job. Call on the loop."""
@@ -158,8 +159,9 @@ class Outbox:
         each connector holds at most `workers` sockets, and only `workers` deliveries are ever in flight."""
         http = self._http.get(explicit)
         if http is None:
-            connector = aiohttp.TCPConnector(limit=self.workers,
-                                             resolver=None if explicit else GuardedResolver(self.own))
+            if not explicit:
+                self._resolver = GuardedResolver(self.own)
+            connector = aiohttp.TCPConnector(limit=self.workers, resolver=None if explicit else self._resolver)
             http = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout),
                                          headers={"User-Agent": f"plantstub/{__version__}"})
             self._http[explicit] = http
@@ -191,3 +193,6 @@ class Outbox:
         for http in self._http.values():
             await http.close()
         self._http = {}
+        if self._resolver is not None:
+            await self._resolver.close()
+            self._resolver = None
