@@ -25,6 +25,7 @@ from plantstub.errors import PlantstubError
 from plantstub.server.runner import start
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
+from plantstub.webhooks.outbox import GRACE
 
 # Never the token itself: this line goes to logs.
 TOKEN_ON_COMMAND_LINE = ("plantstub: --admin-token is visible in the process list (ps) to other users of this "
@@ -152,6 +153,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _deliveries(n: int) -> str:
+    return f"{n} webhook delivery was" if n == 1 else f"{n} webhook deliveries were"
+
+
 def _schema_parser(sub: argparse._SubParsersAction) -> None:
     sub.add_parser(
         "schema", help="print the JSON Schema of scenario files",
@@ -214,12 +219,17 @@ async def _serve(settings: Settings) -> int:
         await stop.wait()
     finally:
         await running.stop()
+    status = 0
+    if running.unsent:
+        print(f"plantstub: {_deliveries(running.unsent)} not sent (still pending when the {GRACE:g} s "
+              "grace at stop or at their session's end ran out); exit status 1", file=sys.stderr)
+        status = 1
     lost = sessions.default.figures()["journal"]["file_lost"]
     if lost:
         print(f"plantstub: {_count(lost, 'call')} could not be written to the journal file "
               f"{settings.journal}; exit status 1", file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

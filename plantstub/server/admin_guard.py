@@ -10,6 +10,7 @@ import ipaddress
 from aiohttp import web
 
 from plantstub._json import is_json
+from plantstub.webhooks.sender import WEBHOOK_HEADER
 
 OPEN_PATHS = frozenset({"/__plantstub/health"})  # for orchestrators' probes, token or not
 SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -41,6 +42,9 @@ class AdminGuard:
         """(status, message, headers) of the answer that refuses `request`, or None."""
         if request.path in OPEN_PATHS and request.method in SAFE_METHODS:
             return None
+        if WEBHOOK_HEADER in request.headers:  # a delivery of a stub (this one, or another) never drives a stub
+            return 403, (f"headers.{WEBHOOK_HEADER}: a webhook or callback that plantstub sends cannot call its "
+                         "admin API"), {}
         host = request.headers.get("Host")
         if self._loopback_only and host is not None and not _is_loopback(_hostname(host)):
             return 403, (f"Host: {_shown(host)} is not a loopback name; this stub listens on a loopback "

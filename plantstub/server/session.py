@@ -24,6 +24,7 @@ from plantstub.store import Store
 from plantstub.store.records import MAX_BYTES
 from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery
 from plantstub.webhooks.dispatch import Webhooks
+from plantstub.webhooks.outbox import GRACE, Outbox
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
@@ -57,7 +58,8 @@ class Session:
     """One test's state over `runtime`; `shares_file`: the stub's default session, whose journal file this
     session's calls go to as well (None: this is the default session, which opens the file)."""
 
-    def __init__(self, runtime: Runtime, limits: Limits, stub_memory: Budget, shares_file: Session | None = None) -> None:
+    def __init__(self, runtime: Runtime, limits: Limits, stub_memory: Budget, shares_file: Session | None = None,
+                 outbox: Outbox | None = None) -> None:
         settings = runtime.settings
         self.runtime = runtime
         self.limits = limits
@@ -70,7 +72,7 @@ class Session:
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
         self.store = Store(runtime.contract.resources, most_bytes=limits.store_bytes) if settings.stateful else None
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
-        self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes)
+        self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox)
         self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
                                limits.journal_bytes, settings.journal_flush)
         if shares_file is not None:  # one journal file for the stub
@@ -233,7 +235,7 @@ class Session:
 
     def clear_deliveries(self) -> int:
         """Forget the deliveries; how many there were."""
-        return self.webhooks.log.clear()
+        return self.webhooks.clear()
 
     def pending_deliveries(self) -> int:
         """How many deliveries are still being sent."""
@@ -262,13 +264,13 @@ class Session:
                        "stub": self.memory.parent.figures() if self.memory.parent is not None else None},
         }
 
-    async def stop_sending(self) -> None:
-        """Stop the webhook sender's workers (on the loop)."""
-        await self.webhooks.close()
+    async def stop_sending(self, grace: float = GRACE) -> int:
+        """Send the pending deliveries within `grace` seconds, then stop (on the loop); how many were not sent."""
+        return await self.webhooks.close(grace)
 
     def sends(self) -> bool:
-        """Whether the webhook sender started (and has workers to stop)."""
-        return self.webhooks.sender.queue is not None
+        """Whether the webhook sender started (and may have deliveries pending)."""
+        return self.webhooks.sender.started
 
     def close(self) -> None:
         self.memory.release()

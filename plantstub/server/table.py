@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,7 @@ from plantstub.recording.coverage import Tally, merge, report_of
 from plantstub.scenarios.library import FolderLoad
 from plantstub.server.runtime import Runtime
 from plantstub.server.session import SESSION_SHARE, Limits, Session
+from plantstub.webhooks.outbox import GRACE, Outbox
 
 ADMIN = "admin"  # opened by the admin API (or a request with the admin token): ends only by DELETE or expiry
 IMPLICIT = "implicit"  # named by a plain request: the first to go when the cap is reached
@@ -48,7 +50,8 @@ class Sessions:
         self.runtime = runtime
         settings = runtime.settings
         self.memory = Budget(settings.max_bytes)  # the stub's: every session's draws from it
-        self.default = Session(runtime, Limits.of(settings), self.memory)
+        self.outbox = Outbox()  # the stub's one set of delivery workers and sockets, every session's turn in it
+        self.default = Session(runtime, Limits.of(settings), self.memory, outbox=self.outbox)
         self.limits = Limits.of(settings, SESSION_SHARE)  # each sidecar session's
         self.idle = settings.session_idle
         self.cap = settings.max_sessions
@@ -96,7 +99,7 @@ class Sessions:
                 f"session {sid!r}: this stub already serves {self.cap} sessions, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
-        return Session(self.runtime, self.limits, self.memory, shares_file=self.default)
+        return Session(self.runtime, self.limits, self.memory, shares_file=self.default, outbox=self.outbox)
 
     def _evict(self) -> bool:
         """End the least recently used implicit session; False when the admin API opened every live one."""
@@ -125,10 +128,10 @@ class Sessions:
         session = live.session
         merge(self.ended_tally, session.tally.tally())
         session.close()
-        if session.sends():  # its sender started: stop its workers, on the loop
+        if session.sends():  # its pending deliveries get the grace, in the background, on the loop
             try:
-                task = asyncio.get_running_loop().create_task(session.stop_sending())
-            except RuntimeError:  # no loop runs here (the stub stopped): its workers stopped with it
+                task = asyncio.get_running_loop().create_task(self._stop_sending(sid, session))
+            except RuntimeError:  # no loop runs here (the stub stopped): its deliveries were counted then
                 pass
             else:
                 self._closing.add(task)
@@ -137,6 +140,14 @@ class Sessions:
         for callback in self._on_end:
             callback(sid)
         return True
+
+    async def _stop_sending(self, sid: str, session: Session) -> None:
+        """An ended session's pending deliveries: sent within the grace, the rest counted in health and logged."""
+        unsent = await session.stop_sending()
+        if unsent:
+            self.outbox.unsent_at_end += unsent
+            print(f"plantstub: session {sid!r} ended; webhook deliveries not sent within the {GRACE:g} s grace: "
+                  f"{unsent}", file=sys.stderr, flush=True)
 
     def live(self) -> list[Session]:
         """The sidecar sessions, least recently used first."""
@@ -190,10 +201,15 @@ class Sessions:
         return self.install(self.load_folder())
 
     # -- the end ---------------------------------------------------------------------------------
-    async def close(self) -> None:
-        """Stop every session's webhook sender and close the journal file (the stub stops)."""
-        for session in (self.default, *self.live()):
-            await session.stop_sending()
-        for task in list(self._closing):
-            await task
-        self.default.close()
+    async def close(self) -> int:
+        """Send the pending deliveries within the grace (all sessions at once), stop sending and close the journal
+        file (the stub stops); how many deliveries were not sent, these and those of sessions that ended."""
+        try:
+            sending = [session for session in (self.default, *self.live()) if session.sends()]
+            unsent = await self.outbox.drain([session.webhooks.sender for session in sending])
+            for task in list(self._closing):
+                await task
+            await self.outbox.close()
+        finally:
+            self.default.close()
+        return unsent + self.outbox.unsent_at_end

@@ -368,9 +368,9 @@ async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aio
     assert received == [{"id": 1, "name": "Fern"}]
     assert await (await client.get("/__session/b/__plantstub/deliveries")).json() == []
     sender = app[SESSIONS_KEY].open("a").webhooks.sender
-    assert sender.tasks
+    assert sender.started
     await client.delete("/__plantstub/sessions/a")
     deadline = time.monotonic() + 5
-    while sender.tasks and time.monotonic() < deadline:
+    while not sender.closed and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
-    assert sender.tasks == [] and sender.session is None  # the ended session's workers stopped
+    assert sender.closed and sender.pending == 0  # the ended session sends nothing more
