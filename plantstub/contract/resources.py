@@ -21,7 +21,7 @@ from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck, location_path
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
-MAX_BYTES = 32 * 2**20  # and their size as JSON: parsed, a record may take up to twenty times that
+MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
 CREATE, LIST, READ, REPLACE, MERGE, DELETE = "create", "list", "read", "replace", "merge", "delete"
 _ITEM_KINDS = {"GET": READ, "PUT": REPLACE, "PATCH": MERGE, "DELETE": DELETE}
 
