@@ -322,6 +322,9 @@ class Store:
             record = body
             if not resource.fits(body[key]):  # only when request validation is off: kept as the stub would answer
                 return error_reply(action.conflict, f"body.{key}: {shown(body[key])} cannot be a key")
+            unaddressable = resource.unaddressable(body[key])
+            if unaddressable is not None:
+                return error_reply(action.conflict, f"body.{key}: {shown(body[key])} cannot be a key: {unaddressable}")
             if key_text(body[key]) in bucket.records:
                 return error_reply(action.conflict, f"body.{key}: a record in {path} already has {key} "
                                                     f"{shown(body[key])}")
