@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from plantstub._budget import Budget
-from plantstub._json import JSON, NO_BODY, decode_json, json_bytes, shown
+from plantstub._json import JSON, NO_BODY, decode_json, deep_json_bytes, json_bytes, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.params import read_scalar
@@ -111,6 +111,12 @@ class _Written(bytes):
     __slots__ = ()
 
 
+class _TooDeep(_Written):
+    """A record nested more than MAX_DEPTH levels: in a state, refused; in a scenario's seed, kept as loaded."""
+
+    __slots__ = ()
+
+
 def encode(record: Any) -> bytes | None:
     """A record as the store holds it: compact JSON in bytes of its own size; None when it is nested more than
     MAX_DEPTH levels (not kept: the admin API and the answers write it again later, and Python's stack would not
@@ -167,10 +173,16 @@ class Store:
             self.bytes += size
             return None
         else:
-            held = (f"the memory budget has no room for {size:,} more bytes (this session holds at most "
-                    f"{self.memory.limit:,} bytes of what clients send, --max-bytes)")
+            held = f"the memory budget has no room for {size:,} more bytes ({self._budget_text(size)})"
         self.memory.lost(KIND, size, more)
         return error_reply(action.full, f"store: full, {held}; delete some, or reset it (POST /__plantstub/reset)")
+
+    def _budget_text(self, size: int) -> str:
+        """Which budget has no room for `size` more bytes, and its limit."""
+        memory = self.memory
+        if memory.parent is not None and memory.held + size <= memory.limit:  # the session has room: the stub has not
+            return f"all sessions together hold at most {memory.parent.limit:,} bytes of what clients send, --max-bytes"
+        return f"this session holds at most {memory.limit:,} bytes of what clients send, --max-bytes"
 
     def _free(self, size: int) -> None:
         self.bytes -= size
@@ -187,9 +199,9 @@ class Store:
         problems = self.resources.state_problems(state, root, self.most)
         if problems:
             return problems
-        if any(encode(r) is None for records in state.values() for r in records):
+        buckets, _, size = self._build(state)
+        if any(type(p) is _TooDeep for bucket in buckets.values() for p in bucket.records.values()):
             return [(root, f"a record is nested more than {MAX_DEPTH} levels deep; the store keeps none so deep")]
-        _, _, size = self._build(state)
         if size > self.most_bytes:
             return [(root, f"{size:,} bytes of records as held; a stub keeps at most {self.most_bytes // 2**20} MiB")]
         if not self.memory.fits(size):
@@ -210,7 +222,7 @@ class Store:
             for record in records:
                 key = record[resource.key]
                 text = key_text(key)
-                payload = encode(record) or json_bytes(record)  # a seed nested too deep: checked at load
+                payload = encode(record) or _TooDeep(deep_json_bytes(record))  # problems() refuses it; a seed's
                 bucket.records[text] = payload
                 count += 1
                 size += record_held(text, payload)
@@ -225,8 +237,8 @@ class Store:
         more = size - self.bytes
         if more > 0 and not self.memory.take(KIND, more):
             self.memory.lost(KIND, more, count)
-            return [(root, f"{size:,} bytes of records as held; the memory budget has no room for them (this "
-                           f"session holds at most {self.memory.limit:,} bytes of what clients send, --max-bytes)")]
+            return [(root, f"{size:,} bytes of records as held; the memory budget has no room for them "
+                           f"({self._budget_text(more)})")]
         if more < 0:
             self.memory.give(KIND, -more)
         self.buckets, self.count, self.bytes = buckets, count, size

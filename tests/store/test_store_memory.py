@@ -73,3 +73,19 @@ async def test_store_create_the_memory_budget_refuses_answers_full(aiohttp_clien
     assert (await put.json())["problems"] == [
         {"at": "state", "message": "1,200,735 bytes of records as held; the memory budget holds at most 1,048,576 "
                                    "bytes (--max-bytes)"}]
+
+
+async def test_store_create_the_stub_wide_budget_refuses_names_it(aiohttp_client, tmp_path):
+    client = await aiohttp_client(create_app(spec=str(SPECS / "library.yaml"), scenarios=str(tmp_path),
+                                             stateful=True, max_bytes=2 * 2**20))
+    for _ in range(2):  # the default session takes most of the stub's 2 MiB
+        assert (await client.post("/books", json={"title": "x" * 1_000_000, "author": "a"})).status == 201
+    opened = await client.post("/__plantstub/sessions", json={"id": "s1"})
+    assert opened.status == 201
+    refused = await client.post("/__session/s1/books", json={"title": "x" * 100_000, "author": "a"})
+    # the session's 128 KiB have room for it (its first record and its collection); all sessions' 2 MiB do not
+    assert (refused.status, (await refused.json())["message"]) == (
+        507, "store: full, the memory budget has no room for 100,415 more bytes (all sessions together hold at most "
+             "2,097,152 bytes of what clients send, --max-bytes); delete some, or reset it (POST /__plantstub/reset)")
+    figures = await health(client)
+    assert figures["memory"]["stub"]["dropped"]["records"] == {"count": 1, "bytes": 100_415}
