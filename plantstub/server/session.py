@@ -70,7 +70,8 @@ class Session:
         self.scenarios: ScenarioSet = runtime.folder.current
         self.active: str | None = None
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
-        self.store = Store(runtime.contract.resources, most_bytes=limits.store_bytes) if settings.stateful else None
+        self.store = (Store(runtime.contract.resources, most_bytes=limits.store_bytes, memory=self.memory)
+                      if settings.stateful else None)
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
         self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox)
         self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
@@ -204,10 +205,7 @@ class Session:
     def set_state(self, state: Any) -> list[tuple[str, str]]:
         """Replace the store's records with `state`; the problems (location, message) instead when it is not one."""
         store = self._store()
-        problems = store.problems(state)
-        if not problems:
-            store.replace(state)
-        return problems
+        return store.problems(state) or store.replace(state)
 
     # -- webhooks ---------------------------------------------------------------------------
     def subscribe(self, url: str, name: str | None = None) -> None:
@@ -260,6 +258,7 @@ class Session:
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
             "webhooks": hooks.figures(),
+            **({"store": self.store.figures()} if self.store is not None else {}),
             "memory": {"session": self.memory.figures(),
                        "stub": self.memory.parent.figures() if self.memory.parent is not None else None},
         }
