@@ -17,7 +17,7 @@ from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.recording.call import Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import expectation_of
-from plantstub.scenarios.load import ScenarioLoadError
+from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
@@ -217,6 +217,8 @@ class _Admin:
         source = _SOURCE.sub("?", request.headers.get(SOURCE_HEADER, ""))[:200] or f"{request.method} {request.path}"
         try:
             rule_id = self.session.add_rule(data, source)
+        except RuleOverBudget as exc:  # the rule is fine, the session has no room for it: 507, as a full store
+            return error(507, f"body: {exc.message}", problems=[problem("body", exc.message)])
         except ScenarioLoadError as exc:
             # each problem apart as well, so a client can raise them as ScenarioError at its caller's line
             found = [problem(f"body.{e.path}" if e.path else "body", e.message) for e in exc.errors]

@@ -15,9 +15,9 @@ from plantstub.recording.call import Call, Record
 from plantstub.recording.coverage import Coverage
 from plantstub.recording.journal import Journal
 from plantstub.recording.waiting import Expectation, wait_for_calls, wait_for_calls_async
-from plantstub.scenarios.declared import MAX_RULES, DeclaredRules
+from plantstub.scenarios.declared import MAX_RULES, DeclaredRules, NoRoom
 from plantstub.scenarios.library import FolderLoad, ScenarioSet
-from plantstub.scenarios.load import ScenarioLoadError, load_rule
+from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
 from plantstub.scenarios.select import RuleCounters
 from plantstub.server.runtime import Runtime
 from plantstub.store import Store
@@ -80,7 +80,7 @@ class Session:
             self.journal.file = shares_file.journal.file
         self._owns_file = shares_file is None
         # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.
-        self.declared = DeclaredRules()
+        self.declared = DeclaredRules(self.memory)
         if settings.scenario is not None:
             try:
                 self.use(settings.scenario)
@@ -170,13 +170,17 @@ class Session:
         """Check one rule in the scenario format against the spec and keep it, ahead of the scenario's rules;
         its id.
 
-        :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule.
+        :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule;
+            RuleOverBudget (one) when the session's memory budget cannot hold it: nothing is kept then.
         """
         if len(self.declared.rules) >= MAX_RULES:
             message = f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first"
             raise ScenarioLoadError([ScenarioError(file, line, "", message)])
         rule = load_rule(data, self.runtime.contract, file, line)
-        return self.declared.add(rule, data, f"{file}:{line}" if line else file).id
+        try:
+            return self.declared.add(rule, data, f"{file}:{line}" if line else file).id
+        except NoRoom as exc:
+            raise RuleOverBudget([ScenarioError(file, line, "", str(exc))]) from None
 
     @property
     def rules(self) -> list[dict[str, Any]]:
