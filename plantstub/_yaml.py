@@ -69,12 +69,13 @@ class JsonSafeLoader(_SAFE_BASE):  # type: ignore[misc,valid-type]
     before it is composed.
     """
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, max_values: int | None = None) -> None:
         super().__init__(stream)
         self.text = stream
+        self.max_values = max_values  # None: as many as MAX_ALIASED and the nesting allow
 
     def get_single_node(self) -> Any:
-        check_yaml_shape(self.text)
+        check_yaml_shape(self.text, self.max_values)
         return super().get_single_node()
 
     def construct_undefined(self, node: yaml.Node) -> Any:
@@ -230,10 +231,11 @@ def _text_key(key: Any) -> Any:
 
 
 class LineMarkedLoader(JsonSafeLoader):
-    """Safe YAML that also remembers the line of every mapping key and sequence item."""
+    """Safe YAML that also remembers the line of every mapping key and sequence item; `max_values`: refused (at
+    the line where it passes) before it is composed when it holds more values."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+    def __init__(self, stream: str, max_values: int | None = None) -> None:
+        super().__init__(stream, max_values)
         self.line_marks: IdentityMemo[Any] = IdentityMemo()  # container -> {key: line} or [line, ...]
 
     def construct_line_map(self, node: Any) -> Iterator[dict[str, Any]]:

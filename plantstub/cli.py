@@ -25,6 +25,11 @@ from plantstub.errors import PlantstubError
 from plantstub.server.runner import start
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
+from plantstub.webhooks.outbox import GRACE
+
+# Never the token itself: this line goes to logs.
+TOKEN_ON_COMMAND_LINE = ("plantstub: --admin-token is visible in the process list (ps) to other users of this "
+                         f"machine; set {env_name('admin_token')} in the environment instead")
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +52,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--log-format", "FORMAT", "one line per request: none, text or json"),
         ("--session-idle", "SECONDS", "a session unused that long ends"),
         ("--max-sessions", "N", "sessions served at once, at most"),
+        ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
     ]
     for flag, metavar, text in flags:
         dest = flag[2:].replace("-", "_")
@@ -147,6 +153,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _deliveries(n: int) -> str:
+    return f"{n} webhook delivery was" if n == 1 else f"{n} webhook deliveries were"
+
+
 def _schema_parser(sub: argparse._SubParsersAction) -> None:
     sub.add_parser(
         "schema", help="print the JSON Schema of scenario files",
@@ -209,12 +219,17 @@ async def _serve(settings: Settings) -> int:
         await stop.wait()
     finally:
         await running.stop()
+    status = 0
+    if running.unsent:
+        print(f"plantstub: {_deliveries(running.unsent)} not sent (still pending when the {GRACE:g} s "
+              "grace at stop or at their session's end ran out); exit status 1", file=sys.stderr)
+        status = 1
     lost = sessions.default.figures()["journal"]["file_lost"]
     if lost:
         print(f"plantstub: {_count(lost, 'call')} could not be written to the journal file "
               f"{settings.journal}; exit status 1", file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,7 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             # at once; as PID 1 in a container, a process without a handler would ignore it.
             signal.signal(signal.SIGTERM, _stop_starting)
             options = {k: v for k, v in vars(args).items() if k != "command"}
-            return asyncio.run(_serve(_with_default_folder(build_settings(options))))
+            settings = build_settings(options)
+            if args.admin_token is not None:
+                print(TOKEN_ON_COMMAND_LINE, file=sys.stderr, flush=True)
+            return asyncio.run(_serve(_with_default_folder(settings)))
     except PlantstubError as exc:
         print(f"plantstub: {exc}", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ from plantstub.errors import ConfigError
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_BYTES = 1024 * 1024 * 1024  # what clients send, held, all sessions together
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_MAX_SESSIONS = 100
@@ -55,6 +56,7 @@ class Settings:
     webhook: tuple[tuple[str, str], ...] = ()  # --webhook: (webhook name or "*", URL) pairs
     session_idle: float = DEFAULT_SESSION_IDLE  # seconds a session may go unused before it ends
     max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
+    max_bytes: int = DEFAULT_MAX_BYTES  # memory all that clients send may take, all sessions together
     spec_cache: Path | bool = True  # folder of the cache of big specs loaded; True: the default one, False: off
 
 
@@ -166,12 +168,31 @@ def _token(name: str, value: Any) -> str | None:
 
 
 def webhook_url(url: Any) -> str:
-    """`url` if plantstub may send webhooks to it (http or https, with a host); else ValueError saying why."""
-    text = str(url).strip() if isinstance(url, str) else ""
+    """`url` if plantstub may send webhooks to it (http or https, with a host, no control character); else
+    ValueError saying why."""
+    text = str(url) if isinstance(url, str) else ""
+    control = next((i for i, c in enumerate(text) if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if control is not None:  # CR LF in a URL would split the request line of what is sent
+        raise ValueError(f"{shown_url(text)[:100]!r} holds a control character ({text[control]!r} at {control}); "
+                         "a URL cannot")
+    text = text.strip()
     parts = urlsplit(text) if text else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or len(text) > 2048:
-        raise ValueError(f"{str(url)[:100]!r} is not an http:// or https:// URL with a host")
+        raise ValueError(f"{shown_url(str(url))[:100]!r} is not an http:// or https:// URL with a host")
     return text
+
+
+def shown_url(url: str) -> str:
+    """`url` with the password of its `user:password@` replaced by `***`: how every URL is shown, never how it
+    is sent."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    userinfo, at, host = rest[:end].rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{rest[end:]}"
 
 
 def subscription(text: str) -> tuple[str, str]:
@@ -179,7 +200,7 @@ def subscription(text: str) -> tuple[str, str]:
     text = text.strip()
     name, url = ("*", text) if text.startswith(("http://", "https://")) or "=" not in text else text.split("=", 1)
     if not name:
-        raise ValueError(f"{text[:100]!r}: the webhook name before '=' is empty (expected URL or NAME=URL)")
+        raise ValueError(f"{shown_url(text)[:100]!r}: the webhook name before '=' is empty (expected URL or NAME=URL)")
     return name, webhook_url(url)
 
 
@@ -195,7 +216,7 @@ def _webhooks(name: str, value: Any) -> tuple[tuple[str, str], ...]:
             raise ConfigError(f"{name}: {exc} (expected URL or NAME=URL)") from None
         if key in found:
             which = "every webhook" if key == "*" else key
-            raise ConfigError(f"{name}: two URLs for {which} ({found[key]}, {url}); give one")
+            raise ConfigError(f"{name}: two URLs for {which} ({shown_url(found[key])}, {shown_url(url)}); give one")
         found[key] = url
     return tuple(found.items())
 
@@ -221,6 +242,7 @@ _CONVERTERS = {
     "webhook": _webhooks,
     "session_idle": _seconds,
     "max_sessions": _int_in(1, 100_000, "a number of sessions"),
+    "max_bytes": _int_in(1024 * 1024, 2**44, "a size in bytes (1 MiB at least)"),
     "spec_cache": _spec_cache,
 }
 FIELDS = tuple(_CONVERTERS)

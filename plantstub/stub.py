@@ -104,7 +104,7 @@ class _Background:
         return asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)
 
     def open(self, sid: str) -> Session:
-        return self.call(self.sessions.get, sid)
+        return self.call(self.sessions.open, sid)
 
     def end(self, sid: str) -> None:
         if self.alive():

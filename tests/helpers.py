@@ -161,7 +161,10 @@ class Receiver:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # a hundred deliveries at once connect without waiting out a full backlog
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         # A short poll: shutdown() waits for serve_forever's next poll (0.5 s by default) in every test's teardown.
@@ -177,6 +180,25 @@ class Receiver:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class Silent:
+    """A receiver that never answers: a socket on 127.0.0.1 that listens and never accepts (connections wait in
+    the kernel's backlog, their requests unread)."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1024)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def __enter__(self) -> Silent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.sock.close()
 
 
 def free_port_url() -> str:

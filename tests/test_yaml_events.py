@@ -89,3 +89,23 @@ def test_the_unusual_is_left_to_json_safe_loader(text):
 def test_aliases_share_their_value_as_json_safe_loader_does():
     value = read_events("a: &x {b: [1]}\nc: *x\nd: [*x, *x]\n")
     assert value["a"] is value["c"] is value["d"][0] is value["d"][1]
+
+
+def test_values_are_counted_before_composing_keys_left_out_aliases_in():
+    from plantstub._yaml import DocumentLimit, LineMarkedLoader
+
+    def load(text: str, most: int) -> object:
+        loader = LineMarkedLoader(text, most)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+
+    assert load("a: 1\nb: [2, 3]\n", 5) == {"a": 1, "b": [2, 3]}  # the mapping, 1, the list, 2, 3: keys do not count
+    with pytest.raises(DocumentLimit) as caught:
+        load("a: 1\nb: [2, 3]\nc: 4\n", 5)
+    assert (caught.value.line, caught.value.reason) == (3, "too large: more than the 5 values plantstub reads in one "
+                                                           "file (each list item and mapping value counts); split it into several files")
+    with pytest.raises(DocumentLimit, match=r"^too large: .* counts, aliases expanded\)") as caught:
+        load("a: &x [1, 2, 3]\nb: *x\n", 7)
+    assert caught.value.line == 2

@@ -21,8 +21,9 @@ from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck, location_path
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
-MAX_BYTES = 32 * 2**20  # and their size as JSON: parsed, a record may take up to twenty times that
+MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
 CREATE, LIST, READ, REPLACE, MERGE, DELETE = "create", "list", "read", "replace", "merge", "delete"
+_READ_AS_OTHER = frozenset({"integer", "number", "boolean", "null"})  # types read_scalar reads a text as
 _ITEM_KINDS = {"GET": READ, "PUT": REPLACE, "PATCH": MERGE, "DELETE": DELETE}
 
 
@@ -62,6 +63,7 @@ class Resource:
     schema: Any  # what a record must be (the create body's schema, else the read answer's); None: any object
     defs: Any
     fields: frozenset[str]
+    key_check: SchemaCheck | None = None  # the item path parameter's schema: what a path may name
 
     def fits(self, value: Any) -> bool:
         """Whether `value` can be this resource's key: a string or an integer, as the key's schema says."""
@@ -78,6 +80,34 @@ class Resource:
     def key_of(self, text: str) -> Any:
         """A key as its path segment spells it, read as its schema types it (`"7"` -> 7 for an integer)."""
         return read_scalar(text, set(self.key_types))
+
+    def _reads_back(self, value: Any, text: str) -> bool:
+        """Whether a path segment `text` surely reads as `value` again, without reading it (the common keys)."""
+        if isinstance(value, str):
+            return not self.key_types & _READ_AS_OTHER
+        return len(text) < 19 and ("integer" in self.key_types or "number" in self.key_types)
+
+    def unaddressable(self, value: Any) -> str | None:
+        """Why no item path names the key `value` (which fits()): `/words/{word}` must read it back as the same
+        key, and its parameter's schema take it. None when one does (or the resource has no item path)."""
+        if self.item is None:
+            return None
+        text = key_text(value)
+        if not text:
+            reason = "an empty path segment"
+        elif text in (".", ".."):
+            reason = "clients drop a path segment . or .. before sending"
+        elif not text.isascii() and _has_surrogate(text):
+            reason = "a lone surrogate, which no URL carries"
+        else:
+            read = value if self._reads_back(value, text) else self.key_of(text)
+            if key_text(read) != text:
+                reason = f"the path reads {shown(text)} as {shown(read)}"
+            elif self.key_check is None or self.key_check.is_valid(read):
+                return None
+            else:
+                reason = "; ".join(f"{v.where}: {v.message}" for v in self.key_check.errors(read, f"path.{self.param}"))
+        return f"no path {self.item} names it ({reason})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +126,18 @@ class Action:
 
 
 def key_text(value: Any) -> str:
-    """One spelling per key, as a path segment reads: 7 and "7" are the same record."""
-    return value if isinstance(value, str) else shown(value)
+    """One spelling per key, as a path segment reads: 7 and "7" are the same record (every digit counts)."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else shown(value)
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _declares(op: Operation, status: int) -> bool:
@@ -161,12 +201,13 @@ def _answer_schema(op: Operation | None) -> Any:
     return op.responses[key].content[chosen].schema if chosen is not None else None
 
 
-def _key_param(item: dict[str, Operation], name: str) -> frozenset[str]:
+def _key_param(item: dict[str, Operation], name: str) -> Any:
+    """The schema of the item path's parameter `name` (None: undeclared, any text)."""
     for op in item.values():
         for p in op.parameters:
             if p.location == "path" and p.name == name and p.schema is not None:
-                return frozenset(schema_types(p.schema))
-    return frozenset()
+                return p.schema
+    return None
 
 
 class Resources:
@@ -208,7 +249,10 @@ class Resources:
         shown_fields = set(_shape(item["GET"]).fields or ()) if "GET" in item else set()
         # The key is the record's field named as the parameter; Petstore's `/pet/{petId}` names a pet's `id`.
         key = param if param in fields | shown_fields or "id" not in fields | shown_fields else "id"
-        resource = Resource(path, item_path, key, param, _key_param(item, param), schema, defs, fields | {key})
+        key_schema = _key_param(item, param)
+        key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
+        key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
+        resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check)
         self.resources.append(resource)
         if create is not None:
             self._add(create, CREATE, resource)
@@ -290,6 +334,8 @@ class Resources:
                 if not any(w == at_key for w, _ in schema_found):  # else the schema's own words say it
                     kinds = " or ".join(sorted(resource.key_types)) or "a string or an integer"
                     found.append((at_key, f"{shown(record[key])} is not a key ({kinds})"))
+            elif (unaddressable := resource.unaddressable(record[key])) is not None:
+                found.append((at_key, f"{shown(record[key])} cannot be a key: {unaddressable}"))
             elif key_text(record[key]) in seen:
                 found.append((at_key, f"{shown(record[key])} is the key of an earlier record"))
             else:

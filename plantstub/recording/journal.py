@@ -14,8 +14,8 @@ from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.journal_file import JournalFile
 
 DEFAULT_SIZE = 10_000
-Listener = Callable[["Record | None", Any], None]  # (the call recorded, or None on clear(); its parsed body)
 DEFAULT_BYTES = 64 * 1024 * 1024
+Listener = Callable[["Record | None", Any], None]  # (the call recorded, or None on clear(); its parsed body)
 
 
 class Journal:

@@ -5,65 +5,132 @@ from __future__ import annotations
 
 import copy
 import sys
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from plantstub._budget import Budget
 from plantstub.incoming import IncomingRequest
 from plantstub.scenarios.model import Rule, Scenario
+from plantstub.scenarios.rule_bytes import rule_bytes
 from plantstub.scenarios.select import RuleIndex, mismatches
 
 MAX_RULES = 10_000  # per stub (per session): a client in a loop cannot grow the stub without end
+RULES = "rules"  # the kind of bytes rules from code take from the session's memory Budget
 
 
 class TooManyRules(ValueError):
     """MAX_RULES rules are declared already."""
 
 
+class NoRoom(ValueError):
+    """The memory budget cannot hold one more rule: the message says which budget, what it holds and what to do."""
+
+
 @dataclass(frozen=True, slots=True)
 class DeclaredRule:
-    """A rule from code: its id (`r1`), the rule, what was declared (scenario format) and where (`file:line`)."""
+    """A rule from code: its id (`r1`), the rule, what was declared (scenario format), where (`file:line`), and the
+    bytes it holds (taken from the session's memory budget)."""
 
     id: str
     rule: Rule
     data: dict[str, Any]
     source: str
+    size: int = 0
 
     def label(self, at: int) -> str:
         """What the journal's `rule` field shows: `r1`, or `r1.replies[1]` for a rule with several replies."""
         return self.id if len(self.rule.replies) == 1 else f"{self.id}.replies[{at}]"
 
 
-class DeclaredRules:
-    """The rules declared on one stub (one Session), with how often each has answered."""
+class _Level:
+    """Rules declared one after the other, indexed together; `dead`: how many of them were removed since (skipped,
+    and still held until the level is rebuilt: their bytes stay taken until then)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("dead", "dead_bytes", "index", "rules")
+
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        self.rules = rules
+        self.index = RuleIndex(Scenario("", "", "", rules))
+        self.dead = self.dead_bytes = 0
+
+
+def _shown_bytes(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
+
+
+def no_room(memory: Budget, size: int) -> str:
+    """Why `memory` refused `size` bytes of rules: which budget (the session's, or the stub's over all sessions),
+    what it holds, and what to do."""
+    budget, whose = memory, "this session's"
+    if memory.held + size <= memory.limit and memory.parent is not None:
+        budget, whose = memory.parent, "the stub's (all sessions)"
+    figures = budget.figures()
+    held = ", ".join(f"{kind} {_shown_bytes(n)}" for kind, n in figures["parts"].items()) or "nothing"
+    return (f"this rule needs {_shown_bytes(size)} of memory; {whose} memory budget (--max-bytes) holds "
+            f"{_shown_bytes(figures['held'])} of {_shown_bytes(figures['limit'])} ({held}); remove rules "
+            "(DELETE /__plantstub/rules/ID, handle.remove()) or reset first, or start the stub with a larger --max-bytes")
+
+
+class DeclaredRules:
+    """The rules declared on one stub (one Session), with how often each has answered; their bytes are taken from
+    `memory` (the session's Budget) and given back when they go.
+
+    The index is kept in levels, as a binary counter: a declaration adds a level of one rule, merged with the
+    levels before it while they are no larger, so a rule is re-indexed about log2(n) times over n declarations
+    (a declaration costs O(log n) amortised, not the O(n) of rebuilding one index over all). A request looks in
+    each level in turn (oldest first: declaration order); after as many requests as there are rules with no
+    declaration, the levels are merged into one.
+    """
+
+    def __init__(self, memory: Budget) -> None:
+        self.memory = memory
         self.rules: dict[str, DeclaredRule] = {}  # in declaration order; tried in that order
         self.uses: dict[str, int] = {}
         self.templates: dict[int, Any] = {}  # compiled reply templates (scenarios/replies.py)
+        self.held = 0  # bytes taken from `memory`: the rules kept, and the removed ones a level still holds
+        self.indexed = 0  # rules put into an index so far (what declaring has cost the index)
         self._next = 0  # ids never come back, so a handle kept past a reset cannot reach a newer rule
-        self._index: RuleIndex | None = None
+        self._levels: list[_Level] = []
         self._by_index: dict[int, DeclaredRule] = {}
+        self._quiet = 0  # requests since the levels last changed
 
     def add(self, rule: Rule, data: dict[str, Any], source: str) -> DeclaredRule:
-        """Keep `rule` after the others; raises TooManyRules past MAX_RULES."""
+        """Keep `rule` after the others; raises TooManyRules past MAX_RULES, NoRoom when the memory budget cannot
+        hold it (nothing is kept then)."""
         if len(self.rules) >= MAX_RULES:
             raise TooManyRules(f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first")
+        size = rule_bytes(rule, data, source)
+        if not self.memory.take(RULES, size) and not self._room_once_merged(size):
+            self.memory.lost(RULES, size)
+            raise NoRoom(no_room(self.memory, size))
+        self.held += size
         self._next += 1
-        # Numbered in declaration order, so the RuleIndex below keeps that order among its candidates.
-        declared = DeclaredRule(f"r{self._next}", replace(rule, index=self._next), data, source)
+        # Numbered in declaration order, so each level's RuleIndex keeps that order among its candidates.
+        declared = DeclaredRule(f"r{self._next}", replace(rule, index=self._next), data, source, size)
         self.rules[declared.id] = declared
         self.uses[declared.id] = 0
-        self._index = None
+        self._by_index[declared.rule.index] = declared
+        self._push(declared.rule)
         return declared
 
     def remove(self, rule_id: str) -> bool:
         """Remove one rule; False when there is no such rule."""
-        if self.rules.pop(rule_id, None) is None:
+        declared = self.rules.pop(rule_id, None)
+        if declared is None:
             return False
         del self.uses[rule_id]
-        self._index = None
+        del self._by_index[declared.rule.index]
+        for part in (*declared.rule.replies, *(declared.rule.webhooks or ())):
+            self.templates.pop(id(part), None)
+        at = bisect_right([level.rules[0].index for level in self._levels], declared.rule.index) - 1
+        level = self._levels[at]
+        level.dead += 1
+        level.dead_bytes += declared.size
+        if 2 * level.dead >= len(level.rules):  # half of it removed: rebuilt, which lets the removed rules go
+            self._levels[at:at + 1] = self._rebuilt([level])
         return True
 
     def clear(self) -> int:
@@ -72,30 +139,68 @@ class DeclaredRules:
         self.rules.clear()
         self.uses.clear()
         self.templates.clear()
-        self._index = None
+        self._by_index.clear()
+        self._levels.clear()
+        self.memory.give(RULES, self.held)
+        self.held = 0
         return count
 
     def select(self, request: IncomingRequest, body: Any) -> tuple[DeclaredRule, int] | None:
         """The first rule that matches and has uses left, with the index of its reply; counts the use."""
-        index = self._index
-        if index is None:  # built on the first request after a change: a test declaring 500 rules pays once
-            rules = tuple(d.rule for d in self.rules.values())
-            index = self._index = RuleIndex(Scenario("", "", "", rules))
-            self._by_index = {d.rule.index: d for d in self.rules.values()}
-        for rule in index.candidates(request, body):
-            declared = self._by_index[rule.index]
-            before = self.uses[declared.id]
-            if rule.times is not None and before >= rule.times:
-                continue
-            if not mismatches(rule.match, request, body):
-                self.uses[declared.id] = before + 1
-                return declared, min(before, len(rule.replies) - 1)
+        levels = self._levels
+        if len(levels) > 1:
+            self._quiet += 1
+            if self._quiet > len(self._by_index):  # no declaration for a while: one index again (O(n) once)
+                self._merge_all()
+                levels = self._levels
+        by_index, uses = self._by_index, self.uses
+        for level in levels:
+            for rule in level.index.candidates(request, body):
+                declared = by_index.get(rule.index)
+                if declared is None:  # removed; its level is not rebuilt yet
+                    continue
+                before = uses[declared.id]
+                if rule.times is not None and before >= rule.times:
+                    continue
+                if not mismatches(rule.match, request, body):
+                    uses[declared.id] = before + 1
+                    return declared, min(before, len(rule.replies) - 1)
         return None
 
     def listing(self) -> list[dict[str, Any]]:
         """The rules as `GET /__plantstub/rules` and `stub.rules` show them."""
         return [{"id": d.id, "source": d.source, "uses": self.uses[d.id], "rule": copy.deepcopy(d.data)}
                 for d in self.rules.values()]
+
+    # -- the index's levels --------------------------------------------------------------------------
+    def _push(self, rule: Rule) -> None:
+        levels = self._levels
+        levels.append(_Level((rule,)))
+        self.indexed += 1
+        while len(levels) > 1 and len(levels[-2].rules) <= len(levels[-1].rules):
+            levels[-2:] = self._rebuilt(levels[-2:])
+        self._quiet = 0
+
+    def _rebuilt(self, levels: list[_Level]) -> list[_Level]:
+        """`levels` as one, without their removed rules (whose bytes are given back now); none when all went."""
+        freed = sum(level.dead_bytes for level in levels)
+        if freed:
+            self.memory.give(RULES, freed)
+            self.held -= freed
+        live = tuple(rule for level in levels for rule in level.rules if rule.index in self._by_index)
+        self.indexed += len(live)
+        return [_Level(live)] if live else []
+
+    def _merge_all(self) -> None:
+        self._levels[:] = self._rebuilt(self._levels)
+        self._quiet = 0
+
+    def _room_once_merged(self, size: int) -> bool:
+        """Whether `size` more bytes fit once the removed rules that levels still hold are let go."""
+        if not any(level.dead for level in self._levels):
+            return False
+        self._merge_all()
+        return self.memory.take(RULES, size)
 
 
 # -- declaring from Python ------------------------------------------------------------------------

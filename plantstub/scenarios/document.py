@@ -33,7 +33,7 @@ class ScenarioDocument:
         self.errors: list[ScenarioError] = []
         self.lines: dict[str, int] = {"": 1}
         self.data: Any = None
-        loader = LineMarkedLoader(text)
+        loader = LineMarkedLoader(text, MAX_VALUES)  # too many values: refused before the slow composing
         try:
             self.data = loader.get_single_data()
         except DocumentLimit as exc:

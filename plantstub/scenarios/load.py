@@ -38,6 +38,10 @@ class ScenarioLoadError(ScenarioError):
         return "\n".join(map(str, self.errors))
 
 
+class RuleOverBudget(ScenarioLoadError):
+    """A rule from code that the session's memory budget cannot hold (the admin API answers 507)."""
+
+
 def schema_text() -> str:
     """The JSON Schema of scenario files shipped with the package, as text (what `plantstub schema` prints)."""
     return (resources.files("plantstub") / "data" / "scenario.schema.json").read_text(encoding="utf-8")

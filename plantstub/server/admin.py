@@ -17,7 +17,7 @@ from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import WaitError, expectation_of
-from plantstub.scenarios.load import ScenarioLoadError
+from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
@@ -56,12 +56,12 @@ def _listed(items: Iterable[_T], dump: Callable[[_T], bytes]) -> Iterator[bytes]
     yield b"]"
 
 
-def _state_pieces(state: dict[str, list[Any]]) -> Iterator[bytes]:
-    """The store's state, `{"/plants": [...], ...}`, one record at a time."""
+def _state_pieces(state: dict[str, list[bytes]]) -> Iterator[bytes]:
+    """The store's state, `{"/plants": [...], ...}`, one record (its JSON, as held) at a time."""
     yield b"{"
     for i, (path, records) in enumerate(state.items()):
         yield (b"," if i else b"") + json_bytes(path) + b":"
-        yield from _listed(records, json_bytes)
+        yield from _listed(records, bytes)
     yield b"}"
 
 
@@ -155,7 +155,8 @@ class _Admin:
             "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations),
                      **({"warnings": list(spec.warnings)} if spec.warnings else {})},
             "active": self.session.active,
-            **({"sessions": len(self.sessions)} if self.sessions is not None else {}),
+            **({"sessions": len(self.sessions), "session_counts": self.sessions.counts()}
+               if self.sessions is not None else {}),
             **self.session.figures(),
         }, status=503 if problems else 200)
 
@@ -204,7 +205,7 @@ class _Admin:
 
     async def state(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            state = self.session.state  # the lists of records as they are now; each written off the loop
+            state = self.session.state_json()  # the records as the store holds them, as JSON: nothing to parse
         except NotStateful as exc:
             return error(409, str(exc))
         return await _stream(request, _state_pieces(state))
@@ -215,13 +216,14 @@ class _Admin:
             return data
         try:  # checked off the loop (a state of 30 MB: a tenth of a second); kept on it
             problems = await asyncio.to_thread(self.session.state_problems, data)
+            # the memory budget may still have no room for it: then nothing changes either
+            problems = problems or self.session.set_state(data, checked=True)
         except NotStateful as exc:
             return error(409, str(exc))
         if problems:
             return error(400, "; ".join(f"{where}: {message}" for where, message in problems),
                          problems=[problem(where, message) for where, message in problems])
-        self.session.set_state(data, checked=True)
-        return await _stream(request, _state_pieces(self.session.state))
+        return await _stream(request, _state_pieces(self.session.state_json()))
 
     async def webhooks(self, request: web.BaseRequest) -> web.Response:
         return reply(self.session.subscriptions)
@@ -257,6 +259,8 @@ class _Admin:
         source = _SOURCE.sub("?", request.headers.get(SOURCE_HEADER, ""))[:200] or f"{request.method} {request.path}"
         try:
             rule_id = self.session.add_rule(data, source)
+        except RuleOverBudget as exc:  # the rule is fine, the session has no room for it: 507, as a full store
+            return error(507, f"body: {exc.message}", problems=[problem("body", exc.message)])
         except ScenarioLoadError as exc:
             # each problem apart as well, so a client can raise them as ScenarioError at its caller's line
             found = [problem(f"body.{e.path}" if e.path else "body", e.message) for e in exc.errors]

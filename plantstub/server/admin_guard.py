@@ -10,6 +10,7 @@ import ipaddress
 from aiohttp import web
 
 from plantstub._json import is_json
+from plantstub.webhooks.sender import WEBHOOK_HEADER
 
 OPEN_PATHS = frozenset({"/__plantstub/health"})  # for orchestrators' probes, token or not
 SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -24,24 +25,35 @@ class AdminGuard:
     """Refusals for admin requests: `refusal(request)` is None when the request may go on."""
 
     def __init__(self, token: str | None, bound_to: str = "127.0.0.1") -> None:
-        self._expected = None if token is None else f"Bearer {token}".encode()
+        self._token = None if token is None else token.encode()
         self._loopback_only = _is_loopback(bound_to)
+
+    def carries_token(self, request: web.BaseRequest) -> bool:
+        """Whether `request` carries the admin token (`Authorization: Bearer TOKEN`); False when none is set."""
+        if self._token is None:
+            return False
+        # The scheme is case-insensitive (RFC 9110: `bearer` is `Bearer`) and not secret; the token is
+        # compared in constant time.
+        scheme, _, credentials = request.headers.get("Authorization", "").strip().partition(" ")
+        sent = credentials.strip().encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(sent, self._token) and scheme.lower() == "bearer"
 
     def refusal(self, request: web.BaseRequest) -> tuple[int, str, dict[str, str]] | None:
         """(status, message, headers) of the answer that refuses `request`, or None."""
         if request.path in OPEN_PATHS and request.method in SAFE_METHODS:
             return None
+        if WEBHOOK_HEADER in request.headers:  # a delivery of a stub (this one, or another) never drives a stub
+            return 403, (f"headers.{WEBHOOK_HEADER}: a webhook or callback that plantstub sends cannot call its "
+                         "admin API"), {}
         host = request.headers.get("Host")
         if self._loopback_only and host is not None and not _is_loopback(_hostname(host)):
             return 403, (f"Host: {_shown(host)} is not a loopback name; this stub listens on a loopback "
                          "address, so its admin API answers only to localhost or a loopback IP (a web page "
                          "of another site can make its own name point here)"), {}
-        if self._expected is not None:
-            sent = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
-            if not hmac.compare_digest(sent, self._expected):
-                what = "is missing" if not sent else "does not carry the admin token"
-                return 401, (f"Authorization: {what}; this stub's admin API needs 'Bearer <token>' "
-                             "with the token of --admin-token"), {"WWW-Authenticate": 'Bearer realm="plantstub admin"'}
+        if self._token is not None and not self.carries_token(request):
+            what = "does not carry the admin token" if request.headers.get("Authorization") else "is missing"
+            return 401, (f"Authorization: {what}; this stub's admin API needs 'Bearer <token>' "
+                         "with the token of --admin-token"), {"WWW-Authenticate": 'Bearer realm="plantstub admin"'}
         if request.method in SAFE_METHODS:
             return None
         return _cross_site(request)

@@ -19,7 +19,12 @@ _SAFELISTED = frozenset({"cache-control", "content-language", "content-length", 
                          "last-modified", "pragma"})
 
 
-def _preflight(request: web.BaseRequest, router: Router) -> web.Response:
+def is_preflight(request: web.BaseRequest) -> bool:
+    """Whether `request` is a browser's CORS preflight (OPTIONS asking for a method), with or without --cors."""
+    return request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers
+
+
+def preflight(request: web.BaseRequest, router: Router) -> web.Response:
     """204 allowing the method asked for (so the real request reaches the stub and gets its true
     answer, a 405 included), the path's declared methods, and the headers asked for."""
     wanted = request.headers["Access-Control-Request-Method"].strip().upper()
@@ -60,8 +65,8 @@ def with_cors(handler: Handler, router: Router, admin_prefix: str) -> Handler:
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
         if "Origin" not in request.headers or request.path.startswith(admin_prefix):
             return await handler(request)
-        if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-            return _preflight(request, router)
+        if is_preflight(request):
+            return preflight(request, router)
         response = await handler(request)
         _allow_origin(request, response)
         return response

@@ -50,14 +50,16 @@ class Running:
         self._runner = runner
         self._watch = watch
         self._handler = handler  # the event loop's exception handler before start
+        self.unsent = 0  # webhook deliveries not sent: pending when the grace at stop ended, or at a session's end
 
     async def stop(self) -> None:
+        """Stop listening, then give pending deliveries their grace (GRACE seconds) and close what the stub holds."""
         await stop_watch(self._watch)
         try:
             await self._runner.cleanup()
         finally:
             asyncio.get_running_loop().set_exception_handler(self._handler)
-            await self.sessions.close()
+            self.unsent = await self.sessions.close()
 
 
 async def start(sessions: Sessions, host: str, port: int) -> Running:
@@ -74,6 +76,7 @@ async def start(sessions: Sessions, host: str, port: int) -> Running:
         await runner.cleanup()
         raise
     real_port = runner.addresses[0][1]
+    sessions.outbox.own.listen(runner.addresses)  # a callback a request names never comes back here
     # A flood of connections beyond the open-file limit makes asyncio log each refused accept with a
     # traceback (18 MB in 12 s): a few lines instead.
     before = loop.get_exception_handler()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from plantstub._budget import Budget
 from plantstub.config import Settings
 from plantstub.contract.outgoing import problem
 from plantstub.errors import ConfigError, ScenarioError, UnknownScenario
@@ -14,20 +15,21 @@ from plantstub.recording.call import Call, Record
 from plantstub.recording.coverage import Coverage
 from plantstub.recording.journal import Journal
 from plantstub.recording.waiting import Expectation, wait_for_calls, wait_for_calls_async
-from plantstub.scenarios.declared import MAX_RULES, DeclaredRules
+from plantstub.scenarios.declared import MAX_RULES, DeclaredRules, NoRoom
 from plantstub.scenarios.library import FolderLoad, ScenarioSet
-from plantstub.scenarios.load import ScenarioLoadError, load_rule
+from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
 from plantstub.scenarios.select import RuleCounters
 from plantstub.server.runtime import Runtime
 from plantstub.store import Store
 from plantstub.store.records import MAX_BYTES
 from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery
 from plantstub.webhooks.dispatch import Webhooks
+from plantstub.webhooks.outbox import GRACE, Outbox
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
 
-SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes of calls, records and deliveries
+SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes (--max-bytes) and of each kind's
 
 
 class NotStateful(LookupError):
@@ -35,43 +37,50 @@ class NotStateful(LookupError):
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    """The bytes one session may keep: of calls (the journal), of records (the store), of deliveries."""
+class Limits:
+    """The bytes one session may keep of each kind: of calls (the journal), of records (the store), of deliveries;
+    all of them within its memory Budget (`memory`, bytes), itself within the stub's (--max-bytes)."""
 
     journal_bytes: int
     store_bytes: int
     delivery_bytes: int
+    memory: int
 
     @classmethod
-    def of(cls, settings: Settings, share: int = 1) -> Budget:
-        """The stub's whole budget (`share` 1), or a sidecar session's: --max-sessions of them cannot each
+    def of(cls, settings: Settings, share: int = 1) -> Limits:
+        """The stub's whole limits (`share` 1), or a sidecar session's: --max-sessions of them cannot each
         take the whole."""
-        return cls(max(settings.journal_bytes // share, 1), MAX_BYTES // share, DEFAULT_LOG_BYTES // share)
+        return cls(max(settings.journal_bytes // share, 1), MAX_BYTES // share, DEFAULT_LOG_BYTES // share,
+                   max(settings.max_bytes // share, 1))
 
 
 class Session:
     """One test's state over `runtime`; `shares_file`: the stub's default session, whose journal file this
     session's calls go to as well (None: this is the default session, which opens the file)."""
 
-    def __init__(self, runtime: Runtime, budget: Budget, shares_file: Session | None = None) -> None:
+    def __init__(self, runtime: Runtime, limits: Limits, stub_memory: Budget, shares_file: Session | None = None,
+                 outbox: Outbox | None = None) -> None:
         settings = runtime.settings
         self.runtime = runtime
-        self.budget = budget
+        self.limits = limits
+        # What this session's clients send, held, in bytes: every holder below draws from it (and so from the stub's).
+        self.memory = Budget(limits.memory, parent=stub_memory)
         self.tally = Coverage(runtime.spec)
         self.counters = RuleCounters()
         self.scenarios: ScenarioSet = runtime.folder.current
         self.active: str | None = None
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
-        self.store = Store(runtime.contract.resources, most_bytes=budget.store_bytes) if settings.stateful else None
+        self.store = (Store(runtime.contract.resources, most_bytes=limits.store_bytes, memory=self.memory)
+                      if settings.stateful else None)
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
-        self.webhooks = Webhooks(runtime.spec, settings.webhook, budget.delivery_bytes)
+        self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox)
         self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
-                               budget.journal_bytes, settings.journal_flush)
+                               limits.journal_bytes, settings.journal_flush)
         if shares_file is not None:  # one journal file for the stub
             self.journal.file = shares_file.journal.file
         self._owns_file = shares_file is None
         # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.
-        self.declared = DeclaredRules()
+        self.declared = DeclaredRules(self.memory)
         if settings.scenario is not None:
             try:
                 self.use(settings.scenario)
@@ -161,13 +170,17 @@ class Session:
         """Check one rule in the scenario format against the spec and keep it, ahead of the scenario's rules;
         its id.
 
-        :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule.
+        :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule;
+            RuleOverBudget (one) when the session's memory budget cannot hold it: nothing is kept then.
         """
         if len(self.declared.rules) >= MAX_RULES:
             message = f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first"
             raise ScenarioLoadError([ScenarioError(file, line, "", message)])
         rule = load_rule(data, self.runtime.contract, file, line)
-        return self.declared.add(rule, data, f"{file}:{line}" if line else file).id
+        try:
+            return self.declared.add(rule, data, f"{file}:{line}" if line else file).id
+        except NoRoom as exc:
+            raise RuleOverBudget([ScenarioError(file, line, "", str(exc))]) from None
 
     @property
     def rules(self) -> list[dict[str, Any]]:
@@ -197,10 +210,15 @@ class Session:
         """Replace the store's records with `state`; the problems (location, message) instead when it is not one.
         `checked`: state_problems() found none already."""
         store = self._store()
-        problems = [] if checked else store.problems(state)
-        if not problems:
-            store.replace(state)
-        return problems
+        if not checked:
+            problems = store.problems(state)
+            if problems:
+                return problems
+        return store.replace(state)
+
+    def state_json(self) -> dict[str, list[bytes]]:
+        """As `state`, each record as the JSON the store holds it in (nothing parsed): what GET state writes."""
+        return self._store().held()
 
     def state_problems(self, state: Any) -> list[tuple[str, str]]:
         """What is wrong with `state` as the store's whole state; safe off the event loop (it changes nothing)."""
@@ -232,7 +250,7 @@ class Session:
 
     def clear_deliveries(self) -> int:
         """Forget the deliveries; how many there were."""
-        return self.webhooks.log.clear()
+        return self.webhooks.clear()
 
     def pending_deliveries(self) -> int:
         """How many deliveries are still being sent."""
@@ -257,16 +275,20 @@ class Session:
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
             "webhooks": hooks.figures(),
+            **({"store": self.store.figures()} if self.store is not None else {}),
+            "memory": {"session": self.memory.figures(),
+                       "stub": self.memory.parent.figures() if self.memory.parent is not None else None},
         }
 
-    async def stop_sending(self) -> None:
-        """Stop the webhook sender's workers (on the loop)."""
-        await self.webhooks.close()
+    async def stop_sending(self, grace: float = GRACE) -> int:
+        """Send the pending deliveries within `grace` seconds, then stop (on the loop); how many were not sent."""
+        return await self.webhooks.close(grace)
 
     def sends(self) -> bool:
-        """Whether the webhook sender started (and has workers to stop)."""
-        return self.webhooks.sender.queue is not None
+        """Whether the webhook sender started (and may have deliveries pending)."""
+        return self.webhooks.sender.started
 
     def close(self) -> None:
+        self.memory.release()
         if self._owns_file:  # a sidecar session shares the stub's journal file
             self.journal.close()

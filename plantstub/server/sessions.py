@@ -12,8 +12,10 @@ from aiohttp import web
 from yarl import URL
 
 from plantstub.recording.call import iso_time
+from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
+from plantstub.server.cors import is_preflight, preflight
 from plantstub.server.session import Session
 from plantstub.server.table import SessionLimit, Sessions
 
@@ -44,6 +46,9 @@ class SessionRouter:
         self.make_handler = make_handler
         self.guard = AdminGuard(settings.admin_token, settings.host)
         self.max_body = settings.max_body
+        self._cors = settings.cors
+        # A session's admin routes, to refuse a call it would refuse before the session opens (never serving one)
+        self._admin = AdminRoutes(sessions.default)
         self._handlers: dict[str, tuple[Session, Handler]] = {}
         sessions.when_ended(self._forget)  # an ended session's pipeline (and its journal) goes with it
 
@@ -76,15 +81,48 @@ class SessionRouter:
             return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} is not a session id (expected {ID_RULE})")
         else:
             sid = named
-        if request.path.startswith(ADMIN):  # a refused admin call must not open a session
-            refused = self.guard.refusal(request)
+        live = self.sessions.use(sid)
+        if live is None:  # a new session: only for a request that will be answered in it
+            refused = await self._refusal(request, sid)
             if refused is not None:
-                return error(*refused)
-        try:
-            session = self.sessions.get(sid)
-        except SessionLimit as exc:
-            return error(503, str(exc))
+                return refused
+            try:
+                session = self.sessions.open(sid, by_admin=self.guard.carries_token(request))
+            except SessionLimit as exc:
+                return error(503, str(exc))
+        else:
+            session = live.session
+            if not live.by_admin and self.guard.carries_token(request):  # the token promotes it (False: no token set)
+                live.by_admin = True
         return await self._handler(sid, session)(request)
+
+    async def _refusal(self, request: web.BaseRequest, sid: str) -> web.StreamResponse | None:
+        """The answer to a request naming a session not live yet that is refused, as the session would give it;
+        None when it will be answered in the session (which is then opened)."""
+        path = request.path
+        if path.startswith(ADMIN):  # the guard, --max-body and the admin routes: what AdminRoutes.dispatch refuses
+            declared = request.content_length
+            over_limit = declared is not None and declared > self.max_body
+            if over_limit or self.guard.refusal(request) is not None or not self._admin_route(request):
+                return await self._admin.serve(request, over_limit)
+            return None
+        if is_preflight(request):  # a browser asks before it sends: answered, but it opens nothing
+            if self._cors and "Origin" in request.headers:
+                return preflight(request, self.sessions.runtime.router)
+            return error(404, f"path: no session {sid!r} to answer this CORS preflight, and a preflight opens none; "
+                              "open the session first (POST /__plantstub/sessions), or serve with --cors")
+        if not path.startswith("/"):  # CONNECT host:443, OPTIONS *
+            return error(400, f"request: the target {request.raw_path!r} is not a path such as /plants "
+                              "(plantstub is not a proxy)")
+        return None
+
+    def _admin_route(self, request: web.BaseRequest) -> bool:
+        """Whether a session's admin API has the route and method `request` asks for."""
+        methods = self._admin.table.get(request.path)
+        if methods is None:
+            head, _, last = request.path.rpartition("/")
+            methods = self._admin.items.get(head + "/") if last else None
+        return methods is not None and request.method in methods
 
     def _handler(self, sid: str, session: Session) -> Handler:
         cached = self._handlers.get(sid)
@@ -109,12 +147,12 @@ class SessionRouter:
         listed = self.sessions.listing()
         return reply({
             "sessions": [
-                {"id": sid, "calls": session.figures()["journal"]["recorded"], "active": session.active,
-                 "idle_seconds": round(idle, 3), "last_used": iso_time(_wall(idle))}
-                for sid, session, idle in listed
+                {"id": sid, "opened": live.opened, "calls": live.session.figures()["journal"]["recorded"],
+                 "active": live.session.active, "idle_seconds": round(idle, 3), "last_used": iso_time(_wall(idle))}
+                for sid, live, idle in listed
             ],
             "count": len(listed), "max_sessions": self.sessions.cap, "session_idle": self.sessions.idle,
-            "ended": self.sessions.ended,
+            "ended": self.sessions.ended, "evicted": self.sessions.evicted,
         })
 
     async def open_session(self, request: web.BaseRequest) -> web.Response:
@@ -129,7 +167,7 @@ class SessionRouter:
             return error(400, f"body.id: {_shown(sid)} is not a session id (expected {ID_RULE})")
         sid = sid or new_id()
         try:
-            self.sessions.get(sid)
+            self.sessions.open(sid, by_admin=True)  # the guard let it through: never evicted
         except SessionLimit as exc:
             return error(503, str(exc))
         url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}"

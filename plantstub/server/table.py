@@ -3,82 +3,135 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from plantstub._budget import Budget
 from plantstub.recording.coverage import Tally, merge, report_of
 from plantstub.scenarios.library import FolderLoad
 from plantstub.server.runtime import Runtime
-from plantstub.server.session import SESSION_SHARE, Budget, Session
+from plantstub.server.session import SESSION_SHARE, Limits, Session
+from plantstub.webhooks.outbox import GRACE, Outbox
+
+ADMIN = "admin"  # opened by the admin API (or a request with the admin token): ends only by DELETE or expiry
+IMPLICIT = "implicit"  # named by a plain request: the first to go when the cap is reached
 
 
 class SessionLimit(LookupError):
-    """A new session was asked for while --max-sessions are live; the message names the cap."""
+    """A new session was asked for while --max-sessions are live, all opened by the admin API; the message names the cap."""
+
+
+class Live:
+    """A live session in the table: when it was last used, and whether the admin API opened it."""
+
+    __slots__ = ("by_admin", "session", "used")
+
+    def __init__(self, session: Session, used: float, by_admin: bool) -> None:
+        self.session = session
+        self.used = used
+        self.by_admin = by_admin
+
+    @property
+    def opened(self) -> str:
+        return ADMIN if self.by_admin else IMPLICIT
 
 
 class Sessions:
     """The default session and the live ones by id, least recently used first. Idle ones end when the
-    table is next touched, and leave their coverage to the stub's total."""
+    table is next touched, and leave their coverage to the stub's total.
+
+    Sessions are capacity the admin token protects: one opened by the admin API (`open(sid, by_admin=True)`)
+    ends only by DELETE, a Stub view's stop or --session-idle; one a plain request named is implicit, and the
+    least recently used implicit one is evicted to make room when the cap is reached."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         settings = runtime.settings
-        self.default = Session(runtime, Budget.of(settings))
-        self.budget = Budget.of(settings, SESSION_SHARE)  # each sidecar session's
+        self.memory = Budget(settings.max_bytes)  # the stub's: every session's draws from it
+        self.outbox = Outbox()  # the stub's one set of delivery workers and sockets, every session's turn in it
+        self.default = Session(runtime, Limits.of(settings), self.memory, outbox=self.outbox)
+        self.limits = Limits.of(settings, SESSION_SHARE)  # each sidecar session's
         self.idle = settings.session_idle
         self.cap = settings.max_sessions
-        self._live: dict[str, tuple[Session, float]] = {}  # id -> (session, last used), least recent first
-        self.ended = 0
+        self._live: dict[str, Live] = {}  # id -> its entry, least recently used first
+        self.ended = 0  # every end: DELETE, a view's stop, expiry, eviction
+        self.evicted = 0  # of them, implicit sessions ended to make room for a new one
         self.ended_tally: Tally = {}  # the coverage of the sessions that ended
         self._closing: set[asyncio.Task[None]] = set()  # ended sessions' webhook senders, stopping
         self._on_end: list[Callable[[str], object]] = []  # told the id of each session that ends
 
     def when_ended(self, callback: Callable[[str], object]) -> None:
-        """Call `callback(sid)` whenever a session ends (DELETE, a Stub view's stop, expiry)."""
+        """Call `callback(sid)` whenever a session ends (DELETE, a Stub view's stop, expiry, eviction)."""
         self._on_end.append(callback)
 
-    def get(self, sid: str, now: float | None = None) -> Session:
-        """Session `sid`, created on first use, marked used now.
+    def use(self, sid: str, now: float | None = None) -> Live | None:
+        """Live session `sid`'s entry, marked used now; None when it is not live (nothing is opened)."""
+        now = time.monotonic() if now is None else now
+        self.expire(now)
+        live = self._live.pop(sid, None)  # popped and put back: the table stays in order of last use
+        if live is None:
+            return None
+        live.used = now
+        self._live[sid] = live
+        return live
 
-        :raises SessionLimit: when it is new and --max-sessions are live.
+    def open(self, sid: str, *, by_admin: bool = True, now: float | None = None) -> Session:
+        """Session `sid`, created if it is not live, marked used now. `by_admin`: opened by the admin API (or
+        the token), so never evicted; an implicit session opened so is promoted.
+
+        :raises SessionLimit: when it is new, --max-sessions are live and the admin API opened every one.
         """
         now = time.monotonic() if now is None else now
         self.expire(now)
-        entry = self._live.pop(sid, None)  # popped and put back: the table stays in order of last use
-        session = entry[0] if entry is not None else self._create(sid)
-        self._live[sid] = (session, now)
-        return session
+        live = self._live.pop(sid, None)
+        if live is None:
+            live = Live(self._create(sid), now, by_admin)
+        else:
+            live.used, live.by_admin = now, live.by_admin or by_admin
+        self._live[sid] = live
+        return live.session
 
     def _create(self, sid: str) -> Session:
-        if len(self._live) >= self.cap:
+        if len(self._live) >= self.cap and not self._evict():
             raise SessionLimit(
                 f"session {sid!r}: this stub already serves {self.cap} sessions, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
-        return Session(self.runtime, self.budget, shares_file=self.default)
+        return Session(self.runtime, self.limits, self.memory, shares_file=self.default, outbox=self.outbox)
+
+    def _evict(self) -> bool:
+        """End the least recently used implicit session; False when the admin API opened every live one."""
+        # Only when the cap is reached: a walk of at most --max-sessions entries, off the common path.
+        victim = next((sid for sid, live in self._live.items() if not live.by_admin), None)
+        if victim is None:
+            return False
+        self.end(victim)
+        self.evicted += 1
+        return True
 
     def expire(self, now: float | None = None) -> None:
         """End the sessions unused for longer than --session-idle."""
         limit = (time.monotonic() if now is None else now) - self.idle
         while self._live:
-            sid, (_, used) = next(iter(self._live.items()))
-            if used > limit:
+            sid, live = next(iter(self._live.items()))
+            if live.used > limit:
                 break
             self.end(sid)
 
     def end(self, sid: str) -> bool:
         """End session `sid` (its coverage stays in the total); False when there is none."""
-        entry = self._live.pop(sid, None)
-        if entry is None:
+        live = self._live.pop(sid, None)
+        if live is None:
             return False
-        session = entry[0]
+        session = live.session
         merge(self.ended_tally, session.tally.tally())
         session.close()
-        if session.sends():  # its sender started: stop its workers, on the loop
+        if session.sends():  # its pending deliveries get the grace, in the background, on the loop
             try:
-                task = asyncio.get_running_loop().create_task(session.stop_sending())
-            except RuntimeError:  # no loop runs here (the stub stopped): its workers stopped with it
+                task = asyncio.get_running_loop().create_task(self._stop_sending(sid, session))
+            except RuntimeError:  # no loop runs here (the stub stopped): its deliveries were counted then
                 pass
             else:
                 self._closing.add(task)
@@ -88,15 +141,28 @@ class Sessions:
             callback(sid)
         return True
 
+    async def _stop_sending(self, sid: str, session: Session) -> None:
+        """An ended session's pending deliveries: sent within the grace, the rest counted in health and logged."""
+        unsent = await session.stop_sending()
+        if unsent:
+            self.outbox.unsent_at_end += unsent
+            print(f"plantstub: session {sid!r} ended; webhook deliveries not sent within the {GRACE:g} s grace: "
+                  f"{unsent}", file=sys.stderr, flush=True)
+
     def live(self) -> list[Session]:
         """The sidecar sessions, least recently used first."""
-        return [session for session, _ in self._live.values()]
+        return [live.session for live in self._live.values()]
 
-    def listing(self) -> list[tuple[str, Session, float]]:
-        """(id, session, seconds since last use) of each live session, most recently used first."""
+    def listing(self) -> list[tuple[str, Live, float]]:
+        """(id, entry, seconds since last use) of each live session, most recently used first."""
         now = time.monotonic()
         self.expire(now)
-        return [(sid, session, now - used) for sid, (session, used) in reversed(self._live.items())]
+        return [(sid, live, now - live.used) for sid, live in reversed(self._live.items())]
+
+    def counts(self) -> dict[str, int]:
+        """Live sessions by how they were opened, and how many implicit ones were evicted so far."""
+        by_admin = sum(live.by_admin for live in self._live.values())
+        return {ADMIN: by_admin, IMPLICIT: len(self._live) - by_admin, "evicted": self.evicted}
 
     def __len__(self) -> int:
         return len(self._live)
@@ -135,10 +201,15 @@ class Sessions:
         return self.install(self.load_folder())
 
     # -- the end ---------------------------------------------------------------------------------
-    async def close(self) -> None:
-        """Stop every session's webhook sender and close the journal file (the stub stops)."""
-        for session in (self.default, *self.live()):
-            await session.stop_sending()
-        for task in list(self._closing):
-            await task
-        self.default.close()
+    async def close(self) -> int:
+        """Send the pending deliveries within the grace (all sessions at once), stop sending and close the journal
+        file (the stub stops); how many deliveries were not sent, these and those of sessions that ended."""
+        try:
+            sending = [session for session in (self.default, *self.live()) if session.sends()]
+            unsent = await self.outbox.drain([session.webhooks.sender for session in sending])
+            for task in list(self._closing):
+                await task
+            await self.outbox.close()
+        finally:
+            self.default.close()
+        return unsent + self.outbox.unsent_at_end

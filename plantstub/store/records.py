@@ -1,19 +1,22 @@
 """Store: the records of a stateful stub, per collection in creation order, and each stateful answer.
 
-Records are never changed in place (an update stores a new dict), so an answer or a state handed out
-earlier keeps showing what it showed.
+Each record is held as its compact JSON (bytes), parsed when read: parsed, a record of small objects takes
+twenty times its JSON and more. The bytes held are what the session's memory budget counts ("records").
+Records are never changed in place (an update stores new bytes), so an answer or a state handed out earlier
+keeps showing what it showed.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
 import orjson
 
-from plantstub._json import JSON, NO_BODY, json_bytes, shown
+from plantstub._budget import Budget
+from plantstub._json import JSON, NO_BODY, decode_json, deep_json_bytes, json_bytes, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.params import read_scalar
@@ -31,16 +34,37 @@ from plantstub.contract.resources import (
     key_text,
 )
 
+KIND = "records"  # the kind the memory budget counts a store's bytes under
+# What Python holds for a record beyond its JSON's bytes and its key's str (measured with tracemalloc): the
+# bytes object's header and a slot in its collection's dict.
+RECORD_OVERHEAD = 72
+# And for a collection: its object, its dict (a few slots before the first grows it), its slot in the store.
+BUCKET_OVERHEAD = 200
+
+
+def record_held(text: str, payload: bytes) -> int:
+    """The bytes a record takes as held: its JSON, its key's str, and what holding them costs."""
+    return len(payload) + sys.getsizeof(text) + RECORD_OVERHEAD
+
+
+def bucket_held(path: str) -> int:
+    """The bytes an empty collection takes as held (its path's str included)."""
+    return sys.getsizeof(path) + BUCKET_OVERHEAD
+
 
 class _Bucket:
-    """One concrete collection (`/plants`, `/stores/1/plants`): key text -> record, and the next key to assign."""
+    """One concrete collection (`/plants`, `/stores/1/plants`): key text -> the record as compact JSON, and the
+    next key to assign."""
 
-    __slots__ = ("next", "records", "sizes")
+    __slots__ = ("next", "records")
 
     def __init__(self) -> None:
-        self.records: dict[str, dict[str, Any]] = {}
-        self.sizes: dict[str, int] = {}  # each record's size as JSON, for the store's bound in bytes
+        self.records: dict[str, bytes] = {}
         self.next = 1
+
+    def remembers(self) -> bool:
+        """Whether the collection says anything with no record in it: keys given out already are never again."""
+        return bool(self.records) or self.next > 1
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -81,16 +105,34 @@ def _deeper_than(value: Any, most: int) -> bool:
     return False
 
 
-def record_size(record: Any) -> int | None:
-    """A record's size as JSON; None when it is nested more than MAX_DEPTH levels (not kept: the admin API and
-    the answers write it again later, and Python's stack would not take it)."""
+class _Written(bytes):
+    """A record the standard library wrote (integers beyond 64 bits, lone surrogates): read back the same way."""
+
+    __slots__ = ()
+
+
+class _TooDeep(_Written):
+    """A record nested more than MAX_DEPTH levels: in a state, refused; in a scenario's seed, kept as loaded."""
+
+    __slots__ = ()
+
+
+def encode(record: Any) -> bytes | None:
+    """A record as the store holds it: compact JSON in bytes of its own size; None when it is nested more than
+    MAX_DEPTH levels (not kept: the admin API and the answers write it again later, and Python's stack would not
+    take it)."""
     try:
-        return len(orjson.dumps(record))  # orjson refuses more than 255 levels: what it writes is shallow enough
+        # A copy: orjson's bytes keep the whole buffer they were written in, up to 64 times what they hold.
+        return memoryview(orjson.dumps(record)).tobytes()  # orjson refuses more than 255 levels: shallow enough
     except orjson.JSONEncodeError:
-        pass
-    if _deeper_than(record, MAX_DEPTH):
-        return None
-    return len(json_bytes(record))
+        if _deeper_than(record, MAX_DEPTH):
+            return None
+        return _Written(json_bytes(record))
+
+
+def decode(payload: bytes) -> Any:
+    """A held record parsed again, exactly as it went in."""
+    return decode_json(payload) if type(payload) is _Written else orjson.loads(payload)
 
 
 def _count(text: str) -> int | None:
@@ -100,73 +142,128 @@ def _count(text: str) -> int | None:
 
 
 class Store:
-    """The records of one stub. `answer()` serves an operation the resources map."""
+    """The records of one session; `answer()` serves an operation the resources map. Every byte held is taken from
+    `memory` (the session's budget) under "records", within the store's own bounds: `most` records, `most_bytes`."""
 
-    def __init__(self, resources: Resources, most: int = MAX_RECORDS, most_bytes: int = MAX_BYTES) -> None:
+    def __init__(self, resources: Resources, most: int = MAX_RECORDS, most_bytes: int = MAX_BYTES,
+                 memory: Budget | None = None) -> None:
         self.resources = resources
         self.most = most
         self.most_bytes = most_bytes
-        self.created: dict[str, Any] | None = None  # the record the last answer() created (what webhooks carry)
+        self.memory = memory if memory is not None else Budget(most_bytes)
+        self._created: dict[str, Any] | None = None
         self.buckets: dict[str, _Bucket] = {}
         self.count = 0
-        self.bytes = 0
+        self.bytes = 0  # held: records and collections, as the memory budget counts them
 
-    def _put(self, bucket: _Bucket, text: str, record: dict[str, Any], size: int) -> None:
-        self.bytes += size - bucket.sizes.get(text, 0)
-        self.count += text not in bucket.records
-        bucket.records[text] = record
-        bucket.sizes[text] = size
+    @property
+    def created(self) -> dict[str, Any] | None:
+        """The record the last answer() created (what webhooks carry), handed over once: the store holds records as
+        bytes, and keeping the parsed one until the next answer would hold twenty times more."""
+        record, self._created = self._created, None
+        return record
 
-    def _full(self, action: Action, more: int, more_bytes: int) -> Outgoing | None:
-        """The answer when `more` records of `more_bytes` would not fit; None when they do."""
+    def _hold(self, action: Action, more: int, size: int) -> Outgoing | None:
+        """Hold `more` records and `size` more bytes; the refusal when they do not fit (counted as lost)."""
         if self.count + more > self.most:
-            held = f"{self.most:,} records"
-        elif self.bytes + more_bytes > self.most_bytes:
-            held = f"{self.most_bytes // 2**20} MiB of records"
-        else:
+            held = f"{self.most:,} records is the most a stub keeps"
+        elif self.bytes + size > self.most_bytes:
+            held = f"{self.most_bytes // 2**20} MiB of records is the most a stub keeps"
+        elif self.memory.take(KIND, size):
+            self.bytes += size
             return None
-        return error_reply(action.full, f"store: full, {held} is the most a stub keeps; delete some, or reset "
-                                        "it (POST /__plantstub/reset)")
+        else:
+            held = f"the memory budget has no room for {size:,} more bytes ({self._budget_text(size)})"
+        self.memory.lost(KIND, size, more)
+        return error_reply(action.full, f"store: full, {held}; delete some, or reset it (POST /__plantstub/reset)")
+
+    def _budget_text(self, size: int) -> str:
+        """Which budget has no room for `size` more bytes, and its limit."""
+        memory = self.memory
+        if memory.parent is not None and memory.held + size <= memory.limit:  # the session has room: the stub has not
+            return f"all sessions together hold at most {memory.parent.limit:,} bytes of what clients send, --max-bytes"
+        return f"this session holds at most {memory.limit:,} bytes of what clients send, --max-bytes"
+
+    def _free(self, size: int) -> None:
+        self.bytes -= size
+        self.memory.give(KIND, size)
+
+    def figures(self) -> dict[str, int]:
+        """Records and collections held, their bytes and the store's bounds, as health shows them."""
+        return {"records": self.count, "collections": len(self.buckets), "bytes": self.bytes,
+                "max_records": self.most, "max_bytes": self.most_bytes}
 
     # -- the whole state ---------------------------------------------------------------------
     def problems(self, state: Any, root: str = "state") -> list[tuple[str, str]]:
         """What is wrong with `state` as a whole state of this store: (location, message) pairs."""
         problems = self.resources.state_problems(state, root, self.most)
-        if not problems:
-            sizes = [record_size(r) for records in state.values() for r in records]
-            if None in sizes:
-                return [(root, f"a record is nested more than {MAX_DEPTH} levels deep; the store keeps none so deep")]
-            size = sum(s for s in sizes if s is not None)
-            if size > self.most_bytes:
-                problems.append((root, f"{size:,} bytes of records as JSON; a stub keeps at most "
-                                       f"{self.most_bytes // 2**20} MiB"))
-        return problems
+        if problems:
+            return problems
+        buckets, _, size = self._build(state)
+        if any(type(p) is _TooDeep for bucket in buckets.values() for p in bucket.records.values()):
+            return [(root, f"a record is nested more than {MAX_DEPTH} levels deep; the store keeps none so deep")]
+        if size > self.most_bytes:
+            return [(root, f"{size:,} bytes of records as held; a stub keeps at most {self.most_bytes // 2**20} MiB")]
+        if not self.memory.fits(size):
+            return [(root, f"{size:,} bytes of records as held; the memory budget holds at most "
+                           f"{self.memory.limit:,} bytes (--max-bytes)")]
+        return []
 
-    def replace(self, state: Mapping[str, Iterable[dict[str, Any]]]) -> None:
-        """Hold exactly `state` (checked already); keys assigned later continue after the largest integer key."""
-        self.buckets.clear()
-        self.count = self.bytes = 0
+    def _build(self, state: Mapping[str, Iterable[dict[str, Any]]]) -> tuple[dict[str, _Bucket], int, int]:
+        """The collections holding `state` (checked already), how many records and the bytes they take."""
+        buckets: dict[str, _Bucket] = {}
+        count = size = 0
         for path, records in state.items():
             resource = self.resources.resource_at(path)
             assert resource is not None  # problems() said so
-            bucket = self.buckets.setdefault(path.rstrip("/") or "/", _Bucket())
+            where = path.rstrip("/") or "/"
+            bucket = buckets[where] = _Bucket()
+            size += bucket_held(where)
             for record in records:
                 key = record[resource.key]
-                self._put(bucket, key_text(key), dict(record), record_size(record) or 0)
+                text = key_text(key)
+                payload = encode(record) or _TooDeep(deep_json_bytes(record))  # problems() refuses it; a seed's
+                bucket.records[text] = payload
+                count += 1
+                size += record_held(text, payload)
                 if isinstance(key, int) or (isinstance(key, str) and key.isdigit() and len(key) < 19):
                     bucket.next = max(bucket.next, int(key) + 1)
+        return buckets, count, size
+
+    def replace(self, state: Mapping[str, Iterable[dict[str, Any]]], root: str = "state") -> list[tuple[str, str]]:
+        """Hold exactly `state` (checked already); keys assigned later continue after the largest integer key.
+        When the memory budget has no room for it, nothing changes and the one problem says so."""
+        buckets, count, size = self._build(state)
+        more = size - self.bytes
+        if more > 0 and not self.memory.take(KIND, more):
+            self.memory.lost(KIND, more, count)
+            return [(root, f"{size:,} bytes of records as held; the memory budget has no room for them "
+                           f"({self._budget_text(more)})")]
+        if more < 0:
+            self.memory.give(KIND, -more)
+        self.buckets, self.count, self.bytes = buckets, count, size
+        return []
 
     def use_seed(self, seed: Mapping[str, list[dict[str, Any]]] | None) -> None:
-        """Hold exactly `seed` (a scenario's `state:`, checked at load), or nothing."""
-        self.replace(seed or {})
+        """Hold exactly `seed` (a scenario's `state:`, checked at load), or nothing: nothing also when the memory
+        budget has no room for it (counted as lost: health shows it)."""
+        if self.replace(seed or {}):
+            self.replace({})
+
+    def held(self) -> dict[str, list[bytes]]:
+        """As dump(), each record as the compact JSON it is held as (nothing parsed): the admin API writes these."""
+        state: dict[str, list[bytes]] = {r.collection: [] for r in self.resources.resources if "{" not in r.collection}
+        for path, bucket in list(self.buckets.items()):
+            state[path] = list(bucket.records.values())
+        return state
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Every collection and its records in creation order: `{"/plants": [...]}` (templated ones when filled)."""
         state: dict[str, list[dict[str, Any]]] = {
             r.collection: [] for r in self.resources.resources if "{" not in r.collection
         }
-        for path, bucket in self.buckets.items():
-            state[path] = list(bucket.records.values())
+        for path, bucket in list(self.buckets.items()):
+            state[path] = [decode(payload) for payload in list(bucket.records.values())]
         return state
 
     # -- one request -------------------------------------------------------------------------
@@ -174,7 +271,7 @@ class Store:
                body: Any) -> Outgoing | None:
         """The answer of a stateful operation; None when the stub answers as without a store (a body that is
         not an object reached it: the scenario turned request validation off)."""
-        self.created = None
+        self._created = None
         resource = action.resource
         path = _fill(resource.collection, path_params)
         kind = action.kind
@@ -182,45 +279,49 @@ class Store:
             return self._list(action, path, query)
         if kind == CREATE:
             return self._create(action, path, body) if isinstance(body, dict) else None
-        text = path_params.get(resource.param, "")
-        key = resource.key_of(text)
+        key = resource.key_of(path_params.get(resource.param, ""))
+        text = key_text(key)
         bucket = self.buckets.get(path)
-        record = bucket.records.get(key_text(key)) if bucket is not None else None
-        if bucket is None or record is None:
+        payload = bucket.records.get(text) if bucket is not None else None
+        if bucket is None or payload is None:
             return error_reply(action.missing, f"path.{resource.param}: no record in {path} has {resource.key} "
                                                f"{shown(key)}")
+        record = decode(payload)
         if kind == READ:
-            return _shown(action, record)
+            return _shown(action, record, payload)
         if kind == DELETE:
-            text = key_text(key)
             del bucket.records[text]
-            self.bytes -= bucket.sizes.pop(text)
             self.count -= 1
-            return _shown(action, record)
+            freed = record_held(text, payload)
+            if not bucket.remembers():  # an emptied collection goes, unless it must not give its keys again
+                del self.buckets[path]
+                freed += bucket_held(path)
+            self._free(freed)
+            return _shown(action, record, payload)
         if not isinstance(body, dict):
             return None
+        kept = record[resource.key]  # the path names the record: its key stays
         if kind == REPLACE:
-            record = {resource.key: record[resource.key], **body}
+            record = {resource.key: kept, **body}
         elif kind == MERGE:
             record = merge_patch(record, body)
-        text = key_text(key)
-        record[resource.key] = bucket.records[text][resource.key]  # the path names the record: its key stays
-        size = record_size(record)
-        if size is None:
+        record[resource.key] = kept
+        new = encode(record)
+        if new is None:
             return _too_deep(action)
-        full = self._full(action, 0, size - bucket.sizes[text])
-        if full is not None:
-            return full
-        self._put(bucket, text, record, size)
-        return _shown(action, record)
+        refused = self._hold(action, 0, len(new) - len(payload))
+        if refused is not None:
+            return refused
+        bucket.records[text] = new
+        return _shown(action, record, new)
 
     def _list(self, action: Action, path: str, query: Mapping[str, list[str]]) -> Outgoing:
         bucket = self.buckets.get(path)
-        records: Iterable[dict[str, Any]] = bucket.records.values() if bucket is not None else ()
+        # Parsed one by one as the answer takes them: a page of ten parses ten.
+        records: Iterable[dict[str, Any]] = map(decode, bucket.records.values()) if bucket is not None else ()
         for name, types in action.filters:
             if name in query:
-                wanted = [read_scalar(v, set(types)) for v in query[name]]
-                records = [r for r in records if name in r and r[name] in wanted]
+                records = _having(records, name, [read_scalar(v, set(types)) for v in query[name]])
         start = _count(query["offset"][0]) if action.offset and "offset" in query else None
         stop = _count(query["limit"][0]) if action.limit and "limit" in query else None
         if start is not None or stop is not None:
@@ -233,12 +334,16 @@ class Store:
         resource = action.resource
         key = resource.key
         bucket = self.buckets.get(path)
+        fresh = bucket is None  # a new collection is kept only with its first record: a refused create leaves nothing
         if bucket is None:
-            bucket = self.buckets[path] = _Bucket()
+            bucket = _Bucket()
         if key in body:
             record = body
             if not resource.fits(body[key]):  # only when request validation is off: kept as the stub would answer
                 return error_reply(action.conflict, f"body.{key}: {shown(body[key])} cannot be a key")
+            unaddressable = resource.unaddressable(body[key])
+            if unaddressable is not None:
+                return error_reply(action.conflict, f"body.{key}: {shown(body[key])} cannot be a key: {unaddressable}")
             if key_text(body[key]) in bucket.records:
                 return error_reply(action.conflict, f"body.{key}: a record in {path} already has {key} "
                                                     f"{shown(body[key])}")
@@ -246,17 +351,26 @@ class Store:
             while str(bucket.next) in bucket.records:
                 bucket.next += 1
             record = {key: str(bucket.next) if resource.assigns_text else bucket.next, **body}
-        size = record_size(record)
-        if size is None:
+        payload = encode(record)
+        if payload is None:
             return _too_deep(action)
-        full = self._full(action, 1, size)
-        if full is not None:
-            return full
+        text = key_text(record[key])
+        refused = self._hold(action, 1, record_held(text, payload) + (bucket_held(path) if fresh else 0))
+        if refused is not None:
+            return refused
+        if fresh:
+            self.buckets[path] = bucket
         if key not in body:
             bucket.next += 1  # given out only now: a refused create takes no key
-        self._put(bucket, key_text(record[key]), record, size)
-        self.created = record
-        return _shown(action, record)
+        bucket.records[text] = payload
+        self.count += 1
+        self._created = record
+        return _shown(action, record, payload)
+
+
+def _having(records: Iterable[dict[str, Any]], name: str, wanted: list[Any]) -> Iterator[dict[str, Any]]:
+    """The records whose field `name` is one of `wanted`, as they come."""
+    return (r for r in records if name in r and r[name] in wanted)
 
 
 def _too_deep(action: Action) -> Outgoing:
@@ -271,9 +385,12 @@ def _fill(template: str, params: Mapping[str, str]) -> str:
     return "/".join(params.get(s[1:-1], s) if s.startswith("{") else s for s in template.split("/"))
 
 
-def _shown(action: Action, record: dict[str, Any]) -> Outgoing:
+def _shown(action: Action, record: dict[str, Any], payload: bytes) -> Outgoing:
+    """The answer showing `record` (held as `payload`: sent as it is when the answer shows the whole record)."""
     shape = action.shape
     if not shape.has_body or sends_no_body(shape.status):
         return Outgoing(shape.status, NO_BODY, b"", None)
+    if shape.fields is None:
+        return Outgoing(shape.status, record, payload, shape.content_type or JSON)
     return json_reply(shape.status, shape.show(record), content_type=shape.content_type or JSON)
 

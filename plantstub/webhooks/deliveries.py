@@ -1,5 +1,5 @@
-"""Delivery (one webhook or callback sent, with what the receiver answered), the bounded DeliveryLog,
-and the text of failed delivery assertions."""
+"""Delivery (one webhook or callback sent, with what the receiver answered), the bounded DeliveryLog that keeps
+them compact (`Sent`: the body as bytes), and the text of failed delivery assertions."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from plantstub._json import NO_BODY, json_bytes, shown
+from plantstub._budget import Budget
+from plantstub._json import NO_BODY, body_for_record, shown
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches
 
 DEFAULT_LOG_SIZE = 10_000
-DEFAULT_LOG_BYTES = 64 * 2**20  # the bodies the log keeps, as JSON: beyond it the oldest deliveries go (`dropped`)
+DEFAULT_LOG_BYTES = 64 * 2**20  # the deliveries the log keeps, in bytes: beyond it the oldest go (`dropped`)
+KIND = "deliveries"  # the memory budget's name for what the log holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +26,7 @@ class Delivery:
     seq: int
     time: str  # ISO 8601 UTC, when it was queued
     name: str
-    url: str
+    url: str  # as shown: a password in it reads `***`
     body: Any
     attempts: int
     status: int | None  # the receiver's last answer; None when none came
@@ -36,55 +38,126 @@ class Delivery:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+# What one kept delivery costs beside its body, URL, name and error: the record, its time string, the bytes object's
+# header, the deque's slot (~250 B by tracemalloc; ~550 B of RSS growth per delivery kept, with 62-byte bodies).
+SENT_OVERHEAD = 350
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A delivery as the log keeps it: the body as the JSON bytes sent, parsed only when read (`delivery()`)."""
+
+    seq: int
+    time: str
+    name: str
+    url: str  # as shown
+    payload: bytes
+    attempts: int
+    status: int | None
+    error: str | None
+    valid: bool
+
+    @property
+    def size(self) -> int:
+        """The bytes it holds, about (what the delivery log takes from the session's memory budget)."""
+        return len(self.payload) + len(self.url) + len(self.name) + len(self.error or "") + SENT_OVERHEAD
+
+    def delivery(self) -> Delivery:
+        return Delivery(self.seq, self.time, self.name, self.url, body_for_record(self.payload), self.attempts,
+                        self.status, self.error, self.valid)
+
+
 def iso(at: float) -> str:
     return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class DeliveryLog:
-    """The deliveries of a stub, oldest first: the last `size`, holding at most `max_bytes` of bodies (as JSON),
-    are kept, the older counted in `dropped`, as the journal does with calls; `lost` counts those never sent."""
+    """The deliveries of a stub, oldest first: the last `size`, holding at most `max_bytes`, are kept, the older
+    counted in `dropped`, as the journal does with calls. Each is held in bytes taken from `memory` ("deliveries"),
+    whose other kinds may make it drop its oldest. `lost_*` count those never sent since the last clear()."""
 
-    def __init__(self, size: int = DEFAULT_LOG_SIZE, max_bytes: int = DEFAULT_LOG_BYTES) -> None:
+    def __init__(self, size: int = DEFAULT_LOG_SIZE, max_bytes: int = DEFAULT_LOG_BYTES,
+                 memory: Budget | None = None) -> None:
         self.size = size
         self.max_bytes = max_bytes
-        self.items: deque[tuple[Delivery, int]] = deque()  # each with its body's size
+        self.memory = memory
+        self.items: deque[Sent] = deque()
         self.bytes = 0
         self.dropped = 0
         self.next_seq = 1
         self.recorded = 0
-        self.lost = 0  # never sent: the queue was full (see health `problems`)
+        self.lost_full = 0  # never sent: more than the queue's cap were waiting
+        self.lost_memory = 0  # never sent: the memory budget had no room for it while it waited
         self.epoch = 0  # one more on each clear(): a delivery decided before it is not recorded after it
+        if memory is not None:
+            memory.sheds(KIND, self._shed)
+
+    @property
+    def lost(self) -> int:
+        return self.lost_full + self.lost_memory
 
     def number(self) -> int:
         seq = self.next_seq
         self.next_seq += 1
         return seq
 
-    def add(self, delivery: Delivery, epoch: int) -> None:
+    def add(self, sent: Sent, epoch: int) -> None:
         if epoch != self.epoch:  # decided before a reset: it belongs to the test before, not to this one
             return
-        size = len(json_bytes(delivery.body))
-        self.items.append((delivery, size))
-        self.bytes += size
+        size = sent.size
         self.recorded += 1
-        while len(self.items) > self.size or (self.bytes > self.max_bytes and len(self.items) > 1):
-            self.bytes -= self.items.popleft()[1]
-            self.dropped += 1
+        while self.items and (len(self.items) >= self.size or self.bytes + size > self.max_bytes):
+            self._drop_oldest()
+        if self.memory is not None:
+            while not self.memory.take(KIND, size):
+                if not self.items:  # bigger than the room there is: not kept, and counted
+                    self.dropped += 1
+                    self.memory.lost(KIND, size)
+                    return
+                self.memory.lost(KIND, self._drop_oldest())
+        self.items.append(sent)
+        self.bytes += size
+
+    def _drop_oldest(self) -> int:
+        size = self.items.popleft().size
+        self.bytes -= size
+        self.dropped += 1
+        if self.memory is not None:
+            self.memory.give(KIND, size)
+        return size
+
+    def _shed(self, short: int) -> int:
+        """Drop the oldest deliveries until `short` bytes are free (another kind needs the room)."""
+        freed = 0
+        while self.items and freed < short:
+            size = self._drop_oldest()
+            self.memory.lost(KIND, size)  # type: ignore[union-attr]  # only registered with a budget
+            freed += size
+        return freed
 
     def snapshot(self) -> list[Delivery]:
-        return [delivery for delivery, _ in self.items]
+        """The deliveries kept, oldest first, each body parsed now."""
+        return [sent.delivery() for sent in list(self.items)]
 
     def clear(self) -> int:
+        """Forget the deliveries and the losses counted (health's problem goes with them); a new epoch."""
         count = len(self.items)
         self.items.clear()
+        if self.memory is not None:
+            self.memory.give(KIND, self.bytes)
         self.bytes = 0
+        self.lost_full = self.lost_memory = 0
         self.epoch += 1
         return count
 
     def problems(self, cap: int) -> list[str]:
-        if not self.lost:
-            return []
-        return [f"webhooks: {self.lost} deliveries were not sent: more than {cap} were waiting to be sent"]
+        found = []
+        if self.lost_full:
+            found.append(f"webhooks: {self.lost_full} deliveries were not sent: more than {cap} were waiting to be sent")
+        if self.lost_memory:
+            found.append(f"webhooks: {self.lost_memory} deliveries were not sent: the session's memory budget "
+                         "(--max-bytes) had no room for them while they waited to be sent")
+        return found
 
 
 def _count(n: int, noun: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plantstub._budget import Budget
 from plantstub._json import NO_BODY
 from plantstub._memo import IdentityMemo
 from plantstub.config import webhook_url
@@ -13,7 +14,8 @@ from plantstub.contract.samples import generate
 from plantstub.contract.schema import SchemaCheck
 from plantstub.contract.webhooks import RequestValues, default_triggers, json_body_schema, resolve_url, webhook_names
 from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, DeliveryLog
-from plantstub.webhooks.sender import Sender, job
+from plantstub.webhooks.outbox import GRACE, Outbox
+from plantstub.webhooks.sender import Sender, job, payload_of
 from plantstub.webhooks.subscriptions import Subscriptions
 
 # A rule's `webhooks:` as (name, body or NO_BODY, delay_ms, whether the body is to be checked: a rendered template)
@@ -28,12 +30,13 @@ def _sample(hook: Webhook) -> Any:
 class Webhooks:
     """A stub's webhooks at run time: subscriptions, the sender and the delivery log."""
 
-    def __init__(self, spec: Spec, subscribed: tuple[tuple[str, str], ...] = (),
-                 max_bytes: int = DEFAULT_LOG_BYTES) -> None:
+    def __init__(self, spec: Spec, subscribed: tuple[tuple[str, str], ...] = (), max_bytes: int = DEFAULT_LOG_BYTES,
+                 memory: Budget | None = None, outbox: Outbox | None = None) -> None:
         self.hooks = {hook.name: hook for hook in reversed(spec.webhooks)}  # a name's first method wins
         self.subscriptions = Subscriptions(webhook_names(spec), subscribed)
-        self.log = DeliveryLog(max_bytes=max_bytes)
-        self.sender = Sender(self.log)
+        self.log = DeliveryLog(max_bytes=max_bytes, memory=memory)
+        self.outbox = outbox if outbox is not None else Outbox()  # the stub's, shared by its sessions
+        self.sender = Sender(self.log, self.outbox, memory)
         self.triggers = default_triggers(spec)
         # Operations whose 2xx answers may send something without a rule saying so: nothing else pays.
         self.watched = frozenset(self.triggers) | frozenset(op for op in spec.operations if op.callbacks)
@@ -63,7 +66,7 @@ class Webhooks:
                     body = record if hook in self.triggers.get(op, ()) else self.sample(hook)
                 broken = self.body_violations(hook, body) if unchecked else []
                 if broken:  # the scenario's fault: recorded, not sent
-                    self.sender.submit(job(self.log, hook.name, "", body, hook.operation,
+                    self.sender.submit(job(self.log, hook.name, "", payload_of(body), hook.operation,
                                            f"not sent: the rule's body breaks the webhook's schema: {broken}"))
                 elif hook.expression:
                     self.call_back(hook, request, body, delay_ms)
@@ -83,8 +86,11 @@ class Webhooks:
         return "; ".join(map(str, check.errors(body, "body")))
 
     def send(self, hook: Webhook, body: Any, delay_ms: int) -> None:
-        for url in self.subscriptions.targets(hook.name):
-            self.sender.submit(job(self.log, hook.name, url, body, hook.operation), delay_ms)
+        targets = self.subscriptions.targets(hook.name)
+        if targets:
+            payload = payload_of(body)  # written once, now: the parsed body is not kept while it waits
+            for url in targets:
+                self.sender.submit(job(self.log, hook.name, url, payload, hook.operation), delay_ms)
 
     def call_back(self, hook: Webhook, request: RequestValues, body: Any, delay_ms: int) -> None:
         url, problem = resolve_url(hook.expression, request)
@@ -94,11 +100,19 @@ class Webhooks:
             except ValueError as exc:
                 problem = str(exc)
         error = None if problem is None else f"not sent: {problem}"
-        self.sender.submit(job(self.log, hook.name, url, body, hook.operation, error), delay_ms)
+        # A request named this URL: it may not reach the stub itself (checked where it is sent).
+        self.sender.submit(job(self.log, hook.name, url, payload_of(body), hook.operation, error, explicit=False),
+                           delay_ms)
+
+    def clear(self) -> int:
+        """Forget deliveries, the losses counted and what waits to be sent; how many were kept."""
+        count = self.log.clear()
+        self.sender.forget_before(self.log.epoch)
+        return count
 
     def reset(self) -> None:
         """Forget deliveries; the start-up subscriptions come back."""
-        self.log.clear()
+        self.clear()
         self.subscriptions.reset()
 
     # -- subscriptions and figures, for the session's control surface ----------------------------
@@ -106,7 +120,8 @@ class Webhooks:
         self.subscriptions.subscribe(url, name, "url")
 
     def subscribed(self) -> dict[str, str]:
-        return dict(self.subscriptions.urls)
+        """Name (or `*`) -> URL, as shown (a password reads `***`)."""
+        return self.subscriptions.shown()
 
     def replace(self, mapping: dict[Any, Any]) -> None:
         self.subscriptions.replace(mapping)
@@ -121,7 +136,12 @@ class Webhooks:
     def figures(self) -> dict[str, int]:
         log = self.log
         return {"subscriptions": len(self.subscriptions.urls), "delivered": log.recorded,
-                "pending": self.sender.pending, "lost": log.lost, "dropped": log.dropped}
+                "pending": self.sender.pending, "lost": log.lost, "dropped": log.dropped,
+                "unsent_at_session_end": self.outbox.unsent_at_end}
 
-    async def close(self) -> None:
-        await self.sender.close()
+    async def close(self, grace: float = GRACE) -> int:
+        """Send what is pending within `grace` seconds, then stop; how many deliveries were not sent."""
+        if not self.sender.started:
+            self.sender.closed = True
+            return 0
+        return await self.outbox.drain([self.sender], grace)

@@ -1,172 +1,162 @@
-"""Sending webhooks and callbacks off the request path: a bounded queue, a few workers, retries."""
+"""A session's deliveries waiting to be sent: each a Job holding its body as JSON bytes, bounded by count (the queue's
+cap) and by bytes (the session's memory budget, "pending"); the stub's Outbox sends them."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+from collections import deque
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Protocol
 
-import aiohttp
-
+from plantstub._budget import Budget
 from plantstub._json import json_bytes
-from plantstub._version import __version__
+from plantstub.config import shown_url
 from plantstub.contract.model import Operation
-from plantstub.webhooks.deliveries import Delivery, DeliveryLog, now
+from plantstub.webhooks.deliveries import DeliveryLog, Sent, now
 
-QUEUE_CAP = 1000  # deliveries waiting at once; beyond it they are counted as lost (health `problems`)
-WORKERS = 100  # deliveries in flight at once (aiohttp's connection limit): 500 a second to a receiver answering in 200 ms
-TIMEOUT = 5.0  # seconds a receiver has for one attempt
-ATTEMPTS = 3  # on a connection error, a timeout or a 5xx answer
-BACKOFF = 0.2  # seconds before the second attempt; doubled before each later one
+QUEUE_CAP = 1000  # deliveries waiting at once per session; beyond it they are counted as lost (health `problems`)
 WEBHOOK_HEADER = "X-Plantstub-Webhook"  # on every delivery: its name (and how the stub knows its own deliveries)
+KIND = "pending"  # the memory budget's name for the deliveries decided and not yet sent
+# What one waiting job costs beside its body and URL: the Job, its time string, the bytes object's header, the
+# queue's slot (~250 B by tracemalloc, ~650 B for a delayed one with its timer; ~470 B of RSS growth per queued job).
+JOB_OVERHEAD = 400
 
 
 @dataclass(slots=True)
 class Job:
-    """A delivery to make: numbered and timed when it is decided, recorded when it is done."""
+    """A delivery to make: numbered, timed and its body written as JSON once, when it is decided; recorded (as a
+    `Sent`) when it is done."""
 
     seq: int
     time: str
     name: str
     url: str
-    body: Any
+    payload: bytes  # the body as sent; one bytes object, shared by the jobs of one decision
     hook: Operation | None  # what the receiver may answer; None when not known
     error: str | None = None  # set when it cannot be sent at all (a callback URL the request lacks)
     epoch: int = 0  # the delivery log's epoch when it was decided
+    explicit: bool = True  # the user chose the URL (a subscription); False: a request named it (a callback)
+
+    @property
+    def size(self) -> int:
+        return len(self.payload) + len(self.url) + JOB_OVERHEAD
+
+    def sent(self, attempts: int, status: int | None, error: str | None, valid: bool) -> Sent:
+        return Sent(self.seq, self.time, self.name, shown_url(self.url), self.payload, attempts, status, error, valid)
 
 
-def declared(hook: Operation | None, status: int) -> bool:
-    """Whether the receiver's answer is one the webhook declares (any 2xx when it declares none)."""
-    if hook is None or not hook.responses:
-        return 200 <= status < 300
-    return hook.response_for(status) is not None
+def payload_of(body: Any) -> bytes:
+    """`body` as the JSON bytes to send, compact: a small orjson result keeps a 4 KiB buffer, so it is copied."""
+    payload = json_bytes(body)
+    return payload if len(payload) >= 4096 else memoryview(payload).tobytes()
+
+
+def job(log: DeliveryLog, name: str, url: str, payload: bytes, hook: Operation | None, error: str | None = None,
+        explicit: bool = True) -> Job:
+    """A job numbered and timed now."""
+    _, at = now()
+    return Job(log.number(), at, name, url, payload, hook, error, log.epoch, explicit)
+
+
+class Turns(Protocol):
+    """What a Sender tells the stub's Outbox (webhooks/outbox.py): it has a job ready."""
+
+    def ready(self, sender: Sender) -> None: ...
 
 
 class Sender:
-    """Delivers jobs in the background of the stub's event loop; submit() never waits."""
+    """One session's deliveries until the stub's `outbox` sends them; submit() never waits. Call on the loop."""
 
-    def __init__(self, log: DeliveryLog, cap: int = QUEUE_CAP, workers: int = WORKERS, timeout: float = TIMEOUT,
-                 attempts: int = ATTEMPTS, backoff: float = BACKOFF) -> None:
+    def __init__(self, log: DeliveryLog, outbox: Turns, memory: Budget | None = None, cap: int = QUEUE_CAP) -> None:
         self.log = log
+        self.outbox = outbox
+        self.memory = memory
         self.cap = cap
-        self.workers = workers
-        self.timeout = timeout
-        self.attempts = attempts
-        self.backoff = backoff
-        self.queue: asyncio.Queue[Job] | None = None
-        self.tasks: list[asyncio.Task[None]] = []
-        self.later: set[asyncio.TimerHandle] = set()
-        self.session: aiohttp.ClientSession | None = None
-        self.busy = 0
+        self.queue: deque[Job] = deque()  # ready to go, oldest first
+        self.later: dict[asyncio.TimerHandle, Job] = {}  # waiting out a rule's delay_ms
+        self.flying: dict[asyncio.Task[Sent], Job] = {}  # being sent
+        self.in_turn = False  # whether the outbox has this sender in its round
+        self.closed = False  # the session ended: nothing more is queued or recorded
+        self.started = False  # whether anything was ever submitted
 
     def submit(self, job: Job, delay_ms: int = 0) -> None:
-        """Queue `job` (after `delay_ms`); when the queue is full it is counted as lost. Call on the loop."""
-        if delay_ms and len(self.later) >= self.cap:  # waiting deliveries hold bodies too: the same cap
-            self.log.lost += 1
+        """Queue `job` (after `delay_ms`); counted as lost when more than `cap` wait or the memory budget has no
+        room for its bytes."""
+        if self.closed:
             return
-        if delay_ms:
-            loop = asyncio.get_running_loop()
-            handle: asyncio.TimerHandle | None = None
-
-            def put() -> None:
-                if handle is not None:
-                    self.later.discard(handle)
-                self._put(job)
-
-            handle = loop.call_later(delay_ms / 1000, put)
-            self.later.add(handle)
+        self.started = True
+        if len(self.queue) + len(self.later) >= self.cap:
+            self.log.lost_full += 1
             return
-        self._put(job)
+        if self.memory is not None and not self.memory.take(KIND, job.size):
+            self.log.lost_memory += 1
+            self.memory.lost(KIND, job.size)
+            return
+        if not delay_ms:
+            self._queue(job)
+            return
+        handle: asyncio.TimerHandle | None = None
 
-    def _put(self, job: Job) -> None:
-        if self.queue is None:
-            self.queue = asyncio.Queue(self.cap)
-            loop = asyncio.get_running_loop()
-            self.tasks = [loop.create_task(self._work()) for _ in range(self.workers)]
-        try:
-            self.queue.put_nowait(job)
-        except asyncio.QueueFull:
-            self.log.lost += 1
+        def due() -> None:
+            if handle is not None and self.later.pop(handle, None) is not None:
+                self._queue(job)
+
+        handle = asyncio.get_running_loop().call_later(delay_ms / 1000, due)
+        self.later[handle] = job
+
+    def _queue(self, job: Job) -> None:
+        self.queue.append(job)
+        self.outbox.ready(self)
 
     @property
     def pending(self) -> int:
         """Deliveries decided but not yet recorded."""
-        return (self.queue.qsize() if self.queue is not None else 0) + self.busy + len(self.later)
+        return len(self.queue) + len(self.flying) + len(self.later)
 
-    async def _work(self) -> None:
-        assert self.queue is not None
-        while True:
-            job = await self.queue.get()
-            if job.epoch != self.log.epoch:  # decided before a reset: not sent to a test that has ended
-                continue
-            self.busy += 1
-            try:
-                delivery = await self.deliver(job)
-            except Exception as exc:  # noqa: BLE001 - a URL aiohttp refuses must not stop this worker for good
-                delivery = Delivery(job.seq, job.time, job.name, job.url, job.body, 1, None,
-                                    f"plantstub could not send it ({type(exc).__name__})", False)
-            finally:
-                self.busy -= 1
-            self.log.add(delivery, job.epoch)
+    def next_job(self) -> Job | None:
+        """The oldest job waiting, taken out of the queue (None: none)."""
+        return self.queue.popleft() if self.queue else None
 
-    async def deliver(self, job: Job) -> Delivery:
-        """Send `job`, retrying a connection error, a timeout or a 5xx with growing pauses; what happened."""
-        if job.error is not None:
-            return Delivery(job.seq, job.time, job.name, job.url, job.body, 0, None, job.error, False)
-        if self.session is None:
-            self.session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-                headers={"User-Agent": f"plantstub/{__version__}"},
-            )
-        payload = json_bytes(job.body)
-        headers = {"Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
-        status: int | None = None
-        error: str | None = None
-        attempt = 0
-        for attempt in range(1, self.attempts + 1):
-            if attempt > 1:
-                await asyncio.sleep(self.backoff * 2 ** (attempt - 2))
-            status, error = None, None
-            try:
-                # Never follow a redirect: plantstub sends only to the URL it was given.
-                # Only the status matters: the answer's body is never read (a receiver cannot fill our memory).
-                async with self.session.post(job.url, data=payload, headers=headers, allow_redirects=False) as answer:
-                    status = answer.status
-            except asyncio.TimeoutError:
-                error = f"the receiver did not answer within {self.timeout:g} s"
-                continue
-            except (aiohttp.ClientError, OSError) as exc:
-                error = f"the receiver could not be reached ({type(exc).__name__})"
-                continue
-            if status < 500:
-                break
-            error = f"the receiver answered {status}" + (f" on each of {attempt} attempts" if attempt > 1 else "")
-        valid = status is not None and declared(job.hook, status)
-        if status is not None and status < 500 and not valid:
-            codes = ", ".join(job.hook.responses) if job.hook is not None and job.hook.responses else "2xx"
-            error = f"the receiver answered {status}, which {job.name} does not declare (declared: {codes})"
-        return Delivery(job.seq, job.time, job.name, job.url, job.body, attempt, status, error, valid)
+    def done(self, job: Job, sent: Sent | None) -> None:
+        """`job` is over: its bytes go back; `sent` (None: it was cancelled) goes to the log."""
+        self._give(job)
+        if sent is not None and not self.closed:
+            self.log.add(sent, job.epoch)
 
-    async def close(self) -> None:
-        """Stop the workers (what is still queued is not sent) and close the HTTP session."""
+    def _give(self, job: Job) -> None:
+        if self.memory is not None:
+            self.memory.give(KIND, job.size)
+
+    def forget_before(self, epoch: int) -> None:
+        """Drop the waiting jobs decided before `epoch` (a reset): not sent to a test that has ended."""
+        for handle, job in list(self.later.items()):
+            if job.epoch != epoch:
+                handle.cancel()
+                del self.later[handle]
+                self._give(job)
+        kept = deque(job for job in self.queue if job.epoch == epoch)
+        for job in self.queue:
+            if job.epoch != epoch:
+                self._give(job)
+        self.queue = kept
+
+    def hurry(self) -> None:
+        """Queue the delayed jobs now (the stub stops, or the session ends: their delay is not waited out)."""
+        for handle, job in list(self.later.items()):
+            handle.cancel()
+            self._queue(job)
+        self.later.clear()
+
+    def abandon(self) -> int:
+        """Stop: drop what waits and cancel what is being sent; how many deliveries that leaves unsent."""
+        self.closed = True
+        unsent = self.pending
         for handle in self.later:
             handle.cancel()
+        for job in [*self.later.values(), *self.queue]:
+            self._give(job)
         self.later.clear()
-        for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self.tasks = []
-        self.queue = None
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
-
-
-def job(log: DeliveryLog, name: str, url: str, body: Any, hook: Operation | None, error: str | None = None) -> Job:
-    """A job numbered and timed now."""
-    _, at = now()
-    return Job(log.number(), at, name, url, body, hook, error, log.epoch)
+        self.queue.clear()
+        for task in self.flying:
+            task.cancel()  # the outbox gives its bytes back when the task ends
+        return unsent

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from plantstub.config import webhook_url
+from plantstub.config import shown_url, webhook_url
 from plantstub.errors import SubscriptionError
 
 
@@ -41,8 +41,15 @@ class Subscriptions:
         """Replace every subscription at once (admin PUT); nothing changes when one of them is refused."""
         fresh = Subscriptions(self.names)
         for name, url in mapping.items():
+            kept = self.urls.get(str(name))
+            if kept is not None and url == shown_url(kept):  # as GET showed it: the password it stands for stays
+                url = kept
             fresh.subscribe(url, name, f"{where}.{name}")
         self.urls = fresh.urls
+
+    def shown(self) -> dict[str, str]:
+        """Name (or `*`) -> URL, each password shown as `***` (it is sent as given)."""
+        return {name: shown_url(url) for name, url in self.urls.items()}
 
     def reset(self) -> None:
         self.urls = dict(self.initial)

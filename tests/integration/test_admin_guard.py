@@ -56,6 +56,25 @@ def test_the_token_comes_from_the_environment_too(tmp_path):
         stub.stop()
 
 
+def test_the_bearer_scheme_is_read_in_any_case(served):
+    stub, _ = served
+    for scheme in ("bearer", "BEARER", "bEaReR", "Bearer"):
+        assert call(stub.url, "GET", "/__plantstub/calls", headers={"Authorization": f"{scheme} {TOKEN}"})[0] == 200
+    for sent in (f"Basic {TOKEN}", f"bearer {TOKEN}x", f"bearer{TOKEN}", "bearer"):
+        assert call(stub.url, "GET", "/__plantstub/calls", headers={"Authorization": sent})[0] == 401, sent
+
+
+def test_a_token_on_the_command_line_is_said_to_be_visible_in_the_process_list():
+    stub = ServeProcess("--port", "0", "--admin-token", TOKEN)
+    stub.stop()
+    assert stub.stderr.splitlines() == [
+        "plantstub: --admin-token is visible in the process list (ps) to other users of this machine; set "
+        "PLANTSTUB_ADMIN_TOKEN in the environment instead"]
+    stub = ServeProcess("--port", "0", env={"PLANTSTUB_ADMIN_TOKEN": TOKEN})
+    stub.stop()
+    assert stub.stderr == ""
+
+
 def test_a_token_with_spaces_is_refused_at_start_without_showing_it():
     stub_args = ["--port", "0", "--admin-token", "has a space"]
     with pytest.raises(AssertionError) as refused:

@@ -96,3 +96,18 @@ def test_cli_schema_prints_a_valid_json_schema_that_the_examples_fit():
     assert len(examples) == 9
     for path in examples:
         assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
+
+
+def test_cli_check_refuses_a_20000_rule_file_at_the_line_where_it_passes_the_values_it_may_hold(tmp_path):
+    # Each rule holds 10 values: the 100,000th is on rule 10,000's line. It used to be composed whole first (9 s)
+    # and refused with no line, as "(aliases expanded)" though the file has no alias.
+    rules = "".join(f"  - match: {{method: POST, path: /plants, body: {{name: n{i}}}}}\n"
+                    f"    reply: {{status: 200, body: {{name: r{i}}}}}\n" for i in range(20_000))
+    write(tmp_path, "many.yaml", "description: many\nrules:\n" + rules)
+    result = plantstub("check", "many.yaml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "many.yaml:20002: too large: more than the 100,000 values plantstub reads in one file (each list item and "
+        "mapping value counts); split it into several files",
+        "plantstub: 1 error in 1 file",
+    ]

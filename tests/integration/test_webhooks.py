@@ -242,7 +242,7 @@ rules:
 def test_webhook_queue_cap_counts_lost_deliveries_in_health() -> None:
     with Receiver(delay=1.0) as slow, Stub(spec="plant-store-full", webhook=[slow.url]) as stub:
         sender = stub._live().webhooks.sender
-        sender.cap, sender.workers = 2, 4  # before the first delivery
+        sender.cap, sender.outbox.workers = 2, 4  # before the first delivery (the workers are the stub's)
         for i in range(10):
             call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": i})
         status, health = call(stub.url, "GET", "/__plantstub/health")

@@ -168,10 +168,10 @@ async def test_same_id_in_path_and_header_is_fine(client):
     assert (await post(client, "/__session/a/plants", **{"X-Plantstub-Session": "a"}))[0] == 200
 
 
-async def test_session_cap_answers_503_naming_it(aiohttp_client):
+async def test_session_cap_answers_503_once_the_admin_api_opened_every_session(aiohttp_client):
     client = await make(aiohttp_client, max_sessions=2)
-    assert (await post(client, "/__session/a/plants"))[0] == 200
-    assert (await post(client, "/__session/b/plants"))[0] == 200
+    for sid in ("a", "b"):
+        assert (await client.post("/__plantstub/sessions", json={"id": sid})).status == 201
     status, body = await post(client, "/__session/c/plants")
     assert status == 503
     assert body["message"] == (
@@ -181,6 +181,49 @@ async def test_session_cap_answers_503_naming_it(aiohttp_client):
     assert (await post(client, "/__session/a/plants"))[0] == 200  # a live one goes on
     await client.delete("/__plantstub/sessions/b")
     assert (await post(client, "/__session/c/plants"))[0] == 200
+
+
+async def test_at_the_cap_the_least_recently_used_implicit_session_makes_room(aiohttp_client):
+    client = await make(aiohttp_client, max_sessions=2)
+    assert (await post(client, "/__session/a/plants"))[0] == 200
+    assert (await post(client, "/__session/b/plants"))[0] == 200
+    assert (await post(client, "/__session/a/plants"))[0] == 200  # b is the least recently used now
+    assert (await post(client, "/__session/c/plants"))[0] == 200
+    listing = await (await client.get("/__plantstub/sessions")).json()
+    assert [(s["id"], s["opened"]) for s in listing["sessions"]] == [("c", "implicit"), ("a", "implicit")]
+    assert (listing["ended"], listing["evicted"]) == (1, 1)
+    assert await calls(client, "/__session/b") == []  # evicted with its calls (this look opens b afresh: a goes)
+    health = await (await client.get("/__plantstub/health")).json()
+    assert health["session_counts"] == {"admin": 0, "implicit": 2, "evicted": 2}
+
+
+async def test_an_admin_token_on_a_plain_request_opens_its_session_as_the_admin_api(aiohttp_client):
+    client = await make(aiohttp_client, admin_token="s3cret", max_sessions=2)
+    bearer = {"Authorization": "Bearer s3cret"}
+    assert (await post(client, "/__session/a/plants"))[0] == 200  # the fixture's `Bearer t`: not the token
+    assert (await post(client, "/__session/b/plants", Authorization="BEARER s3cret"))[0] == 200
+    assert (await post(client, "/__session/a/plants", **bearer))[0] == 200  # promoted
+    listing = await (await client.get("/__plantstub/sessions", headers=bearer)).json()
+    assert {s["id"]: s["opened"] for s in listing["sessions"]} == {"a": "admin", "b": "admin"}
+    assert (await post(client, "/__session/c/plants"))[0] == 503
+
+
+def test_sessions_table_evicts_only_implicit_sessions_least_recently_used_first():
+    sessions = Sessions(load(create_app(max_sessions=3)[SESSIONS_KEY].runtime.settings))
+    t = time.monotonic()  # listing() looks at the clock: the times below are within --session-idle of it
+    sessions.open("kept", now=t + 1)
+    sessions.open("x", by_admin=False, now=t + 2)
+    sessions.open("y", by_admin=False, now=t + 3)
+    assert sessions.use("x", now=t + 4) is not None  # y is the least recently used implicit one
+    assert sessions.use("nobody", now=t + 4) is None and len(sessions) == 3  # use() opens nothing
+    sessions.open("z", by_admin=False, now=t + 5)
+    assert [sid for sid, _, _ in sessions.listing()] == ["z", "x", "kept"]
+    sessions.open("x", now=t + 6)  # promoted
+    sessions.open("w", now=t + 7)
+    assert sessions.counts() == {"admin": 3, "implicit": 0, "evicted": 2}
+    with pytest.raises(SessionLimit):
+        sessions.open("v", by_admin=False, now=t + 8)
+    assert (sessions.ended, sessions.evicted) == (2, 2)
 
 
 async def test_idle_sessions_expire(aiohttp_client):
@@ -286,10 +329,10 @@ def test_sessions_fill_up_to_the_cap_with_a_share_of_the_bounds_each():
     # Speed (opening one: 30-55 µs) is a benchmark figure (docs/sessions.md), not asserted here.
     sessions = Sessions(load(create_app(stateful=True)[SESSIONS_KEY].runtime.settings))
     for i in range(100):
-        sessions.get(f"s{i}")
+        sessions.open(f"s{i}")
     with pytest.raises(SessionLimit):
-        sessions.get("one-more")
-    session, default = sessions.get("s0"), sessions.default
+        sessions.open("one-more")
+    session, default = sessions.open("s0"), sessions.default
     assert session.journal.max_bytes == default.journal.max_bytes // SESSION_SHARE
     assert session.webhooks.log.max_bytes == default.webhooks.log.max_bytes // SESSION_SHARE
     assert session.store is not None and default.store is not None
@@ -324,10 +367,10 @@ async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aio
     assert [(d["url"], d["status"]) for d in listed] == [(url, 200)]
     assert received == [{"id": 1, "name": "Fern"}]
     assert await (await client.get("/__session/b/__plantstub/deliveries")).json() == []
-    sender = app[SESSIONS_KEY].get("a").webhooks.sender
-    assert sender.tasks
+    sender = app[SESSIONS_KEY].open("a").webhooks.sender
+    assert sender.started
     await client.delete("/__plantstub/sessions/a")
     deadline = time.monotonic() + 5
-    while sender.tasks and time.monotonic() < deadline:
+    while not sender.closed and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
-    assert sender.tasks == [] and sender.session is None  # the ended session's workers stopped
+    assert sender.closed and sender.pending == 0  # the ended session sends nothing more

@@ -3,6 +3,8 @@ through. None may crash the stub, answer 500 or grow it without bound."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from plantstub import create_app
@@ -55,16 +57,22 @@ async def test_store_records_nested_254_deep_are_kept(library):
     assert (await library.get("/__plantstub/state")).status == 200
 
 
-async def test_store_is_bounded_in_bytes(library):
-    big = {"title": "x" * 900_000, "author": "a"}
-    statuses = [(await library.post("/books", json=big)).status for _ in range(38)]
-    assert statuses == [201] * 37 + [507]
-    refused = await library.post("/books", json=big)
+async def test_store_is_bounded_in_bytes(aiohttp_client, tmp_path):
+    library = await aiohttp_client(create_app(spec=str(SPECS / "library.yaml"), scenarios=str(tmp_path), stateful=True,
+                                              max_body=8 * 2**20))
+    raw = b'{"title": "' + b"x" * 4_000_000 + b'", "author": "a"}'
+
+    def big() -> dict:
+        return {"data": io.BytesIO(raw), "headers": {"Content-Type": "application/json"}}
+
+    statuses = [(await library.post("/books", **big())).status for _ in range(17)]
+    assert statuses == [201] * 16 + [507]  # 4,000,000 bytes and what holding each takes, 64 MiB in all
+    refused = await library.post("/books", **big())
     assert (await refused.json())["message"] == (
-        "store: full, 32 MiB of records is the most a stub keeps; delete some, or reset it (POST /__plantstub/reset)")
+        "store: full, 64 MiB of records is the most a stub keeps; delete some, or reset it (POST /__plantstub/reset)")
     assert (await library.post("/books", json={"title": "small", "author": "a"})).status == 201  # still room for that
     assert (await library.delete("/books/1")).status == 204
-    assert (await library.post("/books", json=big)).status == 201
+    assert (await library.post("/books", **big())).status == 201
 
 
 async def test_store_leaves_a_body_that_is_no_object_to_the_default_answer(aiohttp_client, tmp_path):

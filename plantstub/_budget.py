@@ -1,0 +1,108 @@
+"""Budget: the bytes of memory one session (or the whole stub) may hold of what clients send it.
+
+Everything a client can fill draws from its session's budget, by kind (calls, records, rules, deliveries,
+pending deliveries, waiters), and each session's budget draws from the stub's. A holder asks with `take()` before it
+keeps something and `give()`s the bytes back when it lets go; `lost()` counts what it could not keep, so health can say
+what was dropped. Holders of what may be dropped oldest first (the journal, the delivery log) register a `shed`
+callback: another kind short of room makes them shed before it is refused.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+Shed = Callable[[int], int]  # shed(at least these bytes) -> the bytes freed (each given back already)
+
+
+class Budget:
+    """`limit` bytes, within `parent`'s when given; safe to use from any thread."""
+
+    def __init__(self, limit: int, parent: Budget | None = None) -> None:
+        self.limit = limit
+        self.parent = parent
+        self.held = 0
+        self.parts: dict[str, int] = {}  # kind -> bytes held
+        self.dropped: dict[str, list[int]] = {}  # kind -> [count, bytes] let go or refused for lack of room
+        self._sheds: list[tuple[str, Shed]] = []
+        self._lock = threading.Lock()
+        self.released = False  # the session ended: nothing more is held, nothing given back counts
+
+    def sheds(self, kind: str, shed: Shed) -> None:
+        """Let `shed` free bytes of `kind` (oldest first) when another kind is short of room."""
+        self._sheds.append((kind, shed))
+
+    def take(self, kind: str, size: int) -> bool:
+        """Hold `size` more bytes of `kind` if they fit, here and in the parent, after the other kinds shed what they
+        may; False when they do not (nothing is held then: the caller drops the thing, or its own oldest, and says so
+        with `lost()`)."""
+        if self._try(kind, size):
+            return True
+        for other, shed in self._sheds:
+            if other != kind and shed(self._short(size)) > 0 and self._try(kind, size):
+                return True
+        return False
+
+    def fits(self, size: int) -> bool:
+        """Whether `size` bytes could ever be held here (at most the limit, here and in the parent)."""
+        return size <= self.limit and (self.parent is None or self.parent.fits(size))
+
+    def give(self, kind: str, size: int) -> None:
+        """Stop holding `size` bytes of `kind`."""
+        if self.released:
+            return
+        budget: Budget | None = self
+        while budget is not None:
+            with budget._lock:
+                budget.held -= size
+                budget.parts[kind] = budget.parts.get(kind, 0) - size
+            budget = budget.parent
+
+    def lost(self, kind: str, size: int, count: int = 1) -> None:
+        """Count `count` things of `kind` (`size` bytes) dropped for lack of room, here and in the parent."""
+        budget: Budget | None = self
+        while budget is not None:
+            with budget._lock:
+                tally = budget.dropped.setdefault(kind, [0, 0])
+                tally[0] += count
+                tally[1] += size
+            budget = budget.parent
+
+    def release(self) -> None:
+        """Give back everything held here (the session ended: its holders go with it)."""
+        with self._lock:
+            parts, self.parts, self.held, self.released = self.parts, {}, 0, True
+        self._sheds.clear()
+        if self.parent is not None:
+            for kind, size in parts.items():
+                self.parent.give(kind, size)
+
+    def figures(self) -> dict[str, Any]:
+        """`{"limit", "held", "parts": {kind: bytes}, "dropped": {kind: {"count", "bytes"}}}`, as health shows them."""
+        with self._lock:
+            return {
+                "limit": self.limit,
+                "held": self.held,
+                "parts": {kind: size for kind, size in sorted(self.parts.items()) if size},
+                "dropped": {kind: {"count": n, "bytes": size} for kind, (n, size) in sorted(self.dropped.items())},
+            }
+
+    def _try(self, kind: str, size: int) -> bool:
+        with self._lock:
+            if self.released or self.held + size > self.limit:
+                return False
+            if self.parent is not None and not self.parent._try(kind, size):
+                return False
+            self.held += size
+            self.parts[kind] = self.parts.get(kind, 0) + size
+            return True
+
+    def _short(self, size: int) -> int:
+        """How many bytes must go before `size` more fit here and in every parent."""
+        short = 0
+        budget: Budget | None = self
+        while budget is not None:
+            short = max(short, budget.held + size - budget.limit)
+            budget = budget.parent
+        return short

@@ -1,0 +1,60 @@
+"""Budget: bytes held by kind against a limit and the parent's; shedding other kinds before refusing."""
+
+from __future__ import annotations
+
+from plantstub._budget import Budget
+
+
+def test_take_within_the_limit_and_the_parents() -> None:
+    stub = Budget(100)
+    one, two = Budget(80, stub), Budget(80, stub)
+    assert one.take("calls", 60)
+    assert not two.take("calls", 60)  # the stub's 100 would be passed
+    assert two.take("records", 40)
+    assert stub.figures()["parts"] == {"calls": 60, "records": 40}
+    one.give("calls", 60)
+    assert stub.held == 40 and one.held == 0
+
+
+def test_other_kinds_shed_before_a_take_is_refused() -> None:
+    budget = Budget(100)
+    kept = [30, 30, 30]
+
+    def shed(short: int) -> int:
+        freed = 0
+        while kept and freed < short:
+            size = kept.pop(0)
+            budget.give("calls", size)
+            budget.lost("calls", size)
+            freed += size
+        return freed
+
+    budget.sheds("calls", shed)
+    for size in kept:
+        assert budget.take("calls", size)
+    assert budget.take("records", 50)  # two calls go, oldest first
+    assert kept == [30]
+    figures = budget.figures()
+    assert figures["held"] == 80
+    assert figures["dropped"] == {"calls": {"count": 2, "bytes": 60}}
+    assert not budget.take("calls", 30)  # a kind never sheds itself: its holder drops its own oldest
+
+
+def test_a_released_budget_holds_nothing_and_frees_the_parent() -> None:
+    stub = Budget(100)
+    session = Budget(100, stub)
+    assert session.take("calls", 70)
+    session.release()
+    assert stub.held == 0
+    session.give("calls", 70)  # a holder letting go after the end counts nothing twice
+    assert stub.held == 0
+    assert not session.take("calls", 1)
+    assert stub.take("calls", 100)
+
+
+def test_lost_counts_in_the_parent_too() -> None:
+    stub = Budget(100)
+    session = Budget(50, stub)
+    session.lost("deliveries", 10, count=2)
+    assert stub.figures()["dropped"] == {"deliveries": {"count": 2, "bytes": 10}}
+    assert not session.fits(60) and session.fits(50)
