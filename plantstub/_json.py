@@ -7,6 +7,7 @@ it is `application/json` or ends in `+json`. Everything that asks, asks `is_json
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
@@ -179,8 +180,9 @@ def body_for_record(raw: bytes) -> Any:
 
 
 # -- writing ------------------------------------------------------------------------------------
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built once, not per call
-_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+# Built once, not per call. No NaN nor Infinity: JSON has neither (orjson writes them as null; so does the fallback).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def json_bytes(value: Any) -> bytes:
@@ -191,10 +193,13 @@ def json_bytes(value: Any) -> bytes:
     except TypeError:
         pass
     try:
-        return _ENCODER.encode(value).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate (from a `\ud800` escape): JSON carries it escaped
-        return _ASCII_ENCODER.encode(value).encode("ascii")
-    except RecursionError:  # nested deeper than the stack allows here (a body the parser took, ~1,000 levels)
+        try:
+            return _ENCODER.encode(value).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (from a `\ud800` escape): JSON carries it escaped
+            return _ASCII_ENCODER.encode(value).encode("ascii")
+    # Nested deeper than the stack allows here (a body the parser took, ~1,000 levels); or NaN or an infinity
+    # (a value from Python code) beside what only this encoder writes: null, as orjson writes them, never `Infinity`.
+    except (RecursionError, ValueError):
         return deep_json_bytes(value)
 
 
@@ -227,6 +232,8 @@ def deep_json_bytes(value: Any) -> bytes:
                 if i:
                     todo.append(_Literal(","))
             parts.append("[")
+        elif isinstance(item, float) and not math.isfinite(item):
+            parts.append("null")
         else:  # a scalar: the standard encoder does not recurse for it
             parts.append(_ASCII_ENCODER.encode(item))
     return "".join(parts).encode("ascii")

@@ -251,3 +251,23 @@ def test_in_process_and_remote_waits_and_assertions_stop_at_their_regex_budget()
             stub.assert_called("POST", "/plants", body=costly)
         assert str(caught.value) == "plantstub: " + spent.format("assertion")
         assert time.monotonic() - started < 1.5
+
+
+def _strict(raw: bytes) -> object:
+    def refuse(name: str) -> object:
+        raise AssertionError(f"{name} written: not JSON")
+
+    return json.loads(raw, parse_constant=refuse)
+
+
+def test_admin_answers_never_write_infinity_or_nan():
+    # A rule from Python code may hold float("inf"); beside an integer beyond 64 bits, GET rules wrote `Infinity`.
+    with Stub() as stub:
+        stub.when(path="/plants").reply(200, {"name": "x", "n": float("inf"), "m": float("nan"), "big": 10**20})
+        status, raw, _ = raw_call(stub.url, "GET", "/__plantstub/rules")
+        [rule] = _strict(raw)["rules"]  # type: ignore[index]
+        assert status == 200 and rule["rule"]["reply"]["body"] == {"name": "x", "n": None, "m": None, "big": 10**20}
+        for body in (b'{"match": {"path": "/plants"}, "reply": {"status": 200, "body": {"n": NaN}}}',
+                     b'{"match": {"path": "/plants"}, "reply": {"status": 200, "body": {"n": -Infinity}}}'):
+            status, raw, _ = raw_call(stub.url, "POST", "/__plantstub/rules", body, JSON)
+            assert status == 400 and _strict(raw)["message"].startswith("body: not valid JSON: ")  # type: ignore[index]
