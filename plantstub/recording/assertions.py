@@ -9,7 +9,7 @@ from typing import Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from plantstub._json import MISSING, NO_BODY
+from plantstub._json import MISSING, NO_BODY, shown
 from plantstub._regex import RegexBudget
 from plantstub.errors import CallAssertionError
 from plantstub.pattern import RequestPattern, pattern_problems
@@ -111,11 +111,12 @@ def render_near_misses(expectation: Expectation, calls: list[Call]) -> str:
         width = max((len(f) for f, *_ in rows), default=5)
         lines = [f"Closest: #{call.seq} {call.method} {call.path}" if not blocks else f"Next: #{call.seq} {call.method} {call.path}"]
         for field, expected, actual, ok in rows:
-            shown = "<absent>" if actual is MISSING else repr(actual)
+            # quoted in 80 characters at most: a call's body may be 1 MB, or nested 900 levels deep
+            got = "<absent>" if actual is MISSING else shown(actual)
             if ok:
-                lines.append(f"  {field:<{width}}  {shown:<12}  ok")
+                lines.append(f"  {field:<{width}}  {got:<12}  ok")
             else:
-                lines.append(f"  {field:<{width}}  {shown:<12}  expected {expected!r}   <<<<<")
+                lines.append(f"  {field:<{width}}  {got:<12}  expected {shown(expected)}   <<<<<")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
 

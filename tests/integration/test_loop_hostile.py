@@ -233,6 +233,15 @@ def test_wait_filters_of_the_wrong_type_or_depth_answer_400_naming_the_field(one
     assert (status, json.loads(raw)["message"]) == (400, message)
 
 
+def test_a_wait_whose_closest_call_nests_990_levels_deep_answers_its_failure_not_a_500(one_stub):
+    deep = '{"id": 2, "name": "Deep", "tag": ' + '{"a":' * 990 + "1" + "}" * 990 + "}"
+    assert raw_call(one_stub.url, "POST", "/plants", deep.encode(), AUTH_JSON)[0] == 400  # recorded all the same
+    for filters in ('{"timeout": 0, "body": {"tag": 1}}', '{"timeout": 0, "body": {"tag": {"a": {"$regex": "x"}}}}'):
+        status, raw, _ = raw_call(one_stub.url, "POST", "/__plantstub/calls/wait", filters.encode(), JSON)
+        answer = json.loads(raw)
+        assert (status, answer["arrived"]) == (200, False) and len(answer["message"]) < 2_000  # values cut short
+
+
 def test_in_process_and_remote_waits_and_assertions_stop_at_their_regex_budget():
     with Stub() as stub:
         for i in range(20):
