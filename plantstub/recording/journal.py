@@ -1,5 +1,5 @@
-"""The call journal: every request with its response, bounded in memory by count and bytes, optionally a
-JSON-lines file that gets every call complete."""
+"""The call journal: every request with its response, bounded in memory by count and by real bytes (its own bound and
+the session's Budget), optionally a JSON-lines file that gets every call complete."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plantstub._budget import Budget
 from plantstub._json import NO_BODY
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.journal_file import JournalFile
 
 DEFAULT_SIZE = 10_000
 DEFAULT_BYTES = 64 * 1024 * 1024
+KIND = "calls"  # what the journal holds, as its Budget names it
 
 
 class Journal:
-    """Keeps the most recent calls, at most `size` of them and about `max_bytes` of memory; numbers them;
-    appends each to `file` when given.
+    """Keeps the most recent calls, at most `size` of them, `max_bytes` of memory and what `memory` (the session's
+    Budget, kind "calls") lets it hold; numbers them; appends each to `file` when given, naming `session`.
 
     Appends come from the event loop thread; readers (admin API, `Stub.calls` in another thread)
     take a snapshot under the same lock, so a read never sees a half-made list.
@@ -31,10 +33,13 @@ class Journal:
     """
 
     def __init__(
-        self, size: int = DEFAULT_SIZE, file: Path | None = None, max_bytes: int = DEFAULT_BYTES, flush: str = "batch"
+        self, size: int = DEFAULT_SIZE, file: Path | None = None, max_bytes: int = DEFAULT_BYTES, flush: str = "batch",
+        memory: Budget | None = None, session: str | None = None,
     ) -> None:
         self.size = size
         self.max_bytes = max_bytes
+        self.memory = Budget(max_bytes) if memory is None else memory
+        self.session = session  # the sidecar session's id, which the file's lines carry (None: the default session)
         self._records: deque[Record] = deque()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -42,9 +47,12 @@ class Journal:
         self.epoch = 0  # +1 on every clear()
         self.recorded = 0  # since the last clear
         self.dropped_bytes = 0  # since the last clear
+        self.refused = 0  # since the last clear: calls too big to keep even alone (in the file only)
         self.file = None if file is None else JournalFile(file, flush)
         # Called after each call recorded, and on clear(): how waiters (wait_for_calls) learn without polling.
         self._listeners: tuple[Callable[[], None], ...] = ()
+        # Another kind short of room (records, rules...) makes the oldest calls go first.
+        self.memory.sheds(KIND, self._shed)
 
     def arrive(self) -> tuple[int, int]:
         """Number a request as it arrives: its `seq`, and the epoch it belongs to."""
@@ -61,13 +69,76 @@ class Journal:
         with self._lock:
             current = epoch is None or epoch == self.epoch
             if current:
-                self._insert(record)
                 self.recorded += 1
-        if current and self._listeners:
-            self._tell()
+                epoch = self.epoch
+        if current:
+            self._keep(record, epoch)  # type: ignore[arg-type]  # set above
+            if self._listeners:
+                self._tell()
         if self.file is not None:
-            self.file.write(dumps_call(record.view(body, response_body)) + b"\n")
+            self.file.write(dumps_call(record.view(body, response_body), session=self.session) + b"\n")
         return current
+
+    def _keep(self, record: Record, epoch: int) -> None:
+        """Keep `record` in memory, the oldest calls going first to make room; not at all when it cannot fit."""
+        size = record.size
+        memory = self.memory
+        if size > self.max_bytes or not memory.fits(size):
+            self._refuse(size)
+            return
+        with self._lock:  # within the journal's own bounds first
+            over = max(self._bytes + size - self.max_bytes, 0)
+            if over or len(self._records) >= self.size:
+                self._drop_oldest(over, len(self._records) - self.size + 1)
+        # Then within the session's budget and the stub's: asked outside the journal's lock, as taking may make
+        # other kinds shed under their own locks. Short of room, our own oldest go, and it is asked again.
+        while not memory.take(KIND, size):
+            with self._lock:
+                # Not even with every call of ours gone: the room is held by what cannot be dropped. Keep ours.
+                freed = self._drop_oldest(max(memory.held + size - memory.limit, 1)) if self._could_fit(size) else 0
+            if not freed:
+                self._refuse(size)
+                return
+        with self._lock:
+            if epoch != self.epoch:  # cleared meanwhile (from another thread): the call belongs to no epoch kept
+                memory.give(KIND, size)
+                return
+            self._insert(record)
+
+    def _drop_oldest(self, short: int, count: int = 1) -> int:
+        """Let go of the oldest calls, at least `count` of them and `short` bytes (fewer when there are no more),
+        counted as dropped; the bytes freed. Called under the lock."""
+        records, freed, gone_count = self._records, 0, 0
+        while records and (gone_count < count or freed < short):
+            freed += records.popleft().size
+            gone_count += 1
+        if gone_count:
+            self._bytes -= freed
+            self.dropped_bytes += freed
+            self.memory.give(KIND, freed)
+            self.memory.lost(KIND, freed, gone_count)
+        return freed
+
+    def _could_fit(self, size: int) -> bool:
+        """Whether `size` bytes would fit in the budget and its parents once every kept call is gone."""
+        budget: Budget | None = self.memory
+        while budget is not None:
+            if budget.held - self._bytes + size > budget.limit:
+                return False
+            budget = budget.parent
+        return True
+
+    def _shed(self, short: int) -> int:
+        """Free at least `short` bytes for another kind, oldest calls first (the Budget's shed)."""
+        with self._lock:
+            return self._drop_oldest(short, 0)
+
+    def _refuse(self, size: int) -> None:
+        """The newest call alone is over what memory may hold: it is not kept (the file still gets it), and counted."""
+        with self._lock:
+            self.refused += 1
+            self.dropped_bytes += size
+        self.memory.lost(KIND, size)
 
     def _insert(self, record: Record) -> None:
         records = self._records
@@ -79,11 +150,6 @@ class Journal:
                 at -= 1
             records.insert(at, record)
         self._bytes += record.size
-        # The oldest go first; the newest call always stays, whatever its size.
-        while len(records) > 1 and (len(records) > self.size or self._bytes > self.max_bytes):
-            gone = records.popleft()
-            self._bytes -= gone.size
-            self.dropped_bytes += gone.size
 
     def listen(self, callback: Callable[[], None]) -> None:
         """Call `callback` (from the recording thread) after every call recorded and on clear(); cheap and safe
@@ -117,7 +183,7 @@ class Journal:
 
     @property
     def kept_bytes(self) -> int:
-        """About how many bytes of memory the kept calls take."""
+        """The bytes of memory the kept calls take (what their records count)."""
         return self._bytes
 
     def records(self) -> list[Record]:
@@ -133,10 +199,12 @@ class Journal:
         """Forget the calls in memory and start a new epoch (calls still in flight will not enter it)."""
         with self._lock:
             self._records.clear()
-            self._bytes = 0
+            held, self._bytes = self._bytes, 0
             self.recorded = 0
             self.dropped_bytes = 0
+            self.refused = 0
             self.epoch += 1
+            self.memory.give(KIND, held)
         if self._listeners:
             self._tell()
 

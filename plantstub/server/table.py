@@ -58,7 +58,7 @@ class Sessions:
                 f"session {sid!r}: this stub already serves {self.cap} sessions, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
-        return Session(self.runtime, self.limits, self.memory, shares_file=self.default)
+        return Session(self.runtime, self.limits, self.memory, shares_file=self.default, sid=sid)
 
     def expire(self, now: float | None = None) -> None:
         """End the sessions unused for longer than --session-idle."""
