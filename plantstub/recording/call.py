@@ -129,19 +129,25 @@ class Record(NamedTuple):
     ) -> Record:
         """A record of one call, `header_pairs` as aiohttp received them (`request.raw_headers`), its size counted
         by arithmetic on lengths (nothing is walked but the few errors and reply headers)."""
-        headers = _packed(header_pairs)
-        size = (RECORD_OVERHEAD + len(raw) + len(payload) + _text_bytes(path) + _text_bytes(raw_query)
-                + (len(headers) if isinstance(headers, bytes) else _pairs_bytes(headers)))
+        # On every request's path: inline arithmetic, C loops only (a Python call costs as much as all of it).
+        headers: RawHeaders = _SEPARATOR.join(chain.from_iterable(header_pairs)) if header_pairs else b""
+        if headers and headers.count(_SEPARATOR) != 2 * len(header_pairs) - 1:  # a NUL got through: the pairs
+            headers = tuple(header_pairs)
+        size = RECORD_OVERHEAD + len(raw) + len(payload) + (len(path) if path.isascii() else 4 * len(path))
+        size += len(headers) if type(headers) is bytes else _pairs_bytes(headers)  # type: ignore[arg-type]
+        if raw_query:
+            size += _text_bytes(raw_query)
         if errors:
             size += _texts_bytes(errors)
         if stub_errors:
             size += _texts_bytes(stub_errors)
         if response_headers:
-            size += _mapping_bytes(response_headers)
+            values = "".join(response_headers.values())  # the names are the reply's own; a value may echo the client
+            size += ENTRY_OVERHEAD * len(response_headers) + (len(values) if values.isascii() else 4 * len(values))
         if parsed is not NO_BODY:  # a form read into a dict: Python objects, counted as the worst case
             size += PARSED_FACTOR * len(raw)
-        return cls(seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario, rule, status,
-                   response_headers, payload, payload_json, fault, stub_errors, size)
+        return _new_record(cls, (seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario,
+                                 rule, status, response_headers, payload, payload_json, fault, stub_errors, size))
 
     @property
     def headers(self) -> CIMultiDictProxy[str]:
@@ -177,18 +183,11 @@ class Record(NamedTuple):
 
 # -- the compact forms and their sizes -------------------------------------------------------------------------
 _NO_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
-_SEPARATOR = b"\0"  # never in a header: names are tokens, and aiohttp refuses a NUL in a value
-
-
-def _packed(pairs: Sequence[tuple[bytes, bytes]]) -> RawHeaders:
-    """The header pairs as one bytes object, `name NUL value NUL name ...`: a few dozen bytes of overhead in all,
-    where a mapping of strings costs about 150 bytes a header."""
-    if not pairs:
-        return b""
-    packed = _SEPARATOR.join(chain.from_iterable(pairs))
-    if packed.count(_SEPARATOR) != 2 * len(pairs) - 1:  # a NUL got through (an older aiohttp): keep the pairs
-        return tuple(pairs)
-    return packed
+# Headers packed `name NUL value NUL name ...` in one bytes object: a few dozen bytes of overhead in all, where a
+# mapping of strings costs about 150 bytes a header. NUL is never in a header: names are tokens, and aiohttp refuses
+# it in a value (should one get through, the record keeps the pairs themselves).
+_SEPARATOR = b"\0"
+_new_record = tuple.__new__  # Record's fields in order, without NamedTuple's __new__ in Python: on every request
 
 
 def _unpacked(headers: RawHeaders) -> CIMultiDictProxy[str]:
@@ -210,11 +209,7 @@ def _text_bytes(text: str) -> int:
 
 
 def _texts_bytes(texts: tuple[str, ...]) -> int:
-    return sum(OBJECT_OVERHEAD + _text_bytes(text) for text in texts)
-
-
-def _mapping_bytes(mapping: Mapping[str, str]) -> int:
-    return sum(ENTRY_OVERHEAD + _text_bytes(k) + _text_bytes(v) for k, v in mapping.items())
+    return OBJECT_OVERHEAD * len(texts) + _text_bytes("".join(texts))  # joined: one C loop, not a Python one
 
 
 def _pairs_bytes(pairs: tuple[tuple[bytes, bytes], ...]) -> int:

@@ -67,12 +67,12 @@ class Journal:
         written from them instead of parsing the bytes again.
         """
         with self._lock:
-            current = epoch is None or epoch == self.epoch
+            now = self.epoch
+            current = epoch is None or epoch == now
             if current:
                 self.recorded += 1
-                epoch = self.epoch
         if current:
-            self._keep(record, epoch)  # type: ignore[arg-type]  # set above
+            self._keep(record, now)
             if self._listeners:
                 self._tell()
         if self.file is not None:
@@ -82,32 +82,48 @@ class Journal:
     def _keep(self, record: Record, epoch: int) -> None:
         """Keep `record` in memory, the oldest calls going first to make room; not at all when it cannot fit."""
         size = record.size
-        memory = self.memory
-        if size > self.max_bytes or not memory.fits(size):
+        if size > self.max_bytes:
             self._refuse(size)
             return
-        with self._lock:  # within the journal's own bounds first
-            over = max(self._bytes + size - self.max_bytes, 0)
-            if over or len(self._records) >= self.size:
-                self._drop_oldest(over, len(self._records) - self.size + 1)
-        # Then within the session's budget and the stub's: asked outside the journal's lock, as taking may make
-        # other kinds shed under their own locks. Short of room, our own oldest go, and it is asked again.
-        while not memory.take(KIND, size):
+        records = self._records
+        if len(records) >= self.size or self._bytes + size > self.max_bytes:  # within the journal's own bounds first
             with self._lock:
-                # Not even with every call of ours gone: the room is held by what cannot be dropped. Keep ours.
-                freed = self._drop_oldest(max(memory.held + size - memory.limit, 1)) if self._could_fit(size) else 0
-            if not freed:
-                self._refuse(size)
-                return
+                self._drop_oldest(self._bytes + size - self.max_bytes, len(records) - self.size + 1)
+        # Then within the session's budget and the stub's: asked outside the journal's lock, as taking may make
+        # other kinds shed under their own locks.
+        if not self.memory.take(KIND, size) and not self._make_room(size):
+            self._refuse(size)
+            return
         with self._lock:
             if epoch != self.epoch:  # cleared meanwhile (from another thread): the call belongs to no epoch kept
-                memory.give(KIND, size)
-                return
-            self._insert(record)
+                self.memory.give(KIND, size)
+            elif not records or records[-1].seq < record.seq:
+                records.append(record)
+                self._bytes += size
+            else:  # answered after a later arrival (a delayed reply): keep seq order
+                at = len(records)
+                while at > 0 and records[at - 1].seq > record.seq:
+                    at -= 1
+                records.insert(at, record)
+                self._bytes += size
+
+    def _make_room(self, size: int) -> bool:
+        """Let our own oldest calls go until the budget takes `size` more bytes; False (none let go) when it would not
+        even with every call gone: the room is held by what cannot be dropped."""
+        memory = self.memory
+        while True:
+            with self._lock:
+                if not self._could_fit(size):
+                    return False
+                freed = self._drop_oldest(max(memory.held + size - memory.limit, 1))
+            if not freed:
+                return False
+            if memory.take(KIND, size):
+                return True
 
     def _drop_oldest(self, short: int, count: int = 1) -> int:
-        """Let go of the oldest calls, at least `count` of them and `short` bytes (fewer when there are no more),
-        counted as dropped; the bytes freed. Called under the lock."""
+        """Let go of the oldest calls, at least `count` of them and `short` bytes (fewer when there are no more); the
+        bytes freed. Called under the lock. The budget counts them lost when bytes were short, not for the count."""
         records, freed, gone_count = self._records, 0, 0
         while records and (gone_count < count or freed < short):
             freed += records.popleft().size
@@ -116,7 +132,8 @@ class Journal:
             self._bytes -= freed
             self.dropped_bytes += freed
             self.memory.give(KIND, freed)
-            self.memory.lost(KIND, freed, gone_count)
+            if short > 0:
+                self.memory.lost(KIND, freed, gone_count)
         return freed
 
     def _could_fit(self, size: int) -> bool:
@@ -139,17 +156,6 @@ class Journal:
             self.refused += 1
             self.dropped_bytes += size
         self.memory.lost(KIND, size)
-
-    def _insert(self, record: Record) -> None:
-        records = self._records
-        if not records or records[-1].seq < record.seq:
-            records.append(record)
-        else:  # answered after a later arrival (a delayed reply): keep seq order
-            at = len(records)
-            while at > 0 and records[at - 1].seq > record.seq:
-                at -= 1
-            records.insert(at, record)
-        self._bytes += record.size
 
     def listen(self, callback: Callable[[], None]) -> None:
         """Call `callback` (from the recording thread) after every call recorded and on clear(); cheap and safe
