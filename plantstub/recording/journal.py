@@ -17,6 +17,7 @@ from plantstub.recording.journal_file import JournalFile
 DEFAULT_SIZE = 10_000
 DEFAULT_BYTES = 64 * 1024 * 1024
 KIND = "calls"  # what the journal holds, as its Budget names it
+AHEAD = 64 * 1024
 
 
 class Journal:
@@ -39,6 +40,10 @@ class Journal:
         self.size = size
         self.max_bytes = max_bytes
         self.memory = Budget(max_bytes) if memory is None else memory
+        # Bytes taken from the budget ahead of the calls that will hold them: most calls then take no lock but the
+        # journal's own. At most twice AHEAD (a 64th of a small budget), counted in the budget's `calls`.
+        self._chunk = min(AHEAD, self.memory.limit // 64)
+        self._ahead = 0
         self.session = session  # the sidecar session's id, which the file's lines carry (None: the default session)
         self._records: deque[Record] = deque()
         self._bytes = 0
@@ -86,44 +91,63 @@ class Journal:
             self._refuse(size)
             return
         records = self._records
-        if len(records) >= self.size or self._bytes + size > self.max_bytes:  # within the journal's own bounds first
-            with self._lock:
+        with self._lock:
+            if len(records) >= self.size or self._bytes + size > self.max_bytes:  # within the journal's own bounds
                 self._drop_oldest(self._bytes + size - self.max_bytes, len(records) - self.size + 1)
-        # Then within the session's budget and the stub's: asked outside the journal's lock, as taking may make
-        # other kinds shed under their own locks.
-        if not self.memory.take(KIND, size) and not self._make_room(size):
+            if self._ahead >= size:  # the usual case: no other lock taken
+                self._ahead -= size
+                self._insert(record, size)
+                return
+            need = size - self._ahead
+        # From the session's budget and the stub's, outside the journal's lock (taking may make other kinds shed under
+        # their own locks): what is missing and some bytes ahead, or just what is missing, or room made for it.
+        memory, ahead = self.memory, self._chunk
+        if memory.take(KIND, need + ahead):
+            got = need + ahead
+        elif memory.take(KIND, need) or self._make_room(need):
+            got = need
+        else:
             self._refuse(size)
             return
         with self._lock:
+            self._ahead += got
             if epoch != self.epoch:  # cleared meanwhile (from another thread): the call belongs to no epoch kept
-                self.memory.give(KIND, size)
-            elif not records or records[-1].seq < record.seq:
-                records.append(record)
-                self._bytes += size
-            else:  # answered after a later arrival (a delayed reply): keep seq order
-                at = len(records)
-                while at > 0 and records[at - 1].seq > record.seq:
-                    at -= 1
-                records.insert(at, record)
-                self._bytes += size
+                return
+            if self._ahead >= size:
+                self._ahead -= size
+                self._insert(record, size)
+                return
+        self._refuse(size)  # another kind had our bytes shed meanwhile: the room is gone
 
-    def _make_room(self, size: int) -> bool:
-        """Let our own oldest calls go until the budget takes `size` more bytes; False (none let go) when it would not
+    def _insert(self, record: Record, size: int) -> None:
+        records = self._records
+        if not records or records[-1].seq < record.seq:
+            records.append(record)
+        else:  # answered after a later arrival (a delayed reply): keep seq order
+            at = len(records)
+            while at > 0 and records[at - 1].seq > record.seq:
+                at -= 1
+            records.insert(at, record)
+        self._bytes += size
+
+    def _make_room(self, need: int) -> bool:
+        """Let our own oldest calls go until the budget takes `need` more bytes; False (none let go) when it would not
         even with every call gone: the room is held by what cannot be dropped."""
         memory = self.memory
         while True:
             with self._lock:
-                if not self._could_fit(size):
+                if not self._could_fit(need):
                     return False
-                freed = self._drop_oldest(max(memory.held + size - memory.limit, 1))
+                freed = self._drop_oldest(max(memory.held + need - memory.limit, 1))
             if not freed:
                 return False
-            if memory.take(KIND, size):
+            if memory.take(KIND, need):
                 return True
 
     def _drop_oldest(self, short: int, count: int = 1) -> int:
         """Let go of the oldest calls, at least `count` of them and `short` bytes (fewer when there are no more); the
-        bytes freed. Called under the lock. The budget counts them lost when bytes were short, not for the count."""
+        bytes freed. Called under the lock. Short of bytes, they go back to the budget, counted lost; dropped for the
+        count bound, they are kept ahead for the next call."""
         records, freed, gone_count = self._records, 0, 0
         while records and (gone_count < count or freed < short):
             freed += records.popleft().size
@@ -131,9 +155,14 @@ class Journal:
         if gone_count:
             self._bytes -= freed
             self.dropped_bytes += freed
-            self.memory.give(KIND, freed)
             if short > 0:
+                self.memory.give(KIND, freed)
                 self.memory.lost(KIND, freed, gone_count)
+            else:
+                self._ahead += freed
+                if self._ahead > 2 * self._chunk:
+                    self.memory.give(KIND, self._ahead - self._chunk)
+                    self._ahead = self._chunk
         return freed
 
     def _could_fit(self, size: int) -> bool:
@@ -146,9 +175,13 @@ class Journal:
         return True
 
     def _shed(self, short: int) -> int:
-        """Free at least `short` bytes for another kind, oldest calls first (the Budget's shed)."""
+        """Free at least `short` bytes for another kind: the bytes taken ahead, then the oldest calls (the Budget's
+        shed)."""
         with self._lock:
-            return self._drop_oldest(short, 0)
+            ahead, self._ahead = self._ahead, 0
+            if ahead:
+                self.memory.give(KIND, ahead)
+            return ahead + (self._drop_oldest(short - ahead, 0) if ahead < short else 0)
 
     def _refuse(self, size: int) -> None:
         """The newest call alone is over what memory may hold: it is not kept (the file still gets it), and counted."""
@@ -192,6 +225,11 @@ class Journal:
         """The bytes of memory the kept calls take (what their records count)."""
         return self._bytes
 
+    @property
+    def taken(self) -> int:
+        """The bytes the journal holds of its budget: its calls' and those taken ahead for the next ones."""
+        return self._bytes + self._ahead
+
     def records(self) -> list[Record]:
         """The kept records, oldest first (a snapshot)."""
         with self._lock:
@@ -205,7 +243,7 @@ class Journal:
         """Forget the calls in memory and start a new epoch (calls still in flight will not enter it)."""
         with self._lock:
             self._records.clear()
-            held, self._bytes = self._bytes, 0
+            held, self._bytes, self._ahead = self._bytes + self._ahead, 0, 0
             self.recorded = 0
             self.dropped_bytes = 0
             self.refused = 0

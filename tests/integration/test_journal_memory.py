@@ -71,7 +71,8 @@ def test_calls_with_big_headers_are_counted_in_real_bytes_within_the_budget(serv
     journal, memory = figures["journal"], figures["memory"]["session"]
     calls = memory["parts"]["calls"]
     assert grown[0] > 18 * MB and grown[1] > 36 * MB  # ~0.96 MB a call: the headers count, call after call
-    assert journal["bytes"] == calls <= memory["held"] <= limit == memory["limit"]
+    assert journal["bytes"] <= calls <= journal["bytes"] + 2 * 64 * 1024  # and at most 128 KiB taken ahead
+    assert calls <= memory["held"] <= limit == memory["limit"]
     assert calls > limit - 2 * MB  # the budget is used, not a fraction of it
     assert memory["dropped"]["calls"]["count"] == journal["dropped"] > 30  # the oldest went, and health says so
     assert figures["memory"]["stub"]["parts"]["calls"] == calls
@@ -93,5 +94,19 @@ def test_a_call_bigger_than_the_budget_is_not_kept_but_counted_and_written(serve
     journal, dropped = figures["journal"], figures["memory"]["session"]["dropped"]["calls"]
     assert (journal["calls"], journal["recorded"], journal["dropped"], journal["refused"]) == (1, 2, 1, 1)
     assert dropped["count"] == 1 and dropped["bytes"] > MB
-    assert figures["memory"]["session"]["held"] < 10_000  # the first call alone
+    assert figures["memory"]["session"]["held"] < 40_000  # the first call alone (and bytes taken ahead)
     assert [line["seq"] for line in map(json.loads, journal_file.read_text().splitlines())] == [1, 2]
+
+
+def test_a_sessions_calls_draw_from_its_own_budget_within_the_stubs(serve, tmp_path):
+    """Each sidecar session kept 10,000 calls of any size too: now a sixteenth of --max-bytes at most."""
+    stub = serve("--port", "0", "--max-bytes", str(16 * MB), cwd=tmp_path)
+    headers = {"Authorization": "Bearer t", "X-Plantstub-Session": "ci-1", **big_headers(25)}  # ~200 KB
+    for _ in range(12):
+        assert raw_call(stub.url, "GET", "/plants", headers=headers)[0] == 405
+    memory = health(stub.url, "/__session/ci-1")["memory"]
+    session, whole = memory["session"], memory["stub"]
+    assert session["limit"] == MB and 4 * 200_000 < session["parts"]["calls"] <= MB
+    assert session["dropped"]["calls"]["count"] >= 7
+    assert whole["limit"] == 16 * MB and whole["parts"]["calls"] >= session["parts"]["calls"]
+    assert health(stub.url)["memory"]["session"]["parts"].get("calls", 0) < 10_000  # the default session's own

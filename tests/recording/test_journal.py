@@ -12,7 +12,7 @@ import pytest
 from plantstub._budget import Budget
 from plantstub._json import NO_BODY
 from plantstub.recording.call import ENTRY_OVERHEAD, RECORD_OVERHEAD, Record
-from plantstub.recording.journal import Journal
+from plantstub.recording.journal import AHEAD, Journal
 
 MB = 1024 * 1024
 
@@ -34,7 +34,8 @@ def test_bodies_are_kept_as_bytes_and_parsed_when_read():
     assert call.response == {"status": 200, "headers": {"Content-Type": "application/json"}, "body": {"name": "Fern"}}
     packed = len(b"Content-Type\0application/json")
     reply_headers = ENTRY_OVERHEAD + len("application/json")
-    assert journal.kept_bytes == 25 + 15 + len("/plants") + packed + reply_headers + RECORD_OVERHEAD == journal.memory.held
+    assert journal.kept_bytes == 25 + 15 + len("/plants") + packed + reply_headers + RECORD_OVERHEAD
+    assert journal.memory.held == journal.taken == journal.kept_bytes + AHEAD  # taken ahead: no lock for the next
 
 
 def test_headers_and_query_are_kept_as_received_and_read_as_aiohttp_reads_them():
@@ -86,7 +87,8 @@ def test_the_byte_bound_drops_the_oldest_and_counts_what_it_dropped():
     for seq in range(1, 11):
         journal.append(record(seq, raw=big))
     assert [r.seq for r in journal.records()] == [8, 9, 10]
-    assert journal.kept_bytes == 3 * each == journal.memory.held
+    assert journal.kept_bytes == 3 * each
+    assert journal.memory.held == journal.taken <= journal.kept_bytes + 2 * AHEAD
     assert (journal.recorded, journal.dropped, journal.dropped_bytes) == (10, 7, 7 * each)
     assert journal.memory.figures()["dropped"] == {"calls": {"count": 7, "bytes": 7 * each}}
 
@@ -110,9 +112,9 @@ def test_calls_draw_from_the_session_budget_and_shed_for_other_kinds():
     for seq in range(1, 8):
         journal.append(record(seq, raw=b"x" * 9000))
     assert len(journal.records()) == 50_000 // each  # the session's budget, not the journal's own bound
-    assert session.held == stub.held == journal.kept_bytes
+    assert session.held == stub.held == journal.taken
     assert session.take("records", 3 * each)  # another kind short of room: the oldest calls go
-    assert journal.kept_bytes == session.parts["calls"] and journal.records()[-1].seq == 7
+    assert journal.taken == session.parts["calls"] and journal.records()[-1].seq == 7
     assert stub.take("rules", stub.limit - stub.held)  # the stub is full of what cannot be dropped: a new call
     journal.append(record(8, raw=b"x" * 9000))  # makes the session's own oldest go
     assert [r.seq for r in journal.records()] == [7, 8]
@@ -120,6 +122,15 @@ def test_calls_draw_from_the_session_budget_and_shed_for_other_kinds():
     assert [r.seq for r in journal.records()] == [7, 8] and journal.refused == 1
     journal.clear()
     assert session.parts.get("calls", 0) == 0
+
+
+def test_calls_dropped_for_the_count_make_room_for_the_next_without_asking_the_budget_again():
+    journal = Journal(size=3)
+    for seq in range(1, 101):
+        journal.append(record(seq))
+    assert [r.seq for r in journal.records()] == [98, 99, 100] and journal.dropped == 97
+    assert journal.memory.held == journal.taken <= journal.kept_bytes + 2 * AHEAD
+    assert journal.memory.figures()["dropped"] == {}  # not for lack of room
 
 
 def test_a_clear_gives_the_bytes_back():
