@@ -28,7 +28,7 @@ OBJECT_OVERHEAD = 100
 ENTRY_OVERHEAD = 140
 PARSED_FACTOR = 50  # a form parsed into a dict of strings and numbers: up to ~50 times its bytes (`a&b&c...`)
 
-# A request's headers as a record keeps them: packed in one bytes object, or the pairs (see _packed)
+# A request's headers as a record keeps them: packed in one bytes object, or the pairs (see Record.of)
 RawHeaders = bytes | tuple[tuple[bytes, bytes], ...]
 
 
@@ -197,7 +197,7 @@ def _unpacked(headers: RawHeaders) -> CIMultiDictProxy[str]:
     if isinstance(headers, bytes):
         parts = headers.split(_SEPARATOR)
         pairs = zip(parts[::2], parts[1::2], strict=True)
-    else:  # the pairs themselves (see _packed)
+    else:  # the pairs themselves (see _SEPARATOR)
         pairs = headers
     return CIMultiDictProxy(CIMultiDict(
         (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape")) for name, value in pairs))
