@@ -26,6 +26,7 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -47,8 +48,10 @@ class Stub:
     """`PY -m plantstub serve --stateful --port 0 ARGS...`, its URL read from the listening line."""
 
     def __init__(self, python: str, *args: str) -> None:
+        # Run from a folder of its own: `-m plantstub` imports a plantstub/ in the working folder first (--python).
         self.proc = subprocess.Popen([python, "-m", "plantstub", "serve", "--stateful", "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     cwd=tempfile.gettempdir())
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if not line.startswith("plantstub listening on "):
             self.stop()
@@ -226,6 +229,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     grown = after - before
     return {"load": name, "what": what, "seconds": round(seconds, 1), "rss_growth": grown, "held": held,
             "limit": memory.get("limit"), "parts": memory.get("parts", {}), "dropped": memory.get("dropped", {}),
+            "journal_bytes": health["journal"]["bytes"],
             "ratio": round(grown / held, 2) if held > 0 else None}
 
 
@@ -235,7 +239,8 @@ def show(result: dict[str, Any]) -> str:
     ratio = "no figure" if result["ratio"] is None else f"{result['ratio']}x"
     return (f"{result['load']}: {result['what']} in {result['seconds']} s\n"
             f"  RSS growth {result['rss_growth'] / MB:.1f} MB; health holds {result['held'] / MB:.1f} MB "
-            f"({parts}; dropped: {dropped or 'none'}); RSS growth / held: {ratio}")
+            f"({parts}; dropped: {dropped or 'none'}); RSS growth / held: {ratio}; "
+            f"journal.bytes {result['journal_bytes'] / MB:.1f} MB")
 
 
 def main() -> None:
