@@ -1,24 +1,35 @@
 """A recorded call: the compact Record the journal keeps, and the Call view readers get.
 
-The journal keeps what came over the wire, as bytes: the request body and the reply's payload. The
-parsed view (`Call.body`, `Call.response["body"]`) is built when someone reads the call, so a
-journal of big bodies costs about their size in memory, not the ten or twenty times more that
-parsed Python objects take.
+The journal keeps what came over the wire, as bytes: the request's headers, query and body, the reply's payload.
+The parsed view (`Call.headers`, `Call.query`, `Call.body`, `Call.response["body"]`) is built when someone reads the
+call, so a journal of big bodies or many headers costs about their size in memory, not the ten or twenty times more
+that parsed Python objects take; `Record.size` counts that memory.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
+from itertools import chain
 from typing import Any, NamedTuple
 
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
 from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
 
-RECORD_OVERHEAD = 512  # bytes a record costs besides its bodies (fields, headers): an estimate
+# What Python objects cost besides the bytes they carry (CPython 64-bit, calibrated with tracemalloc: see
+# tests/recording/test_journal.py): a record with its fixed fields (the tuple, numbers, path, bodies' objects and a
+# small dict of reply headers); one more string in a tuple (errors); one more entry of that dict.
+RECORD_OVERHEAD = 560
+OBJECT_OVERHEAD = 100
+ENTRY_OVERHEAD = 140
+PARSED_FACTOR = 50  # a form parsed into a dict of strings and numbers: up to ~50 times its bytes (`a&b&c...`)
+
+# A request's headers as a record keeps them: packed in one bytes object, or the pairs (see Record.of)
+RawHeaders = bytes | tuple[tuple[bytes, bytes], ...]
 
 
 class Call(NamedTuple):
@@ -81,7 +92,9 @@ class Call(NamedTuple):
 
 
 class Record(NamedTuple):
-    """What the journal keeps of one call: the same facts as a Call, bodies as the bytes sent.
+    """What the journal keeps of one call, compact: the request's headers and query as they came over the wire,
+    bodies as the bytes sent; `headers`, `query` and the bodies are parsed when read (`view()`). Build one with
+    `Record.of()`, which counts `size`.
 
     `parsed` holds the request body only when the check read it from something other than JSON
     text (a form), which the raw bytes alone would not give back; else NO_BODY.
@@ -91,8 +104,8 @@ class Record(NamedTuple):
     started: float
     method: str
     path: str
-    query: dict[str, Any]
-    headers: Mapping[str, str]
+    raw_query: str  # the query string as sent (percent-encoded), "" for none
+    raw_headers: RawHeaders  # the request's header names and values as received, NUL-separated
     raw: bytes
     parsed: Any
     valid: bool
@@ -104,12 +117,51 @@ class Record(NamedTuple):
     payload: bytes  # the reply's body as sent
     payload_json: bool  # whether it is JSON (else text)
     fault: str | None
-    stub_errors: tuple[str, ...] = ()
+    stub_errors: tuple[str, ...]
+    size: int  # the bytes of memory the record holds, as Record.of() counted them
+
+    @classmethod
+    def of(
+        cls, seq: int, started: float, method: str, path: str, raw_query: str,
+        header_pairs: Sequence[tuple[bytes, bytes]], raw: bytes, parsed: Any, valid: bool, errors: tuple[str, ...],
+        scenario: str | None, rule: str | None, status: int | None, response_headers: dict[str, str],
+        payload: bytes, payload_json: bool, fault: str | None, stub_errors: tuple[str, ...] = (),
+    ) -> Record:
+        """A record of one call, `header_pairs` as aiohttp received them (`request.raw_headers`), its size counted
+        by arithmetic on lengths (nothing is walked but the few errors and reply headers)."""
+        # On every request's path: inline arithmetic, C loops only (a Python call costs as much as all of it).
+        headers: RawHeaders = _SEPARATOR.join(chain.from_iterable(header_pairs)) if header_pairs else b""
+        if headers and headers.count(_SEPARATOR) != 2 * len(header_pairs) - 1:  # a NUL got through: the pairs
+            headers = tuple(header_pairs)
+        size = RECORD_OVERHEAD + len(raw) + len(payload) + (len(path) if path.isascii() else 4 * len(path))
+        size += len(headers) if type(headers) is bytes else _pairs_bytes(headers)  # type: ignore[arg-type]
+        if raw_query:
+            size += _text_bytes(raw_query)
+        if errors:
+            size += _texts_bytes(errors)
+        if stub_errors:
+            size += _texts_bytes(stub_errors)
+        if response_headers:
+            values = "".join(response_headers.values())  # the names are the reply's own; a value may echo the client
+            size += ENTRY_OVERHEAD * len(response_headers) + (len(values) if values.isascii() else 4 * len(values))
+        if parsed is not NO_BODY:  # a form read into a dict: Python objects, counted as the worst case
+            size += PARSED_FACTOR * len(raw)
+        return _new_record(cls, (seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario,
+                                 rule, status, response_headers, payload, payload_json, fault, stub_errors, size))
 
     @property
-    def size(self) -> int:
-        """About how many bytes of memory the record holds."""
-        return len(self.raw) + len(self.payload) + RECORD_OVERHEAD
+    def headers(self) -> CIMultiDictProxy[str]:
+        """The request's headers, case-insensitive and read-only, decoded as aiohttp decodes them."""
+        return _unpacked(self.raw_headers)
+
+    @property
+    def query(self) -> dict[str, Any]:
+        """The query parameters: a name's value, or the list of them when it came more than once."""
+        if not self.raw_query:
+            return {}
+        query = URL.build(query_string=self.raw_query, encoded=True).query
+        return {name: values if len(values) > 1 else values[0]
+                for name in query for values in (query.getall(name),)}
 
     @property
     def time(self) -> str:
@@ -127,6 +179,41 @@ class Record(NamedTuple):
             response = {"status": self.status, "headers": {}, "body": None, "fault": self.fault}
         return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                     self.errors, self.scenario, self.rule, response, self.stub_errors)
+
+
+# -- the compact forms and their sizes -------------------------------------------------------------------------
+_NO_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
+# Headers packed `name NUL value NUL name ...` in one bytes object: a few dozen bytes of overhead in all, where a
+# mapping of strings costs about 150 bytes a header. NUL is never in a header: names are tokens, and aiohttp refuses
+# it in a value (should one get through, the record keeps the pairs themselves).
+_SEPARATOR = b"\0"
+_new_record = tuple.__new__  # Record's fields in order, without NamedTuple's __new__ in Python: on every request
+
+
+def _unpacked(headers: RawHeaders) -> CIMultiDictProxy[str]:
+    if not headers:
+        return _NO_HEADERS
+    pairs: Iterable[tuple[bytes, bytes]]
+    if isinstance(headers, bytes):
+        parts = headers.split(_SEPARATOR)
+        pairs = zip(parts[::2], parts[1::2], strict=True)
+    else:  # the pairs themselves (see _SEPARATOR)
+        pairs = headers
+    return CIMultiDictProxy(CIMultiDict(
+        (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape")) for name, value in pairs))
+
+
+def _text_bytes(text: str) -> int:
+    """A string's characters' bytes, at most (CPython keeps 1, 2 or 4 bytes a character; 4 when not ASCII)."""
+    return len(text) if text.isascii() else 4 * len(text)
+
+
+def _texts_bytes(texts: tuple[str, ...]) -> int:
+    return OBJECT_OVERHEAD * len(texts) + _text_bytes("".join(texts))  # joined: one C loop, not a Python one
+
+
+def _pairs_bytes(pairs: tuple[tuple[bytes, bytes], ...]) -> int:
+    return sum(ENTRY_OVERHEAD + len(name) + len(value) for name, value in pairs)
 
 
 def _payload_view(payload: bytes, is_json: bool) -> Any:
@@ -149,9 +236,12 @@ def _text(value: str) -> str:
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def dumps_call(call: Call) -> bytes:
-    """One line of JSON; a body too deep or too odd for the encoders is shown as text rather than lost."""
+def dumps_call(call: Call, **more: Any) -> bytes:
+    """One line of JSON, with `more` fields (the journal file's `session`); a body too deep or too odd for the
+    encoders is shown as text rather than lost."""
     data = call.to_dict()
+    if more:
+        data.update(more)
     try:
         return orjson.dumps(data)
     except (TypeError, orjson.JSONEncodeError):

@@ -1,5 +1,5 @@
-"""The call journal: every request with its response, bounded in memory by count and bytes, optionally a
-JSON-lines file that gets every call complete."""
+"""The call journal: every request with its response, bounded in memory by count and by real bytes (its own bound and
+the session's Budget), optionally a JSON-lines file that gets every call complete."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plantstub._budget import Budget
 from plantstub._json import NO_BODY
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.journal_file import JournalFile
@@ -16,11 +17,13 @@ from plantstub.recording.journal_file import JournalFile
 DEFAULT_SIZE = 10_000
 DEFAULT_BYTES = 64 * 1024 * 1024
 Listener = Callable[["Record | None", Any], None]  # (the call recorded, or None on clear(); its parsed body)
+KIND = "calls"  # what the journal holds, as its Budget names it
+AHEAD = 64 * 1024
 
 
 class Journal:
-    """Keeps the most recent calls, at most `size` of them and about `max_bytes` of memory; numbers them;
-    appends each to `file` when given.
+    """Keeps the most recent calls, at most `size` of them, `max_bytes` of memory and what `memory` (the session's
+    Budget, kind "calls") lets it hold; numbers them; appends each to `file` when given, naming `session`.
 
     Appends come from the event loop thread; readers (admin API, `Stub.calls` in another thread)
     take a snapshot under the same lock, so a read never sees a half-made list.
@@ -32,10 +35,17 @@ class Journal:
     """
 
     def __init__(
-        self, size: int = DEFAULT_SIZE, file: Path | None = None, max_bytes: int = DEFAULT_BYTES, flush: str = "batch"
+        self, size: int = DEFAULT_SIZE, file: Path | None = None, max_bytes: int = DEFAULT_BYTES, flush: str = "batch",
+        memory: Budget | None = None, session: str | None = None,
     ) -> None:
         self.size = size
         self.max_bytes = max_bytes
+        self.memory = Budget(max_bytes) if memory is None else memory
+        # Bytes taken from the budget ahead of the calls that will hold them: most calls then take no lock but the
+        # journal's own. At most twice AHEAD (a 64th of a small budget), counted in the budget's `calls`.
+        self._chunk = min(AHEAD, self.memory.limit // 64)
+        self._ahead = 0
+        self.session = session  # the sidecar session's id, which the file's lines carry (None: the default session)
         self._records: deque[Record] = deque()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -43,9 +53,12 @@ class Journal:
         self.epoch = 0  # +1 on every clear()
         self.recorded = 0  # since the last clear
         self.dropped_bytes = 0  # since the last clear
+        self.refused = 0  # since the last clear: calls too big to keep even alone (in the file only)
         self.file = None if file is None else JournalFile(file, flush)
         # Called with each call recorded, and on clear(): how waiters (wait_for_calls) learn without polling.
         self._listeners: tuple[Listener, ...] = ()
+        # Another kind short of room (records, rules...) makes the oldest calls go first.
+        self.memory.sheds(KIND, self._shed)
 
     def arrive(self) -> tuple[int, int]:
         """Number a request as it arrives: its `seq`, and the epoch it belongs to."""
@@ -60,18 +73,57 @@ class Journal:
         written from them instead of parsing the bytes again.
         """
         with self._lock:
-            current = epoch is None or epoch == self.epoch
+            now = self.epoch
+            current = epoch is None or epoch == now
             if current:
-                self._insert(record)
                 self.recorded += 1
-            listeners = self._listeners  # read with the insert: a listener gets exactly the calls listen() did not
-        if current and listeners:
-            self._tell(listeners, record, body)
+        if current:
+            told = self._keep(record, now)
+            listeners = told if told is not None else self._listeners
+            if listeners:
+                self._tell(listeners, record, body)
         if self.file is not None:
-            self.file.write(dumps_call(record.view(body, response_body)) + b"\n")
+            self.file.write(dumps_call(record.view(body, response_body), session=self.session) + b"\n")
         return current
 
-    def _insert(self, record: Record) -> None:
+    def _keep(self, record: Record, epoch: int) -> tuple[Listener, ...] | None:
+        """Keep `record` in memory, the oldest calls going first to make room; not at all when it cannot fit. The
+        listeners as they were when it went in (so a listener gets exactly the calls listen() did not), or None."""
+        size = record.size
+        if size > self.max_bytes:
+            self._refuse(size)
+            return None
+        records = self._records
+        with self._lock:
+            if len(records) >= self.size or self._bytes + size > self.max_bytes:  # within the journal's own bounds
+                self._drop_oldest(self._bytes + size - self.max_bytes, len(records) - self.size + 1)
+            if self._ahead >= size:  # the usual case: no other lock taken
+                self._ahead -= size
+                self._insert(record, size)
+                return self._listeners
+            need = size - self._ahead
+        # From the session's budget and the stub's, outside the journal's lock (taking may make other kinds shed under
+        # their own locks): what is missing and some bytes ahead, or just what is missing, or room made for it.
+        memory, ahead = self.memory, self._chunk
+        if memory.take(KIND, need + ahead):
+            got = need + ahead
+        elif memory.take(KIND, need) or self._make_room(need):
+            got = need
+        else:
+            self._refuse(size)
+            return None
+        with self._lock:
+            self._ahead += got
+            if epoch != self.epoch:  # cleared meanwhile (from another thread): the call belongs to no epoch kept
+                return ()
+            if self._ahead >= size:
+                self._ahead -= size
+                self._insert(record, size)
+                return self._listeners
+        self._refuse(size)  # another kind had our bytes shed meanwhile: the room is gone
+        return None
+
+    def _insert(self, record: Record, size: int) -> None:
         records = self._records
         if not records or records[-1].seq < record.seq:
             records.append(record)
@@ -80,12 +132,67 @@ class Journal:
             while at > 0 and records[at - 1].seq > record.seq:
                 at -= 1
             records.insert(at, record)
-        self._bytes += record.size
-        # The oldest go first; the newest call always stays, whatever its size.
-        while len(records) > 1 and (len(records) > self.size or self._bytes > self.max_bytes):
-            gone = records.popleft()
-            self._bytes -= gone.size
-            self.dropped_bytes += gone.size
+        self._bytes += size
+
+    def _make_room(self, need: int) -> bool:
+        """Let our own oldest calls go until the budget takes `need` more bytes; False (none let go) when it would not
+        even with every call gone: the room is held by what cannot be dropped."""
+        memory = self.memory
+        while True:
+            with self._lock:
+                if not self._could_fit(need):
+                    return False
+                freed = self._drop_oldest(max(memory.held + need - memory.limit, 1))
+            if not freed:
+                return False
+            if memory.take(KIND, need):
+                return True
+
+    def _drop_oldest(self, short: int, count: int = 1) -> int:
+        """Let go of the oldest calls, at least `count` of them and `short` bytes (fewer when there are no more); the
+        bytes freed. Called under the lock. Short of bytes, they go back to the budget, counted lost; dropped for the
+        count bound, they are kept ahead for the next call."""
+        records, freed, gone_count = self._records, 0, 0
+        while records and (gone_count < count or freed < short):
+            freed += records.popleft().size
+            gone_count += 1
+        if gone_count:
+            self._bytes -= freed
+            self.dropped_bytes += freed
+            if short > 0:
+                self.memory.give(KIND, freed)
+                self.memory.lost(KIND, freed, gone_count)
+            else:
+                self._ahead += freed
+                if self._ahead > 2 * self._chunk:
+                    self.memory.give(KIND, self._ahead - self._chunk)
+                    self._ahead = self._chunk
+        return freed
+
+    def _could_fit(self, size: int) -> bool:
+        """Whether `size` bytes would fit in the budget and its parents once every kept call is gone."""
+        budget: Budget | None = self.memory
+        while budget is not None:
+            if budget.held - self._bytes + size > budget.limit:
+                return False
+            budget = budget.parent
+        return True
+
+    def _shed(self, short: int) -> int:
+        """Free at least `short` bytes for another kind: the bytes taken ahead, then the oldest calls (the Budget's
+        shed)."""
+        with self._lock:
+            ahead, self._ahead = self._ahead, 0
+            if ahead:
+                self.memory.give(KIND, ahead)
+            return ahead + (self._drop_oldest(short - ahead, 0) if ahead < short else 0)
+
+    def _refuse(self, size: int) -> None:
+        """The newest call alone is over what memory may hold: it is not kept (the file still gets it), and counted."""
+        with self._lock:
+            self.refused += 1
+            self.dropped_bytes += size
+        self.memory.lost(KIND, size)
 
     def listen(self, listener: Listener) -> list[Record]:
         """Call `listener(record, body)` (from the recording thread) after every call recorded from now on, and
@@ -123,8 +230,13 @@ class Journal:
 
     @property
     def kept_bytes(self) -> int:
-        """About how many bytes of memory the kept calls take."""
+        """The bytes of memory the kept calls take (what their records count)."""
         return self._bytes
+
+    @property
+    def taken(self) -> int:
+        """The bytes the journal holds of its budget: its calls' and those taken ahead for the next ones."""
+        return self._bytes + self._ahead
 
     def records(self) -> list[Record]:
         """The kept records, oldest first (a snapshot)."""
@@ -139,10 +251,12 @@ class Journal:
         """Forget the calls in memory and start a new epoch (calls still in flight will not enter it)."""
         with self._lock:
             self._records.clear()
-            self._bytes = 0
+            held, self._bytes, self._ahead = self._bytes + self._ahead, 0, 0
             self.recorded = 0
             self.dropped_bytes = 0
+            self.refused = 0
             self.epoch += 1
+            self.memory.give(KIND, held)
             listeners = self._listeners
         if listeners:
             self._tell(listeners, None, NO_BODY)

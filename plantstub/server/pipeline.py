@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import ClientConnectionError, web
-from multidict import CIMultiDict, CIMultiDictProxy
 
 from plantstub._json import NO_BODY, is_json
 from plantstub.contract.model import Operation
@@ -35,7 +34,6 @@ from plantstub.server.runtime import Runtime
 from plantstub.server.session import Session
 
 log = logging.getLogger("plantstub")
-_NO_HEADERS = CIMultiDictProxy(CIMultiDict[str]())
 _GONE = error_reply(499, "client went away before the answer")
 
 
@@ -66,8 +64,8 @@ def make_refusal(session: Session) -> Callable[[str, str, Outgoing], None]:
 
     def refuse(method: str, target: str, out: Outgoing) -> None:
         seq, epoch = keeper.journal.arrive()
-        record = Record(
-            seq, time.time(), method, target, {}, _NO_HEADERS, b"", NO_BODY, False, (out.body["message"],),
+        record = Record.of(
+            seq, time.time(), method, target, "", (), b"", NO_BODY, False, (out.body["message"],),
             None, None, out.status, sent_headers(out), out.payload, True, None,
         )
         keeper.keep(record, epoch, NO_BODY, out.body, None)
@@ -184,10 +182,9 @@ class Pipeline:
         status = out.status if fault is None or fault.sends_status else None
         # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
         parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
-        record = Record(
-            seq, started, request.method, path,
-            {k: (v if len(v) > 1 else v[0]) for k, v in query.items()}, request.headers,
-            raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
+        record = Record.of(
+            seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
+            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
             # a copy: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
             status, sent_headers(out), memoryview(out.payload).tobytes(), is_json(out.content_type),
             None if fault is None else fault.value, decision.stub_errors,

@@ -56,10 +56,11 @@ class Limits:
 
 class Session:
     """One test's state over `runtime`; `shares_file`: the stub's default session, whose journal file this
-    session's calls go to as well (None: this is the default session, which opens the file)."""
+    session's calls go to as well (None: this is the default session, which opens the file); `sid`: a sidecar
+    session's id (the journal file's lines name it)."""
 
     def __init__(self, runtime: Runtime, limits: Limits, stub_memory: Budget, shares_file: Session | None = None,
-                 outbox: Outbox | None = None) -> None:
+                 outbox: Outbox | None = None, sid: str | None = None) -> None:
         settings = runtime.settings
         self.runtime = runtime
         self.limits = limits
@@ -74,8 +75,9 @@ class Session:
                       if settings.stateful else None)
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
         self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox)
+        self.sid = sid  # a sidecar session's id; None for the stub's default session
         self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
-                               limits.journal_bytes, settings.journal_flush)
+                               limits.journal_bytes, settings.journal_flush, self.memory, sid)
         if shares_file is not None:  # one journal file for the stub
             self.journal.file = shares_file.journal.file
         self._owns_file = shares_file is None
@@ -271,7 +273,7 @@ class Session:
         return {
             "journal": {
                 "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
-                "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes,
+                "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes, "refused": journal.refused,
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
             "webhooks": hooks.figures(),

@@ -99,7 +99,8 @@ class Sessions:
                 f"session {sid!r}: this stub already serves {self.cap} sessions, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
-        return Session(self.runtime, self.limits, self.memory, shares_file=self.default, outbox=self.outbox)
+        return Session(self.runtime, self.limits, self.memory, shares_file=self.default, outbox=self.outbox,
+                       sid=sid)
 
     def _evict(self) -> bool:
         """End the least recently used implicit session; False when the admin API opened every live one."""

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.helpers import ServeProcess, post_status
+from tests.helpers import ServeProcess, call, post_status, raw_call
 
 PLANT = b'{"id": 1, "name": "Fern"}'
 
@@ -135,3 +135,18 @@ def test_plantstub_health_fails_on_a_degraded_stub_and_says_why():
     assert probe.returncode == 1
     assert f"plantstub: {stub.url} answered status 'degraded'" in probe.stderr
     assert "journal file /dev/full: cannot write" in probe.stderr
+
+
+def test_each_line_names_the_session_its_call_belongs_to(serve, tmp_path):
+    """Issue 23, D27: the sessions share the file, and each numbers its calls from 1."""
+    journal = tmp_path / "calls.jsonl"
+    stub = serve("--port", "0", "--journal", str(journal), "--journal-flush", "call")
+    for sid in ("ci-1", "ci-2"):
+        assert call(stub.url, "POST", "/__plantstub/sessions", {"id": sid})[0] == 201
+    assert post_status(stub.url, PLANT) == 200
+    assert post_status(stub.url, PLANT, path="/__session/ci-1/plants") == 200
+    assert post_status(stub.url, PLANT, path="/__session/ci-2/plants") == 200
+    assert raw_call(stub.url, "POST", "/plants", PLANT, {"X-Plantstub-Session": "ci-2", "Authorization": "Bearer t",
+                                                         "Content-Type": "application/json"})[0] == 200
+    assert [(line["session"], line["seq"], line["path"]) for line in lines(journal)] == [
+        (None, 1, "/plants"), ("ci-1", 1, "/plants"), ("ci-2", 1, "/plants"), ("ci-2", 2, "/plants")]

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
+from collections import deque
 
+import pytest
+
+from plantstub._budget import Budget
 from plantstub._json import NO_BODY
-from plantstub.recording.call import RECORD_OVERHEAD, Record
-from plantstub.recording.journal import Journal
+from plantstub.recording.call import ENTRY_OVERHEAD, RECORD_OVERHEAD, Record
+from plantstub.recording.journal import AHEAD, Journal
 
 MB = 1024 * 1024
 
 
-def record(seq: int, raw: bytes = b'{"id": 1, "name": "Fern"}', payload: bytes = b'{"name":"Fern"}') -> Record:
-    return Record(seq, 0.0, "POST", "/plants", {}, {"Content-Type": "application/json"}, raw, NO_BODY, True, (),
-                  None, None, 200, {"Content-Type": "application/json"}, payload, True, None)
+JSON_HEADER = ((b"Content-Type", b"application/json"),)
+
+
+def record(seq: int, raw: bytes = b'{"id": 1, "name": "Fern"}', payload: bytes = b'{"name":"Fern"}',
+           headers: tuple[tuple[bytes, bytes], ...] = JSON_HEADER, query: str = "") -> Record:
+    return Record.of(seq, 0.0, "POST", "/plants", query, headers, raw, NO_BODY, True, (), None, None, 200,
+                     {"Content-Type": "application/json"}, payload, True, None)
 
 
 def test_bodies_are_kept_as_bytes_and_parsed_when_read():
@@ -22,7 +32,52 @@ def test_bodies_are_kept_as_bytes_and_parsed_when_read():
     [call] = journal.snapshot()
     assert call.body == {"id": 1, "name": "Fern"}
     assert call.response == {"status": 200, "headers": {"Content-Type": "application/json"}, "body": {"name": "Fern"}}
-    assert journal.kept_bytes == len(b'{"id": 1, "name": "Fern"}') + len(b'{"name":"Fern"}') + RECORD_OVERHEAD
+    packed = len(b"Content-Type\0application/json")
+    reply_headers = ENTRY_OVERHEAD + len("application/json")
+    assert journal.kept_bytes == 25 + 15 + len("/plants") + packed + reply_headers + RECORD_OVERHEAD
+    assert journal.memory.held == journal.taken == journal.kept_bytes + AHEAD  # taken ahead: no lock for the next
+
+
+def test_headers_and_query_are_kept_as_received_and_read_as_aiohttp_reads_them():
+    headers = ((b"Accept", b"*/*"), (b"X-Tag", b"a"), (b"x-tag", b"b"), (b"X-Raw", "é".encode("latin-1")))
+    [call] = [record(1, headers=headers, query="tag=a&tag=b&q=%20x+y&empty").view()]
+    assert call.headers.getall("X-TAG") == ["a", "b"] and call.headers["accept"] == "*/*"
+    assert call.to_dict()["headers"] == {"Accept": "*/*", "X-Tag": "a", "x-tag": "b", "X-Raw": "\ufffd"}
+    assert call.query == {"tag": ["a", "b"], "q": " x y", "empty": ""}
+    assert record(2).raw_headers == b"Content-Type\0application/json"  # one bytes object, not a mapping
+    assert record(3, headers=()).view().headers == {} and record(3).view().query == {}
+
+
+@pytest.mark.parametrize(("headers", "errors", "query"), [
+    ((), 0, ""),
+    (tuple((b"X-Header-%d" % k, b"v" * 20) for k in range(6)), 0, ""),
+    (tuple((b"X-%d" % k, b"v") for k in range(100)), 0, ""),  # many tiny headers: overhead per header counts
+    (tuple((b"X-%d" % k, b"v" * 8000) for k in range(120)), 0, ""),  # ~1 MB of headers (issue 23, D16)
+    ((), 3, "a=1&b=2&" * 25),
+], ids=["none", "six", "hundred-tiny", "megabyte", "errors-query"])
+def test_a_records_size_is_what_python_holds_for_it(headers, errors, query):
+    """Calibrates RECORD_OVERHEAD and the others: a record counts at least what tracemalloc sees it hold, and not
+    much more."""
+    def make(i: int) -> Record:  # fresh objects, as the pipeline builds them
+        problems = tuple(f"body.name: {i} is not of type 'string'" for _ in range(errors))
+        return Record.of(1000 + i, 1.5 + i, "POST", f"/plants/{i}", query + str(i) if query else "", received[i],
+                         b'{"id": %d}' % i, NO_BODY, not errors, problems, None, None, 200,
+                         {"Content-Type": "application/json"}, b'{"id":%d,"name":"Fern"}' % i, True, None)
+
+    n = 20 if headers and len(headers[0][1]) > 1000 else 1000
+    # The headers as aiohttp hands them over, made beforehand: the record packs them, it does not keep them (and
+    # CPython's free lists would keep a thousand of their tuples, whoever let go of them).
+    received = [tuple((name, value + b"%d" % i) for name, value in headers) for i in range(n)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = deque(make(i) for i in range(n))
+        real = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    counted = sum(r.size for r in kept)
+    assert real <= counted <= 1.4 * real
 
 
 def test_the_byte_bound_drops_the_oldest_and_counts_what_it_dropped():
@@ -33,14 +88,56 @@ def test_the_byte_bound_drops_the_oldest_and_counts_what_it_dropped():
         journal.append(record(seq, raw=big))
     assert [r.seq for r in journal.records()] == [8, 9, 10]
     assert journal.kept_bytes == 3 * each
+    assert journal.memory.held == journal.taken <= journal.kept_bytes + 2 * AHEAD
     assert (journal.recorded, journal.dropped, journal.dropped_bytes) == (10, 7, 7 * each)
+    assert journal.memory.figures()["dropped"] == {"calls": {"count": 7, "bytes": 7 * each}}
 
 
-def test_the_newest_call_stays_even_when_it_alone_is_over_the_bound():
-    journal = Journal(max_bytes=10)
+def test_a_call_alone_over_the_bound_is_not_kept_but_counted_and_still_written(tmp_path):
+    journal = Journal(max_bytes=2000, file=tmp_path / "calls.jsonl")
     journal.append(record(1))
-    journal.append(record(2))
-    assert [r.seq for r in journal.records()] == [2]
+    journal.append(record(2, raw=b"x" * 5000))
+    assert [r.seq for r in journal.records()] == [1]  # the one that fits stays; the newest was never kept
+    assert (journal.recorded, journal.dropped, journal.refused) == (2, 1, 1)
+    assert journal.memory.figures()["dropped"] == {"calls": {"count": 1, "bytes": record(2, raw=b"x" * 5000).size}}
+    journal.close()
+    assert [json.loads(line)["seq"] for line in (tmp_path / "calls.jsonl").read_text().splitlines()] == [1, 2]
+
+
+def test_calls_draw_from_the_session_budget_and_shed_for_other_kinds():
+    stub = Budget(100_000)
+    session = Budget(50_000, stub)
+    journal = Journal(max_bytes=10**9, memory=session)
+    each = record(1, raw=b"x" * 9000).size
+    for seq in range(1, 8):
+        journal.append(record(seq, raw=b"x" * 9000))
+    assert len(journal.records()) == 50_000 // each  # the session's budget, not the journal's own bound
+    assert session.held == stub.held == journal.taken
+    assert session.take("records", 3 * each)  # another kind short of room: the oldest calls go
+    assert journal.taken == session.parts["calls"] and journal.records()[-1].seq == 7
+    assert stub.take("rules", stub.limit - stub.held)  # the stub is full of what cannot be dropped: a new call
+    journal.append(record(8, raw=b"x" * 9000))  # makes the session's own oldest go
+    assert [r.seq for r in journal.records()] == [7, 8]
+    journal.append(record(9, raw=b"x" * 30_000))  # more than all of them would free: refused, they stay
+    assert [r.seq for r in journal.records()] == [7, 8] and journal.refused == 1
+    journal.clear()
+    assert session.parts.get("calls", 0) == 0
+
+
+def test_calls_dropped_for_the_count_make_room_for_the_next_without_asking_the_budget_again():
+    journal = Journal(size=3)
+    for seq in range(1, 101):
+        journal.append(record(seq))
+    assert [r.seq for r in journal.records()] == [98, 99, 100] and journal.dropped == 97
+    assert journal.memory.held == journal.taken <= journal.kept_bytes + 2 * AHEAD
+    assert journal.memory.figures()["dropped"] == {}  # not for lack of room
+
+
+def test_a_clear_gives_the_bytes_back():
+    journal = Journal()
+    journal.append(record(1))
+    journal.clear()
+    assert journal.memory.held == 0 and journal.kept_bytes == 0
 
 
 def test_the_file_gets_every_call_complete_whatever_memory_keeps(tmp_path):
