@@ -257,8 +257,9 @@ class _Admin:
             return data
         # A client declaring for a test (Stub.connect) names the test's line; it shows in GET rules.
         source = _SOURCE.sub("?", request.headers.get(SOURCE_HEADER, ""))[:200] or f"{request.method} {request.path}"
-        try:
-            rule_id = self.session.add_rule(data, source)
+        try:  # checking a big rule takes a while: in a thread, so the loop serves meanwhile
+            checked = await asyncio.to_thread(self.session.check_rule, data, source)
+            rule_id = self.session.keep_rule(checked, data, source)
         except RuleOverBudget as exc:  # the rule is fine, the session has no room for it: 507, as a full store
             return error(507, f"body: {exc.message}", problems=[problem("body", exc.message)])
         except ScenarioLoadError as exc:

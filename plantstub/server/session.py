@@ -17,6 +17,8 @@ from plantstub.recording.journal import Journal
 from plantstub.recording.waiting import Expectation, wait_for_calls, wait_for_calls_async
 from plantstub.scenarios.declared import MAX_RULES, DeclaredRules, NoRoom
 from plantstub.scenarios.library import FolderLoad, ScenarioSet
+from plantstub.scenarios.model import Rule
+from plantstub.scenarios.rule_bytes import rule_bytes
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
 from plantstub.scenarios.select import RuleCounters
 from plantstub.server.runtime import Runtime
@@ -175,12 +177,23 @@ class Session:
         :raises ScenarioLoadError: every problem, at `file:line` and the location inside the rule;
             RuleOverBudget (one) when the session's memory budget cannot hold it: nothing is kept then.
         """
+        return self.keep_rule(self.check_rule(data, file, line), data, file, line)
+
+    def check_rule(self, data: Any, file: str, line: int | None = None) -> tuple[Rule, int]:
+        """add_rule's check, touching nothing the request path reads (a thread may run it: a big rule takes a
+        while): the rule and the bytes it will hold. :raises ScenarioLoadError: as add_rule."""
         if len(self.declared.rules) >= MAX_RULES:
             message = f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first"
             raise ScenarioLoadError([ScenarioError(file, line, "", message)])
         rule = load_rule(data, self.runtime.contract, file, line)
+        source = f"{file}:{line}" if line else file
+        return rule, rule_bytes(rule, data, source)
+
+    def keep_rule(self, checked: tuple[Rule, int], data: Any, file: str, line: int | None = None) -> str:
+        """Keep a rule check_rule() gave, ahead of the scenario's rules; its id. :raises RuleOverBudget: as add_rule."""
+        rule, size = checked
         try:
-            return self.declared.add(rule, data, f"{file}:{line}" if line else file).id
+            return self.declared.add(rule, data, f"{file}:{line}" if line else file, size).id
         except NoRoom as exc:
             raise RuleOverBudget([ScenarioError(file, line, "", str(exc))]) from None
 

@@ -280,3 +280,13 @@ def test_admin_answers_never_write_infinity_or_nan():
                      b'{"match": {"path": "/plants"}, "reply": {"status": 200, "body": {"n": -Infinity}}}'):
             status, raw, _ = raw_call(stub.url, "POST", "/__plantstub/rules", body, JSON)
             assert status == 400 and _strict(raw)["message"].startswith("body: not valid JSON: ")  # type: ignore[index]
+
+
+def test_declaring_a_big_rule_does_not_stall_other_requests(serve, tmp_path):
+    # A rule of ~270 KB (90,000 objects to match): checked on the loop, health waited the whole of it (0.3-0.7 s).
+    stub = serve("--port", "0", cwd=tmp_path)
+    rule = {"match": {"path": "/plants", "body": [{} for _ in range(90_000)]}, "reply": {"status": 200}}
+    slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/rules", "POST",
+                                                              json.dumps(rule).encode())
+    assert status == 201 and json.loads(answer)["id"] == "r1"
+    assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while POST rules took {took:.2f} s"
