@@ -16,7 +16,7 @@ from typing import Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from plantstub._json import NO_BODY, body_for_record
+from plantstub._json import NO_BODY, body_for_record, shown
 from plantstub._regex import RegexBudget, release
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches, path_pattern
@@ -161,9 +161,9 @@ class Waiter:
 
 def _check(n: int, timeout: float) -> None:
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"n: {n!r} is not a count of calls (0 or more)")
-    if not 0 <= timeout <= MAX_WAIT_SECONDS:
-        raise ValueError(f"timeout: {timeout!r} is not 0 to {MAX_WAIT_SECONDS:g} seconds")
+        raise ValueError(f"n: {shown(n)} is not a count of calls (0 or more)")
+    if not 0 <= timeout <= MAX_WAIT_SECONDS:  # compared as given: an integer of 400 digits is no float
+        raise ValueError(f"timeout: {shown(timeout)} is not 0 to {MAX_WAIT_SECONDS:g} seconds")
 
 
 def _batches(records: list[Record]) -> Iterator[list[Record]]:

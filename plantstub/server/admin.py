@@ -292,7 +292,7 @@ class _Admin:
             return error(400, f"body.timeout: {timeout!r} is not a number of seconds")
         try:
             expectation = expectation_of(filters, "body.")
-            found, failure = await self.session.wait_for_calls(expectation, n, float(timeout))
+            found, failure = await self.session.wait_for_calls(expectation, n, timeout)
         except WaitError as exc:  # the filters' patterns took too long: judging calls would stall the stub
             return error(422, f"body: {exc}")
         except (TypeError, ValueError) as exc:

@@ -221,12 +221,15 @@ def one_stub(tmp_path_factory) -> Iterator[ServeProcess]:
     ('{"headers": [1]}', "body.headers: [1] is not an object of names and values"),
     ('{"query": 5}', "body.query: 5 is not an object of names and values"),
     ('{"status": "200"}', "body.status: '200' is not an HTTP status (an integer)"),
+    ('{"timeout": 1' + "0" * 400 + "}", "body.timeout: 1" + "0" * 78 + "\u2026 is not 0 to 600 seconds"),  # no float
+    ('{"n": -1' + "0" * 4000 + "}", "body.n: -1" + "0" * 77 + "\u2026 is not a count of calls (0 or more)"),
     ('{"body": {"name": {"$eq": ' + DEEP + "}}}", TOO_DEEP.format("body")),
     ('{"body": {"name": {"$contains": ' + DEEP + "}}}", TOO_DEEP.format("body")),
     ('{"headers": {"X": ' + DEEP + "}}", TOO_DEEP.format("headers")),
     ('{"query": {"q": ' + DEEP + "}}", TOO_DEEP.format("query")),
     ('{"body": ' + DEEP + "}", TOO_DEEP.format("body")),
-], ids=["n-text", "timeout-list", "headers-list", "query-number", "status-text", "body-eq-deep", "body-contains-deep",
+], ids=["n-text", "timeout-list", "headers-list", "query-number", "status-text", "timeout-400-digits",
+        "n-4000-digits", "body-eq-deep", "body-contains-deep",
         "headers-deep", "query-deep", "body-deep"])
 def test_wait_filters_of_the_wrong_type_or_depth_answer_400_naming_the_field(one_stub, body, message):
     status, raw, _ = raw_call(one_stub.url, "POST", "/__plantstub/calls/wait", body.encode(), JSON)
