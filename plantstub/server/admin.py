@@ -65,7 +65,7 @@ def _state_pieces(state: dict[str, list[bytes]]) -> Iterator[bytes]:
     yield b"}"
 
 
-def _rules_pieces(rules: list[dict[str, Any]]) -> Iterator[bytes]:
+def _rules_pieces(rules: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     yield b'{"rules":'
     yield from _listed(rules, json_bytes)
     yield b"}"
@@ -131,6 +131,7 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
 
 
 RULE = "rules/{id}"  # the one admin path with a parameter
+SHOWN_IDS = 10  # DELETE rules/ID of no rule: the ids its 404 names, at most
 SOURCE_HEADER = "X-Plantstub-Source"  # POST rules: where the rule was declared (`tests/test_x.py:12`)
 _SOURCE = re.compile(r"[^\x20-\x7e]")
 
@@ -268,7 +269,7 @@ class _Admin:
         return reply({"id": rule_id}, status=201)
 
     async def rules(self, request: web.BaseRequest) -> web.StreamResponse:
-        return await _stream(request, _rules_pieces(self.session.rules))
+        return await _stream(request, _rules_pieces(self.session.rule_entries()))
 
     async def delete_rules(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_rules()})
@@ -276,8 +277,9 @@ class _Admin:
     async def delete_rule(self, request: web.BaseRequest) -> web.Response:
         rule_id = request.path.rsplit("/", 1)[1]
         if not self.session.remove_rule(rule_id):
-            known = ", ".join(r["id"] for r in self.session.rules) or "none"
-            return error(404, f"path: no rule {rule_id[:40]!r} (rules: {known})")
+            ids = self.session.rule_ids()  # ids only: listing the rules copies every one
+            known = ", ".join(ids[:SHOWN_IDS]) + (f" and {len(ids) - SHOWN_IDS:,} more" if len(ids) > SHOWN_IDS else "")
+            return error(404, f"path: no rule {rule_id[:40]!r} (rules: {known or 'none'})")
         return reply({"deleted": 1})
 
     async def wait_calls(self, request: web.BaseRequest) -> web.StreamResponse:

@@ -4,6 +4,7 @@ another. Its methods are the in-process side of the control surface (plantstub.s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,6 +189,14 @@ class Session:
     def rules(self) -> list[dict[str, Any]]:
         """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
         return self.declared.listing()
+
+    def rule_entries(self) -> Iterator[dict[str, Any]]:
+        """As `rules`, not copied, for writing them (GET rules: the entries are made off the event loop)."""
+        return self.declared.entries()
+
+    def rule_ids(self) -> list[str]:
+        """The ids of the rules from code, in the order tried."""
+        return list(self.declared.rules)
 
     def remove_rule(self, rule_id: str) -> bool:
         """Remove one rule from code; False when there is no such rule."""
