@@ -159,7 +159,8 @@ class Session:
         return self.tally.report()
 
     async def wait_for_calls(self, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
-        """Wait on the loop until `n` calls meet `expectation`: every matching call, and the failure text or None."""
+        """Wait on the loop until `n` calls meet `expectation`: the matching calls still kept, and the failure text or
+        None."""
         return await wait_for_calls_async(self.journal, expectation, n, timeout)
 
     def wait_from_thread(self, expectation: Expectation, n: int, timeout: float) -> list[Call]:
