@@ -22,7 +22,7 @@ from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
 from plantstub.server.session import NotStateful, Session
-from plantstub.webhooks.deliveries import Delivery
+from plantstub.webhooks.deliveries import Sent
 
 if TYPE_CHECKING:
     from plantstub.server.table import Sessions
@@ -82,8 +82,8 @@ def _call_json(record: Record) -> bytes:
     return dumps_call(record.view())
 
 
-def _delivery_json(delivery: Delivery) -> bytes:
-    return json_bytes(delivery.as_dict())
+def _delivery_json(sent: Sent) -> bytes:
+    return json_bytes(sent.delivery().as_dict())  # its body parsed here, off the event loop
 
 
 async def _stream(request: web.BaseRequest, pieces: Iterator[bytes], headers: dict[str, str] | None = None,
@@ -246,7 +246,7 @@ class _Admin:
         return reply(self.session.reset_subscriptions())
 
     async def deliveries(self, request: web.BaseRequest) -> web.StreamResponse:
-        return await _stream(request, _listed(self.session.deliveries, _delivery_json))
+        return await _stream(request, _listed(self.session.sent(), _delivery_json))
 
     async def delete_deliveries(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_deliveries()})

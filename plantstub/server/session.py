@@ -23,7 +23,7 @@ from plantstub.scenarios.select import RuleCounters
 from plantstub.server.runtime import Runtime
 from plantstub.store import Store
 from plantstub.store.records import MAX_BYTES
-from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery
+from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery, Sent
 from plantstub.webhooks.dispatch import Webhooks
 from plantstub.webhooks.outbox import GRACE, Outbox
 
@@ -259,6 +259,10 @@ class Session:
     def deliveries(self) -> list[Delivery]:
         """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
         return self.webhooks.log.snapshot()
+
+    def sent(self) -> list[Sent]:
+        """The deliveries as held, oldest first (GET deliveries parses each off the event loop)."""
+        return self.webhooks.log.kept()
 
     def clear_deliveries(self) -> int:
         """Forget the deliveries; how many there were."""
