@@ -30,8 +30,11 @@ class Budget:
         self.released = False  # the session ended: nothing more is held, nothing given back counts
 
     def sheds(self, kind: str, shed: Shed) -> None:
-        """Let `shed` free bytes of `kind` (oldest first) when another kind is short of room."""
+        """Let `shed` free bytes of `kind` (oldest first) when another kind is short of room, or another session
+        when the parent (the stub's budget) is."""
         self._sheds.append((kind, shed))
+        if self.parent is not None:
+            self.parent._sheds.append((kind, shed))
 
     def take(self, kind: str, size: int) -> bool:
         """Hold `size` more bytes of `kind` if they fit, here and in the parent, after the other kinds shed what they
@@ -39,8 +42,15 @@ class Budget:
         with `lost()`)."""
         if self._try(kind, size):
             return True
-        for other, shed in self._sheds:
+        own = list(self._sheds)
+        for other, shed in own:
             if other != kind and shed(self._short(size)) > 0 and self._try(kind, size):
+                return True
+        parent = self.parent
+        if parent is None or self.held + size > self.limit:  # our own budget is short: other sessions keep theirs
+            return False
+        for other, shed in list(parent._sheds):  # the stub's is: other sessions' oldest calls and deliveries go
+            if (other, shed) not in own and shed(self._short(size)) > 0 and self._try(kind, size):
                 return True
         return False
 
@@ -73,6 +83,8 @@ class Budget:
         """Give back everything held here (the session ended: its holders go with it)."""
         with self._lock:
             parts, self.parts, self.held, self.released = self.parts, {}, 0, True
+        if self.parent is not None:
+            self.parent._sheds[:] = [entry for entry in self.parent._sheds if entry not in self._sheds]
         self._sheds.clear()
         if self.parent is not None:
             for kind, size in parts.items():

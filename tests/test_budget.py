@@ -58,3 +58,28 @@ def test_lost_counts_in_the_parent_too() -> None:
     session.lost("deliveries", 10, count=2)
     assert stub.figures()["dropped"] == {"deliveries": {"count": 2, "bytes": 10}}
     assert not session.fits(60) and session.fits(50)
+
+
+def test_another_sessions_droppable_kinds_shed_when_the_stubs_budget_is_short() -> None:
+    stub = Budget(100)
+    first, second = Budget(100, stub), Budget(50, stub)
+    kept = [30, 30, 30]
+
+    def shed(short: int) -> int:
+        freed = 0
+        while kept and freed < short:
+            size = kept.pop(0)
+            first.give("calls", size)
+            first.lost("calls", size)
+            freed += size
+        return freed
+
+    first.sheds("calls", shed)
+    for size in kept:
+        assert first.take("calls", size)
+    assert second.take("calls", 40)  # the first session's oldest call goes: the stub's budget was short
+    assert (kept, first.held, second.held, stub.held) == ([30, 30], 60, 40, 100)
+    assert not second.take("records", 20)  # its own budget is short: other sessions keep theirs
+    assert kept == [30, 30]
+    first.release()  # an ended session's holders shed nothing more
+    assert stub._sheds == []

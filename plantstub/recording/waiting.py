@@ -11,12 +11,13 @@ import asyncio
 import contextlib
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from plantstub._json import NO_BODY, body_for_record
+from plantstub._json import NO_BODY, body_for_record, shown
 from plantstub._regex import RegexBudget, release
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches, path_pattern
@@ -73,9 +74,13 @@ def _headers(record: Record) -> Mapping[str, str]:
 
 class Waiter:
     """The calls of one wait that match, counted as they come: fed each new record by the journal (`feed`, on the
-    thread that records), and the calls kept when the wait began once (`scan`). Thread-safe."""
+    thread that records), and the calls kept when the wait began once (`scan`). Thread-safe.
 
-    def __init__(self, expectation: Expectation, n: int, wake: Callable[[], None]) -> None:
+    It keeps the numbers (`seq`) of the matching calls, never the records: a record the journal lets go is let go
+    (the journal's bounds and the memory budget hold for a wait too), and the answer is the matching calls the
+    journal still keeps. At most `most` numbers (the journal's count bound) are kept, 8 bytes each."""
+
+    def __init__(self, expectation: Expectation, n: int, wake: Callable[[], None], most: int) -> None:
         self.expectation = expectation
         pattern = expectation.pattern
         self._head = RequestPattern(pattern.method, pattern.path, pattern.headers, pattern.query,
@@ -89,7 +94,9 @@ class Waiter:
             not isinstance(value, str) for value in (*pattern.headers.values(), *pattern.query.values()))
         self.n = n
         self.budget = RegexBudget(WAIT_REGEX_SECONDS, "wait")
-        self.found: list[Record] = []  # matching records, as they came
+        self.found = array("q")  # the numbers of the matching calls, as they came (the newest `most` of them)
+        self.count = 0  # matching calls since the wait began (or the last clear)
+        self._most = max(most, 1)
         self.clears = 0  # clear()s seen: a scan begun before one is out of date
         self.done = False  # the count was reached, or the budget spent: the waiter is woken once
         self._wake = wake
@@ -122,7 +129,8 @@ class Waiter:
         """The journal's listener: one call recorded (or None: the journal was cleared)."""
         if record is None:
             with self._lock:
-                self.found.clear()
+                del self.found[:]
+                self.count = 0
                 self.clears += 1
             return
         if self.done:
@@ -132,12 +140,15 @@ class Waiter:
             return
         with self._lock:
             if matched:
-                self.found.append(record)
+                self.found.append(record.seq)
+                self.count += 1
+                if len(self.found) >= 2 * self._most:  # the older ones are out of the journal: let them go
+                    del self.found[:-self._most]
             self._settle()
 
     def _settle(self) -> None:
         """Under the lock: wake the waiter once, when it has what it waits for or cannot go on."""
-        if not self.done and (len(self.found) >= self.n or self.budget.spent is not None):
+        if not self.done and (self.count >= self.n or self.budget.spent is not None):
             self.done = True
             self._wake()
 
@@ -149,21 +160,22 @@ class Waiter:
         """The scan's result, unless a clear() came since it began (`clears`: the count then)."""
         with self._lock:
             if clears == self.clears:
-                self.found[:0] = found
+                self.found[:0] = array("q", (record.seq for record in found[-self._most:]))
+                self.count += len(found)
             self._settle()
 
-    def calls(self) -> list[Call]:
-        """The matching calls, oldest first (bodies parsed now)."""
+    def calls(self, kept: list[Record]) -> list[Call]:
+        """The matching calls among `kept` (the journal's records now), oldest first (bodies parsed now)."""
         with self._lock:
-            found = sorted(self.found, key=lambda record: record.seq)  # a delayed reply may come after a newer one
-        return [record.view() for record in found]
+            wanted = set(self.found)
+        return [record.view() for record in kept if record.seq in wanted]
 
 
 def _check(n: int, timeout: float) -> None:
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"n: {n!r} is not a count of calls (0 or more)")
-    if not 0 <= timeout <= MAX_WAIT_SECONDS:
-        raise ValueError(f"timeout: {timeout!r} is not 0 to {MAX_WAIT_SECONDS:g} seconds")
+        raise ValueError(f"n: {shown(n)} is not a count of calls (0 or more)")
+    if not 0 <= timeout <= MAX_WAIT_SECONDS:  # compared as given: an integer of 400 digits is no float
+        raise ValueError(f"timeout: {shown(timeout)} is not 0 to {MAX_WAIT_SECONDS:g} seconds")
 
 
 def _batches(records: list[Record]) -> Iterator[list[Record]]:
@@ -191,7 +203,7 @@ def _spent(waiter: Waiter, where: str) -> str:
 
 
 def wait_for_calls(journal: Journal, expectation: Expectation, n: int, timeout: float) -> list[Call]:
-    """Block this thread until `n` calls match; returns every matching call (n or more).
+    """Block this thread until `n` calls match; returns the matching calls the journal still keeps.
 
     :raises CallAssertionError: after `timeout` seconds, with what arrived and the closest calls; or at once when
         the `$regex` filters spent the wait's budget.
@@ -199,7 +211,7 @@ def wait_for_calls(journal: Journal, expectation: Expectation, n: int, timeout: 
     __tracebackhide__ = True
     _check(n, timeout)
     arrived = threading.Event()
-    waiter = Waiter(expectation, n, arrived.set)
+    waiter = Waiter(expectation, n, arrived.set, journal.size)
     kept = journal.listen(waiter.feed)
     try:
         deadline = time.monotonic() + timeout
@@ -208,10 +220,10 @@ def wait_for_calls(journal: Journal, expectation: Expectation, n: int, timeout: 
         arrived.wait(max(0.0, deadline - time.monotonic()))
     finally:
         journal.unlisten(waiter.feed)
-    found = waiter.calls()
+    found = waiter.calls(journal.records())
     if waiter.budget.spent is not None:
         raise CallAssertionError(_spent(waiter, "plantstub: wait_for_calls(): "))
-    if len(found) >= n:
+    if waiter.count >= n:
         return found
     raise CallAssertionError(_failure(journal, waiter, found, timeout))
 
@@ -230,7 +242,7 @@ async def wait_for_calls_async(journal: Journal, expectation: Expectation, n: in
     def wake() -> None:  # from the recording thread, or from a thread judging the kept calls
         loop.call_soon_threadsafe(arrived.set)
 
-    waiter = Waiter(expectation, n, wake)
+    waiter = Waiter(expectation, n, wake, journal.size)
     kept = journal.listen(waiter.feed)
     try:
         deadline = loop.time() + timeout
@@ -247,7 +259,7 @@ async def wait_for_calls_async(journal: Journal, expectation: Expectation, n: in
         journal.unlisten(waiter.feed)
     if waiter.budget.spent is not None:
         raise WaitError(_spent(waiter, ""))
-    calls = await asyncio.to_thread(waiter.calls)
-    if len(calls) >= n:
+    calls = await asyncio.to_thread(lambda: waiter.calls(journal.records()))
+    if waiter.count >= n:
         return calls, None
     return calls, await asyncio.to_thread(_failure, journal, waiter, calls, timeout)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import sys
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -168,9 +169,14 @@ class DeclaredRules:
         return None
 
     def listing(self) -> list[dict[str, Any]]:
-        """The rules as `GET /__plantstub/rules` and `stub.rules` show them."""
-        return [{"id": d.id, "source": d.source, "uses": self.uses[d.id], "rule": copy.deepcopy(d.data)}
-                for d in self.rules.values()]
+        """The rules as `stub.rules` shows them (copies: the caller may change them)."""
+        return [{**entry, "rule": copy.deepcopy(entry["rule"])} for entry in self.entries()]
+
+    def entries(self) -> Iterator[dict[str, Any]]:
+        """The rules as `GET /__plantstub/rules` writes them, not copied: which rules and their uses are taken now
+        (references only: cheap on the event loop), each entry is made as it is read (off the loop)."""
+        taken = [(d, self.uses[d.id]) for d in self.rules.values()]
+        return ({"id": d.id, "source": d.source, "uses": uses, "rule": d.data} for d, uses in taken)
 
     # -- the index's levels --------------------------------------------------------------------------
     def _push(self, rule: Rule) -> None:

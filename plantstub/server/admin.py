@@ -22,7 +22,7 @@ from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
 from plantstub.server.session import NotStateful, Session
-from plantstub.webhooks.deliveries import Delivery
+from plantstub.webhooks.deliveries import Sent
 
 if TYPE_CHECKING:
     from plantstub.server.table import Sessions
@@ -65,7 +65,7 @@ def _state_pieces(state: dict[str, list[bytes]]) -> Iterator[bytes]:
     yield b"}"
 
 
-def _rules_pieces(rules: list[dict[str, Any]]) -> Iterator[bytes]:
+def _rules_pieces(rules: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     yield b'{"rules":'
     yield from _listed(rules, json_bytes)
     yield b"}"
@@ -82,8 +82,8 @@ def _call_json(record: Record) -> bytes:
     return dumps_call(record.view())
 
 
-def _delivery_json(delivery: Delivery) -> bytes:
-    return json_bytes(delivery.as_dict())
+def _delivery_json(sent: Sent) -> bytes:
+    return json_bytes(sent.delivery().as_dict())  # its body parsed here, off the event loop
 
 
 async def _stream(request: web.BaseRequest, pieces: Iterator[bytes], headers: dict[str, str] | None = None,
@@ -131,6 +131,7 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
 
 
 RULE = "rules/{id}"  # the one admin path with a parameter
+SHOWN_IDS = 10  # DELETE rules/ID of no rule: the ids its 404 names, at most
 SOURCE_HEADER = "X-Plantstub-Source"  # POST rules: where the rule was declared (`tests/test_x.py:12`)
 _SOURCE = re.compile(r"[^\x20-\x7e]")
 
@@ -245,7 +246,7 @@ class _Admin:
         return reply(self.session.reset_subscriptions())
 
     async def deliveries(self, request: web.BaseRequest) -> web.StreamResponse:
-        return await _stream(request, _listed(self.session.deliveries, _delivery_json))
+        return await _stream(request, _listed(self.session.sent(), _delivery_json))
 
     async def delete_deliveries(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_deliveries()})
@@ -269,7 +270,7 @@ class _Admin:
         return reply({"id": rule_id}, status=201)
 
     async def rules(self, request: web.BaseRequest) -> web.StreamResponse:
-        return await _stream(request, _rules_pieces(self.session.rules))
+        return await _stream(request, _rules_pieces(self.session.rule_entries()))
 
     async def delete_rules(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_rules()})
@@ -277,8 +278,9 @@ class _Admin:
     async def delete_rule(self, request: web.BaseRequest) -> web.Response:
         rule_id = request.path.rsplit("/", 1)[1]
         if not self.session.remove_rule(rule_id):
-            known = ", ".join(r["id"] for r in self.session.rules) or "none"
-            return error(404, f"path: no rule {rule_id[:40]!r} (rules: {known})")
+            ids = self.session.rule_ids()  # ids only: listing the rules copies every one
+            known = ", ".join(ids[:SHOWN_IDS]) + (f" and {len(ids) - SHOWN_IDS:,} more" if len(ids) > SHOWN_IDS else "")
+            return error(404, f"path: no rule {rule_id[:40]!r} (rules: {known or 'none'})")
         return reply({"deleted": 1})
 
     async def wait_calls(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -293,7 +295,7 @@ class _Admin:
             return error(400, f"body.timeout: {timeout!r} is not a number of seconds")
         try:
             expectation = expectation_of(filters, "body.")
-            found, failure = await self.session.wait_for_calls(expectation, n, float(timeout))
+            found, failure = await self.session.wait_for_calls(expectation, n, timeout)
         except WaitError as exc:  # the filters' patterns took too long: judging calls would stall the stub
             return error(422, f"body: {exc}")
         except (TypeError, ValueError) as exc:

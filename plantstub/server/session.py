@@ -4,6 +4,7 @@ another. Its methods are the in-process side of the control surface (plantstub.s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +18,14 @@ from plantstub.recording.journal import Journal
 from plantstub.recording.waiting import Expectation, wait_for_calls, wait_for_calls_async
 from plantstub.scenarios.declared import MAX_RULES, DeclaredRules, NoRoom
 from plantstub.scenarios.library import FolderLoad, ScenarioSet
+from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
 from plantstub.scenarios.model import Rule
 from plantstub.scenarios.rule_bytes import rule_bytes
-from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
 from plantstub.scenarios.select import RuleCounters
 from plantstub.server.runtime import Runtime
 from plantstub.store import Store
 from plantstub.store.records import MAX_BYTES
-from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery
+from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery, Sent
 from plantstub.webhooks.dispatch import Webhooks
 from plantstub.webhooks.outbox import GRACE, Outbox
 
@@ -160,7 +161,8 @@ class Session:
         return self.tally.report()
 
     async def wait_for_calls(self, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
-        """Wait on the loop until `n` calls meet `expectation`: every matching call, and the failure text or None."""
+        """Wait on the loop until `n` calls meet `expectation`: the matching calls still kept, and the failure text or
+        None."""
         return await wait_for_calls_async(self.journal, expectation, n, timeout)
 
     def wait_from_thread(self, expectation: Expectation, n: int, timeout: float) -> list[Call]:
@@ -201,6 +203,14 @@ class Session:
     def rules(self) -> list[dict[str, Any]]:
         """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
         return self.declared.listing()
+
+    def rule_entries(self) -> Iterator[dict[str, Any]]:
+        """As `rules`, not copied, for writing them (GET rules: the entries are made off the event loop)."""
+        return self.declared.entries()
+
+    def rule_ids(self) -> list[str]:
+        """The ids of the rules from code, in the order tried."""
+        return list(self.declared.rules)
 
     def remove_rule(self, rule_id: str) -> bool:
         """Remove one rule from code; False when there is no such rule."""
@@ -262,6 +272,10 @@ class Session:
     def deliveries(self) -> list[Delivery]:
         """The webhooks and callbacks sent so far (each with the receiver's answer), oldest first."""
         return self.webhooks.log.snapshot()
+
+    def sent(self) -> list[Sent]:
+        """The deliveries as held, oldest first (GET deliveries parses each off the event loop)."""
+        return self.webhooks.log.kept()
 
     def clear_deliveries(self) -> int:
         """Forget the deliveries; how many there were."""

@@ -110,3 +110,22 @@ def test_a_sessions_calls_draw_from_its_own_budget_within_the_stubs(serve, tmp_p
     assert session["dropped"]["calls"]["count"] >= 7
     assert whole["limit"] == 16 * MB and whole["parts"]["calls"] >= session["parts"]["calls"]
     assert health(stub.url)["memory"]["session"]["parts"].get("calls", 0) < 10_000  # the default session's own
+
+
+def test_another_sessions_oldest_calls_go_before_a_session_is_refused(serve, tmp_path):
+    """The default session's calls filled the stub's budget: a new session's create and calls were refused ("store:
+    full ... all sessions together") while those old calls, which may go, stayed. They go first now, counted."""
+    stub = serve("--port", "0", "--spec", "plant-store-full", "--stateful", "--max-bytes", str(8 * MB), cwd=tmp_path)
+    body = json.dumps({"id": 1, "name": "n" * 100_000}).encode()
+    for _ in range(120):  # 12 MB of calls: the default session holds all of the stub's 8 MiB but a call's room
+        raw_call(stub.url, "POST", "/plants", body, {"Authorization": "Bearer t", "Content-Type": "application/json"})
+    assert health(stub.url)["memory"]["stub"]["held"] > 8 * MB - 150_000
+    big = json.dumps({"id": 2, "name": "n" * 120_000}).encode()  # its record and call (sent, echoed): 360 KB of 512 KiB
+    status, answer, _ = raw_call(stub.url, "POST", "/__session/new/plants", big,
+                                 {"Authorization": "Bearer t", "Content-Type": "application/json"})
+    assert status == 200, answer
+    memory = health(stub.url, "/__session/new")["memory"]
+    assert memory["session"]["parts"]["records"] > 120_000 and memory["session"]["parts"]["calls"] > 240_000
+    assert memory["session"]["dropped"] == {}
+    assert memory["stub"]["held"] <= 8 * MB
+    assert health(stub.url)["memory"]["session"]["dropped"]["calls"]["count"] > 120 - 80  # the default's, counted

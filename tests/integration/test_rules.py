@@ -319,7 +319,7 @@ def test_admin_wait_for_calls_long_polls(stub):
     assert call(stub.url, "POST", "/__plantstub/calls/wait", {"n": 1, "colour": 1})[1]["message"] == (
         "body.colour: unknown filter (known: method, path, headers, query, body, status)")
     assert call(stub.url, "POST", "/__plantstub/calls/wait", {"n": 1, "timeout": 3600})[1]["message"] == (
-        "body.timeout: 3600.0 is not 0 to 600 seconds")
+        "body.timeout: 3600 is not 0 to 600 seconds")
 
 
 def test_a_waiter_does_not_hold_up_other_requests(stub):
