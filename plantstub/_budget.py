@@ -90,6 +90,17 @@ class Budget:
             for kind, size in parts.items():
                 self.parent.give(kind, size)
 
+    def refusal(self, size: int, what: str, advice: str) -> str:
+        """Why `size` bytes for `what` (`this rule`) do not fit: which budget is short (this session's, or the stub's
+        over all sessions), what it holds by kind, then `advice` (what to do)."""
+        budget, whose = self, "this session's"
+        if self.held + size <= self.limit and self.parent is not None:
+            budget, whose = self.parent, "the stub's (all sessions)"
+        figures = budget.figures()
+        held = ", ".join(f"{kind} {shown_bytes(n)}" for kind, n in figures["parts"].items()) or "nothing"
+        return (f"{what} needs {shown_bytes(size)} of memory; {whose} memory budget (--max-bytes) holds "
+                f"{shown_bytes(figures['held'])} of {shown_bytes(figures['limit'])} ({held}); {advice}")
+
     def figures(self) -> dict[str, Any]:
         """`{"limit", "held", "parts": {kind: bytes}, "dropped": {kind: {"count", "bytes"}}}`, as health shows them."""
         with self._lock:
@@ -118,3 +129,8 @@ class Budget:
             short = max(short, budget.held + size - budget.limit)
             budget = budget.parent
         return short
+
+
+def shown_bytes(size: int) -> str:
+    """`size` for a message: `1.5 MiB`, `146.5 KiB`, `12 B`."""
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"

@@ -37,6 +37,10 @@ class WaitError(ValueError):
     """A wait that cannot go on: its `$regex` filters spent their budget. The message says which and what to do."""
 
 
+class WaitOverBudget(WaitError):
+    """A wait the session's memory budget cannot hold (its filters, the numbers of the calls it counts)."""
+
+
 def expectation_of(filters: dict[str, Any], where: str = "") -> Expectation:
     """The filters of wait_for_calls() (those of assert_called) as an Expectation; TypeError naming an unknown one,
     ValueError naming each value that cannot be a criterion, both after `where` (`body.` for the admin API)."""

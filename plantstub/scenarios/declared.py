@@ -58,21 +58,10 @@ class _Level:
         self.dead = self.dead_bytes = 0
 
 
-def _shown_bytes(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
-
-
 def no_room(memory: Budget, size: int) -> str:
-    """Why `memory` refused `size` bytes of rules: which budget (the session's, or the stub's over all sessions),
-    what it holds, and what to do."""
-    budget, whose = memory, "this session's"
-    if memory.held + size <= memory.limit and memory.parent is not None:
-        budget, whose = memory.parent, "the stub's (all sessions)"
-    figures = budget.figures()
-    held = ", ".join(f"{kind} {_shown_bytes(n)}" for kind, n in figures["parts"].items()) or "nothing"
-    return (f"this rule needs {_shown_bytes(size)} of memory; {whose} memory budget (--max-bytes) holds "
-            f"{_shown_bytes(figures['held'])} of {_shown_bytes(figures['limit'])} ({held}); remove rules "
-            "(DELETE /__plantstub/rules/ID, handle.remove()) or reset first, or start the stub with a larger --max-bytes")
+    """Why `memory` refused `size` bytes of rules, and what to do."""
+    return memory.refusal(size, "this rule", "remove rules (DELETE /__plantstub/rules/ID, handle.remove()) or reset "
+                                             "first, or start the stub with a larger --max-bytes")
 
 
 class DeclaredRules:

@@ -16,7 +16,7 @@ from plantstub.contract.outgoing import error_reply, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
-from plantstub.recording.waiting import WaitError, expectation_of
+from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_of
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
@@ -296,6 +296,8 @@ class _Admin:
         try:
             expectation = expectation_of(filters, "body.")
             found, failure = await self.session.wait_for_calls(expectation, n, timeout)
+        except WaitOverBudget as exc:  # the session's memory has no room for one more wait: 507, as a full store
+            return error(507, f"body: {exc}", problems=[problem("body", str(exc))])
         except WaitError as exc:  # the filters' patterns took too long: judging calls would stall the stub
             return error(422, f"body: {exc}")
         except (TypeError, ValueError) as exc:

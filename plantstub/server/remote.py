@@ -212,7 +212,7 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
                                        timeout=TIMEOUT + float(timeout))
         if status == 400:
             raise ValueError(message_of(data).removeprefix("body."))
-        if status == 422:  # the filters' $regex spent the wait's budget: as in process
+        if status in (422, 507):  # the filters' $regex spent the wait's budget, or no memory for it: as in process
             raise CallAssertionError(f"plantstub: wait_for_calls(): {message_of(data).removeprefix('body: ')}")
         if status != 200:
             raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}calls/wait answered {status}: {message_of(data)}")

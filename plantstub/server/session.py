@@ -11,16 +11,16 @@ from typing import Any
 from plantstub._budget import Budget
 from plantstub.config import Settings
 from plantstub.contract.outgoing import problem
-from plantstub.errors import ConfigError, ScenarioError, UnknownScenario
+from plantstub.errors import CallAssertionError, ConfigError, ScenarioError, UnknownScenario
 from plantstub.recording.call import Call, Record
 from plantstub.recording.coverage import Coverage
 from plantstub.recording.journal import Journal
-from plantstub.recording.waiting import Expectation, wait_for_calls, wait_for_calls_async
+from plantstub.recording.waiting import Expectation, WaitOverBudget, wait_for_calls, wait_for_calls_async
 from plantstub.scenarios.declared import MAX_RULES, DeclaredRules, NoRoom
 from plantstub.scenarios.library import FolderLoad, ScenarioSet
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
 from plantstub.scenarios.model import Rule
-from plantstub.scenarios.rule_bytes import rule_bytes
+from plantstub.scenarios.rule_bytes import rule_bytes, value_bytes
 from plantstub.scenarios.select import RuleCounters
 from plantstub.server.runtime import Runtime
 from plantstub.store import Store
@@ -33,6 +33,10 @@ NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PL
                 "Stub(stateful=True), pytest --plantstub-stateful)")
 
 SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes (--max-bytes) and of each kind's
+
+
+WAITERS = "waiters"  # the memory budget's kind for waits in progress
+WAITER_BYTES = 4096  # a wait's own objects (the waiter, its event, its task), about
 
 
 class NotStateful(LookupError):
@@ -162,14 +166,36 @@ class Session:
 
     async def wait_for_calls(self, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
         """Wait on the loop until `n` calls meet `expectation`: the matching calls still kept, and the failure text or
-        None."""
-        return await wait_for_calls_async(self.journal, expectation, n, timeout)
+        None. :raises WaitOverBudget: when the session's memory budget cannot hold the wait."""
+        size = self._hold_waiter(expectation)
+        try:
+            return await wait_for_calls_async(self.journal, expectation, n, timeout)
+        finally:
+            self.memory.give(WAITERS, size)
 
     def wait_from_thread(self, expectation: Expectation, n: int, timeout: float) -> list[Call]:
         """Wait, blocking a thread other than the loop's, until `n` calls meet `expectation`; CallAssertionError
-        after `timeout` seconds."""
+        after `timeout` seconds, or at once when the session's memory budget cannot hold the wait."""
         __tracebackhide__ = True
-        return wait_for_calls(self.journal, expectation, n, timeout)
+        try:
+            size = self._hold_waiter(expectation)
+        except WaitOverBudget as exc:
+            raise CallAssertionError(f"plantstub: wait_for_calls(): {exc}") from None
+        try:
+            return wait_for_calls(self.journal, expectation, n, timeout)
+        finally:
+            self.memory.give(WAITERS, size)
+
+    def _hold_waiter(self, expectation: Expectation) -> int:
+        """Take what a wait holds from the budget (its filters as parsed, the numbers of up to twice the journal's
+        count bound of calls, the waiter itself); its size."""
+        size = WAITER_BYTES + 16 * self.journal.size + value_bytes(
+            [expectation.body, expectation.headers, expectation.query, expectation.path])
+        if not self.memory.take(WAITERS, size):
+            self.memory.lost(WAITERS, size)
+            raise WaitOverBudget(self.memory.refusal(size, "this wait", "end other waits, or start the stub with a "
+                                                                        "larger --max-bytes"))
+        return size
 
     # -- rules from code -----------------------------------------------------------------------
     def add_rule(self, data: Any, file: str, line: int | None = None) -> str:

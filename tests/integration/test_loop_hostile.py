@@ -333,3 +333,35 @@ def test_declaring_a_big_rule_does_not_stall_other_requests(serve, tmp_path):
                                                               json.dumps(rule).encode())
     assert status == 201 and json.loads(answer)["id"] == "r1"
     assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while POST rules took {took:.2f} s"
+
+
+def test_waits_take_their_filters_from_the_memory_budget_and_one_too_many_gets_507(serve, tmp_path):
+    # 40 waits with 588 KB body filters grew RSS 630 MB while health said nothing was held.
+    stub = serve("--port", "0", "--max-bytes", str(4 * 2**20), cwd=tmp_path)
+    wait = {"n": 1, "timeout": 30, "path": "/plants", "body": {"tags": [{"k": "v"} for _ in range(8_000)]}}
+    answers: list[tuple[int, object]] = []
+    threads = [threading.Thread(target=lambda: answers.append(_post(stub.url, "/__plantstub/calls/wait", wait)))
+               for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    _until(lambda: answers, lambda got: len(got) >= 1)
+    time.sleep(0.5)  # a refusal comes at once: those not answered by now are waiting
+    refused = list(answers)
+    assert all(status == 507 for status, _ in refused), refused
+    memory = _get(stub.url, "/__plantstub/health")[1]["memory"]["session"]  # type: ignore[index]
+    assert refused, f"8 waits of ~1.5 MB each fit in 4 MiB: {answers}"
+    message = refused[0][1]["message"]  # type: ignore[index]
+    assert message.startswith("body: this wait needs ") and "memory budget (--max-bytes) holds" in message
+    assert 2**20 < memory["parts"]["waiters"] <= 4 * 2**20 and memory["dropped"]["waiters"]["count"] >= 1
+    assert _post(stub.url, "/plants", {"name": "Fern", "tags": [{"k": "v"} for _ in range(8_000)]})[0] == 400  # recorded
+    for thread in threads:
+        thread.join(10)
+    assert sorted(status for status, _ in answers) == [200] * (8 - len(refused)) + [507] * len(refused)
+    assert "waiters" not in _get(stub.url, "/__plantstub/health")[1]["memory"]["session"]["parts"]  # type: ignore[index]
+
+
+def _until(get, done, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while not done(got := get()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return list(got)
