@@ -93,13 +93,16 @@ class Budget:
     def refusal(self, size: int, what: str, advice: str) -> str:
         """Why `size` bytes for `what` (`this rule`) do not fit: which budget is short (this session's, or the stub's
         over all sessions), what it holds by kind, then `advice` (what to do)."""
-        budget, whose = self, "this session's"
-        if self.held + size <= self.limit and self.parent is not None:
-            budget, whose = self.parent, "the stub's (all sessions)"
+        budget = self.lacking(size)
+        whose = "this session's" if budget is self else "the stub's (all sessions)"
         figures = budget.figures()
         held = ", ".join(f"{kind} {shown_bytes(n)}" for kind, n in figures["parts"].items()) or "nothing"
         return (f"{what} needs {shown_bytes(size)} of memory; {whose} memory budget (--max-bytes) holds "
                 f"{shown_bytes(figures['held'])} of {shown_bytes(figures['limit'])} ({held}); {advice}")
+
+    def lacking(self, size: int) -> Budget:
+        """The budget with no room for `size` more bytes: this one, or (this one has room) its parent's."""
+        return self if self.held + size > self.limit or self.parent is None else self.parent
 
     def figures(self) -> dict[str, Any]:
         """`{"limit", "held", "parts": {kind: bytes}, "dropped": {kind: {"count", "bytes"}}}`, as health shows them."""

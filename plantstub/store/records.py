@@ -179,10 +179,9 @@ class Store:
 
     def _budget_text(self, size: int) -> str:
         """Which budget has no room for `size` more bytes, and its limit."""
-        memory = self.memory
-        if memory.parent is not None and memory.held + size <= memory.limit:  # the session has room: the stub has not
-            return f"all sessions together hold at most {memory.parent.limit:,} bytes of what clients send, --max-bytes"
-        return f"this session holds at most {memory.limit:,} bytes of what clients send, --max-bytes"
+        short = self.memory.lacking(size)
+        whose = "this session holds" if short is self.memory else "all sessions together hold"
+        return f"{whose} at most {short.limit:,} bytes of what clients send, --max-bytes"
 
     def _free(self, size: int) -> None:
         self.bytes -= size
