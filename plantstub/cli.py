@@ -44,7 +44,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--port", "PORT", "port to listen on; 0 picks a free one"),
         ("--journal", "FILE", "append every call to FILE as one JSON line"),
         ("--journal-size", "N", "calls kept in memory"),
-        ("--journal-bytes", "BYTES", "memory the kept calls may take, about"),
+        ("--journal-bytes", "BYTES", "memory the kept calls may take (headers included), within --max-bytes"),
         ("--journal-flush", "MODE", "batch: a call reaches the file within 0.1 s; call: before its answer is sent"),
         ("--admin-token", "TOKEN", "the admin API then needs 'Authorization: Bearer TOKEN' (health stays open)"),
         ("--max-body", "BYTES", "largest request body accepted"),
