@@ -23,7 +23,7 @@ from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
 # What Python objects cost besides the bytes they carry (CPython 64-bit, calibrated with tracemalloc: see
 # tests/recording/test_journal.py): a record with its fixed fields (the tuple, numbers, path, bodies' objects and a
 # small dict of reply headers); one more string in a tuple (errors); one more entry of that dict.
-RECORD_OVERHEAD = 560
+RECORD_OVERHEAD = 600
 OBJECT_OVERHEAD = 100
 ENTRY_OVERHEAD = 140
 PARSED_FACTOR = 50  # a form parsed into a dict of strings and numbers: up to ~50 times its bytes (`a&b&c...`)

@@ -73,7 +73,7 @@ def test_a_rule_from_python_over_the_budget_is_refused_at_the_tests_line():
         with pytest.raises(ScenarioError) as caught:
             for _ in range(20):
                 stub.declare(BIG)
-        assert re.match(r"tests/integration/test_rules_memory\.py:\d+: this rule needs 1\d\d\.\d KiB of memory; this "
+        assert re.match(r"(?:.*/)?tests/integration/test_rules_memory\.py:\d+: this rule needs 1\d\d\.\d KiB of memory; this "
                         r"session's memory budget \(--max-bytes\) holds ", str(caught.value)), str(caught.value)
         assert 4 <= len(stub.rules) <= 7
 
