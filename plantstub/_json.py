@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -131,6 +131,26 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite, p
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
+MAX_NESTING = 1024  # levels of arrays and objects a body may nest: orjson's own bound, kept on every path
+
+
+def nests_deeper(value: Any, levels: int) -> bool:
+    """Does `value` nest lists, tuples and mappings more than `levels` deep? (a loop: any depth is measured)"""
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= levels:
+            return True
+        todo.extend((child, depth + 1) for child in children)
+    return False
+
+
 def decode_json(raw: bytes) -> Any:
     """Parse a JSON body strictly: UTF-8 only, no NaN/Infinity, bounded nesting, integers exact.
 
@@ -150,7 +170,7 @@ def decode_json(raw: bytes) -> Any:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         reason = exc.msg.removesuffix(" at")  # the standard library's "Invalid control character at"
         raise BodyError(f"not valid JSON: {reason} at line {exc.lineno} column {exc.colno}") from None
@@ -158,6 +178,9 @@ def decode_json(raw: bytes) -> Any:
         raise BodyError(f"not valid JSON: {exc}") from None
     except RecursionError:
         raise TooDeep("nested too deeply to parse") from None
+    if nests_deeper(value, MAX_NESTING):  # how deep the standard library reads depends on the Python: not ours
+        raise TooDeep("nested too deeply to parse")
+    return value
 
 
 def scan_json(text: str, at: int) -> tuple[Any, int]:

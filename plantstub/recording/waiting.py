@@ -17,7 +17,7 @@ from typing import Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from plantstub._json import NO_BODY, body_for_record, shown
+from plantstub._json import NO_BODY, body_for_record, nests_deeper, shown
 from plantstub._regex import RegexBudget, release
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches, path_pattern
@@ -48,27 +48,10 @@ def expectation_of(filters: dict[str, Any], where: str = "") -> Expectation:
     if unknown:
         raise TypeError(f"{where}{unknown[0]}: unknown filter (known: {', '.join(WAIT_FILTERS)})")
     for name, value in filters.items():
-        if _deeper_than(value, MAX_FILTER_DEPTH):
+        if nests_deeper(value, MAX_FILTER_DEPTH):
             raise ValueError(f"{where}{name}: nested more than {MAX_FILTER_DEPTH} levels deep (filters may nest "
                              f"{MAX_FILTER_DEPTH} at most)")
     return checked(where, **{"body": NO_BODY, **{k: v for k, v in filters.items() if k != "body" or v is not None}})
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Does `value` nest lists and mappings more than `limit` levels deep? (a loop: any depth is measured)"""
-    todo: list[tuple[Any, int]] = [(value, 0)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
-        if depth >= limit:
-            return True
-        todo.extend((child, depth + 1) for child in children)
-    return False
 
 
 def _headers(record: Record) -> Mapping[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from plantstub._json import BodyError, TooDeep, decode_json, json_bytes, scan_json
+from plantstub._json import MAX_NESTING, BodyError, TooDeep, decode_json, json_bytes, nests_deeper, scan_json
 from plantstub.contract.outgoing import error_body
 from plantstub.server.response import too_large, unreadable
 
@@ -65,7 +65,7 @@ def decode_in_pieces(raw: bytes) -> Any:
         text = raw.decode("utf-8")
         at = _skip(text, 1 if text.startswith("\ufeff") else 0)
         value, end = _value(text, at, OUTER_LEVELS)
-        if _skip(text, end) != len(text):
+        if _skip(text, end) != len(text) or nests_deeper(value, MAX_NESTING):
             raise _Elsewhere
         return value
     except (UnicodeDecodeError, _Elsewhere, StopIteration, ValueError, RecursionError):

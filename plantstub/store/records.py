@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from plantstub._budget import Budget
-from plantstub._json import JSON, NO_BODY, decode_json, deep_json_bytes, json_bytes, shown
+from plantstub._json import JSON, NO_BODY, decode_json, deep_json_bytes, json_bytes, nests_deeper, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.params import read_scalar
@@ -94,17 +94,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
 MAX_DEPTH = 254
 
 
-def _deeper_than(value: Any, most: int) -> bool:
-    todo = [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, (dict, list)):
-            if depth > most:
-                return True
-            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
 class _Written(bytes):
     """A record the standard library wrote (integers beyond 64 bits, lone surrogates): read back the same way."""
 
@@ -125,7 +114,7 @@ def encode(record: Any) -> bytes | None:
         # A copy: orjson's bytes keep the whole buffer they were written in, up to 64 times what they hold.
         return memoryview(orjson.dumps(record)).tobytes()  # orjson refuses more than 255 levels: shallow enough
     except orjson.JSONEncodeError:
-        if _deeper_than(record, MAX_DEPTH):
+        if nests_deeper(record, MAX_DEPTH):
             return None
         return _Written(json_bytes(record))
 
