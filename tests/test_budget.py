@@ -20,16 +20,7 @@ def test_other_kinds_shed_before_a_take_is_refused() -> None:
     budget = Budget(100)
     kept = [30, 30, 30]
 
-    def shed(short: int) -> int:
-        freed = 0
-        while kept and freed < short:
-            size = kept.pop(0)
-            budget.give("calls", size)
-            budget.lost("calls", size)
-            freed += size
-        return freed
-
-    budget.sheds("calls", shed)
+    budget.sheds("calls", _oldest_first(budget, kept))
     for size in kept:
         assert budget.take("calls", size)
     assert budget.take("records", 50)  # two calls go, oldest first
@@ -65,16 +56,7 @@ def test_another_sessions_droppable_kinds_shed_when_the_stubs_budget_is_short() 
     first, second = Budget(100, stub), Budget(50, stub)
     kept = [30, 30, 30]
 
-    def shed(short: int) -> int:
-        freed = 0
-        while kept and freed < short:
-            size = kept.pop(0)
-            first.give("calls", size)
-            first.lost("calls", size)
-            freed += size
-        return freed
-
-    first.sheds("calls", shed)
+    first.sheds("calls", _oldest_first(first, kept))
     for size in kept:
         assert first.take("calls", size)
     assert second.take("calls", 40)  # the first session's oldest call goes: the stub's budget was short
@@ -83,3 +65,18 @@ def test_another_sessions_droppable_kinds_shed_when_the_stubs_budget_is_short() 
     assert kept == [30, 30]
     first.release()  # an ended session's holders shed nothing more
     assert stub._sheds == []
+
+
+def _oldest_first(budget: Budget, kept: list[int]):
+    """A shed of calls of these sizes held in `budget`: the oldest go first, each given back and counted lost."""
+
+    def shed(short: int) -> int:
+        freed = 0
+        while kept and freed < short:
+            size = kept.pop(0)
+            budget.give("calls", size)
+            budget.lost("calls", size)
+            freed += size
+        return freed
+
+    return shed
