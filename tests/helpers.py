@@ -224,3 +224,11 @@ def call(url: str, method: str, path: str, data: object = None, headers: dict[st
     except urllib.error.HTTPError as exc:
         raw = exc.read()
         return exc.code, json.loads(raw) if raw else None
+
+
+def resident_bytes(pid: int) -> int:
+    """Process `pid`'s resident memory (VmRSS), in bytes, from /proc (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"/proc/{pid}/status has no VmRSS line")

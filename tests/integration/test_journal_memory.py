@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import post_status, raw_call
+from tests.helpers import post_status, raw_call, resident_bytes
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's memory from /proc"),
@@ -20,10 +19,7 @@ BODY = b"[" + b"{}," * (MB // 3) + b"{}]"  # 1 MB of empty objects: about 20 MB 
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS line")
+    return resident_bytes(pid) / MB
 
 
 def test_forty_big_bodies_stay_within_the_byte_bound(serve, tmp_path):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import AUTH, JSON_AUTH, SPECS, Receiver, Silent, call, raw_call, write
+from tests.helpers import AUTH, JSON_AUTH, SPECS, Receiver, Silent, call, raw_call, resident_bytes, write
 
 MIB = 2**20
 CALLBACKS = SPECS / "subscriptions-callbacks.openapi.yaml"
@@ -54,22 +54,14 @@ def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.05)
 
 
-def rss(pid: int) -> int:
-    """The process's resident memory, in bytes (Linux)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def test_pending_deliveries_hold_their_bodies_as_bytes_within_the_session_budget(serve, tmp_path) -> None:
     # D17: a receiver that never answers and bodies rich in `{}` (parsed: ~20x their JSON) piled up without bound.
     with Silent() as hanging:
         stub = serve("--spec", "plant-store-full", "--port", "0", "--max-bytes", str(MIB), "--webhook", hanging.url,
                      cwd=tmp_path)
-        before = rss(stub.proc.pid)
+        before = resident_bytes(stub.proc.pid)
         assert post_plants(stub.url, [rich_plant(i) for i in range(30)]) == [200] * 30
-        grown = rss(stub.proc.pid) - before
+        grown = resident_bytes(stub.proc.pid) - before
         status, figures = health(stub.url)
         hooks, memory = figures["webhooks"], figures["memory"]["session"]
         assert hooks["lost"] > 0 and hooks["pending"] > 0 and hooks["pending"] + hooks["lost"] == 30
