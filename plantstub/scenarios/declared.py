@@ -87,11 +87,15 @@ class DeclaredRules:
         self._by_index: dict[int, DeclaredRule] = {}
         self._quiet = 0  # requests since the levels last changed
 
+    def check_count(self) -> None:
+        """Raise TooManyRules when MAX_RULES rules are declared already."""
+        if len(self.rules) >= MAX_RULES:
+            raise TooManyRules(f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first")
+
     def add(self, rule: Rule, data: dict[str, Any], source: str, size: int | None = None) -> DeclaredRule:
         """Keep `rule` after the others (`size`: its rule_bytes(), when measured already); raises TooManyRules past
         MAX_RULES, NoRoom when the memory budget cannot hold it (nothing is kept then)."""
-        if len(self.rules) >= MAX_RULES:
-            raise TooManyRules(f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first")
+        self.check_count()
         size = rule_bytes(rule, data, source) if size is None else size
         if not self.memory.take(RULES, size) and not self._room_once_merged(size):
             self.memory.lost(RULES, size)

@@ -16,7 +16,7 @@ from plantstub.recording.call import Call, Record
 from plantstub.recording.coverage import Coverage
 from plantstub.recording.journal import Journal
 from plantstub.recording.waiting import Expectation, WaitOverBudget, wait_for_calls, wait_for_calls_async
-from plantstub.scenarios.declared import MAX_RULES, DeclaredRules, NoRoom
+from plantstub.scenarios.declared import DeclaredRules, NoRoom, TooManyRules
 from plantstub.scenarios.library import FolderLoad, ScenarioSet
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
 from plantstub.scenarios.model import Rule
@@ -210,9 +210,10 @@ class Session:
     def check_rule(self, data: Any, file: str, line: int | None = None) -> tuple[Rule, int]:
         """add_rule's check, touching nothing the request path reads (a thread may run it: a big rule takes a
         while): the rule and the bytes it will hold. :raises ScenarioLoadError: as add_rule."""
-        if len(self.declared.rules) >= MAX_RULES:
-            message = f"{MAX_RULES:,} rules from code are declared already; remove some (or reset) first"
-            raise ScenarioLoadError([ScenarioError(file, line, "", message)])
+        try:
+            self.declared.check_count()  # before the check, which may take a while
+        except TooManyRules as exc:
+            raise ScenarioLoadError([ScenarioError(file, line, "", str(exc))]) from None
         rule = load_rule(data, self.runtime.contract, file, line)
         source = f"{file}:{line}" if line else file
         return rule, rule_bytes(rule, data, source)
@@ -224,6 +225,8 @@ class Session:
             return self.declared.add(rule, data, f"{file}:{line}" if line else file, size).id
         except NoRoom as exc:
             raise RuleOverBudget([ScenarioError(file, line, "", str(exc))]) from None
+        except TooManyRules as exc:  # others declared meanwhile (check_rule ran in a thread)
+            raise ScenarioLoadError([ScenarioError(file, line, "", str(exc))]) from None
 
     @property
     def rules(self) -> list[dict[str, Any]]:

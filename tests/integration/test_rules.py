@@ -167,12 +167,25 @@ def test_many_rules_keep_declaration_order(stub):
 
 
 def test_rules_are_bounded_in_number(stub, monkeypatch):
-    monkeypatch.setattr("plantstub.server.session.MAX_RULES", 2)
+    monkeypatch.setattr("plantstub.scenarios.declared.MAX_RULES", 2)
     stub.when(path="/plants").reply(200)
     stub.when(path="/plants").reply(200)
     with pytest.raises(ScenarioError, match="2 rules from code are declared already; remove some"):
         stub.when(path="/plants").reply(200)
     assert call(stub.url, "POST", "/__plantstub/rules", {"match": {}, "reply": {}})[0] == 400
+
+
+def test_a_rule_checked_while_others_filled_the_count_is_refused_as_too_many(stub, monkeypatch):
+    # POST rules checks a rule in a thread, then keeps it on the loop: others may be declared in between.
+    monkeypatch.setattr("plantstub.scenarios.declared.MAX_RULES", 2)
+    session = stub._live()
+    data = {"match": {"path": "/plants"}, "reply": {"status": 200}}
+    checked = session.check_rule(data, "POST /__plantstub/rules")  # room for it then
+    stub.when(path="/plants").reply(200)
+    stub.when(path="/plants").reply(200)
+    with pytest.raises(ScenarioError, match="2 rules from code are declared already; remove some"):
+        stub._call(session.keep_rule, checked, data, "POST /__plantstub/rules")
+    assert len(stub.rules) == 2
 
 
 def test_a_rule_from_code_sends_its_webhooks_as_a_scenario_rule_does():
