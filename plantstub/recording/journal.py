@@ -29,7 +29,8 @@ class Journal:
     take a snapshot under the same lock, so a read never sees a half-made list.
 
     A call is numbered when it arrives (`arrive()`) and recorded when it is answered (`append()`), in
-    `seq` order. `clear()` starts a new epoch: a call that arrived before it and is answered after it
+    `seq` order. `clear()` starts a new epoch, numbered from 1 again (a test's first call is #1): a call that
+    arrived before it and is answered after it
     (a reply delayed past the client's timeout in the previous test) goes to the file, not to memory,
     so it never shows up among the next test's calls.
     """
@@ -82,8 +83,9 @@ class Journal:
             listeners = told if told is not None else self._listeners
             if listeners:
                 self._tell(listeners, record, body)
-        if self.file is not None:
-            self.file.write(dumps_call(record.view(body, response_body), session=self.session) + b"\n")
+        if self.file is not None:  # a reset numbers calls from 1 again: (session, epoch, seq) names a call in the file
+            line = dumps_call(record.view(body, response_body), session=self.session, epoch=now if current else epoch)
+            self.file.write(line + b"\n")
         return current
 
     def _keep(self, record: Record, epoch: int) -> tuple[Listener, ...] | None:
@@ -248,8 +250,10 @@ class Journal:
         return [record.view() for record in self.records()]
 
     def clear(self) -> None:
-        """Forget the calls in memory and start a new epoch (calls still in flight will not enter it)."""
+        """Forget the calls in memory and start a new epoch, numbered from 1 again (calls still in flight will not
+        enter it: they keep the number and epoch they arrived with)."""
         with self._lock:
+            self._seq = 0
             self._records.clear()
             held, self._bytes, self._ahead = self._bytes + self._ahead, 0, 0
             self.recorded = 0

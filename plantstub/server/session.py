@@ -331,6 +331,7 @@ class Session:
                 "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
                 "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes, "refused": journal.refused,
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
+                "epoch": journal.epoch,
             },
             "webhooks": hooks.figures(),
             **({"store": self.store.figures()} if self.store is not None else {}),
