@@ -20,7 +20,7 @@ from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import Running, start
 from plantstub.server.runtime import load
 from plantstub.server.session import NotStateful, Session
-from plantstub.server.sessions import SESSION_PREFIX, new_id
+from plantstub.server.sessions import SESSION_HEADER, SESSION_PREFIX, new_id
 from plantstub.server.surface import SessionControl, StubControl
 from plantstub.server.table import Sessions
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
@@ -151,6 +151,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
             settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
         self.settings = settings
         self.url = ""
+        self.session_id: str | None = None  # a session view's id (`session()`); None: the stub's default session
         self._server: _Background | None = None
         self._session: Session | None = None  # kept once stopped: its calls can still be read
 
@@ -170,7 +171,12 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         if self._server is None:
             raise PlantstubError("the stub is not serving; a session is opened on a started stub (`with Stub(...) as "
                                  "stub: stub.session()`)")
-        return _SessionView(self._server, self.settings, self.url.partition(SESSION_PREFIX)[0])
+        return _SessionView(self._server, self.settings, self.url.partition(SESSION_PREFIX)[0].rstrip("/"))
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """``{"X-Plantstub-Session": id}`` for a session view (for a client whose base URL is fixed); {} otherwise."""
+        return {SESSION_HEADER: self.session_id} if self.session_id else {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> Stub:
@@ -303,10 +309,11 @@ class _SessionView(Stub):
 
     def __init__(self, server: _Background, settings: Settings, root: str) -> None:
         super().__init__(settings=settings)
-        self._sid = new_id()
+        self._sid = self.session_id = new_id()
         self._server = server
         self._session = server.open(self._sid)
-        self.url = f"{root}{SESSION_PREFIX}{self._sid}"
+        self.url = f"{root}{SESSION_PREFIX}{self._sid}/"  # a base URL: aiohttp's base_url needs the '/'
+
 
     def start(self) -> Stub:
         return self

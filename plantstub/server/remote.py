@@ -19,11 +19,16 @@ from plantstub.recording.waiting import expectation_of
 from plantstub.scenarios.declared import DeclaresRules
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
-from plantstub.server.sessions import SESSION_PREFIX
+from plantstub.server.sessions import SESSION_HEADER, SESSION_PREFIX
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 TIMEOUT = 10.0  # seconds for one admin call
 _NOTHING = object()
+TOKEN_HINT = "the admin_token argument; PLANTSTUB_ADMIN_TOKEN for the pytest fixture"
+
+
+class AtCapacity(PlantstubError):
+    """`session()` was refused with 503: the stub serves its --max-sessions already (the message names the cap)."""
 
 
 class AdminClient:
@@ -94,20 +99,35 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
 
     def __init__(self, url: str, admin_token: str | None = None, *, ends_session: bool = False) -> None:
         self.admin = AdminClient(url, admin_token)
-        self.url = self.admin.url
         self.admin_token = admin_token
-        self._root, _, self.session_id = self.url.partition(SESSION_PREFIX)
+        self._root, _, sid = self.admin.url.partition(SESSION_PREFIX)
+        # A session's URL ends with '/', so that it works as a base URL (aiohttp's base_url demands it) and
+        # `url + "/plants"` still works (the stub reads the doubled slash where they meet as one).
+        self.url = f"{self.admin.url}/" if sid else self.admin.url
+        self.session_id: str | None = sid or None
         self._ends_session = ends_session
+        self._default_seen: tuple[int, int] | None = None  # the default session's (epoch, recorded) at watch_default()
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """``{"X-Plantstub-Session": id}`` for a session (for a client whose base URL is fixed); {} for the stub."""
+        return {SESSION_HEADER: self.session_id} if self.session_id else {}
 
     def __repr__(self) -> str:
         return f"<RemoteStub {self.url}>"
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> RemoteStub:
-        """Check that a plantstub answers at `url` (its health route)."""
-        status, data = self.admin.send("GET", "health")
-        if not isinstance(data, dict) or "status" not in data or "journal" not in data:
-            raise PlantstubError(f"{self.url} answered {status} to GET {ADMIN_PREFIX}health, not as a plantstub does")
+        """Check, in one request, that a plantstub answers at `url` and takes the admin token (its `scenarios` route,
+        which --admin-token guards)."""
+        status, data = self.admin.send("GET", "scenarios")
+        if status == 401 and isinstance(data, dict) and "--admin-token" in str(data.get("message")):
+            given = "no admin token was given" if self.admin_token is None else "the admin token given is not its token"
+            raise PlantstubError(f"Stub.connect({self.url!r}): the stub runs with --admin-token and {given}; pass "
+                                 f"the token of its --admin-token ({TOKEN_HINT})")
+        if status != 200 or not isinstance(data, dict) or "active" not in data or "scenarios" not in data:
+            raise PlantstubError(f"{self.url} answered {status} to GET {ADMIN_PREFIX}scenarios, not as a plantstub "
+                                 f"does: {message_of(data)}")
         return self
 
     def stop(self) -> None:
@@ -134,8 +154,51 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
 
         :raises PlantstubError: when the stub serves --max-sessions already (the message names the cap).
         """
-        opened = AdminClient(self._root, self.admin_token).expect("POST", "sessions", ok=(201,))
-        return RemoteStub(f"{self._root}{SESSION_PREFIX}{opened['id']}", self.admin_token, ends_session=True)
+        status, opened = AdminClient(self._root, self.admin_token).send("POST", "sessions")
+        if status == 503:
+            raise AtCapacity(message_of(opened))
+        if status != 201:
+            raise PlantstubError(f"POST {self._root}{ADMIN_PREFIX}sessions answered {status}: {message_of(opened)}")
+        return RemoteStub(f"{self._root}{SESSION_PREFIX}{opened['id']}/", self.admin_token, ends_session=True)
+
+    # -- calls that missed the session ---------------------------------------------------------------
+    def watch_default(self) -> None:
+        """Note how many calls the stub's default session has had, so that a failed assertion of this session can
+        say when calls reached the default session instead (a client that dropped the /__session/ID prefix)."""
+        self._default_seen = self._default_figures()
+
+    def _default_figures(self) -> tuple[int, int] | None:
+        status, data = AdminClient(self._root, self.admin_token).send("GET", "health")
+        journal = data.get("journal") if status in (200, 503) and isinstance(data, dict) else None
+        if not isinstance(journal, dict) or not isinstance(journal.get("recorded"), int):
+            return None
+        return int(journal.get("epoch", 0)), journal["recorded"]
+
+    def _missed(self, failure: CallAssertionError) -> CallAssertionError:
+        """`failure` with a line on the calls the default session got since watch_default(), when there are any."""
+        seen = self._default_seen
+        try:
+            now = self._default_figures() if seen is not None else None
+        except PlantstubError:
+            now = None
+        if seen is None or now is None:
+            return failure
+        n = now[1] - seen[1] if now[0] == seen[0] else now[1]  # reset meanwhile: every call since counts
+        if n <= 0:
+            return failure
+        return CallAssertionError(
+            f"{failure}\nplantstub: {n} call{'s' if n != 1 else ''} reached the sidecar's default session during this "
+            f"test: does your client drop the {SESSION_PREFIX}{self.session_id} prefix? urljoin(url, \"/plants\") and "
+            "aiohttp's base_url with \"/plants\" do; join \"plants\" (no leading slash), or send the test's "
+            f"session header with each request (plantstub.headers: {SESSION_HEADER}: {self.session_id}).")
+
+    def assert_called(self, *args: Any, **kwargs: Any) -> list[Call]:
+        __tracebackhide__ = True
+        try:
+            return super().assert_called(*args, **kwargs)
+        except CallAssertionError as exc:
+            failure = self._missed(exc)
+        raise failure  # outside the except block: no chained traceback
 
     # -- control ----------------------------------------------------------------------------
     @property
@@ -217,7 +280,7 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         if status != 200:
             raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}calls/wait answered {status}: {message_of(data)}")
         if not data["arrived"]:
-            raise CallAssertionError(data["message"])
+            raise self._missed(CallAssertionError(data["message"]))
         return [Call.from_dict(c) for c in data["calls"]]
 
     # -- webhooks ---------------------------------------------------------------------------------

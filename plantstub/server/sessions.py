@@ -32,6 +32,12 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= SHOWN else value[:SHOWN] + "…")
 
 
+def _joined(path: str, query: str) -> URL:
+    """The target with a doubled slash at its start read as one: a session's URL (and the fixture's) ends with '/',
+    so `url + "/plants"` sends `/__session/ID//plants`. Only there: `/plants//1` stays what it is."""
+    return URL.build(path=path[1:] if path.startswith("//") else path, query_string=query, encoded=True)
+
+
 def new_id() -> str:
     """A fresh session id: 16 URL-safe characters."""
     return secrets.token_urlsafe(12)
@@ -56,6 +62,8 @@ class SessionRouter:
         """`handler` for the default session; a session's requests to their own (one prefix or header check)."""
 
         async def route(request: web.BaseRequest) -> web.StreamResponse:
+            if request.rel_url.raw_path.startswith("//"):
+                request = request.clone(rel_url=_joined(request.rel_url.raw_path, request.rel_url.raw_query_string))
             if request.path.startswith(SESSION_PREFIX) or SESSION_HEADER in request.headers:
                 return await self.dispatch(request, handler)
             return await handler(request)
@@ -73,8 +81,7 @@ class SessionRouter:
             if named is not None and named != sid:
                 return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the "
                                    f"path ({sid!r}); send one of them")
-            url = URL.build(path="/" + rest, query_string=request.rel_url.raw_query_string, encoded=True)
-            request = request.clone(rel_url=url)
+            request = request.clone(rel_url=_joined("/" + rest, request.rel_url.raw_query_string))
         elif named is None:  # a prefix only once decoded (/__session%2F...): not a session's request
             return await default(request)
         elif not SESSION_ID.fullmatch(named):
@@ -170,7 +177,7 @@ class SessionRouter:
             self.sessions.open(sid, by_admin=True)  # the guard let it through: never evicted
         except SessionLimit as exc:
             return error(503, str(exc))
-        url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}"
+        url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}/"  # a base URL: ends with '/'
         return reply({"id": sid, "url": url}, status=201)
 
     async def end_session(self, request: web.BaseRequest) -> web.Response:

@@ -96,7 +96,7 @@ class Sessions:
     def _create(self, sid: str) -> Session:
         if len(self._live) >= self.cap and not self._evict():
             raise SessionLimit(
-                f"session {sid!r}: this stub already serves {self.cap} sessions, its cap (--max-sessions, "
+                f"session {sid!r}: this stub already serves {self.cap} session{'s' if self.cap != 1 else ''}, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
         return Session(self.runtime, self.limits, self.memory, shares_file=self.default, outbox=self.outbox,

@@ -167,3 +167,135 @@ def test_fixture_on_a_sidecar_with_an_admin_token(consumer, tmp_path_factory, mo
         assert guarded.get("/__plantstub/sessions", token="s3cret")["ended"] == 1
     finally:
         guarded.stop()
+
+
+# Issue 24: a folder's plantstub_settings on a sidecar, in either order; the session's URL and headers; the cap.
+LOCKED_CONFTEST = '''
+import pytest
+
+@pytest.fixture(scope="session")
+def plantstub_settings():
+    return {"admin_token": "s3cret", "scenario": "store-closed"}
+'''
+LOCKED_TESTS = '''
+from client import create_plant
+
+def test_closed_by_the_folders_scenario(plantstub):
+    assert create_plant(plantstub.url, {"id": 1, "name": "Fern"})[0] == 400
+    assert plantstub.calls[0].seq == 1
+
+def test_again(plantstub):
+    assert create_plant(plantstub.url, {"id": 2, "name": "Ivy"})[0] == 400
+'''
+
+
+@pytest.mark.parametrize("order", [("locked", "plain"), ("plain", "locked")], ids=["override-first", "override-last"])
+def test_a_folders_settings_on_a_sidecar_in_either_order(pytester, tmp_path_factory, order):
+    guarded = Sidecar(tmp_path_factory.mktemp("guarded"), "--admin-token", "s3cret")
+    try:
+        pytester.makepyfile(client=CLIENT)
+        pytester.mkpydir("locked")
+        (pytester.path / "locked" / "conftest.py").write_text(LOCKED_CONFTEST)
+        (pytester.path / "locked" / "test_locked.py").write_text(LOCKED_TESTS)
+        pytester.mkpydir("plain")
+        (pytester.path / "plain" / "test_plain.py").write_text(
+            "def test_without_a_token(plantstub):\n    pass\n")
+        result = run(pytester, f"--plantstub-url={guarded.url}", *order)
+        # the folder's token opens its sessions; the other folder, with no token, fails alone and says why
+        result.assert_outcomes(passed=2, errors=1)
+        result.stdout.fnmatch_lines([
+            f"*plantstub: --plantstub-url: Stub.connect('{guarded.url}'): the stub runs with --admin-token and no "
+            "admin token was given; pass the token of its --admin-token (the admin_token argument; "
+            "PLANTSTUB_ADMIN_TOKEN for the pytest fixture)"])
+        assert guarded.get("/__plantstub/sessions", token="s3cret")["ended"] == 2
+        run(pytester, "locked").assert_outcomes(passed=2)  # in process, the folder's scenario too
+    finally:
+        guarded.stop()
+
+
+def test_a_folders_settings_a_sidecar_cannot_honour_are_refused_by_name(pytester, sidecar):
+    pytester.makeconftest('''
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def plantstub_settings():
+            return {"spec": "plant-store-full", "max_body": 10, "scenario": "flaky"}
+    ''')
+    pytester.makepyfile(test_it="def test_x(plantstub):\n    pass\n")
+    result = run(pytester, f"--plantstub-url={sidecar.url}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([
+        f"*plantstub: plantstub_settings gives 'max_body', 'spec', which a sidecar (--plantstub-url {sidecar.url}) "
+        "cannot honour for one test: *"])
+
+
+URLS = '''
+import asyncio
+from urllib.parse import urljoin
+
+import aiohttp
+import requests
+from client import create_plant
+
+AUTH = {"Authorization": "Bearer t"}
+FERN = {"id": 1, "name": "Fern"}
+
+
+def test_each_way_of_joining_reaches_the_tests_session(plantstub, request):
+    on_sidecar = request.config.getoption("plantstub_url") is not None
+    assert plantstub.url.endswith("/")
+    assert (plantstub.session_id is not None) == on_sidecar
+    assert plantstub.headers == ({"X-Plantstub-Session": plantstub.session_id} if on_sidecar else {})
+    assert create_plant(plantstub.url, FERN)[0] == 200  # url + "/plants"
+    assert requests.post(urljoin(plantstub.url, "plants"), json=FERN, headers=AUTH, timeout=5).status_code == 200
+    assert requests.post(f"{plantstub.url}plants", json=FERN, headers=AUTH, timeout=5).status_code == 200
+    root = plantstub.url.partition("/__session/")[0]  # a client whose base URL is fixed sends the headers
+    assert requests.post(urljoin(root, "/plants"), json=FERN, headers={**AUTH, **plantstub.headers},
+                         timeout=5).status_code == 200
+
+    async def with_aiohttp():
+        async with aiohttp.ClientSession(base_url=plantstub.url) as client:
+            async with client.post("plants", json=FERN, headers=AUTH) as response:
+                return response.status
+
+    assert asyncio.run(with_aiohttp()) == 200
+    plantstub.assert_called("POST", "/plants", times=5)
+    assert [c.seq for c in plantstub.calls] == [1, 2, 3, 4, 5]
+
+
+def test_a_client_that_drops_the_prefix(plantstub):
+    requests.post(urljoin(plantstub.url, "/plants"), json=FERN, headers=AUTH, timeout=5)
+    plantstub.assert_called("POST", "/plants")
+'''
+
+
+def test_the_sessions_url_and_headers_on_a_sidecar_and_in_process(pytester, sidecar):
+    pytester.makepyfile(client=CLIENT, test_urls=URLS)
+    result = run(pytester, f"--plantstub-url={sidecar.url}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*plantstub: expected at least 1 call POST /plants; got 0.*",
+        "*plantstub: 1 call reached the sidecar's default session during this test: does your client drop the "
+        "/__session/* prefix? urljoin(url, \"/plants\") and aiohttp's base_url with \"/plants\" do; join \"plants\" "
+        "(no leading slash), or send the test's session header with each request (plantstub.headers: "
+        "X-Plantstub-Session: *)."])
+    in_process = run(pytester)
+    in_process.assert_outcomes(passed=2)  # one stub per test run: the client's calls reach the test's stub
+
+
+def test_at_the_session_cap_the_fixture_waits_then_names_the_cap(pytester, tmp_path_factory):
+    capped = Sidecar(tmp_path_factory.mktemp("capped"), "--max-sessions", "1")
+    try:
+        pytester.makepyfile(test_it="def test_x(plantstub):\n    pass\n")
+        with urllib.request.urlopen(urllib.request.Request(capped.url + "/__plantstub/sessions", method="POST"),
+                                    timeout=5) as response:
+            assert response.status == 201  # the one session there is room for, opened by the admin API
+        result = run(pytester, f"--plantstub-url={capped.url}", "--plantstub-session-wait=0.5")
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines([
+            f"*plantstub: no session on the sidecar at {capped.url} after waiting 0.5 s: session '*': this stub "
+            "already serves 1 session, its cap (--max-sessions, PLANTSTUB_MAX_SESSIONS); *. Wait longer with "
+            "--plantstub-session-wait SECONDS (ini plantstub_session_wait, env PLANTSTUB_SESSION_WAIT), or give the "
+            "sidecar a higher --max-sessions."])
+    finally:
+        capped.stop()

@@ -136,17 +136,30 @@ def test_in_process_session_is_isolated_with_its_own_url(local):
         assert [c.status for c in view.calls] == [400]
         assert [c.status for c in local.calls] == [200]
         view.assert_called("POST", "/plants", status=400, times=1)
-        sid = view.url.rpartition("/")[2]
+        sid = view.session_id
+        assert view.url.endswith(f"/__session/{sid}/") and view.headers == {"X-Plantstub-Session": sid}
         assert sessions_of(local.url) == [sid]
     assert sessions_of(local.url) == []
     assert post_status(local.url, TRAFFIC[2]) == 200  # the stub itself still runs
 
 
-def test_connect_with_an_admin_token(serve, tmp_path):
+@pytest.mark.parametrize(("token", "said"), [(None, "no admin token was given"),
+                                             ("wrong", "the admin token given is not its token")],
+                         ids=["missing", "wrong"])
+def test_connect_checks_the_admin_token_at_once(serve, tmp_path, token, said):
     sidecar = serve("--port", "0", env={"PLANTSTUB_ADMIN_TOKEN": "s3cret"}, cwd=tmp_path)
     with pytest.raises(PlantstubError) as caught:
-        Stub.connect(sidecar.url).calls  # noqa: B018 - the property raises
-    assert "answered 401: Authorization: is missing" in str(caught.value)
+        Stub.connect(sidecar.url, admin_token=token)  # at connect, not at the first admin call
+    assert str(caught.value) == (
+        f"Stub.connect({sidecar.url!r}): the stub runs with --admin-token and {said}; pass the token of its "
+        "--admin-token (the admin_token argument; PLANTSTUB_ADMIN_TOKEN for the pytest fixture)")
+    with pytest.raises(PlantstubError) as caught:  # a session's URL: the same check, the same words
+        Stub.connect(sidecar.url + "/__session/ci-1", admin_token=token)
+    assert said in str(caught.value)
+
+
+def test_connect_with_an_admin_token(serve, tmp_path):
+    sidecar = serve("--port", "0", env={"PLANTSTUB_ADMIN_TOKEN": "s3cret"}, cwd=tmp_path)
     remote = Stub.connect(sidecar.url, admin_token="s3cret")
     with remote.session() as view:
         post_status(view.url, TRAFFIC[0])

@@ -101,7 +101,7 @@ async def test_sessions_listed_opened_and_ended(client):
     response = await client.post("/__plantstub/sessions")
     assert response.status == 201
     opened = await response.json()
-    assert set(opened) == {"id", "url"} and opened["url"].endswith(f"/__session/{opened['id']}")
+    assert set(opened) == {"id", "url"} and opened["url"].endswith(f"/__session/{opened['id']}/")
     response = await client.post("/__plantstub/sessions", json={"id": "ci-42"})
     assert (await response.json())["id"] == "ci-42"
     listing = await (await client.get("/__plantstub/sessions")).json()

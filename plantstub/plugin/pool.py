@@ -1,0 +1,86 @@
+"""The running stubs of a pytest session (of an xdist worker): in process, one per distinct settings; on a sidecar,
+one connection per URL and admin token. Each is made on first use; a failure fails only the tests that ask for it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from plantstub.config import Settings, build_settings
+
+if TYPE_CHECKING:
+    from plantstub.server.remote import RemoteStub
+    from plantstub.stub import Stub
+
+
+class StubPool:
+    """The stubs started (`get`) and the sidecars connected (`sidecar`), by what made them.
+
+    Settings that cannot start a stub (a missing folder, a broken scenario), or a sidecar that cannot be used with
+    a token, fail each test that asks for them with the same one-line reason, without trying again; other settings
+    and tokens are not touched by it.
+    """
+
+    def __init__(self) -> None:
+        self.stubs: dict[Settings, Stub] = {}
+        self.failures: dict[Settings, str] = {}
+        self.sidecars: dict[tuple[str, str | None], RemoteStub] = {}
+        self.sidecar_failures: dict[tuple[str, str | None], str] = {}
+        self._stateful: dict[str, bool] = {}
+
+    def get(self, settings: Settings | dict[str, Any]) -> Stub:
+        from plantstub.errors import PlantstubError
+        from plantstub.stub import Stub
+
+        stub: Stub | None = None
+        problem = None
+        try:
+            if isinstance(settings, dict):
+                settings = build_settings({"port": 0, **settings})
+            stub = self.stubs.get(settings)
+            if stub is None:
+                problem = self.failures.get(settings)
+                if problem is None:
+                    stub = self.stubs[settings] = Stub(settings=settings).start()
+                    # A base URL, as a sidecar session's is: `url + "plants"` and aiohttp's base_url work alike.
+                    stub.url = stub.url.rstrip("/") + "/"
+        except PlantstubError as exc:
+            problem = f"plantstub: the stub cannot start: {exc}"
+            if isinstance(settings, Settings):
+                self.failures[settings] = problem
+        if problem is not None:  # outside the except block: one line, no chained traceback
+            pytest.fail(problem, pytrace=False)
+        assert stub is not None  # started, or found running
+        return stub
+
+    def sidecar(self, url: str, token: str | None) -> RemoteStub:
+        """The stub running at `url` (--plantstub-url), connected with `token` (its admin token is checked)."""
+        from plantstub.errors import PlantstubError
+        from plantstub.stub import Stub
+
+        key = (url, token)
+        remote = self.sidecars.get(key)
+        if remote is not None:
+            return remote
+        problem = self.sidecar_failures.get(key)
+        if problem is None:
+            try:
+                remote = self.sidecars[key] = Stub.connect(url, token)
+            except PlantstubError as exc:
+                problem = self.sidecar_failures[key] = f"plantstub: --plantstub-url: {exc}"
+        if problem is not None:  # outside the except block: one line, no chained traceback
+            pytest.fail(problem, pytrace=False)
+        assert remote is not None
+        return remote
+
+    def is_stateful(self, remote: RemoteStub) -> bool:
+        """Whether the sidecar runs with --stateful (its health shows a store), asked once."""
+        if remote.url not in self._stateful:
+            self._stateful[remote.url] = "store" in remote.admin.expect("GET", "health", ok=(200, 503))
+        return self._stateful[remote.url]
+
+    def stop(self) -> None:
+        for stub in self.stubs.values():
+            stub.stop()
+        self.stubs.clear()

@@ -1,0 +1,56 @@
+"""Strict mode: what fails a test whose calls, or whose webhook receivers' answers, broke the contract."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from plantstub.recording.call import Call
+    from plantstub.stub import Stub
+    from plantstub.webhooks.deliveries import Delivery
+
+
+def _listed(calls: list[Call], reasons: Any) -> str:
+    return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(reasons(c))}" for c in calls)
+
+
+def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery] = ()) -> list[str]:
+    """Strict mode's complaints about one test: the consumer's broken requests, the stub's own faults, then the
+    consumer's webhook receivers that answered a status the webhook does not declare."""
+    found = []
+    bad = [c for c in calls if not c.valid]
+    if bad:
+        n = len(bad)
+        found.append(
+            f"plantstub: {name} sent {n} request{'s' if n > 1 else ''} that break{'s' if n == 1 else ''} the "
+            f"contract: {_listed(bad, lambda c: c.errors)}. If that was the point of the test, mark it "
+            "@pytest.mark.plantstub(strict=False)."
+        )
+    faulty = [c for c in calls if c.stub_errors]
+    if faulty:
+        n = len(faulty)
+        found.append(
+            f"plantstub: the stub, not {name}, broke the contract on {n} call{'s' if n > 1 else ''}: "
+            f"{_listed(faulty, lambda c: c.stub_errors)}. A scenario rule named here must be fixed (or say "
+            "`off_contract: true`); an internal error is a plantstub bug."
+        )
+    refused = [d for d in deliveries if d.status is not None and not d.valid]
+    if refused:
+        n = len(refused)
+        listed = "; ".join(f"#{d.seq} {d.name} -> {d.url}: {d.error}" for d in refused)
+        found.append(
+            f"plantstub: in {name}, the consumer's webhook receiver broke the contract on {n} "
+            f"deliver{'ies' if n > 1 else 'y'}: {listed}. Make the receiver answer a declared status, or mark the "
+            "test @pytest.mark.plantstub(strict=False) if that was the point."
+        )
+    return found
+
+
+def settled_deliveries(stub: Stub, timeout: float = 5.0) -> list[Delivery]:
+    """The test's deliveries once those still being sent are done (at most `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while stub.pending_deliveries() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return stub.deliveries

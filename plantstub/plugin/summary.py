@@ -1,0 +1,68 @@
+"""Contract coverage over the run: each worker's tally merged, the summary section, --plantstub-coverage-fail-under."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from plantstub.recording.coverage import Tally, figures
+
+COVERAGE_KEY = pytest.StashKey[Tally]()
+
+
+def _coverage_rows(tally: Tally) -> list[str]:
+    rows = []
+    for operation, counts in tally.items():
+        for status, n in counts["declared"].items():
+            rows.append(f"  {operation:<30} {status:<8} {n:>6}{'' if n else '   <- never exercised'}")
+        for status, n in counts["undeclared"].items():
+            rows.append(f"  {operation:<30} {status:<8} {n:>6}   (not declared)")
+    return rows
+
+
+def session_finished(session: pytest.Session) -> None:
+    """A worker hands its tally to the controller; the controller fails the run under the threshold."""
+    config = session.config
+    if hasattr(config, "workeroutput"):
+        config.workeroutput["plantstub_coverage"] = config.stash[COVERAGE_KEY]
+        return
+    threshold = config.getoption("plantstub_coverage_fail_under")
+    if threshold is None or session.exitstatus != 0:
+        return
+    tally = config.stash[COVERAGE_KEY]
+    # Asked for, but nothing was measured (no test used the fixture): that is a failure, not 100 %.
+    if not tally or figures(tally).percent < threshold:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def write_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    wanted = config.getoption("plantstub_coverage") or config.getoption("plantstub_coverage_fail_under") is not None
+    tally = config.stash.get(COVERAGE_KEY, {})
+    if not wanted or hasattr(config, "workeroutput"):
+        return
+    terminalreporter.section("plantstub contract coverage")
+    if not tally:
+        terminalreporter.write_line("no test used the plantstub fixture")
+        threshold = config.getoption("plantstub_coverage_fail_under")
+        if threshold is not None:
+            terminalreporter.write_line(
+                f"plantstub: FAIL: --plantstub-coverage-fail-under={threshold:g} was given, but no test used the "
+                "plantstub fixture, so there is no coverage to measure",
+                red=True,
+            )
+        return
+    terminalreporter.write_line(f"  {'operation':<30} {'response':<8} {'calls':>6}")
+    for row in _coverage_rows(tally):
+        terminalreporter.write_line(row)
+    total = figures(tally)
+    percent = total.percent
+    terminalreporter.write_line(
+        f"plantstub: {total.covered} of {total.total} declared responses exercised ({percent:.1f}%)"
+    )
+    threshold = config.getoption("plantstub_coverage_fail_under")
+    if threshold is not None and percent < threshold:
+        terminalreporter.write_line(
+            f"plantstub: FAIL: contract coverage {percent:.1f}% is under --plantstub-coverage-fail-under={threshold:g}",
+            red=True,
+        )
