@@ -336,13 +336,20 @@ def _strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery
     return found
 
 
-def _settled_deliveries(stub: Stub, timeout: float = 5.0) -> list[Delivery]:
-    """The test's deliveries once those still being sent are done (at most `timeout` seconds)."""
+def _settled_deliveries(stub: Stub | RemoteStub, timeout: float = 5.0) -> list[Delivery]:
+    """The test's deliveries once those still being sent are done (at most `timeout` seconds).
+
+    On a sidecar both are read over the admin API (the session's health, then GET deliveries), so a sidecar's
+    receivers are checked as an in-process stub's are.
+    """
     import time
 
+    from plantstub.server.remote import RemoteStub
+
+    pause = 0.05 if isinstance(stub, RemoteStub) else 0.01  # on a sidecar each look is an admin call
     deadline = time.monotonic() + timeout
     while stub.pending_deliveries() and time.monotonic() < deadline:
-        time.sleep(0.01)
+        time.sleep(pause)
     return stub.deliveries
 
 
@@ -357,11 +364,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     stub = item.stash.get(_STUB_OF_TEST, None)
     if options is None or stub is None or not options.strict:
         return
-    from plantstub.stub import Stub
-
-    # a sidecar's deliveries are not read over HTTP (yet): strict mode checks its calls only
-    deliveries = _settled_deliveries(stub) if isinstance(stub, Stub) else []
-    failures = _strict_failures(item.name, stub.calls, deliveries)
+    failures = _strict_failures(item.name, stub.calls, _settled_deliveries(stub))
     if failures:
         report.outcome = "failed"
         report.longrepr = "\n".join(failures)
