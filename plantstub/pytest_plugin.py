@@ -159,11 +159,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     stub = item.stash.get(_STUB_OF_TEST, None)
     if options is None or stub is None or not options.strict:
         return
-    from plantstub.stub import Stub
-
-    # a sidecar's deliveries are not read over HTTP (yet): strict mode checks its calls only
-    deliveries = settled_deliveries(stub) if isinstance(stub, Stub) else []
-    failures = strict_failures(item.name, stub.calls, deliveries)
+    failures = strict_failures(item.name, stub.calls, settled_deliveries(stub))
     if failures:
         report.outcome = "failed"
         report.longrepr = "\n".join(failures)

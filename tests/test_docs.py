@@ -1,11 +1,16 @@
-"""The code examples of docs/*.md run in the suite, so they stay true.
+"""The code examples of docs/*.md and README.md run in the suite, so they stay true.
 
-Each ```python, ```yaml, ```sh and ```console block is one test. A `<!-- docs-test: KIND ... -->` line right
-above a block says how it runs (the rest of the line is for the reader); without one, a block runs as its
-language's default:
+Each ```python, ```yaml, ```sh and ```console block is one test, and so is a plain block with a directive. A
+`<!-- docs-test: KIND ... -->` line right above a block says how it runs (the rest of the line is for the
+reader); without one, a block runs as its language's default:
 - `python` (default for python): executed with the README's `plant_client.py` importable, `pytest`, `Stub`,
   `create_plant`, `StoreError` and `stub` (a running `Stub()`, whose URL replaces `http://localhost:4010`);
   a `plantstub_settings` fixture it defines is called, and what it gives checked as settings;
+- `pytest ARGS [(note)]` (default for a python block that defines a `test_` function): the block is a test
+  module, run by `pytest ARGS` in a fresh folder (the README's `plant_client.py` beside it, an empty
+  `scenarios/`); every test it defines must pass;
+- `readme-project ARGS [(note)]` (a plain block): the README's consumer project run with `pytest ARGS` prints
+  the block's lines, one after the other;
 - `check ARGS [as FILE][, errors below]` (default for yaml): the block saved as FILE (default: the
   `# scenarios/NAME.yaml` comment it opens with, else example.yaml) and checked with `plantstub check ARGS FILE`;
   it passes, or prints exactly the lines of the next plain block;
@@ -13,12 +18,16 @@ language's default:
 - `shell` (default for sh and console): `plantstub ...` lines are parsed by the real command line, `plantstub
   serve` starts a Stub with those settings, and `curl` lines are sent to it; a console block's output lines must
   be what the command prints, and a sh block's requests must not fail;
-- `skip (why)`: a fragment that cannot run alone; the reason shows in the test report.
+- `skip (why)`: a block that cannot run in the suite; the reason shows in the test report.
+In README.md, the block under `<!-- setup -->` is CI's (`.ci/run` runs it on a clean clone: skipped here), and
+each block under `<!-- example: NAME -->` is file NAME of the consumer project that
+tests/consumer/test_consumer_untouched.py runs (checked here to be among the files it reads).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import inspect
 import itertools
 import re
@@ -38,10 +47,12 @@ from plantstub.config import build_settings
 from tests.helpers import REPO, Receiver, raw_call
 
 DOCS = REPO / "docs"
+PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 LANGUAGES = ("python", "yaml", "sh", "console")
 DEFAULT_KIND = {"python": "python", "yaml": "check", "sh": "shell", "console": "shell"}
-BLOCK = re.compile(r"(?:^ *<!-- docs-test: (?P<directive>.*?) -->\n)?^(?P<indent> *)```(?P<lang>\w*)\n(?P<code>.*?)^(?P=indent)```",
-                   re.S | re.M)
+BLOCK = re.compile(r"(?:^ *<!-- (?:docs-test: (?P<directive>.*?)|(?P<readme>setup|example: \S+)) -->\n)?"
+                   r"^(?P<indent> *)```(?P<lang>\w*)\n(?P<code>.*?)^(?P=indent)```", re.S | re.M)
+TEST_FUNCTION = re.compile(r"^(?:async )?def test_", re.M)
 DOC_URL = "http://localhost:4010"  # where the docs' examples find a running stub
 
 
@@ -57,25 +68,54 @@ class Block:
     after: str
 
 
-def doc_blocks() -> list[Block]:
-    """Every block of docs/*.md in a language this file runs."""
+def page_blocks(name: str, text: str) -> list[Block]:
+    """Every block of one page (`name`: its path in the repository) that this file runs or skips."""
     blocks = []
-    for path in sorted(DOCS.glob("*.md")):
-        text = path.read_text(encoding="utf-8")
-        found = list(BLOCK.finditer(text))
-        for here, following in itertools.pairwise([*found, None]):
-            if here["lang"] not in LANGUAGES:
-                continue
-            directive = here["directive"] or DEFAULT_KIND[here["lang"]]
-            after = following["code"] if following and not following["lang"] else ""
-            line = text.count("\n", 0, here.start("lang")) + 1
-            code = textwrap.dedent(here["code"]) if here["indent"] else here["code"]  # a block in a list item
-            blocks.append(Block(f"{path.name}:{line}", here["lang"], directive.split()[0].rstrip(","), directive,
-                                code, after))
+    found = list(BLOCK.finditer(text))
+    for here, following in itertools.pairwise([*found, None]):
+        if here["lang"] not in LANGUAGES and here["directive"] is None and here["readme"] is None:
+            continue
+        code = textwrap.dedent(here["code"]) if here["indent"] else here["code"]  # a block in a list item
+        if here["readme"] == "setup":
+            directive = "skip (CI's two set-up commands: .ci/run runs them on a clean clone)"
+        elif here["readme"]:
+            directive = here["readme"]
+        elif here["directive"] is not None:
+            directive = here["directive"]
+        elif here["lang"] == "python" and TEST_FUNCTION.search(code):
+            directive = "pytest"
+        else:
+            directive = DEFAULT_KIND.get(here["lang"], "")
+        after = following["code"] if following and not following["lang"] else ""
+        line = text.count("\n", 0, here.start("lang")) + 1
+        kind = (directive.split() or [""])[0].rstrip(",:")
+        blocks.append(Block(f"{name}:{line}", here["lang"], kind, directive, code, after))
     return blocks
 
 
+def doc_blocks() -> list[Block]:
+    """Every block of README.md and docs/*.md that this file runs or skips."""
+    return [block for path in PAGES
+            for block in page_blocks(path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8"))]
+
+
+def problems(blocks: list[Block]) -> list[str]:
+    """Blocks that would pass without being checked: a skip with no reason, test functions that would only be
+    defined, a kind this file does not know."""
+    found = []
+    for block in blocks:
+        if block.kind == "skip" and not re.fullmatch(r"skip \(\w.{8,}\)", block.directive):
+            found.append(f"{block.where}: a skip must say why: `<!-- docs-test: skip (why) -->`")
+        elif block.kind == "python" and TEST_FUNCTION.search(block.code):
+            found.append(f"{block.where}: defines tests that `python` would not run: say `pytest ARGS`")
+        elif block.kind not in KINDS:
+            found.append(f"{block.where}: unknown docs-test kind {block.kind!r} (known: {', '.join(KINDS)})")
+    return found
+
+
+KINDS = ("python", "pytest", "readme-project", "check", "yaml", "shell", "example", "skip")
 BLOCKS = doc_blocks()
+INNER = ("pytest", "readme-project")  # run by an inner pytest session: their own test, marked slow by pytester
 
 
 def readme_client() -> str:
@@ -86,27 +126,90 @@ def readme_client() -> str:
     return found.group(1)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[block.where for block in BLOCKS])
+def consumer_examples() -> dict[str, str]:
+    """The README's consumer project, read as tests/consumer/test_consumer_untouched.py reads it to run it."""
+    spec = importlib.util.spec_from_file_location("consumer_untouched", REPO / "tests" / "consumer" / "test_consumer_untouched.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    examples: dict[str, str] = module.readme_examples()
+    return examples
+
+
+OWN_TEST = [block for block in BLOCKS if block.kind not in INNER]
+
+
+@pytest.mark.parametrize("block", OWN_TEST, ids=[block.where for block in OWN_TEST])
 def test_docs_example_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "scenarios").mkdir()
     if block.kind == "skip":
-        pytest.skip(f"docs/{block.where}: {block.directive}")
+        pytest.skip(f"{block.where}: {block.directive}")
     elif block.kind == "python":
         run_python(block, tmp_path, monkeypatch)
     elif block.kind == "check":
         check_scenario(block, tmp_path, capsys)
     elif block.kind == "yaml":
-        assert yaml.safe_load(block.code), f"docs/{block.where}: empty YAML"
+        assert yaml.safe_load(block.code), f"{block.where}: empty YAML"
     elif block.kind == "shell":
         run_shell(block)
+    elif block.kind == "example":  # the consumer test runs the project; here: it is one of the files it reads
+        name = block.directive.removeprefix("example: ")
+        assert consumer_examples().get(name) == block.code, f"{block.where}: not among the consumer project's files"
     else:
-        raise AssertionError(f"docs/{block.where}: unknown docs-test kind {block.kind!r}")
+        raise AssertionError(f"{block.where}: unknown docs-test kind {block.kind!r}")
+
+
+RUN_BY_PYTEST = [block for block in BLOCKS if block.kind in INNER]
+
+
+@pytest.mark.parametrize("block", RUN_BY_PYTEST, ids=[block.where for block in RUN_BY_PYTEST])
+def test_docs_example_passes_under_pytest(block: Block, pytester: pytest.Pytester) -> None:
+    args = shlex.split(re.sub(r"\(.*\)\s*$", "", block.directive))[1:]
+    if block.kind == "pytest":
+        files = {"plant_client.py": readme_client(), "test_example.py": block.code}
+    else:
+        files = consumer_examples()
+    (pytester.path / "scenarios").mkdir()
+    for name, content in files.items():
+        (pytester.path / name).parent.mkdir(parents=True, exist_ok=True)
+        (pytester.path / name).write_text(content, encoding="utf-8")
+    tests = sum(len(TEST_FUNCTION.findall(code)) for name, code in files.items() if Path(name).name.startswith("test_"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, f"{block.where}: pytest {shlex.join(args)}:\n{output}"
+    result.assert_outcomes(passed=tests)
+    if block.kind == "readme-project":
+        wanted, printed = block.code.splitlines(), result.stdout.lines
+        assert any(printed[i:i + len(wanted)] == wanted for i in range(len(printed))), \
+            f"{block.where}: pytest {shlex.join(args)} printed:\n{output}"
 
 
 def test_every_block_is_run_or_skipped_with_a_reason() -> None:
     assert len(BLOCKS) >= 20
-    assert [b.where for b in BLOCKS if b.kind == "skip" and not re.fullmatch(r"skip \(.+\)", b.directive)] == []
+    assert problems(BLOCKS) == []
+
+
+@pytest.mark.parametrize(("page", "problem"), [
+    ("<!-- docs-test: skip -->\n```python\nx = 1\n```\n", "docs/x.md:2: a skip must say why"),
+    ("<!-- docs-test: skip () -->\n```python\nx = 1\n```\n", "docs/x.md:2: a skip must say why"),
+    ("<!-- docs-test: python -->\n```python\ndef test_it(plantstub):\n    pass\n```\n",
+     "docs/x.md:2: defines tests that `python` would not run"),
+    ("<!-- docs-test: run it -->\n```python\nx = 1\n```\n", "docs/x.md:2: unknown docs-test kind 'run'"),
+], ids=["no reason", "empty reason", "tests never run", "unknown kind"])
+def test_a_block_that_would_pass_unchecked_is_a_problem(page: str, problem: str) -> None:
+    (found,) = problems(page_blocks("docs/x.md", page))
+    assert found.startswith(problem), found
+
+
+def test_a_skip_with_a_reason_is_no_problem() -> None:
+    page = "<!-- docs-test: skip (a fragment: what x is) -->\n```python\nx = 1\n```\n"
+    assert problems(page_blocks("docs/x.md", page)) == []
+
+
+def test_a_python_block_with_tests_runs_under_pytest_by_default() -> None:
+    (block,) = page_blocks("docs/x.md", "```python\nasync def test_it(plantstub):\n    pass\n```\n")
+    assert (block.kind, problems([block])) == ("pytest", [])
 
 
 def run_python(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +221,7 @@ def run_python(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     with Stub() as running:
         names = {"__name__": "docs_example", "__file__": str(tmp_path / "example.py"), "pytest": pytest, "Stub": Stub, "stub": running,
                  "create_plant": plant_client.create_plant, "StoreError": plant_client.StoreError}
-        code = compile(block.code.replace(DOC_URL, running.url), f"docs/{block.where}", "exec")
+        code = compile(block.code.replace(DOC_URL, running.url), f"{block.where}", "exec")
         exec(code, names)  # the docs' own example: running it is the point
     if "plantstub_settings" in names:  # a conftest.py's fixture: what it gives must be settings plantstub takes
         build_settings(inspect.unwrap(names["plantstub_settings"])(), env={})
@@ -126,7 +229,7 @@ def run_python(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def check_scenario(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     found = re.fullmatch(r"check(?P<args>.*?)(?: as (?P<file>\S+))?(?P<errors>, errors below)?", block.directive)
-    assert found, f"docs/{block.where}: cannot read {block.directive!r}"
+    assert found, f"{block.where}: cannot read {block.directive!r}"
     named = re.match(r"# (scenarios/\S+\.ya?ml)\n", block.code)
     file = found["file"] or (named.group(1) if named else "example.yaml")
     (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +240,7 @@ def check_scenario(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[s
         expected = block.after.splitlines()
         assert (status, err.splitlines()[:len(expected)]) == (1, expected)
     else:
-        assert (status, err) == (0, ""), f"docs/{block.where}: plantstub check {file}:\n{err}"
+        assert (status, err) == (0, ""), f"{block.where}: plantstub check {file}:\n{err}"
 
 
 def run_shell(block: Block) -> None:
@@ -150,7 +253,7 @@ def run_shell(block: Block) -> None:
                 try:
                     args = build_parser().parse_args(argv[1:])
                 except SystemExit:
-                    raise AssertionError(f"docs/{block.where}: plantstub refuses {command!r}") from None
+                    raise AssertionError(f"{block.where}: plantstub refuses {command!r}") from None
                 if args.command == "serve":
                     options = {k: v for k, v in vars(args).items() if k not in ("command", "port")}
                     stub = stack.enter_context(Stub(settings=build_settings(options, env={})))
@@ -158,13 +261,13 @@ def run_shell(block: Block) -> None:
                 stub = stub or stack.enter_context(Stub())
                 status, printed = curl(argv, stub.url)
                 if block.lang == "console":
-                    assert printed.rstrip("\n") == expected, f"docs/{block.where}: {command}"
+                    assert printed.rstrip("\n") == expected, f"{block.where}: {command}"
                 else:  # a sh block's comments may say the status (`# -> 400`); else it must not be an error
                     said = re.search(r"-> (\d{3})", command.partition(" #")[2] + expected)
                     assert (int(said.group(1)) == status) if said else status < 400, \
-                        f"docs/{block.where}: {command} -> {status} {printed}"
+                        f"{block.where}: {command} -> {status} {printed}"
             else:
-                raise AssertionError(f"docs/{block.where}: this test runs only plantstub and curl, not {argv[0]!r}")
+                raise AssertionError(f"{block.where}: this test runs only plantstub and curl, not {argv[0]!r}")
 
 
 def shell_commands(code: str) -> Iterator[tuple[str, str]]:

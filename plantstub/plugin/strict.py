@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from plantstub.recording.call import Call
+    from plantstub.server.remote import RemoteStub
     from plantstub.stub import Stub
     from plantstub.webhooks.deliveries import Delivery
 
@@ -48,9 +49,16 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
     return found
 
 
-def settled_deliveries(stub: Stub, timeout: float = 5.0) -> list[Delivery]:
-    """The test's deliveries once those still being sent are done (at most `timeout` seconds)."""
+def settled_deliveries(stub: Stub | RemoteStub, timeout: float = 5.0) -> list[Delivery]:
+    """The test's deliveries once those still being sent are done (at most `timeout` seconds).
+
+    On a sidecar both are read over the admin API (the session's health, then GET deliveries), so a sidecar's
+    receivers are checked as an in-process stub's are.
+    """
+    from plantstub.server.remote import RemoteStub
+
+    pause = 0.05 if isinstance(stub, RemoteStub) else 0.01  # on a sidecar each look is an admin call
     deadline = time.monotonic() + timeout
     while stub.pending_deliveries() and time.monotonic() < deadline:
-        time.sleep(0.01)
+        time.sleep(pause)
     return stub.deliveries

@@ -1,9 +1,22 @@
 """Webhooks through the fixture, with the store on (`stateful`), as a consumer project uses them: its own receiver subscribed by a test,
-deliveries and subscriptions per test, and strict mode blaming a receiver that answers an undeclared status."""
+deliveries and subscriptions per test, and strict mode blaming a receiver that answers an undeclared status, in
+process and on a sidecar (`--plantstub-url`, a `plantstub serve` started apart)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import pytest
+
+SETTINGS = '''
+@pytest.fixture(scope="session")
+def plantstub_settings():
+    return {"spec": "plant-store-full", "stateful": True}
+'''
 
 CONFTEST = '''
 import json
@@ -11,11 +24,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def plantstub_settings():
-    return {"spec": "plant-store-full", "stateful": True}
 
 
 @pytest.fixture
@@ -81,6 +89,13 @@ def test_receiver_answers_undeclared_status(plantstub, receiver):
     requests.post(plantstub.url + "/plants", json={"id": 2, "name": "Ivy"}, headers=AUTH, timeout=5)
 
 
+@pytest.mark.status(500)
+def test_receiver_answers_500(plantstub, receiver):
+    url, got = receiver
+    plantstub.subscribe(url + "/hook", name="/plant/webhook")
+    requests.post(plantstub.url + "/plants", json={"id": 4, "name": "Fir"}, headers=AUTH, timeout=5)
+
+
 @pytest.mark.status(418)
 @pytest.mark.plantstub(strict=False)
 def test_undeclared_status_on_purpose(plantstub, receiver):
@@ -91,14 +106,41 @@ def test_undeclared_status_on_purpose(plantstub, receiver):
 '''
 
 
-def test_webhooks_through_the_fixture(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST)
+@contextmanager
+def sidecar(folder: Path, *args: str) -> Iterator[str]:
+    """`plantstub serve --port 0 ARGS` started apart, as CI starts a sidecar; yields its URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--port", "0", *args], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("plantstub listening on "), line + proc.stderr.read() if proc.stderr else line
+        yield line.strip().removeprefix("plantstub listening on ")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+@pytest.mark.parametrize("where", ["in process", "on a sidecar"])
+def test_webhooks_through_the_fixture(pytester: pytest.Pytester, tmp_path: Path, where: str) -> None:
     pytester.makepyfile(test_hooks=TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
-    result.assert_outcomes(passed=3, failed=1)
+    args = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
+    if where == "in process":
+        pytester.makeconftest(CONFTEST + SETTINGS)
+        result = pytester.runpytest_subprocess(*args)
+    else:  # the spec and the store are the sidecar's; the receiver is the test's own, on 127.0.0.1 beside it
+        pytester.makeconftest(CONFTEST)
+        with sidecar(tmp_path, "--spec", "plant-store-full", "--stateful") as url:
+            result = pytester.runpytest_subprocess(*args, "--plantstub-url", url)
+    result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines([
         "*plantstub: in test_receiver_answers_undeclared_status, the consumer's webhook receiver broke the contract on "
         "1 delivery: #* /plant/webhook -> http://127.0.0.1:*: the receiver answered 418, which /plant/webhook does "
         "not declare (declared: 200). Make the receiver answer a declared status, or mark the test "
         "@pytest.mark.plantstub(strict=False) if that was the point.",
+    ])
+    result.stdout.fnmatch_lines([
+        "*plantstub: in test_receiver_answers_500, the consumer's webhook receiver broke the contract on 1 delivery: "
+        "#* /plant/webhook -> http://127.0.0.1:*/hook: the receiver answered 500 on each of 3 attempts. Make the "
+        "receiver answer a declared status, or mark the test @pytest.mark.plantstub(strict=False) if that was the point.",
     ])
