@@ -11,6 +11,7 @@ import re
 import pytest
 
 from plantstub import pytest_plugin
+from plantstub.plugin import markers
 from tests.helpers import REPO
 
 PYTEST_DOC = REPO / "docs" / "pytest.md"
@@ -75,4 +76,4 @@ def test_the_marker_row_is_the_registered_marker_and_its_arguments(pytester: pyt
     (marker,) = [row for row in table_with("scope") if row["kind"] == "marker"]
     assert [marker["name"].strip("`")] == registered
     arguments = re.search(r"\((.*)\)", registered[0])
-    assert arguments and [a.split("=")[0] for a in arguments.group(1).split(", ")] == list(pytest_plugin._KNOWN)
+    assert arguments and [a.split("=")[0] for a in arguments.group(1).split(", ")] == list(markers.MARKER_ARGUMENTS)

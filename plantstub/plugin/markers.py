@@ -18,7 +18,7 @@ class MarkerOptions:
 
 
 OPTIONS_KEY = pytest.StashKey[MarkerOptions]()
-_KNOWN = ("scenario", "strict")
+MARKER_ARGUMENTS = ("scenario", "strict")
 
 
 def _marker_kwargs(marker: pytest.Mark) -> dict[str, Any]:
@@ -30,8 +30,8 @@ def _marker_kwargs(marker: pytest.Mark) -> dict[str, Any]:
     elif marker.args:
         kwargs["scenario"] = marker.args[0]
     for key in kwargs:
-        if key not in _KNOWN:
-            close = difflib.get_close_matches(key, _KNOWN, n=1)
+        if key not in MARKER_ARGUMENTS:
+            close = difflib.get_close_matches(key, MARKER_ARGUMENTS, n=1)
             problems.append(f"unknown argument {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     if "scenario" in kwargs and not isinstance(kwargs["scenario"], (str, type(None))):
         problems.append(f"scenario must be a name (a string), got {kwargs['scenario']!r}")
