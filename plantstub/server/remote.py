@@ -12,7 +12,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, UnknownScenario
+from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, SubscriptionError, UnknownScenario
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
@@ -222,9 +222,17 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
 
     # -- webhooks ---------------------------------------------------------------------------------
     def subscribe(self, url: str, name: str | None = None) -> None:
-        """Send webhook `name` (None: every one) to `url`, beside the subscriptions there are (admin PUT webhooks)."""
-        subscriptions = {**self.admin.expect("GET", "webhooks"), "*" if name is None else name: url}
-        status, data = self.admin.send("PUT", "webhooks", subscriptions)
+        """Send webhook `name` (None: every one) to `url`, beside the subscriptions there are (admin PUT webhooks).
+
+        :raises SubscriptionError: for a name the spec does not declare or a URL that is not http(s), as in process.
+        """
+        key = "*" if name is None else name
+        status, data = self.admin.send("PUT", "webhooks", {**self.admin.expect("GET", "webhooks"), key: url})
+        if status == 400:  # worded for the admin body (`body: ...`, `body.NAME: ...`): said of our arguments
+            message = message_of(data)
+            for said, ours in (("body: ", "name: "), (f"body.{key}: ", "url: ")):
+                if message.startswith(said):
+                    raise SubscriptionError(ours + message.removeprefix(said))
         if status != 200:
             raise PlantstubError(message_of(data))
 
