@@ -16,7 +16,7 @@ from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, 
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
-from plantstub.scenarios.declared import DeclaresRules
+from plantstub.scenarios.declared import DeclaresRules, RuleHandle
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
 from plantstub.server.sessions import SESSION_PREFIX
@@ -192,13 +192,16 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         return str(data["id"])
 
     @property
-    def rules(self) -> list[dict[str, Any]]:
-        """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
-        result: list[dict[str, Any]] = self.admin.expect("GET", "rules")["rules"]
-        return result
+    def rules(self) -> list[RuleHandle]:
+        """The rules from code, in the order tried: a RuleHandle each, as in process."""
+        return self._handles(self.admin.expect("GET", "rules")["rules"])
 
-    def remove_rule(self, rule_id: str) -> bool:
-        """Remove one rule from code; False when there is no such rule."""
+    def _rule_uses(self, rule_id: str) -> int:
+        entry = self.admin.expect("GET", f"rules/{rule_id}", ok=(200, 404))
+        return int(entry.get("uses", 0))  # a 404: removed, or a reset
+
+    def remove_rule(self, rule_id: str | RuleHandle) -> bool:
+        """Remove one rule from code (its id or handle); False when there is no such rule."""
         return self.admin.expect("DELETE", f"rules/{rule_id}", ok=(200, 404)).get("deleted") == 1
 
     def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:

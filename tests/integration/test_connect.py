@@ -214,6 +214,27 @@ def test_connect_rules_from_code_and_waiting_as_in_process(sidecar, local):
     assert unknown[0] == unknown[1]
 
 
+def test_declare_returns_the_handle_when_gives_and_rules_lists_handles(sidecar, local):
+    """issue 24: declare() gave the id as a string and `rules` dicts; both give the handle when(...).reply() gives."""
+    for stub in (Stub.connect(sidecar.url), local):
+        declared = stub.declare({"match": {"path": "/plants", "body": {"name": "Cactus"}}, "times": 1,
+                                 "reply": {"status": 400, "body": {"error": 503, "message": "closed"}}})
+        built = stub.when("POST", "/plants", body={"name": "Ivy"}).reply(200, {"name": "Ivy"})
+        assert (declared.id, built.id, declared.uses) == ("r1", "r2", 0)
+        assert post_status(stub.url, b'{"id": 9, "name": "Cactus"}') == 400
+        assert declared.uses == 1 and re.search(r"test_connect\.py:\d+$", declared.source)
+        listed = stub.rules
+        assert [(type(r).__name__, r.id, r.uses) for r in listed] == [("RuleHandle", "r1", 1), ("RuleHandle", "r2", 0)]
+        assert listed[1].rule == {"match": {"method": "POST", "path": "/plants", "body": {"name": "Ivy"}},
+                                  "reply": {"status": 200, "body": {"name": "Ivy"}}}
+        # What code written against the id string and the dicts did keeps working.
+        assert (str(declared), declared == "r1", stub.calls[0].rule == declared, listed[0]["id"], listed[0]["uses"]) == (
+            "r1", True, True, "r1", 1)
+        assert listed[0] == declared and {declared: 1}["r1"] == 1
+        assert listed[1].remove() and not built.remove() and stub.remove_rule(declared) and stub.rules == []
+        stub.reset()
+
+
 def test_remote_session_rules_are_its_own(sidecar):
     remote = Stub.connect(sidecar.url)
     with remote.session() as one, remote.session() as two:
