@@ -301,7 +301,7 @@ def plantstub(
 
 
 def _listed(calls: list[Call], reasons: Any) -> str:
-    return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(reasons(c))}" for c in calls)
+    return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.outcome}: {'; '.join(reasons(c))}" for c in calls)
 
 
 def _strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery] = ()) -> list[str]:

@@ -341,7 +341,7 @@ class Session:
         journal, hooks = self.journal, self.webhooks
         return {
             "journal": {
-                "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
+                "calls": journal.kept, "pending": journal.pending, "bytes": journal.kept_bytes, "recorded": journal.recorded,
                 "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes, "refused": journal.refused,
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
             },
