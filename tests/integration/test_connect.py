@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
 import urllib.request
 
 import pytest
@@ -214,6 +215,15 @@ def test_connect_rules_from_code_and_waiting_as_in_process(sidecar, local):
     assert unknown[0] == unknown[1]
 
 
+def call_json(url: str, path: str) -> tuple[int, str]:
+    """(status, message) of a GET that fails."""
+    try:
+        urllib.request.urlopen(url + path, timeout=5)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())["message"]
+    return 200, ""
+
+
 def test_declare_returns_the_handle_when_gives_and_rules_lists_handles(sidecar, local):
     """issue 24: declare() gave the id as a string and `rules` dicts; both give the handle when(...).reply() gives."""
     for stub in (Stub.connect(sidecar.url), local):
@@ -232,6 +242,8 @@ def test_declare_returns_the_handle_when_gives_and_rules_lists_handles(sidecar, 
             "r1", True, True, "r1", 1)
         assert listed[0] == declared and {declared: 1}["r1"] == 1
         assert listed[1].remove() and not built.remove() and stub.remove_rule(declared) and stub.rules == []
+        assert (declared.uses, built.uses) == (0, 0)  # gone (remote: GET rules/ID answers 404)
+        assert call_json(stub.url, "/__plantstub/rules/r1") == (404, "path: no rule 'r1' (rules: none)")
         stub.reset()
 
 
