@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from plantstub._version import __version__
-from plantstub.errors import CallAssertionError, ConfigError, PlantstubError, ScenarioError, SpecError
+from plantstub.errors import (
+    CallAssertionError,
+    ConfigError,
+    PlantstubError,
+    ScenarioError,
+    SpecError,
+    SubscriptionError,
+    UnknownScenario,
+)
 
 if TYPE_CHECKING:
     from plantstub.server.app import create_app
@@ -18,6 +26,8 @@ __all__ = [
     "ScenarioError",
     "SpecError",
     "Stub",
+    "SubscriptionError",
+    "UnknownScenario",
     "__version__",
     "create_app",
 ]

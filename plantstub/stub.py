@@ -14,7 +14,7 @@ from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
-from plantstub.scenarios.declared import DeclaresRules
+from plantstub.scenarios.declared import DeclaresRules, RuleHandle
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import Running, start
@@ -239,13 +239,17 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         return self._call(self._live().add_rule, copy.deepcopy(rule), file, line)
 
     @property
-    def rules(self) -> list[dict[str, Any]]:
-        """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
-        return self._call(_rules_of, self._live())
+    def rules(self) -> list[RuleHandle]:
+        """The rules from code, in the order tried: a RuleHandle each (``id``, ``uses``, ``remove()``, ``source``,
+        ``rule``), as ``when(...).reply(...)`` and ``declare()`` give them."""
+        return self._handles(self._call(_rules_of, self._live()))
 
-    def remove_rule(self, rule_id: str) -> bool:
-        """Remove one rule from code; False when there is no such rule."""
-        return self._call(self._live().remove_rule, rule_id)
+    def _rule_uses(self, rule_id: str) -> int:
+        return self._live().rule_uses(rule_id)  # one int read: no need to go through the loop
+
+    def remove_rule(self, rule_id: str | RuleHandle) -> bool:
+        """Remove one rule from code (its id or handle); False when there is no such rule."""
+        return self._call(self._live().remove_rule, str(rule_id))
 
     # -- the store (stateful=True) -------------------------------------------------------------
     @property

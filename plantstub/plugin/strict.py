@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def _listed(calls: list[Call], reasons: Any) -> str:
-    return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(reasons(c))}" for c in calls)
+    return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.outcome}: {'; '.join(reasons(c))}" for c in calls)
 
 
 def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery] = ()) -> list[str]:

@@ -79,9 +79,7 @@ def _plural(n: int, word: str) -> str:
 
 def call_line(call: Call) -> str:
     """`#2 POST /plants  400  invalid: body.id: ...` - one recorded call, as failure texts list it."""
-    status = call.response.get("status")
-    shown = call.response.get("fault") if status is None else status
-    line = f"  #{call.seq} {call.method:<6} {call.path}  {shown}"
+    line = f"  #{call.seq} {call.method:<6} {call.path}  {call.outcome}"
     if call.errors:
         line += "  invalid: " + "; ".join(call.errors)
     elif call.rule and not call.rule.startswith("rules["):  # a rule from code (`r1`): no scenario holds it
@@ -156,7 +154,7 @@ def assert_all_valid(calls: list[Call], who: str = "the code under test") -> Non
     bad = [c for c in calls if not c.valid]
     if not bad:
         return
-    lines = [f"#{c.seq} {c.method} {c.path} -> {c.response.get('status')}: {'; '.join(c.errors)}" for c in bad]
+    lines = [f"#{c.seq} {c.method} {c.path} -> {c.outcome}: {'; '.join(c.errors)}" for c in bad]
     raise CallAssertionError(
         f"plantstub: {who} sent {_plural(len(bad), 'request')} that {'breaks' if len(bad) == 1 else 'break'} "
         "the contract:\n  " + "\n  ".join(lines)

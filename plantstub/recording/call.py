@@ -35,7 +35,8 @@ RawHeaders = bytes | tuple[tuple[bytes, bytes], ...]
 class Call(NamedTuple):
     """A recorded request and the response it got; `started` is seconds since the epoch.
 
-    `headers` is the request's own case-insensitive, read-only header mapping.
+    `headers` is the request's own case-insensitive, read-only header mapping. A call whose reply is delayed is
+    listed as it arrives, `pending` with `response` None, and answered in place.
     """
 
     seq: int
@@ -49,15 +50,24 @@ class Call(NamedTuple):
     errors: tuple[str, ...]
     scenario: str | None
     rule: str | None
-    response: dict[str, Any]
+    response: dict[str, Any] | None  # None while pending
     # Problems on the stub's side, never the consumer's: a scenario reply that broke the contract once
     # rendered, or a plantstub bug. `valid` and `errors` are about the request alone.
     stub_errors: tuple[str, ...] = ()
+    pending: bool = False  # arrived, its reply not sent yet (a delay)
 
     @property
     def status(self) -> int | None:
-        """The status sent, or None when a fault sent none."""
-        return self.response.get("status")
+        """The status sent, or None when a fault sent none or the call is pending."""
+        return None if self.response is None else self.response.get("status")
+
+    @property
+    def outcome(self) -> int | str:
+        """What failure texts show of the answer: the status, else the fault, else `pending`."""
+        if self.response is None:
+            return "pending"
+        status: int | str | None = self.response.get("status")
+        return (self.response.get("fault") or "no status") if status is None else status
 
     @property
     def time(self) -> str:
@@ -70,7 +80,8 @@ class Call(NamedTuple):
         started = datetime.fromisoformat(data["time"].replace("Z", "+00:00")).timestamp()
         return cls(data["seq"], started, data["method"], data["path"], data["query"],
                    CIMultiDictProxy(CIMultiDict(data["headers"])), data["body"], data["valid"], tuple(data["errors"]),
-                   data["scenario"], data["rule"], data["response"], tuple(data.get("stub_errors", ())))
+                   data["scenario"], data["rule"], data["response"], tuple(data.get("stub_errors", ())),
+                   bool(data.get("pending", False)))
 
     def to_dict(self) -> dict[str, Any]:
         """The call as the admin API and the journal file show it."""
@@ -88,6 +99,7 @@ class Call(NamedTuple):
             "rule": self.rule,
             "response": self.response,
             "stub_errors": list(self.stub_errors),
+            "pending": self.pending,
         }
 
 
@@ -167,6 +179,11 @@ class Record(NamedTuple):
     def time(self) -> str:
         return iso_time(self.started)
 
+    @property
+    def pending(self) -> bool:
+        """Whether the reply is still to be sent: every answer has a status, or else a fault (`Journal.pend()`)."""
+        return self.status is None and self.fault is None
+
     def view(self, body: Any = NO_BODY, response_body: Any = NO_BODY) -> Call:
         """The Call readers see; `body` and `response_body`, when the caller has them parsed already,
         save parsing the bytes again."""
@@ -174,9 +191,13 @@ class Record(NamedTuple):
             body = self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
         if response_body is NO_BODY:
             response_body = _payload_view(self.payload, self.payload_json)
-        response: dict[str, Any] = {"status": self.status, "headers": self.response_headers, "body": response_body}
+        response: dict[str, Any] | None = {"status": self.status, "headers": self.response_headers,
+                                           "body": response_body}
         if self.fault is not None:
             response = {"status": self.status, "headers": {}, "body": None, "fault": self.fault}
+        elif self.status is None:
+            return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
+                        self.errors, self.scenario, self.rule, None, self.stub_errors, True)
         return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                     self.errors, self.scenario, self.rule, response, self.stub_errors)
 
@@ -252,5 +273,6 @@ def dumps_call(call: Call, **more: Any) -> bytes:
         return deep_json_bytes(data)
     except (ValueError, TypeError):
         data["body"] = repr(data["body"])[:10_000]
-        data["response"] = {**data["response"], "body": repr(data["response"].get("body"))[:10_000]}
+        if data["response"] is not None:
+            data["response"] = {**data["response"], "body": repr(data["response"].get("body"))[:10_000]}
         return json.dumps(data).encode("ascii")

@@ -3,6 +3,7 @@ the session's Budget), optionally a JSON-lines file that gets every call complet
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -21,6 +22,10 @@ KIND = "calls"  # what the journal holds, as its Budget names it
 AHEAD = 64 * 1024
 
 
+def _seq(record: Record) -> int:
+    return record.seq
+
+
 class Journal:
     """Keeps the most recent calls, at most `size` of them, `max_bytes` of memory and what `memory` (the session's
     Budget, kind "calls") lets it hold; numbers them; appends each to `file` when given, naming `session`.
@@ -29,8 +34,9 @@ class Journal:
     take a snapshot under the same lock, so a read never sees a half-made list.
 
     A call is numbered when it arrives (`arrive()`) and recorded when it is answered (`append()`), in
-    `seq` order. `clear()` starts a new epoch, numbered from 1 again (a test's first call is #1): a call that
-    arrived before it and is answered after it
+    `seq` order. A call whose reply is delayed is listed before that (`pend()`), without a response, and its
+    answer takes its place. `clear()` starts a new epoch, numbered from 1 again (a test's first call is #1): a
+    call that arrived before it and is answered after it
     (a reply delayed past the client's timeout in the previous test) goes to the file, not to memory,
     so it never shows up among the next test's calls.
     """
@@ -49,6 +55,8 @@ class Journal:
         self.session = session  # the sidecar session's id, which the file's lines carry (None: the default session)
         self._records: deque[Record] = deque()
         self._bytes = 0
+        # Calls listed before their answer (a delayed reply), by seq; their bytes are taken from the budget as calls'.
+        self._pending: dict[int, Record] = {}
         self._lock = threading.Lock()
         self._seq = 0
         self.epoch = 0  # +1 on every clear()
@@ -67,6 +75,36 @@ class Journal:
             self._seq += 1
             return self._seq, self.epoch
 
+    def pend(self, record: Record, epoch: int, body: Any = NO_BODY) -> bool:
+        """List a call that has arrived and whose reply is not sent yet (a delay): `record` without a response, which
+        readers and waiters see at once and append() replaces. False when it is not listed (a later epoch, no room in
+        the memory budget, or as many pending as the journal keeps calls): it then shows once answered, as before."""
+        size = record.size
+        if not (self.memory.take(KIND, size) or self._make_room(size)):
+            return False
+        with self._lock:
+            listed = epoch == self.epoch and len(self._pending) < self.size
+            if listed:
+                self._pending[record.seq] = record
+                listeners = self._listeners
+        if not listed:
+            self.memory.give(KIND, size)
+            return False
+        if listeners:
+            self._tell(listeners, record, body)
+        return True
+
+    def _unpend(self, seq: int) -> None:
+        """Under the lock: the pending listing of call `seq` goes (its answer is in, or the call is gone)."""
+        record = self._pending.pop(seq, None)
+        if record is not None:
+            self.memory.give(KIND, record.size)
+
+    @property
+    def pending(self) -> int:
+        """How many calls are listed and not answered yet."""
+        return len(self._pending)
+
     def append(self, record: Record, epoch: int | None = None, body: Any = NO_BODY, response_body: Any = NO_BODY) -> bool:
         """Record a call; False when it arrived in an earlier epoch (kept in the file only).
 
@@ -83,6 +121,10 @@ class Journal:
             listeners = told if told is not None else self._listeners
             if listeners:
                 self._tell(listeners, record, body)
+        if current and self._pending:  # kept, its listing went with _insert(); not kept (no room): now
+            with self._lock:
+                if self.epoch == now:  # numbers restart in a new epoch: a late answer must not unlist a new call
+                    self._unpend(record.seq)
         if self.file is not None:  # a reset numbers calls from 1 again: (session, epoch, seq) names a call in the file
             line = dumps_call(record.view(body, response_body), session=self.session, epoch=now if current else epoch)
             self.file.write(line + b"\n")
@@ -126,6 +168,8 @@ class Journal:
         return None
 
     def _insert(self, record: Record, size: int) -> None:
+        if self._pending:  # the answer of a call listed while pending: in its place, at once for readers
+            self._unpend(record.seq)
         records = self._records
         if not records or records[-1].seq < record.seq:
             records.append(record)
@@ -203,7 +247,7 @@ class Journal:
         quick and thread-safe: it runs on the event loop."""
         with self._lock:
             self._listeners = (*self._listeners, listener)
-            return list(self._records)
+            return self._listed()
 
     def unlisten(self, listener: Listener) -> None:
         with self._lock:
@@ -241,9 +285,15 @@ class Journal:
         return self._bytes + self._ahead
 
     def records(self) -> list[Record]:
-        """The kept records, oldest first (a snapshot)."""
+        """The kept records, pending ones among them, oldest first (a snapshot)."""
         with self._lock:
+            return self._listed()
+
+    def _listed(self) -> list[Record]:
+        """Under the lock: the kept records and the pending ones, in `seq` order."""
+        if not self._pending:
             return list(self._records)
+        return list(heapq.merge(self._records, sorted(self._pending.values(), key=_seq), key=_seq))
 
     def snapshot(self) -> list[Call]:
         """The kept calls as readers see them, oldest first (bodies parsed now)."""
@@ -256,6 +306,8 @@ class Journal:
             self._seq = 0
             self._records.clear()
             held, self._bytes, self._ahead = self._bytes + self._ahead, 0, 0
+            held += sum(record.size for record in self._pending.values())  # answered later: the file only
+            self._pending.clear()
             self.recorded = 0
             self.dropped_bytes = 0
             self.refused = 0

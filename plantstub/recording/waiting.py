@@ -85,6 +85,8 @@ class Waiter:
         self.count = 0  # matching calls since the wait began (or the last clear)
         self._most = max(most, 1)
         self.clears = 0  # clear()s seen: a scan begun before one is out of date
+        # Calls counted while pending (a delayed reply): their answer is the same call, not one more.
+        self._early: set[int] = set()
         self.done = False  # the count was reached, or the budget spent: the waiter is woken once
         self._wake = wake
         self._lock = threading.Lock()
@@ -119,6 +121,7 @@ class Waiter:
                 del self.found[:]
                 self.count = 0
                 self.clears += 1
+                self._early.clear()
             return
         if self.done:
             return
@@ -127,11 +130,22 @@ class Waiter:
             return
         with self._lock:
             if matched:
-                self.found.append(record.seq)
-                self.count += 1
-                if len(self.found) >= 2 * self._most:  # the older ones are out of the journal: let them go
-                    del self.found[:-self._most]
+                self._count(record)
             self._settle()
+
+    def _count(self, record: Record) -> None:
+        """Under the lock: one more matching call, unless it was counted already while pending."""
+        seq = record.seq
+        if seq in self._early:
+            if not record.pending:
+                self._early.discard(seq)  # answered: nothing more will come of it
+            return
+        if record.pending:
+            self._early.add(seq)
+        self.found.append(seq)
+        self.count += 1
+        if len(self.found) >= 2 * self._most:  # the older ones are out of the journal: let them go
+            del self.found[:-self._most]
 
     def _settle(self) -> None:
         """Under the lock: wake the waiter once, when it has what it waits for or cannot go on."""
@@ -144,9 +158,13 @@ class Waiter:
         return [record for record in records if self.matches(record)]
 
     def add_scanned(self, found: list[Record], clears: int) -> None:
-        """The scan's result, unless a clear() came since it began (`clears`: the count then)."""
+        """The scan's result, unless a clear() came since it began (`clears`: the count then). A call the scan saw
+        pending may have been answered, and counted by feed(), meanwhile: it counts once."""
         with self._lock:
             if clears == self.clears:
+                counted = set(self.found) if self.found else ()
+                found = [record for record in found if record.seq not in counted]
+                self._early.update(record.seq for record in found if record.pending)
                 self.found[:0] = array("q", (record.seq for record in found[-self._most:]))
                 self.count += len(found)
             self._settle()

@@ -7,7 +7,7 @@ import copy
 import sys
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -222,27 +222,54 @@ def caller_location() -> tuple[str, int]:
 class RuleOwner(Protocol):
     """What a RuleBuilder declares its rule on: the in-process Stub, or one that drives a stub over HTTP."""
 
-    def declare(self, rule: dict[str, Any], file: str, line: int) -> str: ...
-    @property
-    def rules(self) -> list[dict[str, Any]]: ...
-    def remove_rule(self, rule_id: str) -> bool: ...
+    def declare(self, rule: dict[str, Any], file: str, line: int) -> RuleHandle: ...
+    def _rule_uses(self, rule_id: str) -> int: ...
+    def remove_rule(self, rule_id: str | RuleHandle) -> bool: ...
 
 
-@dataclass(frozen=True)
+ENTRY_KEYS = ("id", "source", "uses", "rule")  # a rule as GET /__plantstub/rules lists it
+
+
 class RuleHandle:
-    """A declared rule: its `id`, how often it has answered (`uses`), and `remove()`."""
+    """A declared rule: its `id`, how often it has answered (`uses`, read now), `remove()`; `source` (where it was
+    declared) and `rule` (as declared). `str()` is the id, and a handle equals its id; `handle["uses"]` reads as
+    the entry of GET /__plantstub/rules does, so code that kept declare()'s id or read `stub.rules` as dicts works."""
 
-    id: str
-    owner: RuleOwner = field(repr=False, compare=False)
+    __slots__ = ("_owner", "id", "rule", "source")
+
+    def __init__(self, rule_id: str, owner: RuleOwner, source: str, rule: dict[str, Any]) -> None:
+        self.id = rule_id
+        self.source = source
+        self.rule = rule
+        self._owner = owner
 
     @property
     def uses(self) -> int:
         """How many calls this rule has answered (since it was declared; 0 once removed)."""
-        return next((r["uses"] for r in self.owner.rules if r["id"] == self.id), 0)
+        return self._owner._rule_uses(self.id)
 
     def remove(self) -> bool:
         """Remove this rule now; False when it is gone already (removed, or a reset)."""
-        return self.owner.remove_rule(self.id)
+        return self._owner.remove_rule(self.id)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in ENTRY_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __str__(self) -> str:
+        return self.id
+
+    def __repr__(self) -> str:
+        return f"RuleHandle(id={self.id!r}, source={self.source!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RuleHandle):
+            return self.id == other.id
+        return self.id == other if isinstance(other, str) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.id)
 
 
 def _given(**fields: Any) -> dict[str, Any]:
@@ -267,7 +294,7 @@ class RuleBuilder:
         __tracebackhide__ = True
         file, line = caller_location()
         rule = copy.deepcopy({**self._rule, **answer})  # later edits of the caller's dicts change nothing here
-        return RuleHandle(self._owner.declare(rule, file, line), self._owner)
+        return self._owner.declare(rule, file, line)
 
     def reply(self, status: int = 200, body: Any = None, headers: dict[str, str] | None = None,
               delay_ms: int = 0) -> RuleHandle:
@@ -318,8 +345,9 @@ class DeclaresRules:
         given = _given(method=method, path=path, headers=headers, query=query, body=body)
         return RuleBuilder(cast(RuleOwner, self), given, times, off_contract)
 
-    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> str:
-        """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its id.
+    def declare(self, rule: dict[str, Any], file: str | None = None, line: int | None = None) -> RuleHandle:
+        """Declare one rule in the scenario format (``{"match": ..., "reply": ...}``); returns its RuleHandle, as
+        ``when(...).reply(...)`` does (``str(handle)`` is the id).
 
         :raises ScenarioError: every problem, at `file:line` (default: the caller's), as a scenario file's rule
             gets them.
@@ -327,7 +355,13 @@ class DeclaresRules:
         __tracebackhide__ = True
         if file is None:
             file, line = caller_location()
-        return self._add_rule(rule, file, line or None)
+        rule_id = self._add_rule(rule, file, line or None)
+        return RuleHandle(rule_id, cast(RuleOwner, self), f"{file}:{line}" if line else file, rule)
+
+    def _handles(self, entries: list[dict[str, Any]]) -> list[RuleHandle]:
+        """GET rules' entries as handles."""
+        owner = cast(RuleOwner, self)
+        return [RuleHandle(e["id"], owner, e["source"], e["rule"]) for e in entries]
 
     def _add_rule(self, rule: dict[str, Any], file: str, line: int | None) -> str:
         raise NotImplementedError

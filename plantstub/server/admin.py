@@ -121,6 +121,7 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
         ("POST", "rules", admin.post_rule),
         ("GET", "rules", admin.rules),
         ("DELETE", "rules", admin.delete_rules),
+        ("GET", RULE, admin.rule),
         ("DELETE", RULE, admin.delete_rule),
         ("GET", "webhooks", admin.webhooks),
         ("PUT", "webhooks", admin.put_webhooks),
@@ -275,13 +276,21 @@ class _Admin:
     async def delete_rules(self, request: web.BaseRequest) -> web.Response:
         return reply({"deleted": self.session.clear_rules()})
 
+    async def rule(self, request: web.BaseRequest) -> web.Response:
+        rule_id = request.path.rsplit("/", 1)[1]
+        entry = self.session.rule_entry(rule_id)
+        return self._no_rule(rule_id) if entry is None else reply(entry)
+
     async def delete_rule(self, request: web.BaseRequest) -> web.Response:
         rule_id = request.path.rsplit("/", 1)[1]
         if not self.session.remove_rule(rule_id):
-            ids = self.session.rule_ids()  # ids only: listing the rules copies every one
-            known = ", ".join(ids[:SHOWN_IDS]) + (f" and {len(ids) - SHOWN_IDS:,} more" if len(ids) > SHOWN_IDS else "")
-            return error(404, f"path: no rule {rule_id[:40]!r} (rules: {known or 'none'})")
+            return self._no_rule(rule_id)
         return reply({"deleted": 1})
+
+    def _no_rule(self, rule_id: str) -> web.Response:
+        ids = self.session.rule_ids()  # ids only: listing the rules copies every one
+        known = ", ".join(ids[:SHOWN_IDS]) + (f" and {len(ids) - SHOWN_IDS:,} more" if len(ids) > SHOWN_IDS else "")
+        return error(404, f"path: no rule {rule_id[:40]!r} (rules: {known or 'none'})")
 
     async def wait_calls(self, request: web.BaseRequest) -> web.StreamResponse:
         data = await self._body(request, '{"n": 1, "timeout": 5, "path": "/plants"}')

@@ -107,6 +107,16 @@ class Connection(RequestHandler):
         self._stopped = False  # a request broke or timed out: nothing more is parsed
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._lost: asyncio.Future[None] | None = None  # made when a delayed reply waits on the client's leaving
+        self.stopping = False  # the stub is stopping: it closes the connection, not the client
+
+    def lost(self) -> asyncio.Future[None]:
+        """A future done once the client has closed the connection (a delayed reply stops waiting then)."""
+        if self._lost is None:
+            self._lost = self._loop.create_future()
+            if self.transport is None:
+                self._lost.set_result(None)
+        return self._lost
 
     # -- the timer: one per connection, moved forward lazily ------------------------------------------
     def _arm(self) -> None:
@@ -143,8 +153,14 @@ class Connection(RequestHandler):
         super().connection_made(transport)
         self._arm()  # a connection that never sends a byte is idle too
 
+    async def shutdown(self, timeout: float | None = 15.0) -> None:
+        self.stopping = True
+        await super().shutdown(timeout)
+
     def connection_lost(self, exc: BaseException | None) -> None:
         super().connection_lost(exc)
+        if self._lost is not None and not self._lost.done():
+            self._lost.set_result(None)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

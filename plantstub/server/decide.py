@@ -56,6 +56,11 @@ class Decision(NamedTuple):
         """This decision answered by a refusal instead (its message is the call's error)."""
         return self._replace(out=out, errors=(out.body["message"],), fault=None, sends=False)
 
+    def unsent(self, message: str) -> Decision:
+        """This decision's answer never went out (the client left, the stub stopped): a 499 saying so is recorded; the
+        request keeps its verdict, nothing is covered and no webhook is sent."""
+        return self._replace(out=error_reply(499, message), op=None, fault=None, sends=False)
+
     def crashed(self, message: str) -> Decision:
         """This decision answered by a plantstub bug's 500 (the stub's error: the client is not to blame)."""
         return self._replace(out=error_reply(500, message), fault=None, stub_errors=(message,), sends=False)

@@ -89,6 +89,25 @@ async def _continue(request: web.BaseRequest) -> None:
     request.writer.output_size = 0  # the answer proper has not started
 
 
+async def _wait_out(request: web.BaseRequest, delay_ms: int) -> bool:
+    """Wait out a reply's delay; False as soon as the client closes the connection (then nobody is waiting)."""
+    lost = getattr(request.protocol, "lost", None)  # server/connection.py's; aiohttp's own handler has none
+    if lost is None:  # create_app() in the user's own server: a client that left is seen once the delay is over
+        await asyncio.sleep(delay_ms / 1000)
+        return request.transport is not None
+    closed = lost()
+    if not closed.done():
+        await asyncio.wait((closed,), timeout=delay_ms / 1000)
+    return not closed.done()
+
+
+def _unsent(request: web.BaseRequest, delay_ms: int) -> str:
+    """Why a delayed reply never went out: the stub stopping (closing its connections), or the client leaving."""
+    stopping = getattr(request.protocol, "stopping", False) or request.transport is not None
+    why = "the stub stopped" if stopping else "the client closed the connection"
+    return f"request: {why} before the reply delayed {delay_ms} ms (delay_ms) was sent; no answer went out"
+
+
 class Pipeline:
     """One session's pipeline: route, read, decide, wait out a delay, send webhooks, answer, record; a request
     under ADMIN_PREFIX goes to the admin routes instead."""
@@ -131,6 +150,16 @@ class Pipeline:
             incoming = incoming_of(request, path, raw, query)
             decision = decide(self.runtime, self.session, incoming, active)
             if decision.delay_ms or decision.fault is not None:
+                if decision.delay_ms:  # listed at once, answered in place once the delay is over
+                    self._pend(seq, epoch, started, request, path, query, raw, decision)
+                    try:
+                        left = not await _wait_out(request, decision.delay_ms)
+                    except asyncio.CancelledError:  # the stub stopping, or aiohttp's handler_cancellation
+                        decision = decision.unsent(_unsent(request, decision.delay_ms))
+                        raise
+                    if left:
+                        decision = decision.unsent(_unsent(request, decision.delay_ms))
+                        raise asyncio.CancelledError  # nothing may be written now: end the handler quietly
                 return await self._misbehave(request, incoming, decision)
             if decision.sends:
                 send_webhooks(self.session, incoming, decision)
@@ -151,9 +180,7 @@ class Pipeline:
 
     async def _misbehave(self, request: web.BaseRequest, incoming: IncomingRequest,
                          decision: Decision) -> web.StreamResponse:
-        """Answer late (a reply's `delay_ms`), or not as HTTP says (a reply's `fault`)."""
-        if decision.delay_ms:
-            await asyncio.sleep(decision.delay_ms / 1000)
+        """Answer after a reply's `delay_ms` (waited out already), or not as HTTP says (a reply's `fault`)."""
         if decision.sends:
             send_webhooks(self.session, incoming, decision)
         if decision.fault is not None:
@@ -174,6 +201,17 @@ class Pipeline:
             out = error_reply(499, "request: the client closed the connection before sending the whole body")
             return decision.refused(out), None
         return decision.refused(out), closing(out)
+
+    def _pend(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
+              query: dict[str, list[str]], raw: bytes, decision: Decision) -> None:
+        """List a call whose reply is delayed: the request and its verdict now, with no response (`pending`)."""
+        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
+        record = Record.of(
+            seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
+            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
+            None, {}, b"", False, None, decision.stub_errors,
+        )
+        self.journal.pend(record, epoch, NO_BODY if decision.body is None else decision.body)
 
     def _record(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
                 query: dict[str, list[str]], raw: bytes, decision: Decision) -> None:

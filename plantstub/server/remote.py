@@ -12,11 +12,11 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, UnknownScenario
+from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, SubscriptionError, UnknownScenario
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
-from plantstub.scenarios.declared import DeclaresRules
+from plantstub.scenarios.declared import DeclaresRules, RuleHandle
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.admin import ADMIN_PREFIX
 from plantstub.server.sessions import SESSION_HEADER, SESSION_PREFIX
@@ -255,13 +255,16 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         return str(data["id"])
 
     @property
-    def rules(self) -> list[dict[str, Any]]:
-        """The rules from code, in the order tried: ``{"id", "source", "uses", "rule"}`` each."""
-        result: list[dict[str, Any]] = self.admin.expect("GET", "rules")["rules"]
-        return result
+    def rules(self) -> list[RuleHandle]:
+        """The rules from code, in the order tried: a RuleHandle each, as in process."""
+        return self._handles(self.admin.expect("GET", "rules")["rules"])
 
-    def remove_rule(self, rule_id: str) -> bool:
-        """Remove one rule from code; False when there is no such rule."""
+    def _rule_uses(self, rule_id: str) -> int:
+        entry = self.admin.expect("GET", f"rules/{rule_id}", ok=(200, 404))
+        return int(entry.get("uses", 0))  # a 404: removed, or a reset
+
+    def remove_rule(self, rule_id: str | RuleHandle) -> bool:
+        """Remove one rule from code (its id or handle); False when there is no such rule."""
         return self.admin.expect("DELETE", f"rules/{rule_id}", ok=(200, 404)).get("deleted") == 1
 
     def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:
@@ -285,9 +288,17 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
 
     # -- webhooks ---------------------------------------------------------------------------------
     def subscribe(self, url: str, name: str | None = None) -> None:
-        """Send webhook `name` (None: every one) to `url`, beside the subscriptions there are (admin PUT webhooks)."""
-        subscriptions = {**self.admin.expect("GET", "webhooks"), "*" if name is None else name: url}
-        status, data = self.admin.send("PUT", "webhooks", subscriptions)
+        """Send webhook `name` (None: every one) to `url`, beside the subscriptions there are (admin PUT webhooks).
+
+        :raises SubscriptionError: for a name the spec does not declare or a URL that is not http(s), as in process.
+        """
+        key = "*" if name is None else name
+        status, data = self.admin.send("PUT", "webhooks", {**self.admin.expect("GET", "webhooks"), key: url})
+        if status == 400:  # worded for the admin body (`body: ...`, `body.NAME: ...`): said of our arguments
+            message = message_of(data)
+            for said, ours in (("body: ", "name: "), (f"body.{key}: ", "url: ")):
+                if message.startswith(said):
+                    raise SubscriptionError(ours + message.removeprefix(said))
         if status != 200:
             raise PlantstubError(message_of(data))
 

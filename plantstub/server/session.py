@@ -4,6 +4,7 @@ another. Its methods are the in-process side of the control surface (plantstub.s
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -237,6 +238,18 @@ class Session:
         """As `rules`, not copied, for writing them (GET rules: the entries are made off the event loop)."""
         return self.declared.entries()
 
+    def rule_entry(self, rule_id: str) -> dict[str, Any] | None:
+        """One rule from code as `rules` lists it (a copy), or None when there is no such rule."""
+        declared = self.declared.rules.get(rule_id)
+        if declared is None:
+            return None
+        return {"id": rule_id, "source": declared.source, "uses": self.declared.uses[rule_id],
+                "rule": copy.deepcopy(declared.data)}
+
+    def rule_uses(self, rule_id: str) -> int:
+        """How many calls rule `rule_id` has answered (0 when there is no such rule)."""
+        return self.declared.uses.get(rule_id, 0)
+
     def rule_ids(self) -> list[str]:
         """The ids of the rules from code, in the order tried."""
         return list(self.declared.rules)
@@ -328,7 +341,7 @@ class Session:
         journal, hooks = self.journal, self.webhooks
         return {
             "journal": {
-                "calls": journal.kept, "bytes": journal.kept_bytes, "recorded": journal.recorded,
+                "calls": journal.kept, "pending": journal.pending, "bytes": journal.kept_bytes, "recorded": journal.recorded,
                 "dropped": journal.dropped, "dropped_bytes": journal.dropped_bytes, "refused": journal.refused,
                 "max_calls": journal.size, "max_bytes": journal.max_bytes, "file_lost": journal.lost,
                 "epoch": journal.epoch,

@@ -117,7 +117,7 @@ class Webhooks:
 
     # -- subscriptions and figures, for the session's control surface ----------------------------
     def subscribe(self, url: Any, name: Any) -> None:
-        self.subscriptions.subscribe(url, name, "url")
+        self.subscriptions.subscribe(url, name, "url", "name")  # stub.subscribe(url, name)'s own arguments
 
     def subscribed(self) -> dict[str, str]:
         """Name (or `*`) -> URL, as shown (a password reads `***`)."""

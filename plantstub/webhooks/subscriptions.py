@@ -29,9 +29,10 @@ class Subscriptions:
         hint = f"did you mean {close[0]!r}?" if close else f"declared: {', '.join(self.names)}, or * for every one"
         raise SubscriptionError(f"{where}: {name!r} is not a webhook of the spec ({hint})")
 
-    def subscribe(self, url: Any, name: Any = "*", where: str = "url") -> None:
-        """Send webhook `name` (`*`: each) to `url`, replacing that name's URL."""
-        key = self.checked_name(name, where)
+    def subscribe(self, url: Any, name: Any = "*", where: str = "url", name_where: str = "name") -> None:
+        """Send webhook `name` (`*`: each) to `url`, replacing that name's URL; a refusal names `where` the URL was
+        given, or `name_where` the name was (the webhook's name is no URL: `name: '/plants/hook' is not ...`)."""
+        key = self.checked_name(name, name_where)
         try:
             self.urls[key] = webhook_url(url)
         except ValueError as exc:
@@ -44,7 +45,7 @@ class Subscriptions:
             kept = self.urls.get(str(name))
             if kept is not None and url == shown_url(kept):  # as GET showed it: the password it stands for stays
                 url = kept
-            fresh.subscribe(url, name, f"{where}.{name}")
+            fresh.subscribe(url, name, f"{where}.{name}", where)  # a name is a key: wrong in the mapping itself
         self.urls = fresh.urls
 
     def shown(self) -> dict[str, str]:

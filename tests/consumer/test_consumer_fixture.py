@@ -197,6 +197,45 @@ def test_a_late_reply_is_not_counted_in_the_next_test(project):
     result.assert_outcomes(passed=2)
 
 
+def test_a_delayed_call_is_seen_at_once_and_judged_by_its_request_in_strict_mode(project):
+    add_scenario(project, "lenient-slow", "validate_requests: false\nrules:\n  - match: {path: /plants}\n"
+                                          "    reply: {status: 200, body: {name: late}, delay_ms: 5000}\n")
+    project.makepyfile(test_it='''
+        import threading
+        import pytest
+        import requests
+        from client import create_plant
+
+        def send(url):
+            try:
+                create_plant(url, {"name": "no id"}, timeout=10)
+            except requests.RequestException:
+                pass  # the stub stopped at the end of the run
+
+        @pytest.mark.plantstub("lenient-slow")
+        def test_gives_up(plantstub):
+            with pytest.raises(requests.exceptions.Timeout):
+                create_plant(plantstub.url, {"name": "no id"}, timeout=0.3)
+            [call] = plantstub.calls  # at once, not after the 5 s delay
+            assert call.body == {"name": "no id"}
+            plantstub.wait_for_calls(1, timeout=3, status=499)  # recorded as the client left
+
+        @pytest.mark.plantstub("lenient-slow")
+        def test_still_waiting(plantstub):
+            threading.Thread(target=send, args=(plantstub.url,), daemon=True).start()
+            [call] = plantstub.wait_for_calls(1, timeout=3)
+            assert call.pending and call.response is None
+    ''')
+    result = run(project, "-p", "no:randomly")
+    result.assert_outcomes(failed=2)  # strict mode fails each at teardown
+    result.stdout.fnmatch_lines([
+        "*plantstub: test_gives_up sent 1 request that breaks the contract: #* POST /plants -> 499: body: 'id' is a "
+        "required property*",
+        "*plantstub: test_still_waiting sent 1 request that breaks the contract: #* POST /plants -> pending: body: 'id' "
+        "is a required property*",
+    ])
+
+
 # -- templated replies keep the contract; the stub's faults are its own ----------------------------
 def test_a_template_of_the_wrong_type_is_refused_at_load(project):
     add_scenario(project, "by-id",

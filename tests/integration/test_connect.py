@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
 import urllib.request
 
 import pytest
@@ -225,6 +226,38 @@ def test_connect_rules_from_code_and_waiting_as_in_process(sidecar, local):
     # The test's own file and line (relative to the folder pytest runs in when it is under it; not so in the lanes).
     assert re.match(r"(/.*/)?tests/integration/test_connect\.py:\d+: ", errors[0]) and "418 is not declared" in errors[0]
     assert unknown[0] == unknown[1]
+
+
+def call_json(url: str, path: str) -> tuple[int, str]:
+    """(status, message) of a GET that fails."""
+    try:
+        urllib.request.urlopen(url + path, timeout=5)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())["message"]
+    return 200, ""
+
+
+def test_declare_returns_the_handle_when_gives_and_rules_lists_handles(sidecar, local):
+    """issue 24: declare() gave the id as a string and `rules` dicts; both give the handle when(...).reply() gives."""
+    for stub in (Stub.connect(sidecar.url), local):
+        declared = stub.declare({"match": {"path": "/plants", "body": {"name": "Cactus"}}, "times": 1,
+                                 "reply": {"status": 400, "body": {"error": 503, "message": "closed"}}})
+        built = stub.when("POST", "/plants", body={"name": "Ivy"}).reply(200, {"name": "Ivy"})
+        assert (declared.id, built.id, declared.uses) == ("r1", "r2", 0)
+        assert post_status(stub.url, b'{"id": 9, "name": "Cactus"}') == 400
+        assert declared.uses == 1 and re.search(r"test_connect\.py:\d+$", declared.source)
+        listed = stub.rules
+        assert [(type(r).__name__, r.id, r.uses) for r in listed] == [("RuleHandle", "r1", 1), ("RuleHandle", "r2", 0)]
+        assert listed[1].rule == {"match": {"method": "POST", "path": "/plants", "body": {"name": "Ivy"}},
+                                  "reply": {"status": 200, "body": {"name": "Ivy"}}}
+        # What code written against the id string and the dicts did keeps working.
+        assert (str(declared), declared == "r1", stub.calls[0].rule == declared, listed[0]["id"], listed[0]["uses"]) == (
+            "r1", True, True, "r1", 1)
+        assert listed[0] == declared and {declared: 1}["r1"] == 1
+        assert listed[1].remove() and not built.remove() and stub.remove_rule(declared) and stub.rules == []
+        assert (declared.uses, built.uses) == (0, 0)  # gone (remote: GET rules/ID answers 404)
+        assert call_json(stub.url, "/__plantstub/rules/r1") == (404, "path: no rule 'r1' (rules: none)")
+        stub.reset()
 
 
 def test_remote_session_rules_are_its_own(sidecar):

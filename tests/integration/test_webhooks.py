@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plantstub import CallAssertionError, ConfigError, ScenarioError, Stub
+from plantstub import CallAssertionError, ConfigError, ScenarioError, Stub, SubscriptionError
 from tests.helpers import SPECS, Receiver, call, free_port_url, write
 
 NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
@@ -121,7 +121,7 @@ def test_webhook_subscriptions_through_admin_api(receiver: Receiver) -> None:
 
 @pytest.mark.parametrize(("body", "message"), [
     ({"/plant/webhok": "http://127.0.0.1:9/x"},
-     "body./plant/webhok: '/plant/webhok' is not a webhook of the spec (did you mean '/plant/webhook'?)"),
+     "body: '/plant/webhok' is not a webhook of the spec (did you mean '/plant/webhook'?)"),
     ({"*": "file:///etc/passwd"}, "body.*: 'file:///etc/passwd' is not an http:// or https:// URL with a host"),
     ({"*": 5}, "body.*: '5' is not an http:// or https:// URL with a host"),
     (["http://127.0.0.1:9"], 'body: expected a mapping; send {"WEBHOOK NAME or *": "http://URL", ...} ({} for none)'),
@@ -132,9 +132,27 @@ def test_webhook_admin_refuses_bad_subscription_and_keeps_the_old(body: object, 
         assert call(stub.url, "GET", "/__plantstub/webhooks") == (200, {"*": "http://127.0.0.1:9/kept"})
 
 
+@pytest.mark.parametrize("remote", [False, True], ids=["in-process", "connect"])
+@pytest.mark.parametrize(("url", "name", "message"), [
+    ("http://127.0.0.1:9", "/plant/webhok",
+     "name: '/plant/webhok' is not a webhook of the spec (did you mean '/plant/webhook'?)"),
+    ("http://127.0.0.1:9", "nope", "name: 'nope' is not a webhook of the spec (declared: /plant/webhook, or * for every one)"),
+    ("file:///etc/passwd", "/plant/webhook", "url: 'file:///etc/passwd' is not an http:// or https:// URL with a host"),
+    ("ftp://x", None, "url: 'ftp://x' is not an http:// or https:// URL with a host"),
+], ids=["misspelt-name", "unknown-name", "file-url", "every-webhook-ftp-url"])
+def test_webhook_subscribe_names_the_argument_that_is_wrong(url: str, name: str | None, message: str,
+                                                             remote: bool) -> None:
+    with Stub(spec="plant-store-full") as stub:
+        driven = Stub.connect(stub.url) if remote else stub
+        with pytest.raises(SubscriptionError) as refused:
+            driven.subscribe(url, name=name)
+        assert str(refused.value) == message
+        assert call(stub.url, "GET", "/__plantstub/webhooks") == (200, {})  # nothing subscribed
+
+
 def test_webhook_subscribe_in_python_and_failed_assertion_text(receiver: Receiver) -> None:
     with Stub(spec="plant-store-full") as stub:
-        with pytest.raises(ConfigError, match=r"^url: 'nope' is not a webhook of the spec"):
+        with pytest.raises(ConfigError, match=r"^name: 'nope' is not a webhook of the spec"):
             stub.subscribe(receiver.url, name="nope")
         stub.subscribe(receiver.url, name="/plant/webhook")
         call(stub.url, "POST", "/plants", NEW_PLANT)

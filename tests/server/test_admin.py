@@ -34,7 +34,8 @@ async def test_calls_show_every_field(client):
     assert [c["seq"] for c in calls] == [1, 2, 3, 4]
     first = calls[0]
     assert set(first) == {"seq", "time", "method", "path", "query", "headers", "body", "valid", "errors",
-                          "scenario", "rule", "response", "stub_errors"}
+                          "scenario", "rule", "response", "stub_errors", "pending"}
+    assert first["pending"] is False
     assert first["time"].endswith("Z") and first["time"][10] == "T"
     assert (first["method"], first["path"], first["body"], first["valid"], first["errors"]) == (
         "POST", "/plants", {"id": 1, "name": "Fern"}, True, [])
