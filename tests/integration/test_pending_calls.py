@@ -144,3 +144,20 @@ async def test_pending_call_under_create_app_in_the_users_own_server(aiohttp_cli
     waited = await client.post("/__plantstub/calls/wait", json={"n": 1, "timeout": 3, "status": 499})
     [gone] = (await waited.json())["calls"]
     assert gone["response"]["body"]["message"] == GONE.replace("5000", "400")
+
+
+def test_a_late_answer_from_before_a_reset_leaves_the_new_tests_pending_call_listed() -> None:
+    # numbers restart at 1 after a reset: the previous test's call #1, answered late, must not unlist this test's #1
+    with Stub() as stub:
+        stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=1500)
+        before = in_background(stub.url, timeout=5)
+        stub.wait_for_calls(1, timeout=2, path="/plants")
+        stub.reset()
+        stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=4000)
+        after = in_background(stub.url, timeout=6)
+        [listed] = stub.wait_for_calls(1, timeout=2, path="/plants")
+        assert (listed.seq, listed.pending) == (1, True)
+        before.join(5)  # the first test's call is answered now
+        assert [(c.seq, c.pending) for c in stub.calls] == [(1, True)]
+        after.join(6)
+        assert [(c.seq, c.pending, c.status) for c in stub.calls] == [(1, False, 200)]
