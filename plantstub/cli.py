@@ -138,7 +138,9 @@ def _check(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec or os.environ.get(env_name("spec")) or None,
                      root=args.spec_root or os.environ.get(env_name("spec_root")) or None)
-    errors, scenarios = check_paths(args.paths, spec)
+    errors, scenarios, notes = check_paths(args.paths, spec)
+    for note in notes:
+        print(f"plantstub: note: {note}")
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from multidict import CIMultiDict
@@ -199,6 +200,14 @@ class Silent:
 
     def __exit__(self, *exc_info: object) -> None:
         self.sock.close()
+
+
+def wait_until(condition: Callable[[], object], seconds: float = 5.0) -> None:
+    """Look at `condition` every 20 ms until it holds; fail after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
 
 
 def free_port_url() -> str:

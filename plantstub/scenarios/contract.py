@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -194,7 +195,9 @@ class ScenarioContract:
         check = self.served[op].response_check(response.status, media)
         return check if isinstance(check, SchemaCheck) else None
 
-    def rule_errors(self, doc: ScenarioDocument, rule: Rule, raw: dict) -> list[ScenarioError]:
+    def check_rule(self, doc: ScenarioDocument, rule: Rule, raw: dict) -> tuple[list[ScenarioError], Rule]:
+        """The rule's contract errors, and the rule as it answers: one without `method:` whose replies fit some of
+        the operations its match allows, and not others, answers only those (`Rule.answers`)."""
         found: list[ScenarioError] = []
         if "reply" in raw:
             places, raws = [f"{rule.label}.reply"], [raw["reply"]]
@@ -211,17 +214,22 @@ class ScenarioContract:
                     templated.append(at)
                     lone[where].append(p)
         ops, what, why = self.operations(rule.match)
+        if rule.off_contract:
+            return found + (self.webhook_errors(doc, rule, ops) if rule.webhooks else []), rule
+        if not ops:
+            return [*found, *(self.webhook_errors(doc, rule, ops) if rule.webhooks else []),
+                    doc.error(f"{rule.label}.match.{what}", why)], rule
+        broken = {op: [error for where, reply in zip(places, rule.replies, strict=True) if reply.fault is None
+                       for error in self.reply_errors(doc, op, reply, where, templated, lone[where])] for op in ops}
+        fitting = [op for op in ops if not broken[op]]
+        if rule.match.method is None and fitting and len(fitting) < len(ops):
+            # No method given: the rule answers the operations its replies fit (POST /plants), and leaves the others
+            # (GET /plants, whose answer is a list) to the default answer. At run time it answers those only.
+            rule = replace(rule, answers=frozenset(op.label for op in fitting))
+            ops = fitting
         if rule.webhooks:
             found.extend(self.webhook_errors(doc, rule, ops))
-        if rule.off_contract:
-            return found
-        if not ops:
-            return [*found, doc.error(f"{rule.label}.match.{what}", why)]
-        for op in ops:
-            for where, reply in zip(places, rule.replies, strict=True):
-                if reply.fault is None:
-                    found.extend(self.reply_errors(doc, op, reply, where, templated, lone[where]))
-        return found
+        return found + [error for op in ops for error in broken[op]], rule
 
     def webhook_errors(self, doc: ScenarioDocument, rule: Rule, ops: list[Operation]) -> list[ScenarioError]:
         """A rule's `webhooks:`: each names a webhook of the spec or a callback of every operation the rule

@@ -139,8 +139,9 @@ class DeclaredRules:
         self.held = 0
         return count
 
-    def select(self, request: IncomingRequest, body: Any) -> tuple[DeclaredRule, int] | None:
-        """The first rule that matches and has uses left, with the index of its reply; counts the use."""
+    def select(self, request: IncomingRequest, body: Any, operation: str = "") -> tuple[DeclaredRule, int] | None:
+        """The first rule that matches and has uses left, with the index of its reply; counts the use. A rule narrowed
+        to other operations than `operation` (the request's, `POST /plants`) does not answer."""
         levels = self._levels
         if len(levels) > 1:
             self._quiet += 1
@@ -155,6 +156,8 @@ class DeclaredRules:
                     continue
                 before = uses[declared.id]
                 if rule.times is not None and before >= rule.times:
+                    continue
+                if rule.answers is not None and operation not in rule.answers:
                     continue
                 if not mismatches(rule.match, request, body):
                     uses[declared.id] = before + 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -205,10 +206,14 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
     errors = doc.errors or _schema_errors(doc)
     if not errors:
         scenario = _build(doc, doc.data.get("name", Path(file).stem))
+        checked = []
         for rule, raw in zip(scenario.rules, doc.data.get("rules") or [], strict=True):
             errors.extend(_unreachable_replies(doc, rule))
             errors.extend(_matcher_errors(doc, rule, raw))
-            errors.extend(contract.rule_errors(doc, rule, raw))
+            found, answering = contract.check_rule(doc, rule, raw)
+            errors.extend(found)
+            checked.append(answering)
+        scenario = replace(scenario, rules=tuple(checked))
         if "state" in doc.data:
             errors.extend(contract.state_errors(doc, doc.data["state"]))
         if not errors:
@@ -292,10 +297,11 @@ def load_builtin_scenarios(spec: Spec, _contract: ScenarioContract | None = None
     return scenarios, unfit
 
 
-def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError], int]:
-    """What `plantstub check` reports: every error of the files and folders given, and how many scenarios loaded."""
+def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError], int, list[str]]:
+    """What `plantstub check` reports: every error of the files and folders given, how many scenarios loaded, and
+    a note for each rule narrowed to the operations its replies fit."""
     errors: list[ScenarioError] = []
-    loaded = 0
+    loaded: list[Scenario] = []
     contract = ScenarioContract(spec)
     for given in map(Path, paths):
         if given.is_dir():
@@ -303,14 +309,27 @@ def check_paths(paths: list[str | Path], spec: Spec) -> tuple[list[ScenarioError
                 errors.append(ScenarioError(str(given), None, "", "no scenario files here (*.yaml, *.yml)"))
                 continue
             scenarios, found = load_scenarios(given, spec, contract)
-            loaded += len(scenarios)
+            loaded.extend(scenarios.values())
         elif given.exists():
             scenario, found, _ = _load(given, str(given), contract)
-            loaded += scenario is not None
+            loaded.extend([scenario] if scenario is not None else [])
         else:
             found = [ScenarioError(str(given), None, "", "no such file or folder")]
         errors.extend(found)
-    return errors, loaded
+    return errors, len(loaded), [note for scenario in loaded for note in narrowed_notes(scenario, contract)]
+
+
+def narrowed_notes(scenario: Scenario, contract: ScenarioContract) -> list[str]:
+    """`file:line: rules[1]: answers POST /plants only ...` for each rule without `method:` that answers only some
+    of the operations its match allows (its replies do not fit the others)."""
+    notes = []
+    for rule in scenario.rules:
+        if rule.answers is not None:
+            left = [op.label for op in contract.operations(rule.match)[0] if op.label not in rule.answers]
+            notes.append(f"{scenario.file}:{rule.line}: {rule.label}: answers only {', '.join(sorted(rule.answers))}; "
+                         f"its replies do not fit {', '.join(left)}, whose requests go on to the next rules (add "
+                         "`method:` to say which operation it is for)")
+    return notes
 
 
 # -- one rule, from code or the admin API ----------------------------------------------------------
@@ -346,7 +365,8 @@ def load_rule(data: Any, contract: ScenarioContract, file: str, line: int | None
     errors = doc.errors or _schema_errors(doc)
     if not errors:
         rule = _build(doc, "").rules[0]
-        errors = [*_unreachable_replies(doc, rule), *_matcher_errors(doc, rule, data), *contract.rule_errors(doc, rule, data)]
+        found, answering = contract.check_rule(doc, rule, data)
+        errors = [*_unreachable_replies(doc, rule), *_matcher_errors(doc, rule, data), *found]
         if not errors:
-            return rule
+            return answering
     raise ScenarioLoadError([_relative(e, line) for e in sorted(errors, key=_order)])

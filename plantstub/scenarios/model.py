@@ -63,6 +63,13 @@ class Rule:
     off_contract: bool = False
     line: int = 0
     webhooks: tuple[RuleWebhook, ...] | None = None  # None: the answer sends what it sends by default
+    # The operations (`GET /plants`) it answers, when the contract check narrowed a rule without `method:` to those
+    # its replies fit; None: every operation its match allows.
+    answers: frozenset[str] | None = None
+
+    def answers_for(self, operation: str) -> bool:
+        """Whether the rule may answer the operation labelled `operation` (`POST /plants`)."""
+        return self.answers is None or operation in self.answers
 
     @property
     def label(self) -> str:

@@ -45,7 +45,8 @@ class RuleCounters:
 
 def _without_lines(rule: Rule) -> tuple:
     return (rule.match.method, rule.match.path, rule.match.headers, rule.match.query, rule.match.body,
-            tuple((r.status, r.headers, r.body, r.delay_ms, r.fault) for r in rule.replies), rule.times, rule.off_contract)
+            tuple((r.status, r.headers, r.body, r.delay_ms, r.fault) for r in rule.replies), rule.times, rule.off_contract,
+            rule.answers)
 
 
 def same_rules(old: Scenario, new: Scenario) -> bool:
@@ -129,16 +130,19 @@ class RuleIndex:
 
 
 def select_rule(
-    index: RuleIndex, counters: RuleCounters, request: IncomingRequest, body: Any
+    index: RuleIndex, counters: RuleCounters, request: IncomingRequest, body: Any, operation: str = ""
 ) -> tuple[Rule, int] | None:
     """The first rule that matches and has uses left, with the index of the reply it gives; else None.
 
+    `operation` is the request's (`POST /plants`): a rule narrowed to others (`Rule.answers`) does not answer it.
     Counts the use, so the caller must send that reply.
     """
     scenario = index.scenario
     method, path, query, headers = request[:4]  # read once, not once per rule tried
     for rule in index.candidates(request, body):
         if rule.times is not None and counters.uses(scenario, rule) >= rule.times:
+            continue
+        if rule.answers is not None and operation not in rule.answers:
             continue
         if not rule.match.mismatches(method, path, headers, query, body):
             before = counters.count(scenario, rule)

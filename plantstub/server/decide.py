@@ -148,8 +148,10 @@ def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenari
 def _by_rule(runtime: Runtime, session: Session, scenario: Scenario | None, incoming: IncomingRequest,
              base: Decision) -> Decision | None:
     """The answer of the first rule from code, else of the scenario, that matches; None when none does."""
+    assert base.op is not None  # routed before any rule is tried
+    operation = base.op.label  # a rule without `method:` may answer only the operations its replies fit
     if session.declared.rules:  # rules from code come first
-        declared = session.declared.select(incoming, base.body)
+        declared = session.declared.select(incoming, base.body, operation)
         if declared is not None:
             from_code, at = declared
             label = from_code.label(at)
@@ -157,7 +159,7 @@ def _by_rule(runtime: Runtime, session: Session, scenario: Scenario | None, inco
                                 session.declared.templates, f"rule {label} ({from_code.source})")
     if scenario is not None:
         index = session.scenarios.indexes[scenario.name]
-        chosen = select_rule(index, session.counters, incoming, base.body)
+        chosen = select_rule(index, session.counters, incoming, base.body, operation)
         if chosen is not None:
             rule, at = chosen
             label = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"

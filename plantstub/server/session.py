@@ -324,8 +324,8 @@ class Session:
         return self.webhooks.clear()
 
     def pending_deliveries(self) -> int:
-        """How many deliveries are still being sent."""
-        return self.webhooks.sender.pending
+        """How many deliveries of this epoch (since the last reset) are still being sent."""
+        return self.webhooks.pending
 
     # -- health and the end ---------------------------------------------------------------------
     def problems(self) -> list[dict[str, str]]:

@@ -85,7 +85,7 @@ class DeliveryLog:
         self.bytes = 0
         self.dropped = 0
         self.next_seq = 1
-        self.recorded = 0
+        self.recorded = 0  # since the last clear()
         self.lost_full = 0  # never sent: more than the queue's cap were waiting
         self.lost_memory = 0  # never sent: the memory budget had no room for it while it waited
         self.epoch = 0  # one more on each clear(): a delivery decided before it is not recorded after it
@@ -144,13 +144,16 @@ class DeliveryLog:
         return list(self.items)
 
     def clear(self) -> int:
-        """Forget the deliveries and the losses counted (health's problem goes with them); a new epoch."""
+        """Forget the deliveries and the losses counted (health's problem goes with them); a new epoch, numbered from 1
+        again (a test's first delivery is #1): one decided before it keeps its number and is not recorded after it."""
         count = len(self.items)
         self.items.clear()
         if self.memory is not None:
             self.memory.give(KIND, self.bytes)
         self.bytes = 0
         self.lost_full = self.lost_memory = 0
+        self.recorded = 0
+        self.next_seq = 1
         self.epoch += 1
         return count
 

@@ -136,8 +136,13 @@ class Webhooks:
     def figures(self) -> dict[str, int]:
         log = self.log
         return {"subscriptions": len(self.subscriptions.urls), "delivered": log.recorded,
-                "pending": self.sender.pending, "lost": log.lost, "dropped": log.dropped,
-                "unsent_at_session_end": self.outbox.unsent_at_end}
+                "pending": self.pending, "lost": log.lost, "dropped": log.dropped,
+                "unsent_at_session_end": self.outbox.unsent_at_end, "epoch": log.epoch}
+
+    @property
+    def pending(self) -> int:
+        """This epoch's deliveries still being sent (one of the test before, sent late, is not among them)."""
+        return self.sender.pending_in(self.log.epoch)
 
     async def close(self, grace: float = GRACE) -> int:
         """Send what is pending within `grace` seconds, then stop; how many deliveries were not sent."""

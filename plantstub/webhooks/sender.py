@@ -110,8 +110,13 @@ class Sender:
 
     @property
     def pending(self) -> int:
-        """Deliveries decided but not yet recorded."""
+        """Deliveries decided but not yet recorded, of every epoch (what a stop's grace waits for)."""
         return len(self.queue) + len(self.flying) + len(self.later)
+
+    def pending_in(self, epoch: int) -> int:
+        """Deliveries of `epoch` decided but not yet recorded: one being sent when a reset came is not the next test's."""
+        # Only the flying may be older: forget_before() drops the waiting ones of an earlier epoch.
+        return len(self.queue) + len(self.later) + sum(job.epoch == epoch for job in self.flying.values())
 
     def next_job(self) -> Job | None:
         """The oldest job waiting, taken out of the queue (None: none)."""

@@ -1,5 +1,5 @@
 """Webhooks through the fixture, with the store on (`stateful`), as a consumer project uses them: its own receiver subscribed by a test,
-deliveries and subscriptions per test, and strict mode blaming a receiver that answers an undeclared status, in
+deliveries (numbered from #1 in each test) and subscriptions per test, and strict mode blaming a receiver that answers an undeclared status, in
 process and on a sidecar (`--plantstub-url`, a `plantstub serve` started apart)."""
 
 from __future__ import annotations
@@ -103,6 +103,16 @@ def test_undeclared_status_on_purpose(plantstub, receiver):
     plantstub.subscribe(url)
     requests.post(plantstub.url + "/plants", json={"id": 3, "name": "Moss"}, headers=AUTH, timeout=5)
     assert plantstub.wait_for_deliveries(1)[0].valid is False
+
+
+def test_numbers_its_deliveries_from_one(plantstub, receiver):
+    url, got = receiver
+    plantstub.subscribe(url + "/hook")
+    for n in (5, 6):
+        requests.post(plantstub.url + "/plants", json={"id": n, "name": "Yew"}, headers=AUTH, timeout=5)
+    assert sorted(d.seq for d in plantstub.wait_for_deliveries(2)) == [1, 2]
+    listed = requests.get(plantstub.url + "/__plantstub/deliveries", timeout=5).json()
+    assert sorted(d["seq"] for d in listed) == [1, 2]
 '''
 
 
@@ -132,15 +142,15 @@ def test_webhooks_through_the_fixture(pytester: pytest.Pytester, tmp_path: Path,
         pytester.makeconftest(CONFTEST)
         with sidecar(tmp_path, "--spec", "plant-store-full", "--stateful") as url:
             result = pytester.runpytest_subprocess(*args, "--plantstub-url", url)
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=4, failed=2)
     result.stdout.fnmatch_lines([
         "*plantstub: in test_receiver_answers_undeclared_status, the consumer's webhook receiver broke the contract on "
-        "1 delivery: #* /plant/webhook -> http://127.0.0.1:*: the receiver answered 418, which /plant/webhook does "
+        "1 delivery: #1 /plant/webhook -> http://127.0.0.1:*: the receiver answered 418, which /plant/webhook does "
         "not declare (declared: 200). Make the receiver answer a declared status, or mark the test "
         "@pytest.mark.plantstub(strict=False) if that was the point.",
     ])
     result.stdout.fnmatch_lines([
         "*plantstub: in test_receiver_answers_500, the consumer's webhook receiver broke the contract on 1 delivery: "
-        "#* /plant/webhook -> http://127.0.0.1:*/hook: the receiver answered 500 on each of 3 attempts. Make the "
+        "#1 /plant/webhook -> http://127.0.0.1:*/hook: the receiver answered 500 on each of 3 attempts. Make the "
         "receiver answer a declared status, or mark the test @pytest.mark.plantstub(strict=False) if that was the point.",
     ])

@@ -45,6 +45,29 @@ def test_cli_check_prints_each_error_and_a_summary_and_exits_1():
     ]
 
 
+# Issue 24: a rule without `method:` answers only the operations its replies fit; one that fits none is refused.
+def test_cli_check_repo_scenarios_under_the_full_spec_notes_the_narrowed_rule():
+    scenarios = REPO / "scenarios"
+    result = plantstub("check", "--spec", "plant-store-full", str(scenarios))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [
+        f"plantstub: note: {scenarios / 'product-example.yaml'}:16: rules[1]: answers only POST /plants; its replies "
+        "do not fit GET /plants, whose requests go on to the next rules (add `method:` to say which operation it is for)",
+        "plantstub: 1 scenario OK",
+    ]
+
+
+def test_cli_check_rule_without_method_that_fits_no_operation_is_refused(tmp_path):
+    write(tmp_path, "bad.yaml", "rules:\n  - match: {path: /plants}\n    reply: {status: 200, body: {name: 5}}\n")
+    result = plantstub("check", "--spec", "plant-store-full", "bad.yaml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "bad.yaml:3: rules[0].reply.body: {'name': 5} is not of type 'array' (GET /plants response 200)",
+        "bad.yaml:3: rules[0].reply.body.name: 5 is not of type 'string' (POST /plants response 200)",
+        "plantstub: 2 errors in 1 file",
+    ]
+
+
 def test_cli_check_folder_with_duplicates():
     result = plantstub("check", "duplicates")
     assert (result.returncode, result.stderr.splitlines()[-1]) == (1, "plantstub: 1 error in 1 file")

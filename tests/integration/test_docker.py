@@ -113,9 +113,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_image_recipe_replay(image_venv, tmp_path):
+# Issue 24: the baked-in scenarios/ under PLANTSTUB_SPEC=plant-store-full stopped the image at start.
+@pytest.mark.parametrize("spec", [None, "plant-store-full"], ids=["default-spec", "plant-store-full"])
+def test_image_recipe_replay(image_venv, tmp_path, spec):
     port = free_port()
-    env = {**os.environ, **image_env()}
+    env = {**os.environ, **image_env(), **({"PLANTSTUB_SPEC": spec} if spec else {})}
     env["PATH"] = f"{image_venv / 'bin'}{os.pathsep}{env['PATH']}"
     env["PLANTSTUB_HOST"] = "127.0.0.1"  # tests listen on loopback only; the image binds 0.0.0.0
     env["PLANTSTUB_PORT"] = str(port)

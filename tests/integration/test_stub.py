@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -14,7 +13,7 @@ import aiohttp
 import pytest
 
 from plantstub import CallAssertionError, PlantstubError, Stub
-from tests.helpers import JSON_AUTH
+from tests.helpers import JSON_AUTH, wait_until
 
 
 def post(url: str, body, headers=JSON_AUTH, path="/plants") -> int:
@@ -192,13 +191,6 @@ def test_calls_can_be_read_while_requests_arrive(stub):
 
 
 LATE = "rules:\n  - match: {body: {name: Late}}\n    reply: {status: 200, body: {name: Late}, delay_ms: 400}\n"
-
-
-def wait_until(condition, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_a_late_answer_stays_in_the_epoch_it_arrived_in(tmp_path):

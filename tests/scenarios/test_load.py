@@ -224,9 +224,7 @@ def test_load_scenario_file_checks_the_type_of_lone_placeholders(tmp_path, body,
         ("{path: '/trees/{id}', method: GET}", "{status: 200, body: {height: 3}}", None),
         ("{path: /trees/42, method: GET}", "{status: 404}", None),
         ("{path: /trees/42, method: DELETE}", "{status: 204}", None),
-        ("{path: /trees/42}", "{status: 200, body: {height: 3}}",
-         "rules[0].reply.status: 200 is not declared for DELETE /trees/{treeId} (declared: 204);"
-         " add `off_contract: true` to this rule to serve it anyway"),
+        ("{path: /trees/42}", "{status: 200, body: {height: 3}}", None),  # answers GET only: see below
         ("{method: GET}", "{body: {height: tall}}",
          "rules[0].reply.body.height: 'tall' is not of type 'integer' (GET /trees/{treeId} response 200)"),
         ("{method: GET}", "{status: 204}",
@@ -246,7 +244,7 @@ def test_load_scenario_file_checks_the_type_of_lone_placeholders(tmp_path, body,
          "rules[0].reply.headers.content-type: 'text/csv' is not declared for GET /trees/{treeId} response 200"
          " (declared: application/json); add `off_contract: true` to this rule to serve it anyway"),
     ],
-    ids=["template-path", "literal-path", "no-body-status", "every-operation-of-path", "bad-body",
+    ids=["template-path", "literal-path", "no-body-status", "fits-one-operation-of-path", "bad-body",
          "undeclared-status", "default-status", "body-where-none-declared", "unknown-method", "unknown-path",
          "undeclared-content-type"],
 )
@@ -258,6 +256,27 @@ def test_load_scenario_file_checks_replies_against_every_operation_they_can_matc
     else:
         line = 2 if ".match." in expected else 3
         assert errors_of(path, spec) == [f"{path}:{line}: {expected}"]
+
+
+@pytest.mark.parametrize(
+    ("match", "answers"),
+    [("{path: /trees/42}", frozenset({"GET /trees/{treeId}"})), ("{path: /trees/42, method: GET}", None)],
+    ids=["no-method", "method"],
+)
+def test_load_scenario_file_narrows_a_rule_without_method_to_the_operations_it_fits(tmp_path, match, answers):
+    spec = load_spec(write(tmp_path, "trees.yaml", TREES))
+    path = write(tmp_path, "s.yaml", f"rules:\n  - match: {match}\n    reply: {{status: 200, body: {{height: 3}}}}\n")
+    assert load_scenario_file(path, spec).rules[0].answers == answers
+
+
+def test_load_scenario_file_refuses_a_rule_without_method_that_fits_no_operation(tmp_path):
+    spec = load_spec(write(tmp_path, "trees.yaml", TREES))
+    path = write(tmp_path, "s.yaml", "rules:\n  - match: {path: /trees/42}\n    reply: {status: 201}\n")
+    assert errors_of(path, spec) == [
+        f"{path}:3: rules[0].reply.status: 201 is not declared for {op} (declared: {declared}); add `off_contract: true`"
+        " to this rule to serve it anyway" for op, declared in [("DELETE /trees/{treeId}", "204"),
+                                                                 ("GET /trees/{treeId}", "200, 404")]
+    ]
 
 
 @pytest.mark.parametrize(

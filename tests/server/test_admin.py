@@ -90,7 +90,7 @@ async def test_delete_calls_and_reset_empty_the_journal(client):
     assert await response.json() == {"deleted": 4}
     assert await get_calls(client) == []
     await traffic(client)
-    assert [c["seq"] for c in await get_calls(client)] == [5, 6, 7, 8]  # numbers never repeat
+    assert [c["seq"] for c in await get_calls(client)] == [1, 2, 3, 4]  # a new epoch, numbered from 1 (issue 24)
     response = await client.post("/__plantstub/reset")
     assert response.status == 200
     assert await get_calls(client) == []
