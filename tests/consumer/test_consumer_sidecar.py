@@ -299,3 +299,38 @@ def test_at_the_session_cap_the_fixture_waits_then_names_the_cap(pytester, tmp_p
             "sidecar a higher --max-sessions."])
     finally:
         capped.stop()
+
+
+OTHER_CLIENTS = '''
+from urllib.parse import urljoin
+
+import requests
+
+AUTH = {"Authorization": "Bearer t"}
+
+
+def test_another_client_of_the_sidecar_lists_plants(plantstub):
+    requests.get(urljoin(plantstub.url, "/plants"), headers=AUTH, timeout=5)  # another worker's, as it were
+    requests.post(plantstub.url + "plants", json={"id": 1, "name": "Ivy"}, headers=AUTH, timeout=5)
+    plantstub.assert_called("POST", "/plants", body={"name": "Fern"})
+
+
+def test_this_client_drops_the_prefix_of_its_posts(plantstub):
+    requests.get(urljoin(plantstub.url, "/plants"), headers=AUTH, timeout=5)
+    requests.post(urljoin(plantstub.url, "/plants"), json={"id": 1, "name": "Fern"}, headers=AUTH, timeout=5)
+    plantstub.wait_for_calls(1, timeout=0.2, method="POST", body={"name": "Fern"})
+'''
+
+
+def test_the_default_session_hint_counts_only_calls_the_assertion_wants(pytester, sidecar):
+    """Calls of other clients (other xdist workers, other jobs) reach the default session during any test: the hint
+    names only those the failed assertion or wait would have counted, so it never blames a client that did not."""
+    pytester.makepyfile(test_others=OTHER_CLIENTS)
+    result = run(pytester, f"--plantstub-url={sidecar.url}")
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str()
+    first, second = text.split("test_this_client_drops_the_prefix_of_its_posts", 1)
+    assert "plantstub: expected at least 1 call POST /plants with body {'name': 'Fern'}; got 0." in first
+    assert "default session" not in first  # a GET from elsewhere is no sign of this test's POSTs going astray
+    assert ("plantstub: 1 call reached the sidecar's default session during this test: does your client drop the "
+            "/__session/") in second  # the POST, not the GET
