@@ -1,13 +1,54 @@
-"""The pytest plugin's cost to every project that installs plantstub (its behaviour is tested in tests/consumer/)."""
+"""The pytest plugin's cost to every project that installs plantstub (its behaviour is tested in tests/consumer/).
+
+Issue 24: a worker's first `plantstub` must start fast, and a run that never asks for it must pay next to nothing.
+`tests/benchmarks/fixture_startup.py` measures the time; these tests pin what is imported, through pytest's own
+entry point in a fresh process.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+# What a project's pytest run loads when the plugin does (the pytest11 entry point): none of the server's libraries.
+NOT_FOR_EVERY_RUN = ("aiohttp", "yaml", "jsonschema", "jsonschema_rs", "referencing", "regex", "orjson", "asyncio",
+                     "plantstub.stub", "plantstub.server", "plantstub.contract", "plantstub.scenarios")
+
+CONFTEST = '''
+import sys
+
+WATCHED = {watched!r}
+
+
+def pytest_unconfigure(config):
+    # The last hook: every fixture has been torn down and plantstub's report hooks have run.
+    print("plugin loaded:", config.pluginmanager.hasplugin("plantstub"))
+    print("imported:", sorted(m for m in WATCHED if m in sys.modules))
+'''
+
+
+def run_alone(pytester: pytest.Pytester, watched: tuple[str, ...], *args: str) -> pytest.RunResult:
+    """The inner suite in a fresh pytest process with plantstub's plugin (and xdist's) only: in this venv
+    pytest-aiohttp's would import aiohttp before any test, as it does in no project that lacks it."""
+    pytester.makeconftest(CONFTEST.format(watched=watched))
+    others = [arg for e in entry_points(group="pytest11") if e.name not in ("plantstub", "xdist", "xdist.looponfail")
+              for arg in ("-p", f"no:{e.name}")]
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", *others, *args)
 
 
 def test_loading_the_pytest_plugin_imports_no_server_code():
     # pytest loads the plugin in every project that has plantstub installed, used or not.
-    code = "import sys, plantstub.pytest_plugin; print(sorted(m for m in ('aiohttp', 'jsonschema', 'yaml') if m in sys.modules))"
+    code = f"import sys, plantstub.pytest_plugin; print(sorted(m for m in {NOT_FOR_EVERY_RUN!r} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+
+
+def test_a_run_that_does_not_use_the_fixture_imports_no_server_code(pytester):
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = run_alone(pytester, NOT_FOR_EVERY_RUN)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["plugin loaded: True", "imported: []"])
+
