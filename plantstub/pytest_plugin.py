@@ -226,11 +226,11 @@ def plantstub_sidecar(pytestconfig: pytest.Config, plantstub_settings: Settings)
     if not url:
         return None
     from plantstub.errors import PlantstubError
-    from plantstub.stub import Stub
+    from plantstub.server.remote import RemoteStub  # not plantstub.stub: a sidecar's workers need no aiohttp
 
     problem = None
     try:
-        return Stub.connect(str(url), plantstub_settings.admin_token)
+        return RemoteStub.connect(str(url), plantstub_settings.admin_token)
     except PlantstubError as exc:
         problem = f"plantstub: --plantstub-url: {exc}"
     pytest.fail(problem, pytrace=False)  # outside the except block: one line, no chained traceback
@@ -357,10 +357,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     stub = item.stash.get(_STUB_OF_TEST, None)
     if options is None or stub is None or not options.strict:
         return
-    from plantstub.stub import Stub
+    from plantstub.server.remote import RemoteStub
 
     # a sidecar's deliveries are not read over HTTP (yet): strict mode checks its calls only
-    deliveries = _settled_deliveries(stub) if isinstance(stub, Stub) else []
+    deliveries = [] if isinstance(stub, RemoteStub) else _settled_deliveries(stub)
     failures = _strict_failures(item.name, stub.calls, deliveries)
     if failures:
         report.outcome = "failed"

@@ -17,9 +17,7 @@ from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
 from plantstub.scenarios.declared import DeclaresRules
-from plantstub.scenarios.load import ScenarioLoadError
-from plantstub.server.admin import ADMIN_PREFIX
-from plantstub.server.sessions import SESSION_PREFIX
+from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_PREFIX
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 TIMEOUT = 10.0  # seconds for one admin call
@@ -99,6 +97,11 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         self._root, _, self.session_id = self.url.partition(SESSION_PREFIX)
         self._ends_session = ends_session
 
+    @classmethod
+    def connect(cls, url: str, admin_token: str | None = None) -> RemoteStub:
+        """`Stub.connect(url, admin_token)`: a view of the stub running at `url`, checked to answer as one."""
+        return cls(url, admin_token).start()
+
     def __repr__(self) -> str:
         return f"<RemoteStub {self.url}>"
 
@@ -175,6 +178,8 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         """Replace the records; ScenarioError with every problem, as in process."""
         status, data = self.admin.send("PUT", "state", state)
         if status == 400 and isinstance(data, dict) and data.get("problems"):
+            from plantstub.scenarios.load import ScenarioLoadError  # on failure only: it imports the spec's loaders
+
             raise ScenarioLoadError([ScenarioError("stub.set_state()", None, p["at"], p["message"])
                                      for p in data["problems"]])
         if status != 200:
@@ -186,6 +191,8 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         source = {"X-Plantstub-Source": f"{file}:{line}" if line else file}
         status, data = self.admin.send("POST", "rules", rule, source)
         if status == 400 and isinstance(data, dict) and data.get("problems"):
+            from plantstub.scenarios.load import ScenarioLoadError
+
             raise ScenarioLoadError([ScenarioError(file, line, _in_rule(p["at"]), p["message"]) for p in data["problems"]])
         if status != 201:
             raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}rules answered {status}: {message_of(data)}")

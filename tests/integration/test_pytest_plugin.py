@@ -13,9 +13,14 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from plantstub import Stub
+
 # What a project's pytest run loads when the plugin does (the pytest11 entry point): none of the server's libraries.
 NOT_FOR_EVERY_RUN = ("aiohttp", "yaml", "jsonschema", "jsonschema_rs", "referencing", "regex", "orjson", "asyncio",
                      "plantstub.stub", "plantstub.server", "plantstub.contract", "plantstub.scenarios")
+# What a test on a sidecar (--plantstub-url) loads: the HTTP client of the admin API, not the server.
+NOT_FOR_A_SIDECAR = ("aiohttp", "yaml", "jsonschema", "jsonschema_rs", "referencing", "regex",
+                     "plantstub.stub", "plantstub.contract", "plantstub.server.app", "plantstub.scenarios.load")
 
 CONFTEST = '''
 import sys
@@ -27,6 +32,18 @@ def pytest_unconfigure(config):
     # The last hook: every fixture has been torn down and plantstub's report hooks have run.
     print("plugin loaded:", config.pluginmanager.hasplugin("plantstub"))
     print("imported:", sorted(m for m in WATCHED if m in sys.modules))
+'''
+
+CALL = '''
+import urllib.request
+
+
+def test_one_call(plantstub):
+    request = urllib.request.Request(plantstub.url + "/plants", data=b'{{"id": 1, "name": "Fern"}}', method="POST",
+                                     headers={{"Authorization": "Bearer t", "Content-Type": "application/json"}})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.status == 200
+    plantstub.assert_called("POST", "/plants", body={{"name": "Fern"}}, times=1)
 '''
 
 
@@ -49,6 +66,15 @@ def test_loading_the_pytest_plugin_imports_no_server_code():
 def test_a_run_that_does_not_use_the_fixture_imports_no_server_code(pytester):
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     result = run_alone(pytester, NOT_FOR_EVERY_RUN)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["plugin loaded: True", "imported: []"])
+
+
+def test_the_fixture_on_a_sidecar_imports_no_server_code(pytester):
+    # A worker on a sidecar drives it over HTTP: it pays neither aiohttp nor the spec's loaders.
+    pytester.makepyfile(test_call=CALL.format())
+    with Stub() as sidecar:
+        result = run_alone(pytester, NOT_FOR_A_SIDECAR, f"--plantstub-url={sidecar.url}")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["plugin loaded: True", "imported: []"])
 
