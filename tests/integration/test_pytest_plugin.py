@@ -21,6 +21,9 @@ NOT_FOR_EVERY_RUN = ("aiohttp", "yaml", "jsonschema", "jsonschema_rs", "referenc
 # What a test on a sidecar (--plantstub-url) loads: the HTTP client of the admin API, not the server.
 NOT_FOR_A_SIDECAR = ("aiohttp", "yaml", "jsonschema", "jsonschema_rs", "referencing", "regex",
                      "plantstub.stub", "plantstub.contract", "plantstub.server.app", "plantstub.scenarios.load")
+# What the in-process stub's default run never needs: jsonschema and referencing only word a broken file or resolve
+# a $ref the loader's own walk cannot follow.
+NOT_FOR_A_DEFAULT_STUB = ("jsonschema", "referencing", "regex")
 
 CONFTEST = '''
 import sys
@@ -78,3 +81,9 @@ def test_the_fixture_on_a_sidecar_imports_no_server_code(pytester):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["plugin loaded: True", "imported: []"])
 
+
+def test_the_fixture_in_process_imports_only_what_a_default_run_uses(pytester):
+    pytester.makepyfile(test_call=CALL.format())
+    result = run_alone(pytester, NOT_FOR_A_DEFAULT_STUB)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["plugin loaded: True", "imported: []"])
