@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# config is stdlib only: loading the plugin stays cheap.
+# config and _gc are stdlib only: loading the plugin stays cheap.
+from plantstub._gc import collector_paused
 from plantstub.config import Settings, build_settings, bundled_name
 from plantstub.recording.coverage import Tally, figures, merge, tally_of
 
@@ -178,6 +179,12 @@ class StubPool:
         self.failures: dict[Settings, str] = {}
 
     def get(self, settings: Settings | dict[str, Any]) -> Stub:
+        # The first call imports the server and starts it: every object that builds lives on, so a collection
+        # meanwhile would only walk them (about a sixth of a worker's first use).
+        with collector_paused():
+            return self._get(settings)
+
+    def _get(self, settings: Settings | dict[str, Any]) -> Stub:
         from plantstub.errors import PlantstubError
         from plantstub.stub import Stub
 
