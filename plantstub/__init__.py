@@ -36,12 +36,14 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Imported on first use: pytest loads the plugin (plantstub.pytest_plugin) in every project that has
     # plantstub installed, and a suite that never uses the stub must not pay for aiohttp and the rest.
-    if name == "Stub":
-        from plantstub.stub import Stub
+    from plantstub._gc import collector_paused  # what the import builds lives on: no collection walks it meanwhile
 
+    if name == "Stub":
+        with collector_paused():
+            from plantstub.stub import Stub
         return Stub
     if name == "create_app":
-        from plantstub.server.app import create_app
-
+        with collector_paused():
+            from plantstub.server.app import create_app
         return create_app
     raise AttributeError(f"module 'plantstub' has no attribute {name!r}")

@@ -163,7 +163,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         :param admin_token: the token of its --admin-token, when it has one.
         :raises PlantstubError: when nothing answers there as a plantstub.
         """
-        return RemoteStub(url, admin_token).start()
+        return RemoteStub.connect(url, admin_token)
 
     def session(self) -> Stub:
         """An isolated view of this stub: its own journal, counters, scenario and state, and its own `url`

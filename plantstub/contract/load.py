@@ -9,9 +9,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urldefrag, urlparse
 
-import referencing
-import referencing.exceptions
-
 from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import decode_text, parse_text, read_bytes
 from plantstub.config import BUNDLED_SPECS, bundled_name
@@ -98,10 +95,10 @@ class _Loader:
         self.root = self.file.parent if root is None else root.resolve()
         self.root_given = root is not None
         self.uri = self.file.as_uri()
-        self.registry: referencing.Registry = referencing.Registry()
         self.warnings: list[str] = []  # what is set aside, and why (Spec.warnings)
         self.found: dict[str, tuple[Any, str]] = {}  # absolute $ref target -> (its contents, its file's URI)
         self.read_files: dict[str, Any] = {}  # file URI -> its contents
+        self.registry: Any = None  # `referencing`'s, over read_files: built when walk() cannot follow a $ref
         self.cache = cache
         self.digests: dict[str, str] = {}  # path of each file read -> its content hash (the cache's key)
 
@@ -208,8 +205,8 @@ class _Loader:
             raise SpecError(str(exc)) from None
         if not main and not isinstance(contents, (dict, list)):
             raise SpecError(f"{name} holds no YAML or JSON mapping or list, so nothing in it can be referenced")
-        self.registry = self.registry.with_resource(uri, referencing.Resource.opaque(contents))
         self.read_files[uri] = contents
+        self.registry = None  # built again, with this file, when next needed
         return contents
 
     def deref(self, node: Any, base: str, where: str) -> tuple[Any, str]:
@@ -237,20 +234,33 @@ class _Loader:
         uri, fragment = urldefrag(target)
         if urlparse(uri).scheme != "file":
             raise SpecError(f"{where}: $ref {shown(ref)}: only local files can be referenced (no network)")
-        if uri not in self.registry:
+        if uri not in self.read_files:
             try:
                 self.read(uri, self.display(uri))
             except SpecError as exc:
                 raise SpecError(f"{where}: $ref {shown(ref)}: {exc}") from None
-        try:
-            resolved = self.registry.resolver().lookup(target)
-        except (referencing.exceptions.Unresolvable, LookupError, TypeError, ValueError):  # `#/x` into a list
+        contents = self.resolve(target)
+        if contents is _NOWHERE:
             pointer = unquote(fragment) or "/"
             raise SpecError(
                 f"{where}: $ref {shown(ref)}: {self.display(uri)} has nothing at {shown(pointer)}{self.near(uri, pointer)}"
             ) from None
-        found = self.found[target] = (resolved.contents, uri)
+        found = self.found[target] = (contents, uri)
         return found
+
+    def resolve(self, target: str) -> Any:
+        """The contents at `target` as `referencing` finds them (anchors, pointers walk() does not follow), or
+        _NOWHERE. Imported here, not with the module: most documents never need it, and every start would pay."""
+        import referencing
+        import referencing.exceptions
+
+        if self.registry is None:
+            self.registry = referencing.Registry().with_resources(
+                (uri, referencing.Resource.opaque(contents)) for uri, contents in self.read_files.items())
+        try:
+            return self.registry.resolver().lookup(target).contents
+        except (referencing.exceptions.Unresolvable, LookupError, TypeError, ValueError):  # `#/x` into a list
+            return _NOWHERE
 
     def walk(self, target: str) -> tuple[Any, str] | None:
         """The contents at `target`, a JSON pointer into a file read already, found step by step (as `referencing`
@@ -272,10 +282,7 @@ class _Loader:
     def near(self, uri: str, pointer: str) -> str:
         """` (did you mean 'Plant'?)` when the last step of a broken pointer is a typo."""
         parent, _, last = pointer.rpartition("/")
-        try:
-            container = self.registry.resolver().lookup(f"{uri}#{parent}").contents
-        except (referencing.exceptions.Unresolvable, LookupError, TypeError, ValueError):
-            return ""
+        container = self.resolve(f"{uri}#{parent}")
         if not isinstance(container, dict):
             return ""
         close = difflib.get_close_matches(last.replace("~1", "/").replace("~0", "~"), [str(k) for k in container], n=1)

@@ -14,7 +14,6 @@ from importlib.metadata import version
 from typing import Any
 
 import jsonschema_rs
-from referencing.jsonschema import DRAFT202012
 
 from plantstub.contract.messages import message_of
 from plantstub.contract.pattern import pattern_options, servable
@@ -32,13 +31,30 @@ SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
 _DATA_KEYWORDS = ("enum", "const", "default", "example", "examples")  # values, not subschemas
 # What a walk of a bundled schema's subschemas skips: values, and the root's `$defs` (looked at apart, by key).
 NOT_SCHEMAS = frozenset((*_DATA_KEYWORDS, "$defs"))
-_SUBRESOURCES = DRAFT202012.subresources_of
+_IN_VALUE = SCHEMA_ONE - {"additionalItems"}  # 2019-09's keyword: not a 2020-12 subschema
+
+
+def _subresources(schema: Any) -> Iterator[Any]:
+    """The subschemas right below a 2020-12 schema, as `referencing`'s DRAFT202012.subresources_of finds them
+    (the same keywords, the same errors on a malformed value); not imported from it: `referencing` and `attrs`
+    add tens of milliseconds to every start."""
+    if isinstance(schema, bool):
+        return
+    for each in _IN_VALUE:
+        if each in schema:
+            yield schema[each]
+    for each in SCHEMA_LISTS:
+        if each in schema:
+            yield from schema[each]
+    for each in SCHEMA_MAPS:
+        if each in schema:
+            yield from schema[each].values()
 
 
 def subschemas(schema: dict[str, Any]) -> Iterable[Any]:
     """The subschemas right below a bundled (2020-12) schema, as `referencing` finds them, but for its `$defs`:
     a bundle's root holds the whole document's, which a walk looks at apart, by key."""
-    return _SUBRESOURCES({k: v for k, v in schema.items() if k != "$defs"} if "$defs" in schema else schema)
+    return _subresources({k: v for k, v in schema.items() if k != "$defs"} if "$defs" in schema else schema)
 
 
 # -- the metaschema -------------------------------------------------------------------------
@@ -50,7 +66,7 @@ def _patterns(schema: Any) -> Iterator[str]:
         yield schema["pattern"]
     if isinstance(schema.get("patternProperties"), dict):
         yield from schema["patternProperties"]
-    for sub in _SUBRESOURCES(schema):  # `$defs` included: every schema of it is checked
+    for sub in _subresources(schema):  # `$defs` included: every schema of it is checked
         yield from _patterns(sub)
 
 

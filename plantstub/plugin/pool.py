@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from plantstub._gc import collector_paused
 from plantstub.config import Settings, build_settings
 
 if TYPE_CHECKING:
@@ -30,6 +31,12 @@ class StubPool:
         self._stateful: dict[str, bool] = {}
 
     def get(self, settings: Settings | dict[str, Any]) -> Stub:
+        # The first call imports the server and starts it: every object that builds lives on, so a collection
+        # meanwhile would only walk them (about a sixth of a worker's first use).
+        with collector_paused():
+            return self._get(settings)
+
+    def _get(self, settings: Settings | dict[str, Any]) -> Stub:
         from plantstub.errors import PlantstubError
         from plantstub.stub import Stub
 
@@ -57,7 +64,7 @@ class StubPool:
     def sidecar(self, url: str, token: str | None) -> RemoteStub:
         """The stub running at `url` (--plantstub-url), connected with `token` (its admin token is checked)."""
         from plantstub.errors import PlantstubError
-        from plantstub.stub import Stub
+        from plantstub.server.remote import RemoteStub  # not plantstub.stub: a sidecar's worker imports no aiohttp
 
         key = (url, token)
         remote = self.sidecars.get(key)
@@ -66,7 +73,7 @@ class StubPool:
         problem = self.sidecar_failures.get(key)
         if problem is None:
             try:
-                remote = self.sidecars[key] = Stub.connect(url, token)
+                remote = self.sidecars[key] = RemoteStub.connect(url, token)
             except PlantstubError as exc:
                 problem = self.sidecar_failures[key] = f"plantstub: --plantstub-url: {exc}"
         if problem is not None:  # outside the except block: one line, no chained traceback

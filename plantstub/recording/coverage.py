@@ -7,9 +7,10 @@ so pytest-xdist workers can send theirs to the controller; every figure and perc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plantstub.contract.model import Operation, Spec
+if TYPE_CHECKING:  # the pytest plugin, loaded in every run of a project that installed plantstub, imports this module
+    from plantstub.contract.model import Operation, Spec
 
 Tally = dict[str, dict[str, dict[str, int]]]
 

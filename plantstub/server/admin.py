@@ -20,6 +20,7 @@ from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_o
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
+from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
 from plantstub.server.session import NotStateful, Session
 from plantstub.webhooks.deliveries import Sent
@@ -32,7 +33,6 @@ CHUNK_BYTES = 256 * 1024  # about what one step of a streamed answer writes, off
 _T = TypeVar("_T")
 
 
-ADMIN_PREFIX = "/__plantstub/"
 log = logging.getLogger("plantstub")
 
 

@@ -18,9 +18,7 @@ from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
 from plantstub.scenarios.declared import DeclaresRules, RuleHandle
-from plantstub.scenarios.load import ScenarioLoadError
-from plantstub.server.admin import ADMIN_PREFIX
-from plantstub.server.sessions import SESSION_HEADER, SESSION_PREFIX
+from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 TIMEOUT = 10.0  # seconds for one admin call
@@ -113,6 +111,11 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
     def headers(self) -> dict[str, str]:
         """``{"X-Plantstub-Session": id}`` for a session (for a client whose base URL is fixed); {} for the stub."""
         return {SESSION_HEADER: self.session_id} if self.session_id else {}
+
+    @classmethod
+    def connect(cls, url: str, admin_token: str | None = None) -> RemoteStub:
+        """`Stub.connect(url, admin_token)`: a view of the stub running at `url`, checked to answer as one."""
+        return cls(url, admin_token).start()
 
     def __repr__(self) -> str:
         return f"<RemoteStub {self.url}>"
@@ -244,6 +247,8 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         """Replace the records; ScenarioError with every problem, as in process."""
         status, data = self.admin.send("PUT", "state", state)
         if status == 400 and isinstance(data, dict) and data.get("problems"):
+            from plantstub.scenarios.load import ScenarioLoadError  # on failure only: it imports the spec's loaders
+
             raise ScenarioLoadError([ScenarioError("stub.set_state()", None, p["at"], p["message"])
                                      for p in data["problems"]])
         if status != 200:
@@ -255,6 +260,8 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         source = {"X-Plantstub-Source": f"{file}:{line}" if line else file}
         status, data = self.admin.send("POST", "rules", rule, source)
         if status == 400 and isinstance(data, dict) and data.get("problems"):
+            from plantstub.scenarios.load import ScenarioLoadError
+
             raise ScenarioLoadError([ScenarioError(file, line, _in_rule(p["at"]), p["message"]) for p in data["problems"]])
         if status != 201:
             raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}rules answered {status}: {message_of(data)}")

@@ -16,12 +16,11 @@ from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.cors import is_preflight, preflight
+from plantstub.server.prefixes import SESSION_HEADER, SESSION_PREFIX
 from plantstub.server.session import Session
 from plantstub.server.table import SessionLimit, Sessions
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
-SESSION_PREFIX = "/__session/"
-SESSION_HEADER = "X-Plantstub-Session"
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ID_RULE = "1 to 64 letters, digits, '_' or '-'"
 ADMIN = "/__plantstub/"

@@ -189,3 +189,40 @@ def test_serving_requests_never_imports_jsonschema(tmp_path):
     valid, invalid = done.stdout.splitlines()
     assert valid == "200 False"
     assert invalid == "400 body.id: 'x' is not of type 'integer' False"
+
+
+def _walk(subresources, schema):
+    """Every subschema `subresources` finds below `schema` and under them, by identity (their order aside), or the
+    type of what it raises."""
+    try:
+        found, todo = [], [schema]
+        while todo:
+            below = list(subresources(todo.pop()))
+            found += below
+            todo += below
+        return sorted(map(id, found))
+    except Exception as exc:
+        return type(exc)
+
+
+EVERY_KEYWORD = {
+    **{k: {"type": "string", "pattern": "^a"} for k in (
+        "additionalProperties", "contains", "contentSchema", "else", "if", "items", "not", "propertyNames", "then",
+        "unevaluatedItems", "unevaluatedProperties", "additionalItems")},
+    **{k: [{"minimum": 1}, True] for k in ("allOf", "anyOf", "oneOf", "prefixItems")},
+    **{k: {"a": {"$ref": "#/$defs/b"}, "b": False} for k in (
+        "$defs", "definitions", "dependentSchemas", "patternProperties", "properties")},
+    "dependencies": {"a": {"type": "string"}}, "enum": [{"type": "string"}], "examples": [{"items": {}}],
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.one_of(META_SCHEMAS, st.just(EVERY_KEYWORD), st.sampled_from([
+    True, False, {"properties": []}, {"allOf": 3}, {"items": None}, {"$defs": {"a": 1}}, {"anyOf": "ab"}])))
+def test_own_subschema_walk_is_referencing_s(schema):
+    # contract/schema.py walks 2020-12 subschemas itself, to spare every start importing referencing (and attrs).
+    from referencing.jsonschema import DRAFT202012
+
+    from plantstub.contract.schema import _subresources
+
+    assert _walk(_subresources, schema) == _walk(DRAFT202012.subresources_of, schema)
