@@ -43,7 +43,7 @@ def table_with(header: str) -> list[dict[str, str]]:
 def shown(pytester: pytest.Pytester, *args: str) -> list[str]:
     """The lines `pytest ARGS` prints (in process: these runs only list what is registered)."""
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")  # pytest-asyncio's warning off
-    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:aiohttp", *args)  # pytest-aiohttp 1.0 warns as it loads
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     return result.stdout.lines
 

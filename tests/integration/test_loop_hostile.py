@@ -340,12 +340,13 @@ def test_waits_take_their_filters_from_the_memory_budget_and_one_too_many_gets_5
     stub = serve("--port", "0", "--max-bytes", str(4 * 2**20), cwd=tmp_path)
     wait = {"n": 1, "timeout": 30, "path": "/plants", "body": {"tags": [{"k": "v"} for _ in range(8_000)]}}
     answers: list[tuple[int, object]] = []
-    threads = [threading.Thread(target=lambda: answers.append(_post(stub.url, "/__plantstub/calls/wait", wait)))
-               for _ in range(8)]
-    for thread in threads:
+    threads = []
+    for _ in range(8):  # one at a time, each seen waiting or refused before the next: no race on a busy machine
+        answered, held = len(answers), _waiters_held(stub.url)
+        thread = threading.Thread(target=lambda: answers.append(_post(stub.url, "/__plantstub/calls/wait", wait)))
         thread.start()
-    _until(lambda: answers, lambda got: len(got) >= 1)
-    time.sleep(0.5)  # a refusal comes at once: those not answered by now are waiting
+        threads.append(thread)
+        _until(lambda: [len(answers), _waiters_held(stub.url)], lambda got: got[0] > answered or got[1] > held)
     refused = list(answers)
     assert all(status == 507 for status, _ in refused), refused
     memory = _get(stub.url, "/__plantstub/health")[1]["memory"]["session"]  # type: ignore[index]
@@ -358,6 +359,11 @@ def test_waits_take_their_filters_from_the_memory_budget_and_one_too_many_gets_5
         thread.join(10)
     assert sorted(status for status, _ in answers) == [200] * (8 - len(refused)) + [507] * len(refused)
     assert "waiters" not in _get(stub.url, "/__plantstub/health")[1]["memory"]["session"]["parts"]  # type: ignore[index]
+
+
+def _waiters_held(url: str) -> int:
+    """The bytes the session's waits hold now (health's memory budget)."""
+    return _get(url, "/__plantstub/health")[1]["memory"]["session"]["parts"].get("waiters", 0)  # type: ignore[index]
 
 
 def _until(get, done, timeout: float = 10.0):

@@ -77,7 +77,8 @@ def test_a_records_size_is_what_python_holds_for_it(headers, errors, query):
     finally:
         tracemalloc.stop()
     counted = sum(r.size for r in kept)
-    assert real <= counted <= 1.4 * real
+    # tracemalloc sees every thread: another's few hundred bytes (xdist's) may land in `real` meanwhile
+    assert 0.99 * real <= counted <= 1.4 * real
 
 
 def test_the_byte_bound_drops_the_oldest_and_counts_what_it_dropped():
