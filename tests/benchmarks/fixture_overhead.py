@@ -33,7 +33,8 @@ def test_one(plantstub, i):
     call(plantstub.url, i)
 '''
 
-PLAIN_SUITE = CALL + '''
+# A session server fixture as a project without plantstub writes it (fixture_startup.py compares against it too).
+AIOHTTP_FIXTURE = '''
 import asyncio, threading
 import pytest
 from aiohttp import web
@@ -58,7 +59,9 @@ def server():
     yield f"http://127.0.0.1:{port}"
     loop.call_soon_threadsafe(loop.stop)
     thread.join()
+'''
 
+PLAIN_SUITE = CALL + AIOHTTP_FIXTURE + '''
 
 @pytest.mark.parametrize("i", range({n}))
 def test_one(server, i):

@@ -36,36 +36,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from fixture_overhead import AIOHTTP_FIXTURE  # run as a script: its folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[2]
 
 TRIVIAL = "def test_{i}():\n    pass\n"
 USES_PLANTSTUB = "def test_{i}(plantstub):\n    assert plantstub.url\n"
 USES_SERVER = "def test_{i}(server):\n    assert server\n"
-
-AIOHTTP_FIXTURE = '''
-import asyncio, threading
-import pytest
-from aiohttp import web
-
-
-@pytest.fixture(scope="session")
-def server():
-    async def plants(request):
-        return web.json_response({"name": "Fern"})
-
-    app = web.Application()
-    app.router.add_post("/plants", plants)
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app, access_log=None)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join()
-'''
 
 HTTP_SERVER_FIXTURE = '''
 import threading
