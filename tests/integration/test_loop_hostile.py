@@ -346,7 +346,7 @@ def test_waits_take_their_filters_from_the_memory_budget_and_one_too_many_gets_5
         thread = threading.Thread(target=lambda: answers.append(_post(stub.url, "/__plantstub/calls/wait", wait)))
         thread.start()
         threads.append(thread)
-        _until(lambda: [len(answers), _waiters_held(stub.url)], lambda got: got[0] > answered or got[1] > held)
+        _until(lambda: [len(answers), _waiters_held(stub.url)], lambda got, answered=answered, held=held: got[0] > answered or got[1] > held)
     refused = list(answers)
     assert all(status == 507 for status, _ in refused), refused
     memory = _get(stub.url, "/__plantstub/health")[1]["memory"]["session"]  # type: ignore[index]
