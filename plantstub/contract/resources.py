@@ -9,7 +9,7 @@ key is the item path's parameter. Also the check of a state given by a user (a s
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from plantstub._json import concrete, pick_json, shown
@@ -18,6 +18,7 @@ from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.params import read_scalar, schema_types
+from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, location_path
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
@@ -36,16 +37,19 @@ class Shape:
     many: bool  # an array of records
     fields: tuple[str, ...] | None  # None: the whole record
     content_type: str | None
+    wrap: str | None = None  # the one property of a wrapper answer (`{"user": {...}}`) that holds the record
+    defaults: tuple[tuple[str, Any], ...] = ()  # the record's required fields, each with a generated value
 
     def show(self, record: dict[str, Any]) -> dict[str, Any]:
         """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
-        if self.fields is None:
-            return record
-        return {name: record[name] for name in self.fields if name in record}
+        shown = record if self.fields is None else {name: record[name] for name in self.fields if name in record}
+        return shown if self.wrap is None else {self.wrap: shown}
 
     def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """show() of each record, in one pass (a list answer's whole cost is here)."""
         fields = self.fields
+        if self.wrap is not None:
+            return [self.show(record) for record in records]
         if fields is None:
             return list(records)
         return [{name: record[name] for name in fields if name in record} for record in records]
@@ -64,6 +68,19 @@ class Resource:
     defs: Any
     fields: frozenset[str]
     key_check: SchemaCheck | None = None  # the item path parameter's schema: what a path may name
+    # Fields some answer requires, with a generated value: a record created or replaced without one gets it, as a
+    # server assigns `createdAt`, and keeps it, so a later read agrees.
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def filled(self, record: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`record` with each required field it lacks: the old record's value, else the generated one."""
+        missing = [name for name in self.defaults if name not in record]
+        if not missing:
+            return record
+        record = dict(record)
+        for name in missing:
+            record[name] = old[name] if old is not None and name in old else self.defaults[name]
+        return record
 
     def fits(self, value: Any) -> bool:
         """Whether `value` can be this resource's key: a string or an integer, as the key's schema says."""
@@ -165,8 +182,32 @@ def _fields(flat: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(props)
 
 
-def _shape(op: Operation) -> Shape:
-    """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario)."""
+def _wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str]) -> tuple[str, dict[str, Any]] | None:
+    """(the property, its flattened schema) when `flat` wraps a record in its one property (`{"user": {...}}`):
+    an object the records have no field of that name for."""
+    props = flat.get("properties")
+    if not isinstance(props, dict) or len(props) != 1 or not fields:
+        return None
+    (name, sub), = props.items()
+    inner = _flat(sub, defs)
+    if name in fields or _fields(inner) is None:
+        return None
+    return name, inner
+
+
+def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tuple[tuple[str, Any], ...]:
+    """The required properties of an object schema, each with a generated value (as default answers make them)."""
+    props = flat.get("properties")
+    required = flat.get("required")
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return ()
+    return tuple((name, sample(props[name], defs, checks=checks)) for name in required
+                 if isinstance(name, str) and name in props)
+
+
+def _shape(op: Operation, checks: Checks | None = None, fields: frozenset[str] = frozenset()) -> Shape:
+    """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario).
+    `fields`: the records' fields, which tell a wrapper answer (`{"user": {...}}`) from a record."""
     key = answer_key(op)
     if key is None:
         return Shape(200, False, False, None, None)
@@ -181,9 +222,13 @@ def _shape(op: Operation) -> Shape:
         return Shape(status, True, False, None, content_type)
     defs = defs_of(media.schema)
     flat = _flat(media.schema, defs)
-    if flat.get("type") == "array" or "items" in flat:
-        return Shape(status, True, True, _fields(_flat(flat.get("items", True), defs)), content_type)
-    return Shape(status, True, False, _fields(flat), content_type)
+    many = flat.get("type") == "array" or "items" in flat
+    if many:
+        flat = _flat(flat.get("items", True), defs)
+    wrapped = _wrapper(flat, defs, fields)
+    wrap, flat = wrapped if wrapped is not None else (None, flat)
+    defaults = _defaults(flat, defs, checks) if checks is not None else ()
+    return Shape(status, True, many, _fields(flat), content_type, wrap, defaults)
 
 
 def _body_schema(op: Operation | None) -> Any:
@@ -246,7 +291,7 @@ class Resources:
             schema = _flat(whole, defs).get("items")
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(_fields(_flat(schema, defs)) or ()) if schema is not None else frozenset()
-        shown_fields = set(_shape(item["GET"]).fields or ()) if "GET" in item else set()
+        shown_fields = set(_shape(item["GET"], None, fields).fields or ()) if "GET" in item else set()
         # The key is the record's field named as the parameter; Petstore's `/pet/{petId}` names a pet's `id`.
         key = param if param in fields | shown_fields or "id" not in fields | shown_fields else "id"
         key_schema = _key_param(item, param)
@@ -254,22 +299,27 @@ class Resources:
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
         resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check)
         self.resources.append(resource)
-        if create is not None:
-            self._add(create, CREATE, resource)
+        added = [self._add(create, CREATE, resource)] if create is not None else []
         if listing is not None:
-            self._add(listing, LIST, resource)
+            added.append(self._add(listing, LIST, resource))
         for method, op in item.items():
             if method in _ITEM_KINDS:
-                self._add(op, _ITEM_KINDS[method], resource)
+                added.append(self._add(op, _ITEM_KINDS[method], resource))
+        for action in added:
+            for name, value in action.shape.defaults:
+                if name != key:  # the key is assigned, not generated
+                    resource.defaults.setdefault(name, value)
 
-    def _add(self, op: Operation, kind: str, resource: Resource) -> None:
+    def _add(self, op: Operation, kind: str, resource: Resource) -> Action:
         query = {p.name: p for p in op.parameters if p.location == "query"}
         filters = tuple((name, frozenset(schema_types(p.schema))) for name, p in query.items()
                         if name in resource.fields and not (kind == LIST and name in ("limit", "offset")))
-        self.actions[op] = Action(
-            kind, resource, _shape(op), _error_status(op, 404), _error_status(op, 409), _error_status(op, 507),
+        action = self.actions[op] = Action(
+            kind, resource, _shape(op, self.checks, resource.fields), _error_status(op, 404), _error_status(op, 409),
+            _error_status(op, 507),
             limit=kind == LIST and "limit" in query, offset=kind == LIST and "offset" in query, filters=filters,
         )
+        return action
 
     # -- a state given by the user ---------------------------------------------------------------
     def resource_at(self, path: str) -> Resource | None:

@@ -289,11 +289,13 @@ class Store:
         if not isinstance(body, dict):
             return None
         kept = record[resource.key]  # the path names the record: its key stays
+        old = record
         if kind == REPLACE:
             record = {resource.key: kept, **body}
         elif kind == MERGE:
             record = merge_patch(record, body)
         record[resource.key] = kept
+        record = resource.filled(record, old)
         new = encode(record)
         if new is None:
             return _too_deep(action)
@@ -339,6 +341,7 @@ class Store:
             while str(bucket.next) in bucket.records:
                 bucket.next += 1
             record = {key: str(bucket.next) if resource.assigns_text else bucket.next, **body}
+        record = resource.filled(record)
         payload = encode(record)
         if payload is None:
             return _too_deep(action)

@@ -1,0 +1,117 @@
+"""`plantstub serve --stateful` (issue 25): every answer validates against its declared response, and every
+record created is read back, whatever the spec's keys and response shapes are."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.helpers import ServeProcess, call
+
+ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+
+
+def ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def answers(status: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    if schema is None:
+        return {status: {"description": "no body"}}
+    return {status: {"description": "answer", "content": {"application/json": {"schema": schema}}}}
+
+
+def pair(name: str, create: dict[str, Any], shown: dict[str, Any], param: dict[str, Any] = ID,
+         created: str = "201") -> dict[str, Any]:
+    """A collection /NAME (POST create, GET list) and its item /NAME/{param} (GET, PUT, DELETE)."""
+    body = {"required": True, "content": {"application/json": {"schema": create}}}
+    return {
+        f"/{name}": {
+            "post": {"requestBody": body, "responses": answers(created, shown)},
+            "get": {"responses": answers("200", {"type": "array", "items": shown})},
+        },
+        f"/{name}/{{{param['name']}}}": {
+            "parameters": [param],
+            "get": {"responses": {**answers("200", shown), **answers("404", None)}},
+            "put": {"requestBody": body, "responses": answers("200", shown)},
+            "delete": {"responses": answers("204", None)},
+        },
+    }
+
+
+USER = {"type": "object", "required": ["id", "name", "createdAt"],
+        "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                       "createdAt": {"type": "string", "format": "date-time"}}}
+NEW_USER = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}
+ACCOUNT = {"type": "object", "required": ["id", "owner"],
+           "properties": {"id": {"type": "integer"}, "owner": {"type": "string"}}}
+NEW_ACCOUNT = {"type": "object", "required": ["owner"], "properties": {"owner": {"type": "string"}}}
+WRAPPED = {"type": "object", "required": ["account"], "properties": {"account": ref("Account")}}
+
+DOC = {
+    "openapi": "3.1.0",
+    "info": {"title": "Shapes", "version": "1"},
+    "paths": {
+        **pair("users", ref("NewUser"), ref("User")),
+        **pair("accounts", ref("NewAccount"), WRAPPED),
+    },
+    "components": {"schemas": {"User": USER, "NewUser": NEW_USER, "Account": ACCOUNT, "NewAccount": NEW_ACCOUNT}},
+}
+
+
+def declared(method: str, path: str, status: int) -> dict[str, Any] | None:
+    """The schema DOC declares for `status` of `method path` (a concrete path matched against the templates)."""
+    for template, item in DOC["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), path.split("?")[0]):
+            response = item[method.lower()]["responses"][str(status)]
+            content = response.get("content")
+            return content["application/json"]["schema"] if content else None
+    raise AssertionError(f"{method} {path} is not in DOC")
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("shapes")
+    (folder / "shapes.json").write_text(json.dumps(DOC), encoding="utf-8")
+    (folder / "scenarios").mkdir()
+    serve = ServeProcess("--spec", str(folder / "shapes.json"), "--stateful", "--port", "0",
+                         "--scenarios", str(folder / "scenarios"))
+    try:
+        yield serve.url
+    finally:
+        serve.stop()
+
+
+def checked(url: str, method: str, path: str, body: Any = None, expected: int = 200) -> Any:
+    """Call the stub; the answer must have status `expected` and validate against DOC's declared schema."""
+    status, answer = call(url, method, path, body)
+    assert status == expected, (method, path, status, answer)
+    schema = declared(method, path, status)
+    if schema is None:
+        assert answer is None
+    else:
+        jsonschema.Draft202012Validator({**schema, "components": DOC["components"]},
+                                        format_checker=jsonschema.FormatChecker()).validate(answer)
+    return answer
+
+
+def test_stateful_fills_required_properties_the_request_did_not_carry(stub):
+    made = checked(stub, "POST", "/users", {"name": "Ada"}, 201)
+    assert made["name"] == "Ada"
+    assert checked(stub, "GET", f"/users/{made['id']}") == made  # a later read agrees
+    assert checked(stub, "GET", "/users") == [made]
+    replaced = checked(stub, "PUT", f"/users/{made['id']}", {"name": "Grace"})
+    assert replaced == {**made, "name": "Grace"}  # the server-assigned createdAt stays
+    checked(stub, "DELETE", f"/users/{made['id']}", expected=204)
+
+
+def test_stateful_answers_a_wrapper_with_the_record_inside(stub):
+    made = checked(stub, "POST", "/accounts", {"owner": "Ada"}, 201)
+    assert made["account"]["owner"] == "Ada"
+    key = made["account"]["id"]
+    assert checked(stub, "GET", f"/accounts/{key}") == made
+    assert checked(stub, "GET", "/accounts") == [made]
