@@ -8,51 +8,24 @@ key is the item path's parameter. Also the check of a state given by a user (a s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from plantstub._json import concrete, pick_json, shown
-from plantstub.contract.answers import answer_key, sends_no_body, status_of
+from plantstub._json import pick_json, shown
+from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, flatten
+from plantstub.contract.flatten import defs_of
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, location_path
+from plantstub.contract.shapes import Shape, fields_of, flat_of, shape_of, wrapper
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
 MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
 CREATE, LIST, READ, REPLACE, MERGE, DELETE = "create", "list", "read", "replace", "merge", "delete"
 _READ_AS_OTHER = frozenset({"integer", "number", "boolean", "null"})  # types read_scalar reads a text as
 _ITEM_KINDS = {"GET": READ, "PUT": REPLACE, "PATCH": MERGE, "DELETE": DELETE}
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """How stored records appear in an answer: the declared status, and the fields its schema lists."""
-
-    status: int
-    has_body: bool
-    many: bool  # an array of records
-    fields: tuple[str, ...] | None  # None: the whole record
-    content_type: str | None
-    wrap: str | None = None  # the one property of a wrapper answer (`{"user": {...}}`) that holds the record
-    defaults: tuple[tuple[str, Any], ...] = ()  # the record's required fields, each with a generated value
-
-    def show(self, record: dict[str, Any]) -> dict[str, Any]:
-        """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
-        shown = record if self.fields is None else {name: record[name] for name in self.fields if name in record}
-        return shown if self.wrap is None else {self.wrap: shown}
-
-    def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        """show() of each record, in one pass (a list answer's whole cost is here)."""
-        fields = self.fields
-        if self.wrap is not None:
-            return [self.show(record) for record in records]
-        if fields is None:
-            return list(records)
-        return [{name: record[name] for name in fields if name in record} for record in records]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +55,15 @@ class Resource:
             record[name] = old[name] if old is not None and name in old else self.defaults[name]
         return record
 
+    field_types: frozenset[str] = frozenset()  # the records' key field's types (else the parameter's count)
+    field_checks: tuple[SchemaCheck, ...] = ()  # the key field's schemas, in the records and the answers
+    key_samples: tuple[str, ...] = ()  # generated keys the schemas take, whose tail a counter replaces
+    key_enum: tuple[Any, ...] = ()  # the keys an enum allows, given out in order
+
     def fits(self, value: Any) -> bool:
-        """Whether `value` can be this resource's key: a string or an integer, as the key's schema says."""
-        types = self.key_types
+        """Whether `value` can be a key: a string or an integer, as the records' key field says (else the path
+        parameter); unaddressable() says whether the item path reads it back as the same key."""
+        types = self.field_types or self.key_types
         if isinstance(value, int) and not isinstance(value, bool):
             return not types or "integer" in types or "number" in types
         return isinstance(value, str) and (not types or "string" in types)
@@ -92,7 +71,24 @@ class Resource:
     @property
     def assigns_text(self) -> bool:
         """Keys the stub assigns are "1", "2"... (a string key schema), not 1, 2..."""
-        return "string" in self.key_types and "integer" not in self.key_types and "number" not in self.key_types
+        types = self.field_types or self.key_types
+        return "string" in types and "integer" not in types and "number" not in types
+
+    def assign(self, n: int) -> Any | None:
+        """The `n`th key the stub assigns: `n` itself where every schema takes it, else a generated key with `n`
+        in its tail (a uuid, a pattern's text), else the enum's `n`th value; None when none fits."""
+        digits = str(n)
+        candidates: list[Any] = [digits, n] if self.assigns_text else [n, digits]
+        for text in self.key_samples:
+            if len(digits) <= len(text):
+                width = min(len(text), max(len(digits), 12))
+                candidates.append(text[: len(text) - width] + digits.rjust(width, "0"))
+        if n <= len(self.key_enum):
+            candidates.append(self.key_enum[n - 1])
+        for value in candidates:
+            if self.unaddressable(value) is None and all(c.is_valid(value) for c in self.field_checks):
+                return value
+        return None
 
     def key_of(self, text: str) -> Any:
         """A key as its path segment spells it, read as its schema types it (`"7"` -> 7 for an integer)."""
@@ -170,67 +166,6 @@ def _error_status(op: Operation, wanted: int) -> int:
     return 400
 
 
-def _flat(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    flat = flatten(schema, defs)
-    return flat if isinstance(flat, dict) else {}
-
-
-def _fields(flat: dict[str, Any]) -> tuple[str, ...] | None:
-    props = flat.get("properties")
-    if not isinstance(props, dict) or not props or flat.get("oneOf") or flat.get("anyOf"):
-        return None
-    return tuple(props)
-
-
-def _wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str]) -> tuple[str, dict[str, Any]] | None:
-    """(the property, its flattened schema) when `flat` wraps a record in its one property (`{"user": {...}}`):
-    an object the records have no field of that name for."""
-    props = flat.get("properties")
-    if not isinstance(props, dict) or len(props) != 1 or not fields:
-        return None
-    (name, sub), = props.items()
-    inner = _flat(sub, defs)
-    if name in fields or _fields(inner) is None:
-        return None
-    return name, inner
-
-
-def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tuple[tuple[str, Any], ...]:
-    """The required properties of an object schema, each with a generated value (as default answers make them)."""
-    props = flat.get("properties")
-    required = flat.get("required")
-    if not isinstance(props, dict) or not isinstance(required, list):
-        return ()
-    return tuple((name, sample(props[name], defs, checks=checks)) for name in required
-                 if isinstance(name, str) and name in props)
-
-
-def _shape(op: Operation, checks: Checks | None = None, fields: frozenset[str] = frozenset()) -> Shape:
-    """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario).
-    `fields`: the records' fields, which tell a wrapper answer (`{"user": {...}}`) from a record."""
-    key = answer_key(op)
-    if key is None:
-        return Shape(200, False, False, None, None)
-    status = status_of(key)
-    response = op.responses[key]
-    chosen = pick_json(response.content)
-    media = response.content[chosen] if chosen is not None else None
-    if media is None or sends_no_body(status):
-        return Shape(status, False, False, None, None)
-    content_type = concrete(chosen) if chosen is not None else None
-    if media.schema is None or isinstance(media.schema, bool):
-        return Shape(status, True, False, None, content_type)
-    defs = defs_of(media.schema)
-    flat = _flat(media.schema, defs)
-    many = flat.get("type") == "array" or "items" in flat
-    if many:
-        flat = _flat(flat.get("items", True), defs)
-    wrapped = _wrapper(flat, defs, fields)
-    wrap, flat = wrapped if wrapped is not None else (None, flat)
-    defaults = _defaults(flat, defs, checks) if checks is not None else ()
-    return Shape(status, True, many, _fields(flat), content_type, wrap, defaults)
-
-
 def _body_schema(op: Operation | None) -> Any:
     if op is None or not op.body:
         return None
@@ -278,7 +213,7 @@ class Resources:
         param = item_path.rsplit("{", 1)[1][:-1] if item_path else "id"
         item = by_path.get(item_path, {}) if item_path else {}
         create, listing = ops.get("POST"), ops.get("GET")
-        list_shape = _shape(listing) if listing is not None else None
+        list_shape = shape_of(listing) if listing is not None else None
         if list_shape is not None and not list_shape.many:
             listing = list_shape = None  # a GET that answers one object is not a list of records
         if create is None and listing is None and not item:
@@ -288,16 +223,18 @@ class Resources:
         if schema is None and listing is not None:
             whole = _answer_schema(listing)
             defs = defs_of(whole)
-            schema = _flat(whole, defs).get("items")
+            schema = flat_of(whole, defs).get("items")
         defs = defs if defs is not None else defs_of(schema)
-        fields = frozenset(_fields(_flat(schema, defs)) or ()) if schema is not None else frozenset()
-        shown_fields = set(_shape(item["GET"], None, fields).fields or ()) if "GET" in item else set()
+        fields = frozenset(fields_of(flat_of(schema, defs)) or ()) if schema is not None else frozenset()
+        shown_fields = set(shape_of(item["GET"], None, fields).fields or ()) if "GET" in item else set()
         # The key is the record's field named as the parameter; Petstore's `/pet/{petId}` names a pet's `id`.
         key = param if param in fields | shown_fields or "id" not in fields | shown_fields else "id"
         key_schema = _key_param(item, param)
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
-        resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check)
+        resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check,
+                            **self._key_schemas(key, key_schema, fields, [schema, _answer_schema(create), _answer_schema(
+                                item.get("GET"))]))
         self.resources.append(resource)
         added = [self._add(create, CREATE, resource)] if create is not None else []
         if listing is not None:
@@ -310,12 +247,38 @@ class Resources:
                 if name != key:  # the key is assigned, not generated
                     resource.defaults.setdefault(name, value)
 
+    def _key_schemas(self, key: str, param: Any, fields: frozenset[str], records: list[Any]) -> dict[str, Any]:
+        """What assigning keys needs: the key field's types and checks (in the records' and the answers'
+        schemas), generated keys the parameter and the field take, and an enum's values."""
+        schemas: list[tuple[Any, dict[str, Any]]] = [(param, defs_of(param))] if param is not None else []
+        for whole in records:
+            if whole is None or isinstance(whole, bool):
+                continue
+            defs = defs_of(whole)
+            flat = flat_of(whole, defs)
+            wrapped = wrapper(flat, defs, fields | {key})
+            props = (wrapped[1] if wrapped else flat).get("properties")
+            if isinstance(props, dict) and key in props and not isinstance(props[key], bool):
+                schemas.append((props[key], defs))
+        held = schemas[1:] if param is not None else schemas
+        samples = [sample(s, d, checks=self.checks) for s, d in schemas]
+        enums = [flat_of(s, d).get("enum") for s, d in schemas]
+        return {
+            "field_types": frozenset(schema_types(flat_of(*held[0]))) if held else frozenset(),
+            "field_checks": tuple(self.checks.check(s, d or None) for s, d in held),
+            "key_samples": tuple(dict.fromkeys(v for v in samples if isinstance(v, str) and v)),
+            "key_enum": next((tuple(e) for e in enums if isinstance(e, list)), ()),
+        }
+
     def _add(self, op: Operation, kind: str, resource: Resource) -> Action:
         query = {p.name: p for p in op.parameters if p.location == "query"}
         filters = tuple((name, frozenset(schema_types(p.schema))) for name, p in query.items()
                         if name in resource.fields and not (kind == LIST and name in ("limit", "offset")))
+        shape = shape_of(op, self.checks, resource.fields, resource.key)
+        if shape.key_type is not None and resource.field_types == {shape.key_type}:
+            shape = replace(shape, key=None, key_type=None)  # records hold the key as the answer types it
         action = self.actions[op] = Action(
-            kind, resource, _shape(op, self.checks, resource.fields), _error_status(op, 404), _error_status(op, 409),
+            kind, resource, shape, _error_status(op, 404), _error_status(op, 409),
             _error_status(op, 507),
             limit=kind == LIST and "limit" in query, offset=kind == LIST and "offset" in query, filters=filters,
         )
@@ -365,7 +328,7 @@ class Resources:
         seen: set[str] = set()
         key = resource.key
         check = self._check(resource)
-        declares_key = key in (_fields(_flat(resource.schema, resource.defs)) or ()) if resource.schema else True
+        declares_key = key in (fields_of(flat_of(resource.schema, resource.defs)) or ()) if resource.schema else True
         for i, record in enumerate(records):
             at = location_path(where, [i])
             if not isinstance(record, dict):
@@ -382,8 +345,10 @@ class Resources:
                 schema_found = [(w, m) for w, m in schema_found if w != at or shown(key) not in m]
             elif not resource.fits(record[key]):
                 if not any(w == at_key for w, _ in schema_found):  # else the schema's own words say it
-                    kinds = " or ".join(sorted(resource.key_types)) or "a string or an integer"
+                    kinds = " or ".join(sorted(resource.field_types or resource.key_types)) or "a string or an integer"
                     found.append((at_key, f"{shown(record[key])} is not a key ({kinds})"))
+            elif any(w == at_key for w, _ in schema_found):
+                pass  # the schema's own words say what is wrong with the key
             elif (unaddressable := resource.unaddressable(record[key])) is not None:
                 found.append((at_key, f"{shown(record[key])} cannot be a key: {unaddressable}"))
             elif key_text(record[key]) in seen:

@@ -338,9 +338,11 @@ class Store:
                 return error_reply(action.conflict, f"body.{key}: a record in {path} already has {key} "
                                                     f"{shown(body[key])}")
         else:
-            while str(bucket.next) in bucket.records:
-                bucket.next += 1
-            record = {key: str(bucket.next) if resource.assigns_text else bucket.next, **body}
+            assigned = _assign(resource, bucket)
+            if assigned is None:
+                return error_reply(action.conflict, f"body.{key}: the store has no key left to give a record in {path} "
+                                                    f"(each key {resource.item} takes is given out); send one")
+            record = {key: assigned, **body}
         record = resource.filled(record)
         payload = encode(record)
         if payload is None:
@@ -357,6 +359,19 @@ class Store:
         self.count += 1
         self._created = record
         return _shown(action, record, payload)
+
+
+def _assign(resource: Any, bucket: _Bucket) -> Any | None:
+    """The next key to give a record in `bucket` (its counter moved to it), one the item path takes and no record
+    has; None when none is left (an enum's values all given out)."""
+    for n in range(bucket.next, bucket.next + 1000):  # keys a state gave records are passed over
+        value = resource.assign(n)
+        if value is None:
+            return None
+        if key_text(value) not in bucket.records:
+            bucket.next = n
+            return value
+    return None
 
 
 def _having(records: Iterable[dict[str, Any]], name: str, wanted: list[Any]) -> Iterator[dict[str, Any]]:

@@ -52,12 +52,39 @@ ACCOUNT = {"type": "object", "required": ["id", "owner"],
 NEW_ACCOUNT = {"type": "object", "required": ["owner"], "properties": {"owner": {"type": "string"}}}
 WRAPPED = {"type": "object", "required": ["account"], "properties": {"account": ref("Account")}}
 
+
+
+def keyed(name: str, key: dict[str, Any]) -> dict[str, Any]:
+    """A record whose key `name` has the schema `key` (required in answers), and a `label`."""
+    return {"type": "object", "required": [name, "label"], "properties": {name: key, "label": {"type": "string"}}}
+
+
+def param(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": schema}
+
+
+NEW = {"type": "object", "required": ["label"], "properties": {"label": {"type": "string"}}}
+UUID = {"type": "string", "format": "uuid"}
+SID = {"type": "string", "pattern": "^CR[0-9a-fA-F]{32}$"}
+COLOR = {"type": "string", "enum": ["red", "green"]}
+CODE = {"type": "string", "minLength": 5, "maxLength": 5}
+KEYS = {
+    **pair("tokens", NEW, keyed("id", UUID), param("id", UUID)),
+    **pair("calls", NEW, keyed("sid", SID), param("sid", SID)),
+    **pair("colors", NEW, keyed("id", COLOR), param("id", COLOR)),
+    **pair("codes", NEW, keyed("code", {"type": "string"}), param("code", CODE)),
+    # the key field an integer, the item parameter a string (and the other way round)
+    **pair("books", keyed("id", {"type": "integer"}), keyed("id", {"type": "integer"}), param("id", {"type": "string"})),
+    **pair("tags", keyed("id", {"type": "string"}), keyed("id", {"type": "integer"}), param("id", {"type": "integer"})),
+}
+
 DOC = {
     "openapi": "3.1.0",
     "info": {"title": "Shapes", "version": "1"},
     "paths": {
         **pair("users", ref("NewUser"), ref("User")),
         **pair("accounts", ref("NewAccount"), WRAPPED),
+        **KEYS,
     },
     "components": {"schemas": {"User": USER, "NewUser": NEW_USER, "Account": ACCOUNT, "NewAccount": NEW_ACCOUNT}},
 }
@@ -115,3 +142,30 @@ def test_stateful_answers_a_wrapper_with_the_record_inside(stub):
     key = made["account"]["id"]
     assert checked(stub, "GET", f"/accounts/{key}") == made
     assert checked(stub, "GET", "/accounts") == [made]
+
+
+@pytest.mark.parametrize(("collection", "key"), [("tokens", "id"), ("calls", "sid"), ("codes", "code")])
+def test_stateful_assigns_keys_the_item_path_takes(stub, collection, key):
+    made = [checked(stub, "POST", f"/{collection}", {"label": f"n{i}"}, 201) for i in range(3)]
+    assert len({m[key] for m in made}) == 3
+    for m in made:
+        assert checked(stub, "GET", f"/{collection}/{m[key]}") == m
+    checked(stub, "DELETE", f"/{collection}/{made[0][key]}", expected=204)
+    again = checked(stub, "POST", f"/{collection}", {"label": "n3"}, 201)
+    assert again[key] not in {m[key] for m in made}  # a key is never given again
+
+
+def test_stateful_assigns_enum_keys_until_none_is_left(stub):
+    assert [checked(stub, "POST", "/colors", {"label": n}, 201)["id"] for n in ("a", "b")] == ["red", "green"]
+    assert checked(stub, "GET", "/colors/green") == {"id": "green", "label": "b"}
+    assert call(stub, "POST", "/colors", {"label": "c"}) == (409, {"error": 409, "message": (
+        "body.id: the store has no key left to give a record in /colors (each key /colors/{id} takes is given out); "
+        "send one")})
+
+
+def test_stateful_converts_a_key_to_the_types_the_path_and_answer_take(stub):
+    assert checked(stub, "POST", "/books", {"id": 1, "label": "Dune"}, 201) == {"id": 1, "label": "Dune"}
+    assert checked(stub, "GET", "/books/1") == {"id": 1, "label": "Dune"}
+    assert checked(stub, "POST", "/tags", {"id": "7", "label": "new"}, 201) == {"id": 7, "label": "new"}
+    assert checked(stub, "GET", "/tags/7") == {"id": 7, "label": "new"}
+    assert checked(stub, "GET", "/tags") == [{"id": 7, "label": "new"}]

@@ -1,0 +1,131 @@
+"""The shape of a `--stateful` answer: the record's fields it shows, a wrapper around them, the fields it
+requires (each with a generated value) and the type it gives the key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from plantstub._json import concrete, pick_json
+from plantstub.contract.answers import answer_key, sends_no_body, status_of
+from plantstub.contract.compiled import Checks
+from plantstub.contract.flatten import defs_of, flatten
+from plantstub.contract.model import Operation
+from plantstub.contract.params import schema_types
+from plantstub.contract.samples import sample
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How stored records appear in an answer: the declared status, and the fields its schema lists."""
+
+    status: int
+    has_body: bool
+    many: bool  # an array of records
+    fields: tuple[str, ...] | None  # None: the whole record
+    content_type: str | None
+    wrap: str | None = None  # the one property of a wrapper answer (`{"user": {...}}`) that holds the record
+    defaults: tuple[tuple[str, Any], ...] = ()  # the record's required fields, each with a generated value
+    key: str | None = None  # the key field, when the answer types it otherwise than records may hold it
+    key_type: str | None = None  # "integer" or "string": what the answer says the key is
+
+    def show(self, record: dict[str, Any]) -> dict[str, Any]:
+        """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
+        shown = record if self.fields is None else {name: record[name] for name in self.fields if name in record}
+        if self.key is not None and self.key in shown:
+            shown = {**shown, self.key: _as_type(shown[self.key], self.key_type)}
+        return shown if self.wrap is None else {self.wrap: shown}
+
+    def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """show() of each record, in one pass (a list answer's whole cost is here)."""
+        fields = self.fields
+        if self.wrap is not None or self.key is not None:
+            return [self.show(record) for record in records]
+        if fields is None:
+            return list(records)
+        return [{name: record[name] for name in fields if name in record} for record in records]
+
+
+def _as_type(value: Any, kind: str | None) -> Any:
+    """A key as an answer types it: 7 for "7" where it says integer, "7" for 7 where it says string."""
+    if kind == "string" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if kind == "integer" and isinstance(value, str) and value.lstrip("-").isdigit() and len(value) < 4300:
+        return int(value)
+    return value
+
+
+def flat_of(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    flat = flatten(schema, defs)
+    return flat if isinstance(flat, dict) else {}
+
+
+def fields_of(flat: dict[str, Any]) -> tuple[str, ...] | None:
+    props = flat.get("properties")
+    if not isinstance(props, dict) or not props or flat.get("oneOf") or flat.get("anyOf"):
+        return None
+    return tuple(props)
+
+
+def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str]) -> tuple[str, dict[str, Any]] | None:
+    """(the property, its flattened schema) when `flat` wraps a record in its one property (`{"user": {...}}`):
+    an object the records have no field of that name for."""
+    props = flat.get("properties")
+    if not isinstance(props, dict) or len(props) != 1 or not fields:
+        return None
+    (name, sub), = props.items()
+    inner = flat_of(sub, defs)
+    if name in fields or fields_of(inner) is None:
+        return None
+    return name, inner
+
+
+def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tuple[tuple[str, Any], ...]:
+    """The required properties of an object schema, each with a generated value (as default answers make them)."""
+    props = flat.get("properties")
+    required = flat.get("required")
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return ()
+    return tuple((name, sample(props[name], defs, checks=checks)) for name in required
+                 if isinstance(name, str) and name in props)
+
+
+def _key_type(flat: dict[str, Any], key: str | None, defs: dict[str, Any]) -> str | None:
+    """"integer" or "string" when the answer's key property is only that."""
+    props = flat.get("properties")
+    if key is None or not isinstance(props, dict) or key not in props:
+        return None
+    types = set(schema_types(flat_of(props[key], defs))) - {"null"}
+    if types == {"integer"} or types == {"string"}:
+        return types.pop()
+    return None
+
+
+def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str] = frozenset(),
+           record_key: str | None = None) -> Shape:
+    """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario).
+    `fields`: the records' fields, which tell a wrapper answer (`{"user": {...}}`) from a record."""
+    key = answer_key(op)
+    if key is None:
+        return Shape(200, False, False, None, None)
+    status = status_of(key)
+    response = op.responses[key]
+    chosen = pick_json(response.content)
+    media = response.content[chosen] if chosen is not None else None
+    if media is None or sends_no_body(status):
+        return Shape(status, False, False, None, None)
+    content_type = concrete(chosen) if chosen is not None else None
+    if media.schema is None or isinstance(media.schema, bool):
+        return Shape(status, True, False, None, content_type)
+    defs = defs_of(media.schema)
+    flat = flat_of(media.schema, defs)
+    many = flat.get("type") == "array" or "items" in flat
+    if many:
+        flat = flat_of(flat.get("items", True), defs)
+    wrapped = wrapper(flat, defs, fields)
+    wrap, flat = wrapped if wrapped is not None else (None, flat)
+    defaults = _defaults(flat, defs, checks) if checks is not None else ()
+    key_type = _key_type(flat, record_key, defs)
+    return Shape(status, True, many, fields_of(flat), content_type, wrap, defaults, record_key if key_type else None,
+                 key_type)
