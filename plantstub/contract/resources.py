@@ -243,6 +243,8 @@ class Resources:
             if method in _ITEM_KINDS:
                 added.append(self._add(op, _ITEM_KINDS[method], resource))
         for action in added:
+            if action is None:
+                continue
             for name, value in action.shape.defaults:
                 if name != key:  # the key is assigned, not generated
                     resource.defaults.setdefault(name, value)
@@ -270,11 +272,13 @@ class Resources:
             "key_enum": next((tuple(e) for e in enums if isinstance(e, list)), ()),
         }
 
-    def _add(self, op: Operation, kind: str, resource: Resource) -> Action:
+    def _add(self, op: Operation, kind: str, resource: Resource) -> Action | None:
         query = {p.name: p for p in op.parameters if p.location == "query"}
         filters = tuple((name, frozenset(schema_types(p.schema))) for name, p in query.items()
                         if name in resource.fields and not (kind == LIST and name in ("limit", "offset")))
         shape = shape_of(op, self.checks, resource.fields, resource.key)
+        if not 200 <= shape.status < 300:
+            return None  # declares only an error (the Petstore's POST /pet: 405): the default answer, nothing stored
         if shape.key_type is not None and resource.field_types == {shape.key_type}:
             shape = replace(shape, key=None, key_type=None)  # records hold the key as the answer types it
         action = self.actions[op] = Action(

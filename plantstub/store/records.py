@@ -240,7 +240,8 @@ class Store:
 
     def held(self) -> dict[str, list[bytes]]:
         """As dump(), each record as the compact JSON it is held as (nothing parsed): the admin API writes these."""
-        state: dict[str, list[bytes]] = {r.collection: [] for r in self.resources.resources if "{" not in r.collection}
+        state: dict[str, list[bytes]] = {_fill(r.collection, {}): [] for r in self.resources.resources
+                                         if "{" not in r.collection}
         for path, bucket in list(self.buckets.items()):
             state[path] = list(bucket.records.values())
         return state
@@ -248,7 +249,7 @@ class Store:
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Every collection and its records in creation order: `{"/plants": [...]}` (templated ones when filled)."""
         state: dict[str, list[dict[str, Any]]] = {
-            r.collection: [] for r in self.resources.resources if "{" not in r.collection
+            _fill(r.collection, {}): [] for r in self.resources.resources if "{" not in r.collection
         }
         for path, bucket in list(self.buckets.items()):
             state[path] = [decode(payload) for payload in list(bucket.records.values())]
@@ -385,10 +386,11 @@ def _too_deep(action: Action) -> Outgoing:
 
 
 def _fill(template: str, params: Mapping[str, str]) -> str:
-    """The concrete collection path: `/stores/{store}/plants` with the request's `store`."""
-    if "{" not in template:
-        return template
-    return "/".join(params.get(s[1:-1], s) if s.startswith("{") else s for s in template.split("/"))
+    """The concrete collection path: `/stores/{store}/plants` with the request's `store`; without a trailing
+    slash, so `/things` and `/things/` are one collection."""
+    if "{" in template:
+        template = "/".join(params.get(s[1:-1], s) if s.startswith("{") else s for s in template.split("/"))
+    return template.rstrip("/") or "/"
 
 
 def _shown(action: Action, record: dict[str, Any], payload: bytes) -> Outgoing:

@@ -78,6 +78,20 @@ KEYS = {
     **pair("tags", keyed("id", {"type": "string"}), keyed("id", {"type": "integer"}), param("id", {"type": "integer"})),
 }
 
+PET = keyed("id", {"type": "integer"})
+ERROR = {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}
+ONLY_ERROR = {  # the classic Petstore's POST /pet declares only 405
+    "/pets": {"post": {"requestBody": {"required": True, "content": {"application/json": {"schema": NEW}}},
+                       "responses": answers("405", ERROR)}},
+    "/pets/{id}": {"parameters": [ID], "get": {"responses": {**answers("200", PET), **answers("404", None)}}},
+}
+SLASHED = {  # one collection spelled /things and /things/
+    "/things": {"post": {"requestBody": {"required": True, "content": {"application/json": {"schema": NEW}}},
+                         "responses": answers("201", PET)}},
+    "/things/": {"get": {"responses": answers("200", {"type": "array", "items": PET})}},
+    "/things/{id}": {"parameters": [ID], "get": {"responses": {**answers("200", PET), **answers("404", None)}}},
+}
+
 DOC = {
     "openapi": "3.1.0",
     "info": {"title": "Shapes", "version": "1"},
@@ -85,6 +99,8 @@ DOC = {
         **pair("users", ref("NewUser"), ref("User")),
         **pair("accounts", ref("NewAccount"), WRAPPED),
         **KEYS,
+        **ONLY_ERROR,
+        **SLASHED,
     },
     "components": {"schemas": {"User": USER, "NewUser": NEW_USER, "Account": ACCOUNT, "NewAccount": NEW_ACCOUNT}},
 }
@@ -169,3 +185,16 @@ def test_stateful_converts_a_key_to_the_types_the_path_and_answer_take(stub):
     assert checked(stub, "POST", "/tags", {"id": "7", "label": "new"}, 201) == {"id": 7, "label": "new"}
     assert checked(stub, "GET", "/tags/7") == {"id": 7, "label": "new"}
     assert checked(stub, "GET", "/tags") == [{"id": 7, "label": "new"}]
+
+
+def test_stateful_create_that_declares_only_an_error_stores_nothing(stub):
+    assert checked(stub, "POST", "/pets", {"label": "Rex"}, 405)
+    assert call(stub, "GET", "/pets/1")[0] == 404  # its body is our Error record (error shapes: issue 25 item 2)
+    assert call(stub, "GET", "/__plantstub/state")[1]["/pets"] == []
+
+
+def test_stateful_collection_with_and_without_a_trailing_slash_is_one(stub):
+    made = checked(stub, "POST", "/things", {"label": "a"}, 201)
+    assert checked(stub, "GET", "/things/") == [made]
+    assert checked(stub, "GET", f"/things/{made['id']}") == made
+    assert list(call(stub, "GET", "/__plantstub/state")[1]).count("/things") == 1
