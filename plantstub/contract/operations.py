@@ -16,6 +16,7 @@ from typing import Any
 from plantstub._json import NO_BODY
 from plantstub.contract.answers import UNANSWERABLE, Answer, answer_key
 from plantstub.contract.compiled import Checks, places
+from plantstub.contract.error_shapes import PROBLEM, ErrorShape, declared_shape, problem_reply
 from plantstub.contract.model import MediaType, Operation, Spec
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.contract.requests import RequestCheck
@@ -35,6 +36,7 @@ class ServedOperation:
         self.samples = samples if samples is not None else Checks()  # shared by the operations of one spec
         self._answers: dict[str, Answer] = {}
         self._response_checks: dict[tuple[str, str], SchemaCheck | str] = {}
+        self._error_shapes: dict[str, ErrorShape | str | None] = {}
 
     @cached_property
     def check(self) -> RequestCheck:
@@ -59,6 +61,26 @@ class ServedOperation:
         responses has 204, contract/load.py); an empty 200 only for an Operation built by hand without any."""
         answer = self.default_answer
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body)
+
+    def own(self, out: Outgoing) -> Outgoing:
+        """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any."""
+        if out.ours is None or not 400 <= out.status < 500:
+            return out
+        response = self.op.response_for(out.status)
+        if response is None:
+            return out
+        key = next(k for k, r in self.op.responses.items() if r is response)
+        if key not in self._error_shapes:
+            answer = self.answer(key)
+            check = self.response_check(key, answer.media) if answer.media is not None else ""
+            self._error_shapes[key] = declared_shape(answer, check, self.samples)
+        shape = self._error_shapes[key]
+        if shape is None:
+            return out
+        if shape == PROBLEM:
+            return problem_reply(out.status, out.ours, out.headers)
+        assert isinstance(shape, ErrorShape)
+        return out if shape.is_record(out.status) else shape.reply(out.status, out.ours, out.headers)
 
     def _checked(self, key: str, media: MediaType) -> SchemaCheck | None:
         check = self.response_check(key, media)

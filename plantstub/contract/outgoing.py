@@ -17,6 +17,7 @@ class Outgoing:
     payload: bytes = b""
     content_type: str | None = JSON
     headers: dict[str, str] = field(default_factory=dict)
+    ours: str | None = None  # our Error record's text: the stub's own error answer (error_shapes.py may reshape it)
 
 
 def json_reply(status: int, body: Any, headers: dict[str, str] | None = None, content_type: str = JSON) -> Outgoing:
@@ -35,4 +36,5 @@ def problem(at: str, message: str) -> dict[str, str]:
 
 def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> Outgoing:
     """An Error record, ready to send."""
-    return json_reply(status, error_body(status, message), headers)
+    body = error_body(status, message)
+    return Outgoing(status, body, json_bytes(body), JSON, headers or {}, message)

@@ -54,7 +54,8 @@ class Decision(NamedTuple):
 
     def refused(self, out: Outgoing) -> Decision:
         """This decision answered by a refusal instead (its message is the call's error)."""
-        return self._replace(out=out, errors=(out.body["message"],), fault=None, sends=False)
+        return self._replace(out=out, errors=(out.ours if out.ours is not None else out.body["message"],), fault=None,
+                             sends=False)
 
     def unsent(self, message: str) -> Decision:
         """This decision's answer never went out (the client left, the stub stopped): a 499 saying so is recorded; the
@@ -90,6 +91,7 @@ def decide(runtime: Runtime, session: Session, incoming: IncomingRequest, active
                        {"Allow": allow})
     if route.status == 404 or op is None:  # the router found an operation whenever it says 200
         return refusal(404, f"path: no path in the spec matches {incoming.path}")
+    served = runtime.served[op]
     name = incoming.headers.get(SCENARIO_HEADER) or (session.active if active is _ACTIVE else active)
     scenario = None
     if name is not None:
@@ -97,14 +99,13 @@ def decide(runtime: Runtime, session: Session, incoming: IncomingRequest, active
             scenario = session.scenarios.get(name)
         except UnknownScenario as exc:
             return Decision(op=op, params=route.path_params).refused(
-                error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}"))
-    served = runtime.served[op]
+                served.own(error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}")))
     violations, body = served.check.violations(incoming, route.path_params)
     errors = tuple(map(str, violations)) if violations else ()
     base = _new(Decision, (None, op, route.path_params, body, None, errors, (), scenario and scenario.name,
                            None, None, 0, None, False))
     if violations and (scenario is None or scenario.validate_requests):
-        return _answered(base, _violation_reply(op, violations))
+        return _answered(base, served.own(_violation_reply(op, violations)))
     decision = _answer(runtime, session, served, scenario, incoming, base)
     if (decision.hooks is not None or op in session.webhooks.watched) and decision.fault is None:
         return decision._replace(sends=_sends(incoming, decision))
@@ -125,7 +126,7 @@ def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenari
     if prefer:
         out, problem = preferred(served, prefer, base.body)
         if out is not None:  # a Prefer that cannot be met answers its refusal
-            return base.refused(out) if problem is not None else base._replace(out=out)
+            return base.refused(served.own(out)) if problem is not None else base._replace(out=out)
     if session.declared.rules or scenario is not None:
         with RegexBudget(REQUEST_SECONDS, "request") as budget:  # every `$regex` of the rules tried, together
             decision = _by_rule(runtime, session, scenario, incoming, base)
@@ -141,7 +142,7 @@ def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenari
         if action is not None:
             out = store.answer(action, base.params, incoming.query, base.body)
             if out is not None:
-                return base._replace(out=out, created=store.created)
+                return base._replace(out=served.own(out), created=store.created)
     return _answered(base, served.default(base.body))
 
 
