@@ -43,3 +43,66 @@ def test_integer_parameters_keep_their_format_bounds(url):
 def test_a_long_integer_form_field_is_an_integer(url):
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     assert answer(url, "POST", "/forms", f"name=a&count={BIG}".encode(), form)[:2] == (200, {})
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def multipart(*fields: tuple[str, str, str | None]) -> tuple[bytes, dict[str, str]]:
+    """A multipart/form-data body of (name, value, Content-Type or None) parts, and its header."""
+    parts = []
+    for name, value, kind in fields:
+        head = f'Content-Disposition: form-data; name="{name}"\r\n' + (f"Content-Type: {kind}\r\n" if kind else "")
+        parts.append(f"--BOUND\r\n{head}\r\n{value}\r\n")
+    body = "".join(parts) + "--BOUND--\r\n"
+    return body.encode(), {"Content-Type": "multipart/form-data; boundary=BOUND"}
+
+
+def test_an_array_form_field_sent_once_is_a_one_item_array(url):
+    assert answer(url, "POST", "/forms", b"name=a&tags=x&sizes=3", FORM)[:2] == (200, {})
+    assert answer(url, "POST", "/forms", b"name=a&tags=x&tags=y&sizes=3&sizes=4", FORM)[:2] == (200, {})
+    status, body, _ = answer(url, "POST", "/forms", b"name=a&sizes=3&sizes=x", FORM)
+    assert (status, body["message"]) == (400, "body.sizes[1]: 'x' is not of type 'integer'")
+
+
+def test_multipart_bodies_are_checked_as_fields(url):
+    body, head = multipart(("name", "Fern", None), ("tags", "x", None), ("count", BIG, None))
+    assert answer(url, "POST", "/forms", body, head)[:2] == (200, {})
+    body, head = multipart(("tags", "x", None), ("count", "many", None))
+    status, refused, _ = answer(url, "POST", "/forms", body, head)
+    assert (status, refused["message"]) == (
+        400, "body: 'name' is a required property; body.count: 'many' is not of type 'integer'")
+
+
+def test_multipart_json_parts_are_json(url):
+    body, head = multipart(("name", '"Fern"', "application/json"), ("sizes", "[1, 2]", "application/json"))
+    assert answer(url, "POST", "/forms", body, head)[:2] == (200, {})
+    body, head = multipart(("name", "Fern", None), ("count", '"12"', "application/json"))  # a JSON string stays one
+    status, refused, _ = answer(url, "POST", "/forms", body, head)
+    assert (status, refused["message"]) == (400, "body.count: '12' is not of type 'integer'")
+
+
+@pytest.mark.parametrize(("body", "header", "message"), [
+    (b"--BOUND\r\n\r\nx\r\n--BOUND--\r\n", "multipart/form-data; boundary=BOUND",
+     "body: part 1: no `Content-Disposition: form-data; name=...` header"),
+    (b"name=a", "multipart/form-data; boundary=BOUND", "body: no part starts with the boundary '--BOUND'"),
+    (b"--BOUND\r\nContent-Disposition: form-data; name=a\r\n\r\nx", "multipart/form-data; boundary=BOUND",
+     "body: part 1 does not end with the boundary '--BOUND'"),
+    (b"--BOUND\r\n", "multipart/form-data",
+     "body: multipart/form-data without a boundary in its Content-Type (1 to 70 characters)"),
+    (b'--B\r\nContent-Disposition: form-data; name="n"\r\n\r\nx\r\n' * 1001 + b"--B--\r\n",
+     "multipart/form-data; boundary=B", "body: more than 1,000 parts; plantstub reads at most 1,000"),
+], ids=["no-name", "no-boundary-in-body", "unterminated", "no-boundary-in-header", "too-many-parts"])
+def test_a_malformed_multipart_body_is_refused_saying_why(url, body, header, message):
+    status, refused, _ = answer(url, "POST", "/forms", body, {"Content-Type": header})
+    assert (status, refused) == (400, {"error": 400, "message": message})
+
+
+def test_text_json_bodies_are_checked_as_json(url):
+    text_json = {"Content-Type": "text/json"}
+    status, body, kind = answer(url, "POST", "/dotnet", b'{"name": "Fern"}', text_json)
+    assert (status, body, kind) == (200, {"name": "Fern"}, "text/json")
+    status, body, _ = answer(url, "POST", "/dotnet", b'{"nam": 1}', text_json)
+    assert (status, body["message"]) == (400, "body: 'name' is a required property")
+    status, body, _ = answer(url, "POST", "/dotnet", b"{nope", text_json)
+    assert status == 400 and body["message"].startswith("body: ")
