@@ -106,3 +106,12 @@ def test_text_json_bodies_are_checked_as_json(url):
     assert (status, body["message"]) == (400, "body: 'name' is a required property")
     status, body, _ = answer(url, "POST", "/dotnet", b"{nope", text_json)
     assert status == 400 and body["message"].startswith("body: ")
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("/report", (200, "", "text/csv")),  # declared without a schema: empty, in its declared type
+    ("/feed", (200, "", "application/xml")),  # an XML schema: never JSON text under an XML type
+    ("/feed/latest", (200, "<feed><title>Fern</title></feed>", "application/xml")),  # the declared example
+], ids=["csv-no-schema", "xml-schema", "xml-example"])
+def test_non_json_answers_carry_their_declared_type_and_no_json(url, path, expected):
+    assert answer(url, "GET", path) == expected
