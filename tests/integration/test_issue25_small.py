@@ -115,3 +115,23 @@ def test_text_json_bodies_are_checked_as_json(url):
 ], ids=["csv-no-schema", "xml-schema", "xml-example"])
 def test_non_json_answers_carry_their_declared_type_and_no_json(url, path, expected):
     assert answer(url, "GET", path) == expected
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("/pets%23cats", {"kind": "cats"}),
+    ("/find%3Fby=name?name=Fern", {"by": "name"}),  # a literal key beats the template
+    ("/find%3fby=name?name=Fern", {"by": "name"}),  # either case of the percent-encoding
+    ("/find%3Fby=tag", {"by": "field"}),
+], ids=["hash", "question-mark", "lower-case", "template"])
+def test_path_keys_with_hash_or_question_mark_are_served_percent_encoded(url, path, expected):
+    assert answer(url, "GET", path)[:2] == (200, expected)
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("/pets#cats", "path: no path in the spec matches /pets; the spec's path '/pets#cats' holds a '#', which a URL"
+                   " reads as the start of its fragment: send it as %23 (/pets%23cats)"),
+    ("/find?by=name", "path: no path in the spec matches /find; the spec's path '/find?by=name' holds a '?', which a"
+                      " URL reads as the start of its query: send it as %3F (/find%3Fby=name)"),
+], ids=["hash", "question-mark"])
+def test_a_404_says_a_key_holds_hash_or_question_mark(url, path, message):
+    assert answer(url, "GET", path)[:2] == (404, {"error": 404, "message": message})
