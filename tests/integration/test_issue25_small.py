@@ -135,3 +135,34 @@ def test_path_keys_with_hash_or_question_mark_are_served_percent_encoded(url, pa
 ], ids=["hash", "question-mark"])
 def test_a_404_says_a_key_holds_hash_or_question_mark(url, path, message):
     assert answer(url, "GET", path)[:2] == (404, {"error": 404, "message": message})
+
+
+DIALECTS = """\
+openapi: 3.1.0
+info: {title: dialects, version: "1"}
+jsonSchemaDialect: "http://json-schema.org/draft-04/schema#"
+paths:
+  /plants:
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Plant"}
+components:
+  schemas:
+    Plant:
+      $schema: "http://json-schema.org/draft-07/schema#"
+      type: object
+      properties: {height: {type: 12}}
+"""
+
+
+def test_a_refused_schema_names_the_dialect_it_was_read_in(tmp_path):
+    spec = tmp_path / "dialects.yaml"
+    spec.write_text(DIALECTS)
+    with pytest.raises(AssertionError) as refused:
+        ServeProcess("--spec", str(spec), "--port", "0", "--scenarios", str(tmp_path))
+    assert (f"{spec}: paths./plants.get.responses.200.content.application/json.schema: not valid JSON Schema (read as"
+            " JSON Schema draft-07, rewritten to 2020-12) at $defs.Plant.properties.height.type: ") in str(refused.value)
