@@ -1,7 +1,8 @@
 """JSON as plantstub reads and writes it: the two markers of absence, strict decoding, and media types.
 
 One home for "is it JSON": a media type's essence (`type/subtype`, lower case, no parameters) is JSON when
-it is `application/json` or ends in `+json`. Everything that asks, asks `is_json()`.
+its subtype is `json` (`application/json`, .NET's `text/json`) or ends in `+json`. Everything that asks,
+asks `is_json()`.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ def essence(media_type: str | None) -> str:
 
 @lru_cache(maxsize=1024)
 def is_json(media_type: str | None) -> bool:
-    """Whether a media type (with or without parameters) carries JSON: application/json or */*+json."""
+    """Whether a media type (with or without parameters) carries JSON: */json (text/json) or */*+json."""
     kind = essence(media_type)
-    return kind == JSON or kind.endswith("+json")
+    return kind == JSON or kind.endswith(("+json", "/json"))
 
 
 def match_media(media_type: str, declared: Iterable[str]) -> str | None:

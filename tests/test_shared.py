@@ -26,7 +26,10 @@ from tests.helpers import same
     ("Application/JSON; charset=utf-8", True),
     ("application/problem+json", True),
     ("application/vnd.api+json;version=2", True),
+    ("text/json", True),  # what .NET writes (issue 25)
+    ("Text/JSON; charset=utf-8", True),
     ("application/x-ndjson", False),
+    ("application/jsonl", False),
     ("text/plain", False),
     ("", False),
     (None, False),

@@ -74,6 +74,9 @@ class Answer:
         if self.status < 200:
             self.problem = f"its response {key} is informational (1xx), which cannot end an exchange"
             return
+        if self.content_type is not None and not is_json(self.content_type) and not sends_no_body(self.status):
+            self.base = self._text(check, samples)
+            return
         if sends_no_body(self.status) or self.media is None or self.media.schema is None:
             if self.media is not None and self.examples and not sends_no_body(self.status):
                 self.base = next(iter(self.examples.values()))
@@ -107,6 +110,19 @@ class Answer:
                                if checks.marks_inside(props[name], defs, "writeOnly")}
             self.whole = whole
             self._fill_status()
+
+    def _text(self, check: Callable[[MediaType], SchemaCheck | None], samples: Checks | None) -> str:
+        """A body in a media type that is not JSON (CSV, XML, text): its first text example, else a generated string
+        when its schema is one, else empty; never JSON text under another type (an XML schema describes the
+        document, which plantstub does not write)."""
+        assert self.media is not None
+        text = next((value for value in self.examples.values() if isinstance(value, str)), None)
+        if text is not None or self.media.schema is None:
+            return text or ""
+        whole = check(self.media)
+        made = samples.generated(self.media.schema, generate) if samples is not None else generate(self.media.schema)
+        fits = made.problem is None and isinstance(made.value, str) and (whole is None or whole.is_valid(made.value))
+        return made.value if fits else ""
 
     def _fill_status(self) -> None:
         """An error record generated for status 400 says `error: 400`, not `error: 0`, when it may."""

@@ -74,6 +74,7 @@ class Bundler:
         self.keys: dict[str, str] = {}  # absolute target URI -> key in $defs
         self.defs: dict[str, Any] = {}  # key -> converted schema: the `$defs` of every bundle
         self.targets: dict[str, str] = {}  # key -> its target URI (to name it in a message)
+        self.dialects: dict[str, str] = {}  # key -> the dialect its schema was read in (to name it in a refusal)
         self.fresh: list[str] = []  # keys made by the bundle being built: checked at its end
         self.whole: dict[str, dict | bool] = {}  # target of a bare {"$ref": ...} -> its bundle
         self.done: IdentityMemo[dict | bool] = IdentityMemo()  # node, base -> its bundle
@@ -93,10 +94,11 @@ class Bundler:
         refs: set[str] = set()
         self.fresh = []
         root = self.convert(node, base, refs)
-        _check(root, [], where)
+        own = node.get("$schema") if isinstance(node, dict) else None
+        _check(root, [], where, self.dialect_named(own, "$schema") if isinstance(own, str) else self.dialect)
         # The targets first met here; each earlier one was checked, loops and all, by the bundle that met it.
         for key in self.fresh:
-            _check(self.defs[key], ["$defs", key], where)
+            _check(self.defs[key], ["$defs", key], where, self.dialects.get(key, self.dialect))
         self.refuse_ref_loops(root, self.fresh)
         if refs:
             if isinstance(root, bool):
@@ -188,7 +190,8 @@ class Bundler:
             self.defs[key] = True  # placeholder: a recursive schema refers to its own key
             self.fresh.append(key)
             contents, target_base = self.lookup(target, self.where, ref)
-            self.defs[key] = self.convert(contents, target_base, set(), self.dialect_at(target))
+            self.dialects[key] = self.dialect_at(target)
+            self.defs[key] = self.convert(contents, target_base, set(), self.dialects[key])
         refs.add(self.keys[target])
         return "#/$defs/" + self.keys[target]
 
@@ -335,8 +338,9 @@ def _strips(node: Any, keyword: str, defs: dict[str, Any]) -> bool:
     return False
 
 
-def _check(schema: Any, at: list[str], where: str) -> None:
-    """Refuse what is not valid JSON Schema, naming the keyword's place (`$defs.Plant.properties.id.type`).
+def _check(schema: Any, at: list[str], where: str, dialect: str) -> None:
+    """Refuse what is not valid JSON Schema, naming the keyword's place (`$defs.Plant.properties.id.type`) and the
+    dialect the schema was read in (an OpenAPI 3.0 document's, a `jsonSchemaDialect`, its own `$schema`).
 
     A `pattern` plantstub cannot run is refused too (the metaschema's formats are asserted; contract/pattern.py).
     """
@@ -351,4 +355,6 @@ def _check(schema: Any, at: list[str], where: str) -> None:
     message = python_message(error)
     if error.validator == "format" and error.validator_value == "regex":
         message = f"{shown(error.instance)} is not a regular expression jsonschema-rs can run (ECMA-262, as JSON Schema writes them)"
-    raise SpecError(f"{where}: not valid JSON Schema{f' at {inside}' if inside else ''}: {message}")
+    named = "OpenAPI 3.0's schema dialect" if dialect == dialects.OAS30 else f"JSON Schema {dialect}"
+    read = f"read as {named}" + ("" if dialect == dialects.DRAFT2020 else ", rewritten to 2020-12")
+    raise SpecError(f"{where}: not valid JSON Schema ({read}){f' at {inside}' if inside else ''}: {message}")

@@ -149,9 +149,10 @@ class _Loader:
             if not isinstance(template, str) or not template.startswith("/"):
                 raise SpecError(f"paths: {shown(template)} must start with '/'")
             if "?" in template or "#" in template:
-                self.warnings.append(f"paths: {shown(template)} is not served: no request path holds"
-                                f" {'a ?, which starts the query' if '?' in template else 'a #, which starts the fragment'}")
-                continue
+                char = "?" if "?" in template else "#"
+                self.warnings.append(f"paths: {shown(template)} holds a {char}, which starts a URL's"
+                                     f" {'query' if char == '?' else 'fragment'}: served when a client sends it"
+                                     f" percent-encoded ({'%3F' if char == '?' else '%23'})")
             where = f"paths.{template}"
             item, base = self.deref(item, self.uri, where)
             item = expect(dict, item, where, "a Path Item mapping")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from plantstub._json import MISSING, BodyError, decode_json, is_json, shown
+from plantstub._json import MAX_DIGITS, MISSING, BodyError, decode_json, is_json, shown
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten, types_of
 from plantstub.contract.model import Parameter
@@ -22,7 +22,9 @@ from plantstub.contract.schema import SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
 
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_INTEGER = re.compile(r"[+-]?\d{1,30}")
+# `type: integer` has no size limit (format int32/int64 bounds are in the schema, contract/bundle.py): as many
+# digits as a JSON body may have.
+_INTEGER = re.compile(rf"[+-]?[0-9]{{1,{MAX_DIGITS}}}")
 _DELIMITERS = {"spaceDelimited": " ", "pipeDelimited": "|"}
 
 
@@ -43,15 +45,12 @@ def property_types(schema: Any) -> dict[str, set[str]]:
 
 def read_scalar(text: str, types: set[str]) -> Any:
     """Read a parameter string the way its schema types it; leave it alone when it does not fit."""
-    if "integer" in types and _INTEGER.fullmatch(text):
+    if ("integer" in types or "number" in types) and _INTEGER.fullmatch(text):
         return int(text)
     if "number" in types and _JSON_NUMBER.fullmatch(text):
-        try:
-            number = float(text)
-            if number == number and abs(number) != float("inf"):
-                return int(text) if _INTEGER.fullmatch(text) else number
-        except ValueError:
-            pass
+        number = float(text)
+        if number == number and abs(number) != float("inf"):
+            return number
     if "boolean" in types and text in ("true", "false"):
         return text == "true"
     if "null" in types and text in ("", "null"):

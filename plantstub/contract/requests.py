@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 import binascii
 from typing import Any
-from urllib.parse import parse_qs
 
 from plantstub._json import BodyError, decode_json, is_json, match_media
 from plantstub.contract.compiled import Checks
+from plantstub.contract.forms import FormFields
 from plantstub.contract.model import Operation, SecurityScheme
-from plantstub.contract.params import ParameterCheck, property_types, read_scalar
+from plantstub.contract.params import ParameterCheck
 from plantstub.contract.schema import SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
 
@@ -73,6 +73,11 @@ def _compiled(schema: dict | bool | None, where: str, checks: Checks | None) -> 
     return SchemaCheck(schema, where, checked=True)
 
 
+_URLENCODED = "application/x-www-form-urlencoded"
+_FORMS = (_URLENCODED, "multipart/form-data")
+_ANY_FORM = FormFields(True)  # a form media type declared without a schema: its fields as text
+
+
 class RequestCheck:
     """Everything needed to validate requests to one operation, compiled once at start."""
 
@@ -97,10 +102,10 @@ class RequestCheck:
         self._media_for: dict[str, str | None] = {}
         # A form body's fields arrive as text: each is read by the JSON types its property names (not needed
         # for a JSON body, whose folded schema can take milliseconds to make: done only where a form may come).
-        self.field_types: dict[str, dict[str, set[str]]] = {}
+        self.forms: dict[str, FormFields] = {}
         for name, media in (op.body or {}).items():
             if media.schema is not None and not is_json(name):
-                self.field_types[name.lower()] = property_types(media.schema)
+                self.forms[name.lower()] = FormFields(media.schema)
             self.bodies[name.lower()] = _compiled(media.schema, f"{op.label} requestBody {name}", checks)
 
     def security_violations(self, request: IncomingRequest, cookies: dict[str, str]) -> list[Violation]:
@@ -153,16 +158,15 @@ class RequestCheck:
                 value = decode_json(raw)
             except BodyError as exc:
                 return [Violation("body", str(exc))], None
-        elif content_type == "application/x-www-form-urlencoded":
+        elif content_type in _FORMS:
+            form = self.forms.get(media) or _ANY_FORM
             try:
-                fields = parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
-            except UnicodeDecodeError as exc:
-                return [Violation("body", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")], None
-            types = self.field_types.get(media, {})
-            value = {
-                name: read_scalar(vals[0], types.get(name, set())) if len(vals) == 1 else vals
-                for name, vals in fields.items()
-            }
+                if content_type == _URLENCODED:
+                    value = form.urlencoded(raw)
+                else:
+                    value = form.multipart(raw, request.headers.get("Content-Type") or "")
+            except BodyError as exc:
+                return [Violation("body", str(exc))], None
         else:
             return [], None  # binary and other media: accepted as sent
         if check is None:

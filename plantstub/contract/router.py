@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from itertools import islice
 from typing import NamedTuple
@@ -22,6 +23,18 @@ class Route(NamedTuple):
     path_params: dict[str, str]
     status: int = 200  # 200 matched, 404 no path, 405 path without this method
     allow: tuple[str, ...] = ()
+    reason: str = ""  # a 404's hint: a spec key with '#' or '?' that this path is the start of
+
+
+# A path key holding '#' or '?' (the document's fault: they start a URL's fragment and query) is served when the
+# client percent-encodes them, as Prism does.
+_RESERVED = {"#": "%23", "?": "%3F"}
+_OUTSIDE_BRACES = re.compile(r"\{[^}]*\}|[#?]")
+
+
+def encoded_key(template: str) -> str:
+    """`/find?by={field}` -> `/find%3Fby={field}`: the path key as a client sends it."""
+    return _OUTSIDE_BRACES.sub(lambda m: _RESERVED.get(m.group(), m.group()), template)
 
 
 class _Shared:
@@ -108,8 +121,15 @@ class Router:
 
     def __init__(self, spec: Spec) -> None:
         by_path: dict[str, dict[str, Operation]] = {}
+        self.cut: list[tuple[re.Pattern[str], str]] = []  # keys with '#' or '?': their part before it, the key
         for op in spec.operations:
-            by_path.setdefault(op.path, {})[op.method] = op
+            path = op.path
+            if "#" in path or "?" in path:
+                path = encoded_key(path)
+                head = re.split(r"[#?]", op.path, maxsplit=1)[0]
+                if op.path not in (key for _, key in self.cut):
+                    self.cut.append((template_regex(head), op.path))
+            by_path.setdefault(path, {})[op.method] = op
         self.literal = {path: ops for path, ops in by_path.items() if "{" not in path}
         templated = [path for path in by_path if "{" in path]
         templated.sort(key=lambda p: (-literal_length(p), p))
@@ -130,6 +150,8 @@ class Router:
     def route(self, method: str, path: str) -> Route:
         """Find the operation for `method path`; path parameters come back percent-decoded."""
         method = method.upper()
+        if self.cut and "%3f" in path:
+            path = path.replace("%3f", "%3F")  # either case is the same character; keys are written upper case
         ops = self.literal.get(path)
         params: dict[str, str] = {}
         splits: list[list[dict[str, str]]] = []
@@ -163,7 +185,7 @@ class Router:
             else:
                 shared = None
         if ops is None:
-            return Route(None, {}, 404)
+            return Route(None, {}, 404, reason=self._reason(path) if self.cut else "")
         op = ops.get(method)
         if op is None and method == "HEAD":
             op = ops.get("GET")
@@ -175,3 +197,13 @@ class Router:
                 allow = sorted([*allow, "HEAD"])
             return Route(None, params, 405, tuple(allow))
         return Route(op, params)
+
+    def _reason(self, path: str) -> str:
+        """Why a path that is the start of a key with '#' or '?' finds nothing: the client did not encode it."""
+        decoded = unquote(path)
+        for head, key in self.cut:
+            if head.match(decoded):
+                char = "#" if "#" in key and ("?" not in key or key.index("#") < key.index("?")) else "?"
+                return (f"; the spec's path {key!r} holds a {char!r}, which a URL reads as the start of its"
+                        f" {'fragment' if char == '#' else 'query'}: send it as {_RESERVED[char]} ({encoded_key(key)})")
+        return ""

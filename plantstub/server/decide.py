@@ -90,7 +90,7 @@ def decide(runtime: Runtime, session: Session, incoming: IncomingRequest, active
         return refusal(405, f"method: {incoming.method} is not allowed on {incoming.path} (allowed: {allow})",
                        {"Allow": allow})
     if route.status == 404 or op is None:  # the router found an operation whenever it says 200
-        return refusal(404, f"path: no path in the spec matches {incoming.path}")
+        return refusal(404, f"path: no path in the spec matches {incoming.path}{route.reason}")
     served = runtime.served[op]
     name = incoming.headers.get(SCENARIO_HEADER) or (session.active if active is _ACTIVE else active)
     scenario = None

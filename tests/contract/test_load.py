@@ -295,9 +295,11 @@ BROKEN = {
     "http-ref.yaml": "{path}: paths./plants.post.requestBody.content.application/json.schema: "
                      "$ref 'https://schemas.example.com/plant.json': only local files can be referenced (no network)",
     "bad-schema-type.yaml": "{path}: paths./plants.post.requestBody.content.application/json.schema: "
-                            "not valid JSON Schema at $defs.Plant.properties.height.type: "
+                            "not valid JSON Schema (read as OpenAPI 3.0's schema dialect, rewritten to 2020-12) at "
+                            "$defs.Plant.properties.height.type: "
                             "12 is not valid under any of the given schemas",
-    "bad-pattern.yaml": "{path}: paths./plants/{{name}}.get.parameters[0].schema: not valid JSON Schema at pattern: "
+    "bad-pattern.yaml": "{path}: paths./plants/{{name}}.get.parameters[0].schema: not valid JSON Schema (read as JSON Schema 2020-12) at "
+                        "pattern: "
                         "'^\\\\p{{Letters}}+$' is not a regular expression jsonschema-rs can run "
                         "(ECMA-262, as JSON Schema writes them)",
     "ref-loop-parameters.yaml": "{path}: paths./plants.get.parameters[0]: $ref loop: #/components/parameters/Limit"

@@ -1,5 +1,5 @@
-"""`plantstub serve --spec` on a document with the shapes public OpenAPI documents have: path keys no request can
-reach, a required Accept header parameter, side-by-side path parameters, deepObject, an older JSON Schema dialect."""
+"""`plantstub serve --spec` on a document with the shapes public OpenAPI documents have: path keys with '?' or '#'
+(served percent-encoded), a required Accept header parameter, side-by-side path parameters, deepObject, an older JSON Schema dialect."""
 
 from __future__ import annotations
 
@@ -43,9 +43,10 @@ paths:
       responses: {"200": {description: ok}}
 """
 
-UNUSABLE = [
-    "paths: '/search?q={q}' is not served: no request path holds a ?, which starts the query",
-    "paths: '/docs#intro' is not served: no request path holds a #, which starts the fragment",
+UNUSABLE = [  # served when percent-encoded, as Prism does (issue 25)
+    "paths: '/search?q={q}' holds a ?, which starts a URL's query: served when a client sends it percent-encoded (%3F)",
+    "paths./search?q={q}.get: {q} has no declared path parameter; read as a string",
+    "paths: '/docs#intro' holds a #, which starts a URL's fragment: served when a client sends it percent-encoded (%23)",
 ]
 
 
@@ -67,9 +68,13 @@ def test_serve_a_real_world_shaped_document(tmp_path):
             400, {"error": 400, "message": "query.filter.price: 0 is less than or equal to the minimum of 0"})
         assert get(stub.url + "/files/backup.tar.gz")[0] == 200
         assert get(stub.url + "/search?q=fern") == (
-            404, {"error": 404, "message": "path: no path in the spec matches /search"})
+            404, {"error": 404, "message": "path: no path in the spec matches /search; the spec's path '/search?q={q}'"
+                                           " holds a '?', which a URL reads as the start of its query: send it as %3F"
+                                           " (/search%3Fq={q})"})
+        assert get(stub.url + "/search%3Fq=fern") == (200, {})
+        assert get(stub.url + "/docs%23intro") == (200, {})
         health = get(stub.url + "/__plantstub/health")[1]
-        assert health["spec"]["operations"] == 2
+        assert health["spec"]["operations"] == 4
         assert health["spec"]["warnings"] == UNUSABLE
     finally:
         stub.stop()
