@@ -64,7 +64,10 @@ def test_big_document_starts_and_answers_the_first_call_of_each_operation_at_onc
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=60)
         assert refused.value.code == 400
-        assert json.loads(refused.value.read())["message"] == "body: 'not an entity' is not of type 'object'"
+        said = "body: 'not an entity' is not of type 'object'"
+        # in the 4XX error shape the document declares (OData's {"error": {"code", "message"}}), our words in it
+        assert refused.value.headers["X-Plantstub-Error"] == said
+        assert json.loads(refused.value.read())["error"]["message"] == said
     finally:
         assert stub.stop() == 0
 
