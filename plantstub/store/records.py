@@ -364,12 +364,10 @@ class Store:
 
 def _assign(resource: Any, bucket: _Bucket) -> Any | None:
     """The next key to give a record in `bucket` (its counter moved to it), one the item path takes and no record
-    has; None when none is left (an enum's values all given out)."""
-    for n in range(bucket.next, bucket.next + 1000):  # keys a state gave records are passed over
-        value = resource.assign(n)
-        if value is None:
-            return None
-        if key_text(value) not in bucket.records:
+    has; None when none is left (an enum's values all given out) within the next 1,000 numbers."""
+    for n in range(bucket.next, bucket.next + 1000):  # keys a state gave records, and numbers no schema takes
+        value = resource.assign(n)  # (below a `minimum`), are passed over
+        if value is not None and key_text(value) not in bucket.records:
             bucket.next = n
             return value
     return None

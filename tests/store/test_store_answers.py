@@ -76,6 +76,8 @@ KEYS = {
     # the key field an integer, the item parameter a string (and the other way round)
     **pair("books", keyed("id", {"type": "integer"}), keyed("id", {"type": "integer"}), param("id", {"type": "string"})),
     **pair("tags", keyed("id", {"type": "string"}), keyed("id", {"type": "integer"}), param("id", {"type": "integer"})),
+    # integer keys from 100 up: the first keys that fit are 100, 101...
+    **pair("orders", NEW, keyed("id", {"type": "integer", "minimum": 100}), param("id", {"type": "integer", "minimum": 100})),
 }
 
 PET = keyed("id", {"type": "integer"})
@@ -177,6 +179,11 @@ def test_stateful_assigns_enum_keys_until_none_is_left(stub):
     assert call(stub, "POST", "/colors", {"label": "c"}) == (409, {"error": 409, "message": (
         "body.id: the store has no key left to give a record in /colors (each key /colors/{id} takes is given out); "
         "send one")})
+
+
+def test_stateful_assigns_the_first_keys_that_fit_past_those_that_do_not(stub):
+    assert [checked(stub, "POST", "/orders", {"label": n}, 201)["id"] for n in ("a", "b")] == [100, 101]
+    assert checked(stub, "GET", "/orders/101") == {"id": 101, "label": "b"}
 
 
 def test_stateful_converts_a_key_to_the_types_the_path_and_answer_take(stub):
