@@ -47,7 +47,8 @@ def sidecar_terms(value: Any, default: Settings | None, url: str) -> SidecarTerm
         elif isinstance(value, Settings):
             settings = value
             if value is not default:  # an override returning Settings: the fields it changed
-                given = {f for f in FIELDS if getattr(value, f) != getattr(Settings(), f)} - {"port"}
+                plain = Settings()
+                given = {f for f in FIELDS if getattr(value, f) != getattr(plain, f)} - {"port"}
         else:
             problem = (f"plantstub: plantstub_settings gave {type(value).__name__} {value!r:.80}; it returns a dict of "
                        "Settings fields")

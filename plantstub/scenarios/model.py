@@ -67,10 +67,6 @@ class Rule:
     # its replies fit; None: every operation its match allows.
     answers: frozenset[str] | None = None
 
-    def answers_for(self, operation: str) -> bool:
-        """Whether the rule may answer the operation labelled `operation` (`POST /plants`)."""
-        return self.answers is None or operation in self.answers
-
     @property
     def label(self) -> str:
         return f"rules[{self.index}]"
