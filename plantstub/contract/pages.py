@@ -21,7 +21,8 @@ from plantstub.contract.shapes import fields_of, flat_of
 ITEM_NAMES = ("data", "items", "results", "records", "value", "entries")
 # Property names as compared: lower case, letters and digits only (`total_count`, `totalCount` -> totalcount).
 COUNTS = frozenset({"total", "count", "totalcount", "totalresults", "totalitems", "totalrecords", "totalelements",
-                    "totalentries", "totalsize", "odatacount"})
+                    "totalentries", "totalsize", "odatacount", "itemstotal", "itemcount", "itemscount", "resultcount",
+                    "resultscount", "recordcount", "recordscount"})
 MORES = frozenset({"hasmore", "hasnext", "hasnextpage", "hasmoreitems", "hasmoreresults"})
 LIMITS = {"limit": "size", "perpage": "size", "pagesize": "size", "offset": "offset", "page": "page",
           "pagenumber": "page"}

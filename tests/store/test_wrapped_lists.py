@@ -98,7 +98,8 @@ def test_two_arrays_of_records_the_conventional_name_holds_them(url):
     answer = listed(url, "/shelves")
     assert answer["data"] == shelves
     assert answer["featured"] != shelves and answer["facets"] == [{"label": "string"}]  # generated, as required
-    assert "warnings" not in answer  # optional
+    assert answer["itemsTotal"] == 2  # a count, filled though optional (Adyen's name)
+    assert "warnings" not in answer and "pagesTotal" not in answer  # optional, not a count of records
 
 
 def test_two_arrays_of_records_the_one_named_as_the_collection_holds_them(url):
