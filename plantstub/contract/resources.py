@@ -16,6 +16,7 @@ from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.model import Operation, Spec
+from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, location_path
@@ -26,6 +27,8 @@ MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed 
 CREATE, LIST, READ, REPLACE, MERGE, DELETE = "create", "list", "read", "replace", "merge", "delete"
 _READ_AS_OTHER = frozenset({"integer", "number", "boolean", "null"})  # types read_scalar reads a text as
 _ITEM_KINDS = {"GET": READ, "PUT": REPLACE, "PATCH": MERGE, "DELETE": DELETE}
+PAGE_PARAMS = ("page", "page_number", "pageNumber")  # a list's paging parameters besides limit and offset
+PER_PAGE_PARAMS = ("per_page", "perPage", "page_size", "pageSize")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,10 @@ class Action:
     limit: bool = False
     offset: bool = False
     filters: tuple[tuple[str, frozenset[str]], ...] = ()  # query parameters naming a record field, and their types
+    page: str | None = None  # a list's page number parameter (1-based), and its page size parameter
+    per_page: str | None = None
+    per_page_default: int | None = None  # the page size a page is cut by when the request does not say one
+    wrapper: Page | None = None  # how a list answer wraps the records (`{"data": [...]}`); None: an array
 
 
 def key_text(value: Any) -> str:
@@ -181,6 +188,12 @@ def _answer_schema(op: Operation | None) -> Any:
     return op.responses[key].content[chosen].schema if chosen is not None else None
 
 
+def _default_count(schema: Any) -> int | None:
+    """A page size parameter's declared `default`, when it is a positive whole number."""
+    value = flat_of(schema, defs_of(schema)).get("default")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def _key_param(item: dict[str, Operation], name: str) -> Any:
     """The schema of the item path's parameter `name` (None: undeclared, any text)."""
     for op in item.values():
@@ -213,17 +226,25 @@ class Resources:
         param = item_path.rsplit("{", 1)[1][:-1] if item_path else "id"
         item = by_path.get(item_path, {}) if item_path else {}
         create, listing = ops.get("POST"), ops.get("GET")
-        list_shape = shape_of(listing) if listing is not None else None
-        if list_shape is not None and not list_shape.many:
-            listing = list_shape = None  # a GET that answers one object is not a list of records
+        schema = _body_schema(create) or _answer_schema(item.get("GET"))
+        page = None
+        listed = shape_of(listing) if listing is not None else None
+        if listed is not None and not listed.many:  # a wrapper around the list, or one object (`GET /status`)
+            # a list only where records come from somewhere: a POST, an item path
+            whole = _answer_schema(listing) if listed.has_body and (create is not None or item) else None
+            known = frozenset(fields_of(flat_of(schema, defs_of(schema))) or ()) if schema is not None else frozenset()
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            page = page_of(whole, defs_of(whole), self.checks, known, name) if whole is not None else None
+            if page is None:
+                listing = None
         if create is None and listing is None and not item:
             return
-        schema = _body_schema(create) or _answer_schema(item.get("GET"))
         defs: Any = None
         if schema is None and listing is not None:
             whole = _answer_schema(listing)
             defs = defs_of(whole)
-            schema = flat_of(whole, defs).get("items")
+            flat = flat_of(whole, defs)
+            schema = (flat_of(flat["properties"][page.items], defs) if page is not None else flat).get("items")
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(fields_of(flat_of(schema, defs)) or ()) if schema is not None else frozenset()
         shown_fields = set(shape_of(item["GET"], None, fields).fields or ()) if "GET" in item else set()
@@ -238,7 +259,7 @@ class Resources:
         self.resources.append(resource)
         added = [self._add(create, CREATE, resource)] if create is not None else []
         if listing is not None:
-            added.append(self._add(listing, LIST, resource))
+            added.append(self._add(listing, LIST, resource, page))
         for method, op in item.items():
             if method in _ITEM_KINDS:
                 added.append(self._add(op, _ITEM_KINDS[method], resource))
@@ -272,11 +293,14 @@ class Resources:
             "key_enum": next((tuple(e) for e in enums if isinstance(e, list)), ()),
         }
 
-    def _add(self, op: Operation, kind: str, resource: Resource) -> Action | None:
+    def _add(self, op: Operation, kind: str, resource: Resource, page: Page | None = None) -> Action | None:
         query = {p.name: p for p in op.parameters if p.location == "query"}
+        number = next((n for n in PAGE_PARAMS if n in query), None) if kind == LIST else None
+        per_page = next((n for n in PER_PAGE_PARAMS if n in query), None) if kind == LIST else None
+        paging = {"limit", "offset", number, per_page} if kind == LIST else set()
         filters = tuple((name, frozenset(schema_types(p.schema))) for name, p in query.items()
-                        if name in resource.fields and not (kind == LIST and name in ("limit", "offset")))
-        shape = shape_of(op, self.checks, resource.fields, resource.key)
+                        if name in resource.fields and name not in paging)
+        shape = shape_of(op, self.checks, resource.fields, resource.key, page.items if page is not None else None)
         if not 200 <= shape.status < 300:
             return None  # declares only an error (the Petstore's POST /pet: 405): the default answer, nothing stored
         if shape.key_type is not None and resource.field_types == {shape.key_type}:
@@ -285,6 +309,8 @@ class Resources:
             kind, resource, shape, _error_status(op, 404), _error_status(op, 409),
             _error_status(op, 507),
             limit=kind == LIST and "limit" in query, offset=kind == LIST and "offset" in query, filters=filters,
+            page=number, per_page=per_page, per_page_default=_default_count(query[per_page].schema) if per_page else None,
+            wrapper=page,
         )
         return action
 

@@ -103,9 +103,10 @@ def _key_type(flat: dict[str, Any], key: str | None, defs: dict[str, Any]) -> st
 
 
 def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str] = frozenset(),
-           record_key: str | None = None) -> Shape:
+           record_key: str | None = None, within: str | None = None) -> Shape:
     """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario).
-    `fields`: the records' fields, which tell a wrapper answer (`{"user": {...}}`) from a record."""
+    `fields`: the records' fields, which tell a wrapper answer (`{"user": {...}}`) from a record; `within`: the
+    property of an object answer that holds the list of records (`{"data": [...]}`, contract/pages.py)."""
     key = answer_key(op)
     if key is None:
         return Shape(200, False, False, None, None)
@@ -120,6 +121,8 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
         return Shape(status, True, False, None, content_type)
     defs = defs_of(media.schema)
     flat = flat_of(media.schema, defs)
+    if within is not None:
+        flat = flat_of(flat["properties"][within], defs)
     many = flat.get("type") == "array" or "items" in flat
     if many:
         flat = flat_of(flat.get("items", True), defs)

@@ -9,8 +9,7 @@ keeps showing what it showed.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from itertools import islice
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -19,7 +18,6 @@ from plantstub._budget import Budget
 from plantstub._json import JSON, NO_BODY, decode_json, deep_json_bytes, json_bytes, nests_deeper, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
-from plantstub.contract.params import read_scalar
 from plantstub.contract.resources import (
     CREATE,
     DELETE,
@@ -33,6 +31,7 @@ from plantstub.contract.resources import (
     Resources,
     key_text,
 )
+from plantstub.store.lists import list_answer
 
 KIND = "records"  # the kind the memory budget counts a store's bytes under
 # What Python holds for a record beyond its JSON's bytes and its key's str (measured with tracemalloc): the
@@ -122,12 +121,6 @@ def encode(record: Any) -> bytes | None:
 def decode(payload: bytes) -> Any:
     """A held record parsed again, exactly as it went in."""
     return decode_json(payload) if type(payload) is _Written else orjson.loads(payload)
-
-
-def _count(text: str) -> int | None:
-    """A limit or an offset as sent; None when it is not a whole number (the request check had its say)."""
-    value = read_scalar(text, {"integer"})
-    return min(max(value, 0), sys.maxsize) if isinstance(value, int) else None
 
 
 class Store:
@@ -308,18 +301,9 @@ class Store:
 
     def _list(self, action: Action, path: str, query: Mapping[str, list[str]]) -> Outgoing:
         bucket = self.buckets.get(path)
+        held: dict[str, bytes] = bucket.records if bucket is not None else {}
         # Parsed one by one as the answer takes them: a page of ten parses ten.
-        records: Iterable[dict[str, Any]] = map(decode, bucket.records.values()) if bucket is not None else ()
-        for name, types in action.filters:
-            if name in query:
-                records = _having(records, name, [read_scalar(v, set(types)) for v in query[name]])
-        start = _count(query["offset"][0]) if action.offset and "offset" in query else None
-        stop = _count(query["limit"][0]) if action.limit and "limit" in query else None
-        if start is not None or stop is not None:
-            start = start or 0
-            records = islice(records, start, None if stop is None else min(start + stop, sys.maxsize))
-        shape = action.shape
-        return json_reply(shape.status, shape.show_all(records), content_type=shape.content_type or JSON)
+        return list_answer(action, map(decode, held.values()), len(held), query)
 
     def _create(self, action: Action, path: str, body: dict[str, Any]) -> Outgoing:
         resource = action.resource
@@ -371,11 +355,6 @@ def _assign(resource: Any, bucket: _Bucket) -> Any | None:
             bucket.next = n
             return value
     return None
-
-
-def _having(records: Iterable[dict[str, Any]], name: str, wanted: list[Any]) -> Iterator[dict[str, Any]]:
-    """The records whose field `name` is one of `wanted`, as they come."""
-    return (r for r in records if name in r and r[name] in wanted)
 
 
 def _too_deep(action: Action) -> Outgoing:
