@@ -276,7 +276,8 @@ class Resources:
         query = {p.name: p for p in op.parameters if p.location == "query"}
         filters = tuple((name, frozenset(schema_types(p.schema))) for name, p in query.items()
                         if name in resource.fields and not (kind == LIST and name in ("limit", "offset")))
-        shape = shape_of(op, self.checks, resource.fields, resource.key)
+        held = (flat_of(resource.schema, resource.defs or {}), resource.defs or {}) if resource.schema is not None else None
+        shape = shape_of(op, self.checks, resource.fields, resource.key, held)
         if not 200 <= shape.status < 300:
             return None  # declares only an error (the Petstore's POST /pet: 405): the default answer, nothing stored
         if shape.key_type is not None and resource.field_types == {shape.key_type}:
