@@ -139,9 +139,12 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
 
 
 def created_key(answer: Any, sent: Any, param: str) -> Any:
+    """The key a client reads from the create: the field named as the parameter, else `id`, else one whose name
+    ends the parameter's (Asana's `gid` for `allocation_gid`, Twilio's `sid` for `Sid`), in the answer first."""
     for source in (answer, unwrapped(answer, sent), sent):
         if isinstance(source, dict):
-            for name in (param, "id"):
+            tail = [n for n in source if isinstance(n, str) and len(n) > 1 and param.lower().endswith(n.lower())]
+            for name in (param, "id", *tail):
                 if isinstance(source.get(name), str | int) and not isinstance(source.get(name), bool):
                     return source[name]
     return None
