@@ -300,7 +300,8 @@ class Resources:
         paging = {"limit", "offset", number, per_page} if kind == LIST else set()
         filters = tuple((name, frozenset(schema_types(p.schema))) for name, p in query.items()
                         if name in resource.fields and name not in paging)
-        shape = shape_of(op, self.checks, resource.fields, resource.key, page.items if page is not None else None)
+        held = (flat_of(resource.schema, resource.defs or {}), resource.defs or {}) if resource.schema is not None else None
+        shape = shape_of(op, self.checks, resource.fields, resource.key, page.items if page is not None else None, held)
         if not 200 <= shape.status < 300:
             return None  # declares only an error (the Petstore's POST /pet: 405): the default answer, nothing stored
         if shape.key_type is not None and resource.field_types == {shape.key_type}:

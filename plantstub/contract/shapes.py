@@ -14,6 +14,7 @@ from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.model import Operation
 from plantstub.contract.params import schema_types
 from plantstub.contract.samples import sample
+from plantstub.contract.schema import SchemaCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,18 +30,29 @@ class Shape:
     defaults: tuple[tuple[str, Any], ...] = ()  # the record's required fields, each with a generated value
     key: str | None = None  # the key field, when the answer types it otherwise than records may hold it
     key_type: str | None = None  # "integer" or "string": what the answer says the key is
+    # Fields the answer declares otherwise than records hold them (an array sent, a map answered): (name, the
+    # answer's check, its generated value, required). A value the check refuses is shown as the generated one
+    # where the answer requires the field, else left out; the record keeps what was sent.
+    conform: tuple[tuple[str, SchemaCheck, Any, bool], ...] = ()
 
     def show(self, record: dict[str, Any]) -> dict[str, Any]:
         """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
         shown = record if self.fields is None else {name: record[name] for name in self.fields if name in record}
         if self.key is not None and self.key in shown:
             shown = {**shown, self.key: _as_type(shown[self.key], self.key_type)}
+        for name, check, value, required in self.conform:
+            if name in shown and not check.is_valid(shown[name]):
+                shown = dict(shown) if shown is record else shown
+                if required:
+                    shown[name] = value
+                else:
+                    del shown[name]
         return shown if self.wrap is None else {self.wrap: shown}
 
     def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """show() of each record, in one pass (a list answer's whole cost is here)."""
         fields = self.fields
-        if self.wrap is not None or self.key is not None:
+        if self.wrap is not None or self.key is not None or self.conform:
             return [self.show(record) for record in records]
         if fields is None:
             return list(records)
@@ -102,11 +114,34 @@ def _key_type(flat: dict[str, Any], key: str | None, defs: dict[str, Any]) -> st
     return None
 
 
+def _conform(flat: dict[str, Any], defs: dict[str, Any], checks: Checks, record: tuple[dict[str, Any], dict[str, Any]],
+             key: str | None) -> tuple[tuple[str, SchemaCheck, Any, bool], ...]:
+    """The answer's properties whose schema is not the records' own for that field (see Shape.conform)."""
+    props = flat.get("properties")
+    if not isinstance(props, dict):
+        return ()
+    held, held_defs = record
+    found, listed = held.get("properties"), flat.get("required")
+    held_props: dict[str, Any] = found if isinstance(found, dict) else {}
+    required: list[Any] = listed if isinstance(listed, list) else []
+    out = []
+    for name, sub in props.items():
+        if name == key or isinstance(sub, bool):
+            continue
+        if name in held_props and flat_of(held_props[name], held_defs) == flat_of(sub, defs):
+            continue  # the records hold it as the answer shows it: nothing to check
+        value = sample(sub, defs, checks=checks) if name in required else None
+        out.append((name, checks.check(sub, defs or None), value, name in required))
+    return tuple(out)
+
+
 def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str] = frozenset(),
-           record_key: str | None = None, within: str | None = None) -> Shape:
+           record_key: str | None = None, within: str | None = None,
+           record: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Shape:
     """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario).
     `fields`: the records' fields, which tell a wrapper answer (`{"user": {...}}`) from a record; `within`: the
-    property of an object answer that holds the list of records (`{"data": [...]}`, contract/pages.py)."""
+    property of an object answer that holds the list of records (`{"data": [...]}`, contract/pages.py);
+    `record`: the records' flattened schema and its `$defs`, against which the answer's fields are compared."""
     key = answer_key(op)
     if key is None:
         return Shape(200, False, False, None, None)
@@ -130,5 +165,6 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
     wrap, flat = wrapped if wrapped is not None else (None, flat)
     defaults = _defaults(flat, defs, checks) if checks is not None else ()
     key_type = _key_type(flat, record_key, defs)
+    conform = _conform(flat, defs, checks, record, record_key) if checks is not None and record is not None else ()
     return Shape(status, True, many, fields_of(flat), content_type, wrap, defaults, record_key if key_type else None,
-                 key_type)
+                 key_type, conform)
