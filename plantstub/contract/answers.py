@@ -83,6 +83,10 @@ class Answer:
             return
         schema = self.media.schema
         whole = check(self.media)
+        defs = defs_of(schema)
+        if self.examples and (samples if samples is not None else Checks()).marks_inside(schema, defs, "writeOnly"):
+            # A declared example is an answer too: its `writeOnly` members (a password) are never sent.
+            self.examples = {name: _public(value, schema, defs) for name, value in self.examples.items()}
         if self.examples:
             # The default answer must keep the contract: the first example that fits its schema.
             fitting = [v for v in self.examples.values() if whole is None or whole.is_valid(v)]
@@ -95,7 +99,6 @@ class Answer:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
             self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
             return
-        defs = defs_of(schema)
         flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
             props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
