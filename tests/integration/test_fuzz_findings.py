@@ -4,6 +4,7 @@ as a minimal document through `plantstub serve` and raw HTTP; answers are checke
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import jsonschema
@@ -18,6 +19,12 @@ USER = {"type": "object", "required": ["id"], "properties": {
                                                   "title": {"type": "string"}}}}}
 USER_EXAMPLE = {"id": "u1", "password": "hunter2", "profile": {"timezone": "Europe/Paris", "title": "Dr"}}
 USERS = {"type": "object", "properties": {"Resources": {"type": "array", "items": {"$ref": "#/components/schemas/User"}}}}
+LIMITS = {
+    "X-Rate-Limit-Limit": {"required": True, "schema": {"type": "integer", "minimum": 10}},
+    "X-Request-Id": {"$ref": "#/components/headers/RequestId"},
+    "X-Tags": {"required": True, "schema": {"type": "array", "minItems": 2, "items": {"type": "string", "enum": ["a"]}}},
+    "X-Optional": {"schema": {"type": "string"}},
+}
 SPEC: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "fuzz findings", "version": "1"},
@@ -30,8 +37,12 @@ SPEC: dict[str, Any] = {
             "responses": {"200": {"description": "ok", "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/User"},
                 "examples": {"first": {"value": USER_EXAMPLE}}}}}}}},
+        "/limited": {"get": {"responses": {"200": {"description": "ok", "headers": LIMITS,
+                                                   "content": {"application/json": {"schema": USER}}}}},
+                     "delete": {"responses": {"204": {"description": "gone", "headers": LIMITS}}}},
     },
-    "components": {"schemas": {"User": USER, "Users": USERS}},
+    "components": {"schemas": {"User": USER, "Users": USERS},
+                   "headers": {"RequestId": {"required": True, "schema": {"type": "string", "format": "uuid"}}}},
 }
 
 
@@ -73,3 +84,13 @@ def test_declared_examples_are_answered_without_write_only_members(url, path, re
     user = body["Resources"][0] if ref == "Users" else body
     assert (status, user) == (200, {"id": "u1", "profile": {"title": "Dr"}})
     _valid(body, ref)
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_required_response_headers_are_sent(url, method):
+    status, _, headers = raw_call(url, method, "/limited")
+    assert status == (200 if method == "GET" else 204)
+    assert int(headers["X-Rate-Limit-Limit"]) >= 10
+    assert headers["X-Tags"] == "a,a"
+    assert str(uuid.UUID(headers["X-Request-Id"])) == headers["X-Request-Id"]
+    assert "X-Optional" not in headers
