@@ -25,6 +25,7 @@ LIMITS = {
     "X-Tags": {"required": True, "schema": {"type": "array", "minItems": 2, "items": {"type": "string", "enum": ["a"]}}},
     "X-Optional": {"schema": {"type": "string"}},
 }
+PROBLEM = {"type": "object", "properties": {"type": {"type": "string"}, "title": {"type": "string"}}}
 SPEC: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "fuzz findings", "version": "1"},
@@ -37,11 +38,16 @@ SPEC: dict[str, Any] = {
             "responses": {"200": {"description": "ok", "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/User"},
                 "examples": {"first": {"value": USER_EXAMPLE}}}}}}}},
+        "/tickets": {"post": {
+            "requestBody": {"required": True, "content": {"application/json": {"schema": USER}}},
+            "responses": {"201": {"description": "ok", "content": {"application/json": {"schema": USER}}},
+                          "400": {"description": "refused", "content": {"application/problem+json": {
+                              "schema": {"$ref": "#/components/schemas/Problem"}}}}}}},
         "/limited": {"get": {"responses": {"200": {"description": "ok", "headers": LIMITS,
                                                    "content": {"application/json": {"schema": USER}}}}},
                      "delete": {"responses": {"204": {"description": "gone", "headers": LIMITS}}}},
     },
-    "components": {"schemas": {"User": USER, "Users": USERS},
+    "components": {"schemas": {"User": USER, "Users": USERS, "Problem": PROBLEM},
                    "headers": {"RequestId": {"required": True, "schema": {"type": "string", "format": "uuid"}}}},
 }
 
@@ -94,3 +100,14 @@ def test_required_response_headers_are_sent(url, method):
     assert headers["X-Tags"] == "a,a"
     assert str(uuid.UUID(headers["X-Request-Id"])) == headers["X-Request-Id"]
     assert "X-Optional" not in headers
+
+
+def test_a_problem_json_error_without_a_text_field_keeps_its_media_type(url):
+    """Redocly's museum: a problem+json 400 whose schema has only `type` and `title` was answered with our
+    Error record as application/json, a media type the operation does not declare."""
+    status, data, headers = raw_call(url, "POST", "/tickets", b"{}", {"Content-Type": "application/json"})
+    assert (status, headers["Content-Type"]) == (400, "application/problem+json")
+    body = json.loads(data)
+    assert body == {"type": "about:blank", "title": "Bad Request"}
+    assert headers["X-Plantstub-Error"] == "body: 'id' is a required property"
+    _valid(body, "Problem")
