@@ -71,6 +71,7 @@ class Answer:
         self.problem: str | None = None
         self.label = op.label
         self.content_type = concrete(self.media.name) if self.media else None  # never a range such as */*
+        self.headers = required_headers(response.headers, response.required_headers, samples)
         if self.status < 200:
             self.problem = f"its response {key} is informational (1xx), which cannot end an exchange"
             return
@@ -83,6 +84,10 @@ class Answer:
             return
         schema = self.media.schema
         whole = check(self.media)
+        defs = defs_of(schema)
+        if self.examples and (samples if samples is not None else Checks()).marks_inside(schema, defs, "writeOnly"):
+            # A declared example is an answer too: its `writeOnly` members (a password) are never sent.
+            self.examples = {name: _public(value, schema, defs) for name, value in self.examples.items()}
         if self.examples:
             # The default answer must keep the contract: the first example that fits its schema.
             fitting = [v for v in self.examples.values() if whole is None or whole.is_valid(v)]
@@ -95,7 +100,6 @@ class Answer:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
             self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
             return
-        defs = defs_of(schema)
         flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
             props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
@@ -164,11 +168,43 @@ class Answer:
                                              " with `off_contract: true` can answer it")
         body = self.body_for(request_body, example)
         if body is NO_BODY or sends_no_body(self.status):
-            return Outgoing(self.status, NO_BODY, b"", None)
+            return Outgoing(self.status, NO_BODY, b"", None, dict(self.headers))
         content_type = self.content_type or JSON
         if isinstance(body, str) and not is_json(content_type):
-            return Outgoing(self.status, body, body.encode("utf-8"), content_type)
-        return json_reply(self.status, body, content_type=content_type)
+            return Outgoing(self.status, body, body.encode("utf-8"), content_type, dict(self.headers))
+        return json_reply(self.status, body, dict(self.headers), content_type=content_type)
+
+
+def required_headers(schemas: dict[str, Any], names: tuple[str, ...], samples: Checks | None) -> dict[str, str]:
+    """The response headers the spec marks `required`, each a value generated from its schema, written as the
+    `simple` style writes it (`1,2`; an object `k,v`); a header no value can be made for is left out."""
+    out: dict[str, str] = {}
+    for name in names:
+        schema = schemas.get(name)
+        made = (samples.generated(schema, generate) if samples is not None else generate(schema)) if schema else None
+        if made is None or made.problem is not None:
+            value: Any = "x" if schema in (None, True, {}) else None
+        else:
+            value = made.value
+        text = _simple(value)
+        if text is not None:
+            out[name] = text
+    return out
+
+
+def _simple(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        text = str(value)
+        return text if text.isprintable() and text.isascii() else None
+    if isinstance(value, list):
+        parts = [_simple(v) for v in value]
+        return None if None in parts else ",".join(p for p in parts if p is not None)
+    if isinstance(value, dict):
+        parts = [p for k, v in value.items() for p in (str(k), _simple(v))]
+        return None if None in parts else ",".join(p for p in parts if p is not None)
+    return None
 
 
 def _public(value: Any, schema: Any, defs: dict[str, Any], seen: IdentityMemo[Any] | None = None, depth: int = 0) -> Any:

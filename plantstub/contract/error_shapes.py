@@ -86,8 +86,10 @@ class ErrorShape:
         if record is None:
             sample_text = "body.x: plantstub's own error"
             ours = error_body(status, sample_text)
-            # Also where the shape has no place for text but takes our record (`schema: {}`: any JSON).
-            record = self.body(status, sample_text) == ours or (not self.texts and self.whole.is_valid(ours))
+            # Also where the shape has no place for text but takes our record (`schema: {}`: any JSON); never
+            # for problem+json, whose media type the record (application/json) would not keep.
+            record = self.body(status, sample_text) == ours or (
+                not self.texts and not self.problem and self.whole.is_valid(ours))
             self.records[status] = record
         return record
 

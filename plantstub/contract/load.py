@@ -361,17 +361,21 @@ class _Loader:
         raw, base = self.deref(raw, base, where)
         raw = expect(dict, raw, where, "a Response mapping")
         headers = {}
+        required = []
         for name, header in expect(dict, raw.get("headers"), f"{where}.headers", "a mapping").items():
             header, header_base = self.deref(header, base, f"{where}.headers.{name}")
             header = expect(dict, header, f"{where}.headers.{name}", "a Header mapping")
             headers[str(name)] = self.schema(
                 _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema",
                 "response")
+            if header.get("required") is True and str(name).lower() not in ("content-type", "content-length"):
+                required.append(str(name))
         return Response(
             status=status,
             description=str(raw.get("description", "")),
             content=self.content(raw.get("content"), base, f"{where}.content", "response"),
             headers=headers,
+            required_headers=tuple(required),
         )
 
     def parameter(self, raw: Any, base: str, where: str) -> Parameter | None:

@@ -41,6 +41,7 @@ class Response:
     description: str
     content: dict[str, MediaType]
     headers: dict[str, dict | bool | None]
+    required_headers: tuple[str, ...] = ()  # of `headers`, the ones marked `required: true`: every answer sends them
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from plantstub._json import MISSING
 from plantstub._memo import IdentityMemo
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, SecurityScheme, Spec, Webhook
 
-FORMAT = 1  # raised whenever what encode() writes changes
+FORMAT = 2  # raised whenever what encode() writes changes
 
 
 class Corrupt(ValueError):
@@ -58,7 +58,8 @@ class _Writer:
             "body_required": op.body_required,
             "body": None if op.body is None else [self.media(m) for m in op.body.values()],
             "responses": [[r.status, r.description, [self.media(m) for m in r.content.values()],
-                           {name: self.schema(s) for name, s in r.headers.items()}] for r in op.responses.values()],
+                           {name: self.schema(s) for name, s in r.headers.items()}, list(r.required_headers)]
+                          for r in op.responses.values()],
             "security": [[[s.name, s.type, s.scheme, s.location, s.param] for s in alt] for alt in op.security],
             "callbacks": [self.webhook(w) for w in op.callbacks],
         }
@@ -112,8 +113,8 @@ class _Reader:
             body_required=raw["body_required"],
             body=None if body is None else {m.name: m for m in map(self.media, body)},
             responses={status: Response(status, text, {m.name: m for m in map(self.media, content)},
-                                        {k: self.schema(v) for k, v in headers.items()})
-                       for status, text, content, headers in raw["responses"]},
+                                        {k: self.schema(v) for k, v in headers.items()}, tuple(map(_text, required)))
+                       for status, text, content, headers, required in raw["responses"]},
             security=tuple(tuple(SecurityScheme(*scheme) for scheme in alt) for alt in raw["security"]),
             callbacks=tuple(map(self.webhook, raw["callbacks"])),
         )

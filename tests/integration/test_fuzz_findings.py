@@ -1,0 +1,113 @@
+"""What schemathesis (`--checks all`, tests/benchmarks/fuzz_errors.py) found on real documents (issue 25), each
+as a minimal document through `plantstub serve` and raw HTTP; answers are checked against the declared schema."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.helpers import ServeProcess, raw_call
+
+USER = {"type": "object", "required": ["id"], "properties": {
+    "id": {"type": "string"},
+    "password": {"type": "string", "writeOnly": True},
+    "profile": {"type": "object", "properties": {"timezone": {"type": "string", "writeOnly": True},
+                                                  "title": {"type": "string"}}}}}
+USER_EXAMPLE = {"id": "u1", "password": "hunter2", "profile": {"timezone": "Europe/Paris", "title": "Dr"}}
+USERS = {"type": "object", "properties": {"Resources": {"type": "array", "items": {"$ref": "#/components/schemas/User"}}}}
+LIMITS = {
+    "X-Rate-Limit-Limit": {"required": True, "schema": {"type": "integer", "minimum": 10}},
+    "X-Request-Id": {"$ref": "#/components/headers/RequestId"},
+    "X-Tags": {"required": True, "schema": {"type": "array", "minItems": 2, "items": {"type": "string", "enum": ["a"]}}},
+    "X-Optional": {"schema": {"type": "string"}},
+}
+PROBLEM = {"type": "object", "properties": {"type": {"type": "string"}, "title": {"type": "string"}}}
+SPEC: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "fuzz findings", "version": "1"},
+    "paths": {
+        "/users": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/Users"},
+            "example": {"Resources": [USER_EXAMPLE]}}}}}}},
+        "/users/{id}": {"get": {
+            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/User"},
+                "examples": {"first": {"value": USER_EXAMPLE}}}}}}}},
+        "/tickets": {"post": {
+            "requestBody": {"required": True, "content": {"application/json": {"schema": USER}}},
+            "responses": {"201": {"description": "ok", "content": {"application/json": {"schema": USER}}},
+                          "400": {"description": "refused", "content": {"application/problem+json": {
+                              "schema": {"$ref": "#/components/schemas/Problem"}}}}}}},
+        "/limited": {"get": {"responses": {"200": {"description": "ok", "headers": LIMITS,
+                                                   "content": {"application/json": {"schema": USER}}}}},
+                     "delete": {"responses": {"204": {"description": "gone", "headers": LIMITS}}}},
+    },
+    "components": {"schemas": {"User": USER, "Users": USERS, "Problem": PROBLEM},
+                   "headers": {"RequestId": {"required": True, "schema": {"type": "string", "format": "uuid"}}}},
+}
+
+
+def answer_schema(schema: Any) -> Any:
+    """`schema` as an answer must meet it: a `writeOnly` property may not be present (as schemathesis reads it)."""
+    if isinstance(schema, dict):
+        out = {k: answer_schema(v) for k, v in schema.items()}
+        if schema.get("writeOnly"):
+            return {"not": {}}
+        return out
+    if isinstance(schema, list):
+        return [answer_schema(v) for v in schema]
+    return schema
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz")
+    spec = folder / "fuzz.json"
+    spec.write_text(json.dumps(SPEC), encoding="utf-8")
+    stub = ServeProcess("--spec", str(spec), "--port", "0", "--scenarios", str(folder))
+    try:
+        yield stub.url
+    finally:
+        stub.stop()
+    assert "Traceback" not in stub.stderr
+
+
+def _valid(body: Any, ref: str) -> None:
+    schema = {"$ref": f"#/components/schemas/{ref}", "components": answer_schema(SPEC["components"])}
+    schema["$ref"] = f"#/components/schemas/{ref}"
+    jsonschema.validate(body, schema)
+
+
+@pytest.mark.parametrize(("path", "ref"), [("/users", "Users"), ("/users/u1", "User")])
+def test_declared_examples_are_answered_without_write_only_members(url, path, ref):
+    status, data, _ = raw_call(url, "GET", path)
+    body = json.loads(data)
+    user = body["Resources"][0] if ref == "Users" else body
+    assert (status, user) == (200, {"id": "u1", "profile": {"title": "Dr"}})
+    _valid(body, ref)
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_required_response_headers_are_sent(url, method):
+    status, _, headers = raw_call(url, method, "/limited")
+    assert status == (200 if method == "GET" else 204)
+    assert int(headers["X-Rate-Limit-Limit"]) >= 10
+    assert headers["X-Tags"] == "a,a"
+    assert str(uuid.UUID(headers["X-Request-Id"])) == headers["X-Request-Id"]
+    assert "X-Optional" not in headers
+
+
+def test_a_problem_json_error_without_a_text_field_keeps_its_media_type(url):
+    """Redocly's museum: a problem+json 400 whose schema has only `type` and `title` was answered with our
+    Error record as application/json, a media type the operation does not declare."""
+    status, data, headers = raw_call(url, "POST", "/tickets", b"{}", {"Content-Type": "application/json"})
+    assert (status, headers["Content-Type"]) == (400, "application/problem+json")
+    body = json.loads(data)
+    assert body == {"type": "about:blank", "title": "Bad Request"}
+    assert headers["X-Plantstub-Error"] == "body: 'id' is a required property"
+    _valid(body, "Problem")
