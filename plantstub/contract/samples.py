@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, is_number, marked
+from plantstub.contract.flatten import defs_of, is_number, marked, public
 from plantstub.contract.oneof_samples import Apart
 from plantstub.contract.pattern import matching_strings
 from plantstub.contract.sample_values import NONE, Later, kind_of, made, number, numbers, of, strings, variants
@@ -111,6 +111,9 @@ class _Sampler:
         given += flat["enum"] if isinstance(flat.get("enum"), list) else []
         given += flat["examples"] if isinstance(flat.get("examples"), list) else []
         given += [flat[key] for key in ("example", "default") if key in flat]
+        if given and self.checks.marks_inside(schema, self.defs, "writeOnly"):
+            # The spec's own values are answers too: their `writeOnly` members (a password) are never sent.
+            given = [public(v, schema, self.defs) if isinstance(v, (dict, list)) else v for v in given]
         for key in ("oneOf", "anyOf"):
             if isinstance(flat.get(key), list) and flat[key]:
                 alone = all(k in ("oneOf", "anyOf") for k in flat)
