@@ -63,9 +63,32 @@ class ServedOperation:
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body)
 
     def own(self, out: Outgoing) -> Outgoing:
-        """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any."""
-        if out.ours is None or not 400 <= out.status < 500:
+        """An answer made apart from the declared ones (our refusal, the store's, a scenario rule's) as this operation
+        declares it: our own 4xx in the error shape declared for its status, and the response headers declared
+        `required` for its status sent (a reply's own value kept). The one place every such answer passes."""
+        if out.ours is not None and 400 <= out.status < 500:
+            out = self._shaped(out)
+        return self._headed(out) if self.heads else out
+
+    @cached_property
+    def heads(self) -> bool:
+        """Whether some response of the operation marks headers `required` (most do not: nothing to add)."""
+        return any(r.required_headers for r in self.op.responses.values())
+
+    def _headed(self, out: Outgoing) -> Outgoing:
+        response = self.op.response_for(out.status)
+        if response is None or not response.required_headers:
             return out
+        key = next(k for k, r in self.op.responses.items() if r is response)
+        wanted = self.answer(key).headers  # generated once per declared response
+        have = {name.lower() for name in out.headers}
+        missing = {name: value for name, value in wanted.items() if name.lower() not in have}
+        if not missing:
+            return out
+        return Outgoing(out.status, out.body, out.payload, out.content_type, {**missing, **out.headers}, out.ours)
+
+    def _shaped(self, out: Outgoing) -> Outgoing:
+        assert out.ours is not None
         response = self.op.response_for(out.status)
         if response is None:
             return out

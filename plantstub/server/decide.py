@@ -177,10 +177,12 @@ def _rule_answer(runtime: Runtime, rule: Rule, at: int, incoming: IncomingReques
     hooks = rule_webhooks(rule, incoming, base.body, templates) if rule.webhooks is not None else None
     out, fault = rule_reply(reply, incoming, base.body, templates)
     stub_errors: tuple[str, ...] = ()
-    if not rule.off_contract and reply.fault is None and out.body is not NO_BODY:
+    if not rule.off_contract and reply.fault is None:
         assert base.op is not None  # a rule answers an operation
-        broken = runtime.contract.rendered_violations(base.op, reply, out.body)
-        stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
+        out = runtime.served[base.op].own(out)  # the response headers its status requires
+        if out.body is not NO_BODY:
+            broken = runtime.contract.rendered_violations(base.op, reply, out.body)
+            stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
     return base._replace(out=out, fault=fault, delay_ms=reply.delay_ms, hooks=hooks, stub_errors=stub_errors)
 
 
