@@ -27,6 +27,9 @@ LIMITS = {
     "X-Tags": {"required": True, "schema": {"type": "array", "minItems": 2, "items": {"type": "string", "enum": ["a"]}}},
     "X-Optional": {"schema": {"type": "string"}},
 }
+# Okta's orderBy: `orderBy=` is both an empty array and an array of one empty string, as OpenAPI writes them.
+ORDER_BY = {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "string"}}
+IDS = {"type": "array", "minItems": 1, "items": {"type": "integer"}}
 PROBLEM = {"type": "object", "properties": {"type": {"type": "string"}, "title": {"type": "string"}}}
 SPEC: dict[str, Any] = {
     "openapi": "3.0.3",
@@ -42,6 +45,10 @@ SPEC: dict[str, Any] = {
                 "examples": {"first": {"value": USER_EXAMPLE}}}}}}}},
         "/user-list": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/UserList"}}}}}}},
+        "/ordered": {"get": {"parameters": [
+            {"name": "orderBy", "in": "query", "style": "form", "explode": False, "schema": ORDER_BY},
+            {"name": "ids", "in": "query", "style": "form", "explode": False, "schema": IDS}],
+            "responses": {"204": {"description": "ok"}}}},
         "/tickets": {"post": {
             "requestBody": {"required": True, "content": {"application/json": {"schema": USER}}},
             "responses": {"201": {"description": "ok", "content": {"application/json": {"schema": USER}}},
@@ -115,3 +122,13 @@ def test_a_problem_json_error_without_a_text_field_keeps_its_media_type(url):
     assert body == {"type": "about:blank", "title": "Bad Request"}
     assert headers["X-Plantstub-Error"] == "body: 'id' is a required property"
     _valid(body, "Problem")
+
+
+@pytest.mark.parametrize(("query", "status"), [("orderBy=", 204), ("orderBy=created%20asc", 204), ("ids=", 400),
+                                               ("ids=1,2", 204), ("orderBy=a,b", 400)])
+def test_an_empty_form_array_is_read_as_one_empty_item_where_no_items_are_refused(url, query, status):
+    """Okta's `orderBy` (form, explode false, minItems 1): `orderBy=` was read as `[]` only, refused."""
+    got, data, _ = raw_call(url, "GET", f"/ordered?{query}")
+    assert got == status, data
+    if query == "ids=":  # an empty integer is no integer either: no reading of it is valid
+        assert json.loads(data)["message"] == "query.ids: [] should be non-empty"
