@@ -30,6 +30,10 @@ LIMITS = {
 # Okta's orderBy: `orderBy=` is both an empty array and an array of one empty string, as OpenAPI writes them.
 ORDER_BY = {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "string"}}
 IDS = {"type": "array", "minItems": 1, "items": {"type": "integer"}}
+# Okta OPA's TeamUserAttribute: `type: object` beside a oneOf of strings and integers.
+ATTRIBUTE = {"type": "object", "required": ["attribute_value"], "properties": {"attribute_value": {
+    "type": "object", "oneOf": [{"type": "string"}, {"type": "integer", "minimum": 100}]}}}
+LOOSE = {"type": "object", "properties": {"name": {"type": "string"}, **ATTRIBUTE["properties"]}}
 PROBLEM = {"type": "object", "properties": {"type": {"type": "string"}, "title": {"type": "string"}}}
 SPEC: dict[str, Any] = {
     "openapi": "3.0.3",
@@ -49,6 +53,10 @@ SPEC: dict[str, Any] = {
             {"name": "orderBy", "in": "query", "style": "form", "explode": False, "schema": ORDER_BY},
             {"name": "ids", "in": "query", "style": "form", "explode": False, "schema": IDS}],
             "responses": {"204": {"description": "ok"}}}},
+        "/attribute": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {
+            "schema": ATTRIBUTE}}}}}},
+        "/loose-attribute": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {
+            "schema": LOOSE}}}}}},
         "/tickets": {"post": {
             "requestBody": {"required": True, "content": {"application/json": {"schema": USER}}},
             "responses": {"201": {"description": "ok", "content": {"application/json": {"schema": USER}}},
@@ -132,3 +140,15 @@ def test_an_empty_form_array_is_read_as_one_empty_item_where_no_items_are_refuse
     assert got == status, data
     if query == "ids=":  # an empty integer is no integer either: no reading of it is valid
         assert json.loads(data)["message"] == "query.ids: [] should be non-empty"
+
+
+def test_a_type_no_branch_allows_is_named_as_the_documents_contradiction(url):
+    """Okta OPA's `attribute_value`: the 501 said plantstub found no value, as if it might exist; none does."""
+    status, data, _ = raw_call(url, "GET", "/attribute")
+    assert status == 501
+    message = json.loads(data)["message"]
+    assert message.startswith("plantstub cannot answer GET /attribute: no value satisfies the schema of its response 200")
+    assert "its `type` is one no oneOf/anyOf branch beside it allows" in message
+    assert "attribute_value: type object, its oneOf branches integer, string)" in message
+    status, data, _ = raw_call(url, "GET", "/loose-attribute")  # left out where the value may go without it
+    assert status == 200 and "attribute_value" not in json.loads(data)
