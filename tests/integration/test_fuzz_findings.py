@@ -34,6 +34,9 @@ IDS = {"type": "array", "minItems": 1, "items": {"type": "integer"}}
 ATTRIBUTE = {"type": "object", "required": ["attribute_value"], "properties": {"attribute_value": {
     "type": "object", "oneOf": [{"type": "string"}, {"type": "integer", "minimum": 100}]}}}
 LOOSE = {"type": "object", "properties": {"name": {"type": "string"}, **ATTRIBUTE["properties"]}}
+# Plaid's IncomeVerificationPrecheckEmployerAddress: nullable, and an allOf whose part is not.
+ADDRESS = {"type": "object", "properties": {"address": {"type": "object", "nullable": True, "allOf": [
+    {"type": "object", "properties": {"city": {"type": "string"}}}]}}}
 PROBLEM = {"type": "object", "properties": {"type": {"type": "string"}, "title": {"type": "string"}}}
 SPEC: dict[str, Any] = {
     "openapi": "3.0.3",
@@ -57,6 +60,9 @@ SPEC: dict[str, Any] = {
             "schema": ATTRIBUTE}}}}}},
         "/loose-attribute": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {
             "schema": LOOSE}}}}}},
+        "/employers": {"post": {
+            "requestBody": {"required": True, "content": {"application/json": {"schema": ADDRESS}}},
+            "responses": {"204": {"description": "ok"}}}},
         "/tickets": {"post": {
             "requestBody": {"required": True, "content": {"application/json": {"schema": USER}}},
             "responses": {"201": {"description": "ok", "content": {"application/json": {"schema": USER}}},
@@ -152,3 +158,11 @@ def test_a_type_no_branch_allows_is_named_as_the_documents_contradiction(url):
     assert "attribute_value: type object, its oneOf branches integer, string)" in message
     status, data, _ = raw_call(url, "GET", "/loose-attribute")  # left out where the value may go without it
     assert status == 200 and "attribute_value" not in json.loads(data)
+
+
+@pytest.mark.parametrize(("body", "status"), [(b'{"address": null}', 204), (b'{"address": {"city": "Oslo"}}', 204),
+                                              (b'{"address": {"city": 1}}', 400), (b'{"address": 1}', 400)])
+def test_nullable_beside_an_all_of_takes_null(url, body, status):
+    """Plaid's employer address: `nullable: true` beside an allOf whose part says `type: object` refused null."""
+    got, data, _ = raw_call(url, "POST", "/employers", body, {"Content-Type": "application/json"})
+    assert got == status, data
