@@ -259,6 +259,7 @@ class Store:
         kind = action.kind
         if kind == LIST:
             return self._list(action, path, query)
+        body = resource.unwrap(body)
         if kind == CREATE:
             return self._create(action, path, body) if isinstance(body, dict) else None
         key = resource.key_of(path_params.get(resource.param, ""))
