@@ -111,6 +111,16 @@ class Resource:
             return not self.key_types & _READ_AS_OTHER
         return len(text) < 19 and ("integer" in self.key_types or "number" in self.key_types)
 
+    def path_refuses(self, value: Any) -> bool:
+        """Whether the item parameter's schema refuses the key `value` that a path could carry (a text under an
+        integer parameter): the document names records in the path's form, so the store assigns one."""
+        if not self.fits(value):
+            return False
+        text = key_text(value)
+        if self.key_check is None or not text or text in (".", "..") or _has_surrogate(text):
+            return False
+        return not self.key_check.is_valid(self.key_of(text))
+
     def unaddressable(self, value: Any) -> str | None:
         """Why no item path names the key `value` (which fits()): `/words/{word}` must read it back as the same
         key, and its parameter's schema take it. None when one does (or the resource has no item path)."""

@@ -70,3 +70,10 @@ def test_record_in_one_property_of_an_answer_of_several(url):
                               lambda a: a["employee"]["employeeID"])
     assert created["employee"] == {"employeeID": "00000000-0000-4000-8000-000000000001", "firstName": "Ada"}
     assert read["employee"] == created["employee"]
+
+
+def test_sent_key_the_item_path_refuses_is_replaced_by_one_it_takes(url):
+    created, read = roundtrip(url, "/mappings", "/mappings/{id}", {"id": "x", "label": "a"}, lambda a: a["id"])
+    assert created == read == {"id": "1", "label": "a"}
+    created, read = roundtrip(url, "/mappings", "/mappings/{id}", {"id": "7", "label": "b"}, lambda a: a["id"])
+    assert created == read == {"id": "7", "label": "b"}  # a key the path takes is the client's
