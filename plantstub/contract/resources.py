@@ -272,7 +272,7 @@ class Resources:
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(fields_of(flat_of(schema, defs)) or ()) if schema is not None else frozenset()
         shown_fields = set(shape_of(item["GET"], None, fields).fields or ()) if "GET" in item else set()
-        key = key_field(param, fields | shown_fields)
+        key = key_field(param, shown_fields) if shown_fields else key_field(param, fields)  # the answer's first
         key_schema = _key_param(item, param)
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None

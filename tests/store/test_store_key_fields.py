@@ -77,3 +77,8 @@ def test_sent_key_the_item_path_refuses_is_replaced_by_one_it_takes(url):
     assert created == read == {"id": "1", "label": "a"}
     created, read = roundtrip(url, "/mappings", "/mappings/{id}", {"id": "7", "label": "b"}, lambda a: a["id"])
     assert created == read == {"id": "7", "label": "b"}  # a key the path takes is the client's
+
+
+def test_key_field_is_the_answers_before_a_body_field_named_as_the_parameter(url):
+    created, read = roundtrip(url, "/stages", "/stages/{stageId}", {"label": "a"}, lambda a: a["id"])
+    assert created == read == {"id": "1", "label": "a"}
