@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plantstub._json import shown
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.shapes import fields_of, flat_of
 
@@ -58,3 +59,18 @@ def envelope_of(body: Any, answers: list[Any]) -> str | None:
         if isinstance(found, dict) and name in found and fields_of(flat_of(found[name], defs_of(whole))) is not None:
             return name
     return None
+
+
+def key_text(value: Any) -> str:
+    """One spelling per key, as a path segment reads: 7 and "7" are the same record (every digit counts)."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else shown(value)
+
+
+def has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

@@ -15,7 +15,7 @@ from plantstub._json import pick_json, shown
 from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
-from plantstub.contract.keys import envelope_of, key_field, with_defs
+from plantstub.contract.keys import envelope_of, has_surrogate, key_field, key_text, with_defs
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
@@ -117,7 +117,7 @@ class Resource:
         if not self.fits(value):
             return False
         text = key_text(value)
-        if self.key_check is None or not text or text in (".", "..") or _has_surrogate(text):
+        if self.key_check is None or not text or text in (".", "..") or has_surrogate(text):
             return False
         return not self.key_check.is_valid(self.key_of(text))
 
@@ -131,7 +131,7 @@ class Resource:
             reason = "an empty path segment"
         elif text in (".", ".."):
             reason = "clients drop a path segment . or .. before sending"
-        elif not text.isascii() and _has_surrogate(text):
+        elif not text.isascii() and has_surrogate(text):
             reason = "a lone surrogate, which no URL carries"
         else:
             read = value if self._reads_back(value, text) else self.key_of(text)
@@ -161,21 +161,6 @@ class Action:
     per_page: str | None = None
     per_page_default: int | None = None  # the page size a page is cut by when the request does not say one
     wrapper: Page | None = None  # how a list answer wraps the records (`{"data": [...]}`); None: an array
-
-
-def key_text(value: Any) -> str:
-    """One spelling per key, as a path segment reads: 7 and "7" are the same record (every digit counts)."""
-    if isinstance(value, str):
-        return value
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else shown(value)
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _declares(op: Operation, status: int) -> bool:
