@@ -105,3 +105,8 @@ def test_create_from_a_form_body_is_read_back(url):
     status, read = call(url, "GET", f"/conversations/{created['sid']}")
     assert (status, read) == (200, created)
     assert call(url, "GET", "/__plantstub/state")[1]["/conversations"][0]["FriendlyName"] == "chat"
+
+
+def test_assigned_key_keeps_a_pattern_that_the_counter_in_its_tail_would_break(url):
+    keys = [roundtrip(url, "/tools", "/tools/{id}", {"name": n}, lambda a: a["id"])[1]["id"] for n in "ab"]
+    assert len(set(keys)) == 2 and all(k.startswith("aia_tool_") for k in keys), keys
