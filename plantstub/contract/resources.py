@@ -289,7 +289,7 @@ class Resources:
             if whole is None or isinstance(whole, bool):
                 continue
             flat = flat_of(whole, defs)
-            wrapped = wrapper(flat, defs, fields | {key})
+            wrapped = wrapper(flat, defs, fields | {key}, key)
             props = (wrapped[1] if wrapped else flat).get("properties")
             if isinstance(props, dict) and key in props and not isinstance(props[key], bool):
                 schemas.append((props[key], defs))

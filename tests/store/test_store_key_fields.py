@@ -110,3 +110,10 @@ def test_create_from_a_form_body_is_read_back(url):
 def test_assigned_key_keeps_a_pattern_that_the_counter_in_its_tail_would_break(url):
     keys = [roundtrip(url, "/tools", "/tools/{id}", {"name": n}, lambda a: a["id"])[1]["id"] for n in "ab"]
     assert len(set(keys)) == 2 and all(k.startswith("aia_tool_") for k in keys), keys
+
+
+def test_record_in_the_one_object_property_beside_a_field_named_as_a_record_field(url):
+    created, read = roundtrip(url, "/bills", "/bills/{id}", {"status": "paid", "total": 3.5},
+                              lambda a: a["data"]["id"])
+    assert created["data"] == {"id": "1"}
+    assert read["data"] == {"id": "1", "status": "paid", "total": 3.5}
