@@ -87,13 +87,14 @@ class Resource:
 
     def assign(self, n: int) -> Any | None:
         """The `n`th key the stub assigns: `n` itself where every schema takes it, else a generated key with `n`
-        in its tail (a uuid, a pattern's text), else the enum's `n`th value; None when none fits."""
+        in its tail (a uuid, a pattern's text) or after it, else the enum's `n`th value; None when none fits."""
         digits = str(n)
         candidates: list[Any] = [digits, n] if self.assigns_text else [n, digits]
         for text in self.key_samples:
             if len(digits) <= len(text):
                 width = min(len(text), max(len(digits), 12))
                 candidates.append(text[: len(text) - width] + digits.rjust(width, "0"))
+            candidates.append(text + digits)  # a pattern the tail replaced breaks (`^aia_tool_.+$`): appended
         if n <= len(self.key_enum):
             candidates.append(self.key_enum[n - 1])
         for value in candidates:
@@ -288,7 +289,7 @@ class Resources:
             if whole is None or isinstance(whole, bool):
                 continue
             flat = flat_of(whole, defs)
-            wrapped = wrapper(flat, defs, fields | {key})
+            wrapped = wrapper(flat, defs, fields | {key}, key)
             props = (wrapped[1] if wrapped else flat).get("properties")
             if isinstance(props, dict) and key in props and not isinstance(props[key], bool):
                 schemas.append((props[key], defs))

@@ -82,13 +82,18 @@ def fields_of(flat: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(props)
 
 
-def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str]) -> tuple[str, dict[str, Any]] | None:
+def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
+            key: str | None = None) -> tuple[str, dict[str, Any]] | None:
     """(the property, its flattened schema) when `flat` wraps a record in a property (`{"user": {...}}`): an object
     the records have no field of that name for, its one property; or, of several properties none of which is a
     record field, the one object sharing the most fields with the records (Xero's `{"pagination", "problem",
-    "employee": {...}}`, a tie: none)."""
+    "employee": {...}}`, a tie: none). Some may be record fields when the `key` is not among them and they are
+    fewer than half (apideck's `{"status_code", "status", "data": {...}}`)."""
     props = flat.get("properties")
-    if not isinstance(props, dict) or not props or not fields or fields & set(props):
+    if not isinstance(props, dict) or not props or not fields:
+        return None
+    named = fields & set(props)
+    if named and (key is None or key in named or len(named) * 2 >= len(props)):
         return None
     if len(props) == 1:
         (name, sub), = props.items()
@@ -96,6 +101,8 @@ def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str]) 
         return (name, inner) if fields_of(inner) is not None else None
     best: list[tuple[int, str, dict[str, Any]]] = []
     for name, sub in props.items():
+        if name in named:
+            continue
         inner = flat_of(sub, defs)
         shared = len(fields & set(fields_of(inner) or ()))
         if shared:
@@ -174,7 +181,7 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
     many = flat.get("type") == "array" or "items" in flat
     if many:
         flat = flat_of(flat.get("items", True), defs)
-    wrapped = wrapper(flat, defs, fields)
+    wrapped = wrapper(flat, defs, fields, record_key)
     around = _defaults(flat, defs, checks) if wrapped is not None and checks is not None else ()
     wrap, flat = wrapped if wrapped is not None else (None, flat)
     defaults = _defaults(flat, defs, checks) if checks is not None else ()

@@ -140,7 +140,8 @@ def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenari
     if store is not None:  # --stateful: the records answer where the default answer would
         action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it
         if action is not None:
-            out = store.answer(action, base.params, incoming.query, base.body)
+            # No body sent (an optional one): the record starts empty; None is a body that was sent but not read.
+            out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
             if out is not None:
                 return base._replace(out=served.own(out), created=store.created)
     return _answered(base, served.default(base.body))

@@ -4,14 +4,16 @@ every answer is valid against the schema the document declares for it (jsonschem
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
 
-from tests.helpers import SPECS, ServeProcess, call
+from tests.helpers import JSON_AUTH, SPECS, ServeProcess, call
 
 SPEC = SPECS / "store-keys.yaml"
 DOC = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
@@ -82,3 +84,36 @@ def test_sent_key_the_item_path_refuses_is_replaced_by_one_it_takes(url):
 def test_key_field_is_the_answers_before_a_body_field_named_as_the_parameter(url):
     created, read = roundtrip(url, "/stages", "/stages/{stageId}", {"label": "a"}, lambda a: a["id"])
     assert created == read == {"id": "1", "label": "a"}
+
+
+def test_create_with_no_body_stores_a_record_read_back_by_its_key(url):
+    request = urllib.request.Request(url + "/conversations", method="POST", headers=JSON_AUTH)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 201
+        created = valid("/conversations", "post", 201, json.loads(response.read()))
+    assert re.fullmatch("CH0{31}1", created["sid"])  # assigned, not the default answer's generated sid
+    status, read = call(url, "GET", f"/conversations/{created['sid']}")
+    assert (status, valid("/conversations/{Sid}", "get", 200, read)) == (200, created)
+    assert call(url, "GET", "/__plantstub/state")[1]["/conversations"] == [created]
+
+
+def test_create_from_a_form_body_is_read_back(url):
+    request = urllib.request.Request(url + "/conversations", data=b"FriendlyName=chat", method="POST",
+                                     headers={**JSON_AUTH, "Content-Type": "application/x-www-form-urlencoded"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        created = valid("/conversations", "post", 201, json.loads(response.read()))
+    status, read = call(url, "GET", f"/conversations/{created['sid']}")
+    assert (status, read) == (200, created)
+    assert call(url, "GET", "/__plantstub/state")[1]["/conversations"][0]["FriendlyName"] == "chat"
+
+
+def test_assigned_key_keeps_a_pattern_that_the_counter_in_its_tail_would_break(url):
+    keys = [roundtrip(url, "/tools", "/tools/{id}", {"name": n}, lambda a: a["id"])[1]["id"] for n in "ab"]
+    assert len(set(keys)) == 2 and all(k.startswith("aia_tool_") for k in keys), keys
+
+
+def test_record_in_the_one_object_property_beside_a_field_named_as_a_record_field(url):
+    created, read = roundtrip(url, "/bills", "/bills/{id}", {"status": "paid", "total": 3.5},
+                              lambda a: a["data"]["id"])
+    assert created["data"] == {"id": "1"}
+    assert read["data"] == {"id": "1", "status": "paid", "total": 3.5}
