@@ -191,7 +191,7 @@ class Record(NamedTuple):
             body = self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
         if response_body is NO_BODY:
             response_body = _payload_view(self.payload, self.payload_json)
-        response: dict[str, Any] | None = {"status": self.status, "headers": self.response_headers,
+        response: dict[str, Any] | None = {"status": self.status, "headers": dict(self.response_headers),
                                            "body": response_body}
         if self.fault is not None:
             response = {"status": self.status, "headers": {}, "body": None, "fault": self.fault}

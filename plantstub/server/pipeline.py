@@ -32,9 +32,11 @@ from plantstub.server.response import (
 )
 from plantstub.server.runtime import Runtime
 from plantstub.server.session import Session
+from plantstub.server.wire import answer
 
 log = logging.getLogger("plantstub")
 _GONE = error_reply(499, "client went away before the answer")
+_NO_HEADERS: dict[str, str] = {}  # a pending call's reply headers: none yet (never changed: Record.view copies)
 
 
 class _Keeper:
@@ -71,6 +73,10 @@ def make_refusal(session: Session) -> Callable[[str, str, Outgoing], None]:
         keeper.keep(record, epoch, NO_BODY, out.body, None)
 
     return refuse
+
+
+def _aiohttp_answer(out: Outgoing, request: web.BaseRequest) -> web.StreamResponse:
+    return to_response(out, request.method == "HEAD")
 
 
 def incoming_of(request: web.BaseRequest, path: str, raw: bytes, query: dict[str, list[str]]) -> IncomingRequest:
@@ -112,8 +118,10 @@ class Pipeline:
     """One session's pipeline: route, read, decide, wait out a delay, send webhooks, answer, record; a request
     under ADMIN_PREFIX goes to the admin routes instead."""
 
-    def __init__(self, runtime: Runtime, session: Session, admin: AdminRoutes) -> None:
+    def __init__(self, runtime: Runtime, session: Session, admin: AdminRoutes, lean: bool = False) -> None:
         self.runtime = runtime
+        # The lean server's common answers go out in one write (server/wire.py); an Application's as its Responses.
+        self.respond = answer if lean else _aiohttp_answer
         self.session = session
         self.admin = admin
         self.journal = session.journal
@@ -163,7 +171,7 @@ class Pipeline:
                 return await self._misbehave(request, incoming, decision)
             if decision.sends:
                 send_webhooks(self.session, incoming, decision)
-            return to_response(decision.out, request.method == "HEAD")  # type: ignore[arg-type]  # decided
+            return self.respond(decision.out, request)  # type: ignore[arg-type]  # decided
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError,
                 web.HTTPRequestEntityTooLarge, web.RequestPayloadError) as exc:
             decision, response = self._failed(request, decision, exc)
@@ -186,7 +194,7 @@ class Pipeline:
         if decision.fault is not None:
             return await send_fault(request, decision.fault, decision.out)
         assert decision.out is not None  # decide() always decides
-        return to_response(decision.out, request.method == "HEAD")
+        return self.respond(decision.out, request)
 
     def _failed(self, request: web.BaseRequest, decision: Decision,
                 exc: BaseException) -> tuple[Decision, web.StreamResponse | None]:
@@ -205,12 +213,7 @@ class Pipeline:
     def _pend(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
               query: dict[str, list[str]], raw: bytes, decision: Decision) -> None:
         """List a call whose reply is delayed: the request and its verdict now, with no response (`pending`)."""
-        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
-        record = Record.of(
-            seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
-            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
-            None, {}, b"", False, None, decision.stub_errors,
-        )
+        record = self._record_of(seq, started, request, path, query, raw, decision, None, _NO_HEADERS, b"", False, None)
         self.journal.pend(record, epoch, NO_BODY if decision.body is None else decision.body)
 
     def _record(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
@@ -218,14 +221,22 @@ class Pipeline:
         out = decision.out or _GONE
         fault = decision.fault
         status = out.status if fault is None or fault.sends_status else None
-        # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
-        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
-        record = Record.of(
-            seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
-            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
-            # a copy: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
-            status, sent_headers(out), memoryview(out.payload).tobytes(), is_json(out.content_type),
-            None if fault is None else fault.value, decision.stub_errors,
-        )
+        # a copy of the payload: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
+        record = self._record_of(seq, started, request, path, query, raw, decision, status, sent_headers(out),
+                                 memoryview(out.payload).tobytes(), is_json(out.content_type),
+                                 None if fault is None else fault.value)
         response_body = None if out.body is NO_BODY else out.body
         self.keeper.keep(record, epoch, NO_BODY if decision.body is None else decision.body, response_body, decision.op)
+
+    @staticmethod
+    def _record_of(seq: int, started: float, request: web.BaseRequest, path: str, query: dict[str, list[str]],
+                   raw: bytes, decision: Decision, status: int | None, headers: dict[str, str], payload: bytes,
+                   payload_json: bool, fault: str | None) -> Record:
+        """The call as the journal keeps it: the request as sent, its verdict, and what was answered (if yet)."""
+        # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
+        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
+        return Record.of(
+            seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
+            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
+            status, headers, payload, payload_json, fault, decision.stub_errors,
+        )
