@@ -265,6 +265,8 @@ class SchemaCheck:
 
     def _listed(self, root: str, found: list[tuple[Any, str]]) -> list[Violation]:
         """In path order (array indices as numbers), each said once (allOf branches can repeat one)."""
+        if len(found) == 1:  # the usual refusal: nothing to order
+            return [self._violation(root, *found[0])]
         found.sort(key=lambda item: [(p, "") if isinstance(p, int) else (-1, str(p)) for p in item[0]])
         unique = list(dict.fromkeys(self._violation(root, path, message) for path, message in found))
         if len(unique) > MAX_VIOLATIONS:
