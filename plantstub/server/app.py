@@ -104,4 +104,4 @@ def make_handler(session: Session, sessions: Sessions | None = None, lean: bool 
     router = SessionRouter(sessions, partial(make_handler, lean=lean))  # before CORS: a session's answers get its own
     for method, name, route in router.admin_routes():
         admin.add(method, name, route)
-    return router.wrap(served)
+    return router.wrap(served, lean)

@@ -234,7 +234,7 @@ class Pipeline:
                    payload_json: bool, fault: str | None) -> Record:
         """The call as the journal keeps it: the request as sent, its verdict, and what was answered (if yet)."""
         # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
-        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
+        parsed = decision.body if decision.body is not None and not is_json(request.headers.get("Content-Type")) else NO_BODY
         return Record.of(
             seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
             request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,

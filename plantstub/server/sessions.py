@@ -57,17 +57,21 @@ class SessionRouter:
         self._handlers: dict[str, tuple[Session, Handler]] = {}
         sessions.when_ended(self._forget)  # an ended session's pipeline (and its journal) goes with it
 
-    def wrap(self, handler: Handler) -> Handler:
-        """`handler` for the default session; a session's requests to their own (one prefix or header check)."""
+    def wrap(self, handler: Handler, lean: bool = False) -> Handler:
+        """`handler` for the default session; a session's requests to their own (one prefix or header check). `lean`:
+        for aiohttp's low-level server, which awaits what it is given (an Application's router wants a coroutine)."""
 
-        async def route(request: web.BaseRequest) -> web.StreamResponse:
+        def route(request: web.BaseRequest) -> Awaitable[web.StreamResponse]:  # no coroutine of its own: no await
             if request.rel_url.raw_path.startswith("//"):
                 request = request.clone(rel_url=_joined(request.rel_url.raw_path, request.rel_url.raw_query_string))
             if request.path.startswith(SESSION_PREFIX) or SESSION_HEADER in request.headers:
-                return await self.dispatch(request, handler)
-            return await handler(request)
+                return self.dispatch(request, handler)
+            return handler(request)
 
-        return route
+        async def routed(request: web.BaseRequest) -> web.StreamResponse:
+            return await route(request)
+
+        return route if lean else routed
 
     async def dispatch(self, request: web.BaseRequest, default: Handler) -> web.StreamResponse:
         raw = request.rel_url.raw_path
