@@ -86,6 +86,14 @@ def incoming_of(request: web.BaseRequest, path: str, raw: bytes, query: dict[str
                            url.raw_query_string if query else "")
 
 
+def _arrived(request: web.BaseRequest) -> bytes | None:
+    """The whole body when it came with the head (nearly every request), taken without waiting; None otherwise."""
+    content = request.content
+    if content.is_eof() and content.exception() is None:
+        return content.read_nowait()
+    return None
+
+
 async def _continue(request: web.BaseRequest) -> None:
     """Answer `Expect: 100-continue` with `100 Continue` (curl sends it for bodies over 1 MiB): the client
     waits for a go-ahead before the body, which aiohttp's low-level server does not give on its own."""
@@ -154,7 +162,13 @@ class Pipeline:
                 return closing(decision.out)  # type: ignore[arg-type]  # a refusal has its answer
             if over_limit:
                 raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=request.content_length or 0)
-            raw = await request.read()
+            arrived = _arrived(request)
+            if arrived is None:
+                raw = await request.read()
+            elif len(arrived) > self.max_body:  # a chunked body (no Content-Length), read whole: as read() refuses it
+                raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=len(arrived))
+            else:
+                raw = arrived
             incoming = incoming_of(request, path, raw, query)
             decision = decide(self.runtime, self.session, incoming, active)
             if decision.delay_ms or decision.fault is not None:
