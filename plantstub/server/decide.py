@@ -114,18 +114,19 @@ def _decide(session: Session, served: ServedOperation, op: Operation, params: di
     base = _new(Decision, (None, op, params, body, None, errors, (), scenario and scenario.name,
                            None, None, 0, None, False))
     if violations and (scenario is None or scenario.validate_requests):
-        return _answered(base, _violation_reply(op, violations))
+        return _answered(base, _violation_reply(op, violations, errors))
     decision = _answer(session, served, scenario, incoming, base)
     if (decision.hooks is not None or op in session.webhooks.watched) and decision.fault is None:
         return decision._replace(sends=_sends(incoming, decision))
     return decision
 
 
-def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing:
+def _violation_reply(op: Operation, violations: Sequence[Violation], errors: tuple[str, ...]) -> Outgoing:
+    """401 naming the security problems when there are some, else 400 naming every violation (`errors`: their texts)."""
     unauthorized = [v for v in violations if v.status == 401]
     if unauthorized:
         return error_reply(401, "; ".join(map(str, unauthorized)), {"WWW-Authenticate": challenge(op)})
-    return error_reply(400, "; ".join(map(str, violations)))
+    return error_reply(400, "; ".join(errors))
 
 
 def _answer(session: Session, served: ServedOperation, scenario: Scenario | None, incoming: IncomingRequest,
