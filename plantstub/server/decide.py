@@ -137,15 +137,21 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
         out, problem = preferred(served, prefer, base.body)
         if out is not None:  # a Prefer that cannot be met answers its refusal
             return base.refused(out) if problem is not None else base._replace(out=out)
-    if session.declared.rules or scenario is not None:
-        with RegexBudget(REQUEST_SECONDS, "request") as budget:  # every `$regex` of the rules tried, together
-            decision = _by_rule(session.runtime, session, scenario, incoming, base)
-        if budget.spent is not None:  # say so: a rule that needed the pattern did not match
+    declared = session.declared
+    if declared.rules or scenario is not None:
+        if not declared.regex and (scenario is None or not session.scenarios.indexes[scenario.name].regex):
+            decision = _by_rule(session.runtime, session, scenario, incoming, base)  # no `$regex` to budget
             if decision is not None:
-                return decision._replace(stub_errors=(*decision.stub_errors, budget.message()))
-            base = base._replace(stub_errors=(budget.message(),))
-        elif decision is not None:
-            return decision
+                return decision
+        else:
+            with RegexBudget(REQUEST_SECONDS, "request") as budget:  # every `$regex` of the rules tried, together
+                decision = _by_rule(session.runtime, session, scenario, incoming, base)
+            if budget.spent is not None:  # say so: a rule that needed the pattern did not match
+                if decision is not None:
+                    return decision._replace(stub_errors=(*decision.stub_errors, budget.message()))
+                base = base._replace(stub_errors=(budget.message(),))
+            elif decision is not None:
+                return decision
     store = session.store
     if store is not None:  # --stateful: the records answer where the default answer would
         action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it

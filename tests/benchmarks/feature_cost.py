@@ -113,14 +113,14 @@ def rules_from_code(count: int) -> Callable[[str], None]:
     def declare(url: str) -> None:
         for n in range(count):
             admin(url, "POST", "rules", {"match": {"path": "/plants", "body": {"name": f"nobody-{n}"}},
-                                         "reply": {"status": 201, "body": {"name": f"nobody-{n}"}}})
+                                         "reply": {"status": 200, "body": {"name": f"nobody-{n}"}}})
 
     return declare
 
 
 def scenario_folder(folder: Path, count: int) -> Path:
     rules = "\n".join(f"  - match: {{path: /plants, body: {{name: nobody-{n}}}}}\n"
-                      f"    reply: {{status: 201, body: {{name: nobody-{n}}}}}" for n in range(count))
+                      f"    reply: {{status: 200, body: {{name: nobody-{n}}}}}" for n in range(count))
     (folder / "fifty.yaml").write_text(f"description: {count} rules, none matching the benchmark's calls\nrules:\n{rules}\n")
     return folder
 
