@@ -12,7 +12,7 @@ from typing import Any
 
 from plantstub._budget import Budget
 from plantstub._json import NO_BODY
-from plantstub.recording.call import Call, Record, dumps_call
+from plantstub.recording.call import Call, Record, dumps_record
 from plantstub.recording.journal_file import JournalFile
 
 DEFAULT_SIZE = 10_000
@@ -130,7 +130,7 @@ class Journal:
                 if self.epoch == now:  # numbers restart in a new epoch: a late answer must not unlist a new call
                     self._unpend(record.seq)
         if self.file is not None:  # a reset numbers calls from 1 again: (session, epoch, seq) names a call in the file
-            line = dumps_call(record.view(body, response_body), session=self.session, epoch=now if current else epoch)
+            line = dumps_record(record, body, response_body, session=self.session, epoch=now if current else epoch)
             self.file.write(line + b"\n")
         return current
 
