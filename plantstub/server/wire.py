@@ -31,7 +31,8 @@ _tail: list[Any] = [None, b""]  # the second it was made for, and Date and Serve
 
 
 def _plain(headers: dict[str, str]) -> bool:
-    """Whether aiohttp would write `headers` as they are (a Content-Type among them only as the last)."""
+    """Whether aiohttp would write `headers` as given: no name twice in any case, none it sets itself, nothing it
+    refuses."""
     names = [name.lower() for name in headers]
     if len(set(names)) != len(names) or _SET_BY_AIOHTTP.intersection(names):
         return False
@@ -39,6 +40,7 @@ def _plain(headers: dict[str, str]) -> bool:
 
 
 def _date_server() -> bytes:
+    """Date and Server, as aiohttp writes them, and the blank line that ends the head."""
     date = rfc822_formatted_time()  # aiohttp's own, made once a second
     if _tail[0] != date:
         _tail[0], _tail[1] = date, f"\r\nDate: {date}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n".encode()
