@@ -30,3 +30,14 @@ def test_the_file_line_is_the_call_views(record):
     more = {"session": "ci-1", "epoch": 2}
     assert dumps_record(record, **more) == dumps_call(record.view(), **more)
     assert dumps_record(record, {"id": 1}, {"name": "Fern"}) == dumps_call(record.view({"id": 1}, {"name": "Fern"}))
+
+
+@pytest.mark.parametrize("started", [1_700_000_000.0, 1_700_000_000.9994, 1_700_000_000.9995, 1_700_000_000.9999996,
+                                     1_700_000_000.123456789, 0.0, -1.25, 4_102_444_800.999])
+def test_a_calls_time_is_written_as_datetime_writes_it(started):
+    from datetime import datetime, timezone
+
+    from plantstub.recording.call import iso_time
+
+    expected = datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert iso_time(started) == iso_time(started) == expected  # made, then from the second kept
