@@ -25,6 +25,7 @@ from plantstub.errors import SpecError
 
 log = logging.getLogger("plantstub")
 LISTED = 20  # operations named in the start-up warning; each answer says its own reason anyway
+_UNKNOWN = object()
 EAGER = 5_000  # operations whose default answers are made at start; a bigger spec makes each on its first call
 
 
@@ -37,6 +38,7 @@ class ServedOperation:
         self._answers: dict[str, Answer] = {}
         self._response_checks: dict[tuple[str, str], SchemaCheck | str] = {}
         self._error_shapes: dict[str, ErrorShape | str | None] = {}
+        self._own_shapes: dict[int, Any] = {}  # status -> its shape, as _shape_for() found it (own() on every refusal)
 
     @cached_property
     def check(self) -> RequestCheck:
@@ -66,21 +68,27 @@ class ServedOperation:
         """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any."""
         if out.ours is None or not 400 <= out.status < 500:
             return out
-        response = self.op.response_for(out.status)
-        if response is None:
-            return out
-        key = next(k for k, r in self.op.responses.items() if r is response)
-        if key not in self._error_shapes:
-            answer = self.answer(key)
-            check = self.response_check(key, answer.media) if answer.media is not None else ""
-            self._error_shapes[key] = declared_shape(answer, check, self.samples)
-        shape = self._error_shapes[key]
+        shape = self._own_shapes.get(out.status, _UNKNOWN)
+        if shape is _UNKNOWN:
+            shape = self._own_shapes[out.status] = self._shape_for(out.status)
         if shape is None:
             return out
         if shape == PROBLEM:
             return problem_reply(out.status, out.ours, out.headers)
         assert isinstance(shape, ErrorShape)
         return out if shape.is_record(out.status) else shape.reply(out.status, out.ours, out.headers)
+
+    def _shape_for(self, status: int) -> ErrorShape | str | None:
+        """The error shape the response declared for `status` gives (None: none, or our Error record as it is)."""
+        response = self.op.response_for(status)
+        if response is None:
+            return None
+        key = next(k for k, r in self.op.responses.items() if r is response)
+        if key not in self._error_shapes:
+            answer = self.answer(key)
+            check = self.response_check(key, answer.media) if answer.media is not None else ""
+            self._error_shapes[key] = declared_shape(answer, check, self.samples)
+        return self._error_shapes[key]
 
     def _checked(self, key: str, media: MediaType) -> SchemaCheck | None:
         check = self.response_check(key, media)
