@@ -25,6 +25,7 @@ from plantstub.errors import SpecError
 
 log = logging.getLogger("plantstub")
 LISTED = 20  # operations named in the start-up warning; each answer says its own reason anyway
+_UNKNOWN = object()
 EAGER = 5_000  # operations whose default answers are made at start; a bigger spec makes each on its first call
 
 
@@ -37,6 +38,7 @@ class ServedOperation:
         self._answers: dict[str, Answer] = {}
         self._response_checks: dict[tuple[str, str], SchemaCheck | str] = {}
         self._error_shapes: dict[str, ErrorShape | str | None] = {}
+        self._own_shapes: dict[int, Any] = {}  # status -> its shape, as _shape_for() found it (own() on every refusal)
 
     @cached_property
     def check(self) -> RequestCheck:
@@ -63,19 +65,28 @@ class ServedOperation:
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body)
 
     def own(self, out: Outgoing) -> Outgoing:
-        """An answer made apart from the declared ones (our refusal, the store's, a scenario rule's) as this operation
-        declares it: our own 4xx in the error shape declared for its status, and the response headers declared
-        `required` for its status sent (a reply's own value kept). The one place every such answer passes."""
-        if out.ours is not None and 400 <= out.status < 500:
-            out = self._shaped(out)
-        return self._headed(out) if self.heads else out
+        """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any,
+        with the response headers that status requires (headed())."""
+        if out.ours is None or not 400 <= out.status < 500:
+            return self.headed(out) if self.heads else out
+        shape = self._own_shapes.get(out.status, _UNKNOWN)
+        if shape is _UNKNOWN:
+            shape = self._own_shapes[out.status] = self._shape_for(out.status)
+        message = out.ours
+        if shape is not None and shape == PROBLEM:
+            out = problem_reply(out.status, message, out.headers)
+        elif isinstance(shape, ErrorShape) and not shape.is_record(out.status):
+            out = shape.reply(out.status, message, out.headers)
+        return self.headed(out) if self.heads else out
 
     @cached_property
     def heads(self) -> bool:
         """Whether some response of the operation marks headers `required` (most do not: nothing to add)."""
         return any(r.required_headers for r in self.op.responses.values())
 
-    def _headed(self, out: Outgoing) -> Outgoing:
+    def headed(self, out: Outgoing) -> Outgoing:
+        """`out` with the response headers its status's declared response marks `required` (a value `out` sets kept):
+        for answers made apart from the declared ones (a scenario rule's, the store's, our refusals)."""
         response = self.op.response_for(out.status)
         if response is None or not response.required_headers:
             return out
@@ -87,23 +98,17 @@ class ServedOperation:
             return out
         return Outgoing(out.status, out.body, out.payload, out.content_type, {**missing, **out.headers}, out.ours)
 
-    def _shaped(self, out: Outgoing) -> Outgoing:
-        assert out.ours is not None
-        response = self.op.response_for(out.status)
+    def _shape_for(self, status: int) -> ErrorShape | str | None:
+        """The error shape the response declared for `status` gives (None: none, or our Error record as it is)."""
+        response = self.op.response_for(status)
         if response is None:
-            return out
+            return None
         key = next(k for k, r in self.op.responses.items() if r is response)
         if key not in self._error_shapes:
             answer = self.answer(key)
             check = self.response_check(key, answer.media) if answer.media is not None else ""
             self._error_shapes[key] = declared_shape(answer, check, self.samples)
-        shape = self._error_shapes[key]
-        if shape is None:
-            return out
-        if shape == PROBLEM:
-            return problem_reply(out.status, out.ours, out.headers)
-        assert isinstance(shape, ErrorShape)
-        return out if shape.is_record(out.status) else shape.reply(out.status, out.ours, out.headers)
+        return self._error_shapes[key]
 
     def _checked(self, key: str, media: MediaType) -> SchemaCheck | None:
         check = self.response_check(key, media)

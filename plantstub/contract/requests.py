@@ -11,7 +11,7 @@ from plantstub.contract.compiled import Checks
 from plantstub.contract.forms import FormFields
 from plantstub.contract.model import Operation, SecurityScheme
 from plantstub.contract.params import ParameterCheck
-from plantstub.contract.schema import SchemaCheck, Violation
+from plantstub.contract.schema import LARGE, SchemaCheck, Violation
 from plantstub.incoming import IncomingRequest
 
 
@@ -171,7 +171,7 @@ class RequestCheck:
             return [], None  # binary and other media: accepted as sent
         if check is None:
             return [], value
-        return check.errors(value, "body"), value
+        return check.errors(value, "body", len(raw) <= LARGE), value
 
     def violations(self, request: IncomingRequest, path_params: dict[str, str]) -> tuple[list[Violation], Any]:
         """All violations of `request` against the operation, and the parsed body (None if none)."""

@@ -15,6 +15,7 @@ from plantstub._json import pick_json, shown
 from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
+from plantstub.contract.keys import envelope_of, has_surrogate, key_field, key_text, with_defs
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
@@ -62,6 +63,13 @@ class Resource:
     field_checks: tuple[SchemaCheck, ...] = ()  # the key field's schemas, in the records and the answers
     key_samples: tuple[str, ...] = ()  # generated keys the schemas take, whose tail a counter replaces
     key_enum: tuple[Any, ...] = ()  # the keys an enum allows, given out in order
+    envelope: str | None = None  # the one property bodies send the record in (Asana's `{"data": {...}}`)
+
+    def unwrap(self, body: Any) -> Any:
+        """The record a create or update body sends: in its envelope, when it has one."""
+        if self.envelope is not None and isinstance(body, dict) and isinstance(body.get(self.envelope), dict):
+            return body[self.envelope]
+        return body
 
     def fits(self, value: Any) -> bool:
         """Whether `value` can be a key: a string or an integer, as the records' key field says (else the path
@@ -79,13 +87,14 @@ class Resource:
 
     def assign(self, n: int) -> Any | None:
         """The `n`th key the stub assigns: `n` itself where every schema takes it, else a generated key with `n`
-        in its tail (a uuid, a pattern's text), else the enum's `n`th value; None when none fits."""
+        in its tail (a uuid, a pattern's text) or after it, else the enum's `n`th value; None when none fits."""
         digits = str(n)
         candidates: list[Any] = [digits, n] if self.assigns_text else [n, digits]
         for text in self.key_samples:
             if len(digits) <= len(text):
                 width = min(len(text), max(len(digits), 12))
                 candidates.append(text[: len(text) - width] + digits.rjust(width, "0"))
+            candidates.append(text + digits)  # a pattern the tail replaced breaks (`^aia_tool_.+$`): appended
         if n <= len(self.key_enum):
             candidates.append(self.key_enum[n - 1])
         for value in candidates:
@@ -103,6 +112,16 @@ class Resource:
             return not self.key_types & _READ_AS_OTHER
         return len(text) < 19 and ("integer" in self.key_types or "number" in self.key_types)
 
+    def path_refuses(self, value: Any) -> bool:
+        """Whether the item parameter's schema refuses the key `value` that a path could carry (a text under an
+        integer parameter): the document names records in the path's form, so the store assigns one."""
+        if not self.fits(value):
+            return False
+        text = key_text(value)
+        if self.key_check is None or not text or text in (".", "..") or has_surrogate(text):
+            return False
+        return not self.key_check.is_valid(self.key_of(text))
+
     def unaddressable(self, value: Any) -> str | None:
         """Why no item path names the key `value` (which fits()): `/words/{word}` must read it back as the same
         key, and its parameter's schema take it. None when one does (or the resource has no item path)."""
@@ -113,7 +132,7 @@ class Resource:
             reason = "an empty path segment"
         elif text in (".", ".."):
             reason = "clients drop a path segment . or .. before sending"
-        elif not text.isascii() and _has_surrogate(text):
+        elif not text.isascii() and has_surrogate(text):
             reason = "a lone surrogate, which no URL carries"
         else:
             read = value if self._reads_back(value, text) else self.key_of(text)
@@ -143,21 +162,6 @@ class Action:
     per_page: str | None = None
     per_page_default: int | None = None  # the page size a page is cut by when the request does not say one
     wrapper: Page | None = None  # how a list answer wraps the records (`{"data": [...]}`); None: an array
-
-
-def key_text(value: Any) -> str:
-    """One spelling per key, as a path segment reads: 7 and "7" are the same record (every digit counts)."""
-    if isinstance(value, str):
-        return value
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else shown(value)
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _declares(op: Operation, status: int) -> bool:
@@ -227,19 +231,25 @@ class Resources:
         item = by_path.get(item_path, {}) if item_path else {}
         create, listing = ops.get("POST"), ops.get("GET")
         schema = _body_schema(create) or _answer_schema(item.get("GET"))
+        envelope = envelope_of(_body_schema(create), [_answer_schema(create), _answer_schema(item.get("GET"))])
+        outer: Any = None
+        if envelope is not None:  # the record is what the envelope holds
+            outer = defs_of(schema)
+            schema = flat_of(schema, outer)["properties"][envelope]
         page = None
         listed = shape_of(listing) if listing is not None else None
         if listed is not None and not listed.many:  # a wrapper around the list, or one object (`GET /status`)
             # a list only where records come from somewhere: a POST, an item path
             whole = _answer_schema(listing) if listed.has_body and (create is not None or item) else None
-            known = frozenset(fields_of(flat_of(schema, defs_of(schema))) or ()) if schema is not None else frozenset()
+            held = outer if outer is not None else defs_of(schema)
+            known = frozenset(fields_of(flat_of(schema, held)) or ()) if schema is not None else frozenset()
             name = path.rstrip("/").rsplit("/", 1)[-1]
             page = page_of(whole, defs_of(whole), self.checks, known, name) if whole is not None else None
             if page is None:
                 listing = None
         if create is None and listing is None and not item:
             return
-        defs: Any = None
+        defs: Any = outer
         if schema is None and listing is not None:
             whole = _answer_schema(listing)
             defs = defs_of(whole)
@@ -248,14 +258,14 @@ class Resources:
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(fields_of(flat_of(schema, defs)) or ()) if schema is not None else frozenset()
         shown_fields = set(shape_of(item["GET"], None, fields).fields or ()) if "GET" in item else set()
-        # The key is the record's field named as the parameter; Petstore's `/pet/{petId}` names a pet's `id`.
-        key = param if param in fields | shown_fields or "id" not in fields | shown_fields else "id"
+        key = key_field(param, shown_fields) if shown_fields else key_field(param, fields)  # the answer's first
         key_schema = _key_param(item, param)
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
         resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check,
-                            **self._key_schemas(key, key_schema, fields, [schema, _answer_schema(create), _answer_schema(
-                                item.get("GET"))]))
+                            envelope=envelope, **self._key_schemas(key, key_schema, fields, [
+                                (schema, defs), with_defs(_answer_schema(create)),
+                                with_defs(_answer_schema(item.get("GET")))]))
         self.resources.append(resource)
         added = [self._add(create, CREATE, resource)] if create is not None else []
         if listing is not None:
@@ -270,16 +280,16 @@ class Resources:
                 if name != key:  # the key is assigned, not generated
                     resource.defaults.setdefault(name, value)
 
-    def _key_schemas(self, key: str, param: Any, fields: frozenset[str], records: list[Any]) -> dict[str, Any]:
+    def _key_schemas(self, key: str, param: Any, fields: frozenset[str],
+                     records: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:
         """What assigning keys needs: the key field's types and checks (in the records' and the answers'
-        schemas), generated keys the parameter and the field take, and an enum's values."""
+        schemas, each with its `$defs`), generated keys the parameter and the field take, and an enum's values."""
         schemas: list[tuple[Any, dict[str, Any]]] = [(param, defs_of(param))] if param is not None else []
-        for whole in records:
+        for whole, defs in records:
             if whole is None or isinstance(whole, bool):
                 continue
-            defs = defs_of(whole)
             flat = flat_of(whole, defs)
-            wrapped = wrapper(flat, defs, fields | {key})
+            wrapped = wrapper(flat, defs, fields | {key}, key)
             props = (wrapped[1] if wrapped else flat).get("properties")
             if isinstance(props, dict) and key in props and not isinstance(props[key], bool):
                 schemas.append((props[key], defs))

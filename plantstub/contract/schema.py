@@ -239,16 +239,17 @@ class SchemaCheck:
         except ValueError:  # load_spec refuses (or sets aside) what it would refuse: not reached
             raise SpecError(f"{where}: jsonschema-rs cannot compile the schema; check its patterns") from None
 
-    def errors(self, instance: Any, root: str) -> list[Violation]:
+    def errors(self, instance: Any, root: str, small: bool = False) -> list[Violation]:
         """The violations of `instance`, located under `root` (`body`, `query.limit`), in path order.
 
         Every one for a value of up to LARGE parts; for a larger one, the first only (listing all of a
-        300,000-item array took seconds and megabytes), and at most MAX_VIOLATIONS in any case.
+        300,000-item array took seconds and megabytes), and at most MAX_VIOLATIONS in any case. `small`: the value
+        is known to have at most LARGE parts (read from at most LARGE bytes: each part takes one at least).
         """
         try:
             if self.fast.is_valid(instance):
                 return []
-            if _larger_than(instance, LARGE):  # counted only once invalid: valid calls never pay for it
+            if not small and _larger_than(instance, LARGE):  # counted only once invalid: valid calls never pay for it
                 try:  # iter_errors() makes every error before the first is read: seconds for 300,000 of them
                     self.fast.validate(instance)
                 except jsonschema_rs.ValidationError as error:
@@ -265,6 +266,8 @@ class SchemaCheck:
 
     def _listed(self, root: str, found: list[tuple[Any, str]]) -> list[Violation]:
         """In path order (array indices as numbers), each said once (allOf branches can repeat one)."""
+        if len(found) == 1:  # the usual refusal: nothing to order
+            return [self._violation(root, *found[0])]
         found.sort(key=lambda item: [(p, "") if isinstance(p, int) else (-1, str(p)) for p in item[0]])
         unique = list(dict.fromkeys(self._violation(root, path, message) for path, message in found))
         if len(unique) > MAX_VIOLATIONS:

@@ -34,6 +34,8 @@ class Shape:
     # answer's check, its generated value, required). A value the check refuses is shown as the generated one
     # where the answer requires the field, else left out; the record keeps what was sent.
     conform: tuple[tuple[str, SchemaCheck, Any, bool], ...] = ()
+    # The wrapper's other properties it requires (Xero's `pagination`), each with a generated value.
+    around: tuple[tuple[str, Any], ...] = ()
 
     def show(self, record: dict[str, Any]) -> dict[str, Any]:
         """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
@@ -47,7 +49,7 @@ class Shape:
                     shown[name] = value
                 else:
                     del shown[name]
-        return shown if self.wrap is None else {self.wrap: shown}
+        return shown if self.wrap is None else {**dict(self.around), self.wrap: shown}
 
     def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """show() of each record, in one pass (a list answer's whole cost is here)."""
@@ -80,17 +82,35 @@ def fields_of(flat: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(props)
 
 
-def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str]) -> tuple[str, dict[str, Any]] | None:
-    """(the property, its flattened schema) when `flat` wraps a record in its one property (`{"user": {...}}`):
-    an object the records have no field of that name for."""
+def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
+            key: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """(the property, its flattened schema) when `flat` wraps a record in a property (`{"user": {...}}`): an object
+    the records have no field of that name for, its one property; or, of several properties none of which is a
+    record field, the one object sharing the most fields with the records (Xero's `{"pagination", "problem",
+    "employee": {...}}`, a tie: none). Some may be record fields when the `key` is not among them and they are
+    fewer than half (apideck's `{"status_code", "status", "data": {...}}`)."""
     props = flat.get("properties")
-    if not isinstance(props, dict) or len(props) != 1 or not fields:
+    if not isinstance(props, dict) or not props or not fields:
         return None
-    (name, sub), = props.items()
-    inner = flat_of(sub, defs)
-    if name in fields or fields_of(inner) is None:
+    named = fields & set(props)
+    if named and (key is None or key in named or len(named) * 2 >= len(props)):
         return None
-    return name, inner
+    if len(props) == 1:
+        (name, sub), = props.items()
+        inner = flat_of(sub, defs)
+        return (name, inner) if fields_of(inner) is not None else None
+    best: list[tuple[int, str, dict[str, Any]]] = []
+    for name, sub in props.items():
+        if name in named:
+            continue
+        inner = flat_of(sub, defs)
+        shared = len(fields & set(fields_of(inner) or ()))
+        if shared:
+            best.append((shared, name, inner))
+    best.sort(key=lambda b: -b[0])
+    if not best or (len(best) > 1 and best[0][0] == best[1][0]):
+        return None
+    return best[0][1], best[0][2]
 
 
 def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tuple[tuple[str, Any], ...]:
@@ -161,10 +181,11 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
     many = flat.get("type") == "array" or "items" in flat
     if many:
         flat = flat_of(flat.get("items", True), defs)
-    wrapped = wrapper(flat, defs, fields)
+    wrapped = wrapper(flat, defs, fields, record_key)
+    around = _defaults(flat, defs, checks) if wrapped is not None and checks is not None else ()
     wrap, flat = wrapped if wrapped is not None else (None, flat)
     defaults = _defaults(flat, defs, checks) if checks is not None else ()
     key_type = _key_type(flat, record_key, defs)
     conform = _conform(flat, defs, checks, record, record_key) if checks is not None and record is not None else ()
     return Shape(status, True, many, fields_of(flat), content_type, wrap, defaults, record_key if key_type else None,
-                 key_type, conform)
+                 key_type, conform, tuple((n, v) for n, v in around if n != wrap))

@@ -9,6 +9,7 @@ that parsed Python objects take; `Record.size` counts that memory.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import chain
@@ -191,7 +192,7 @@ class Record(NamedTuple):
             body = self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
         if response_body is NO_BODY:
             response_body = _payload_view(self.payload, self.payload_json)
-        response: dict[str, Any] | None = {"status": self.status, "headers": self.response_headers,
+        response: dict[str, Any] | None = {"status": self.status, "headers": dict(self.response_headers),
                                            "body": response_body}
         if self.fault is not None:
             response = {"status": self.status, "headers": {}, "body": None, "fault": self.fault}
@@ -246,8 +247,20 @@ def _payload_view(payload: bytes, is_json: bool) -> Any:
 
 
 def iso_time(started: float) -> str:
-    """Seconds since the epoch as ISO 8601 UTC with milliseconds: `2026-11-24T01:02:03.456Z`."""
-    return datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Seconds since the epoch as ISO 8601 UTC with milliseconds: `2026-11-24T01:02:03.456Z`. The date and time of
+    the second are made once a second (a --journal line each call); the microseconds rounded as datetime rounds
+    them (half to even), then cut to milliseconds as isoformat() cuts them."""
+    fraction, whole = math.modf(started)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000 or micro < 0:  # rounded up into the next second, or a time before 1970
+        return datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    second = int(whole)
+    if _second[0] != second:
+        _second[0], _second[1] = second, datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_second[1]}.{micro // 1000:03d}Z"
+
+
+_second: list[Any] = [None, ""]  # the last second iso_time() wrote, and its date and time
 
 
 def _text(value: str) -> str:
@@ -263,6 +276,46 @@ def dumps_call(call: Call, **more: Any) -> bytes:
     data = call.to_dict()
     if more:
         data.update(more)
+    return _dumps(data)
+
+
+def dumps_record(record: Record, body: Any = NO_BODY, response_body: Any = NO_BODY, **more: Any) -> bytes:
+    """`dumps_call(record.view(body, response_body), **more)`, made straight from the record, with no Call and no
+    header mapping between: the journal file's line, written for every call."""
+    if body is NO_BODY:
+        body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
+    status, fault = record.status, record.fault
+    response: dict[str, Any] | None
+    if fault is not None:
+        response = {"status": status, "headers": {}, "body": None, "fault": fault}
+    elif status is None:
+        response = None
+    else:
+        if response_body is NO_BODY:
+            response_body = _payload_view(record.payload, record.payload_json)
+        response = {"status": status, "headers": dict(record.response_headers), "body": response_body}
+    return _dumps({
+        "seq": record.seq, "time": iso_time(record.started), "method": record.method, "path": record.path,
+        "query": record.query, "headers": _header_dict(record.raw_headers), "body": body, "valid": record.valid,
+        "errors": list(record.errors), "scenario": record.scenario, "rule": record.rule, "response": response,
+        "stub_errors": list(record.stub_errors), "pending": response is None, **more,
+    })
+
+
+def _header_dict(headers: RawHeaders) -> dict[str, str]:
+    """The request's headers as Call.to_dict() writes them (the last of a name written alike wins)."""
+    if not headers:
+        return {}
+    if isinstance(headers, bytes):
+        parts = headers.split(_SEPARATOR)
+        pairs: Iterable[tuple[bytes, bytes]] = zip(parts[::2], parts[1::2], strict=True)
+    else:
+        pairs = headers
+    return {name.decode("utf-8", "surrogateescape"): _text(value.decode("utf-8", "surrogateescape"))
+            for name, value in pairs}
+
+
+def _dumps(data: dict[str, Any]) -> bytes:
     try:
         return orjson.dumps(data)
     except (TypeError, orjson.JSONEncodeError):

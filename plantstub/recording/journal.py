@@ -12,7 +12,7 @@ from typing import Any
 
 from plantstub._budget import Budget
 from plantstub._json import NO_BODY
-from plantstub.recording.call import Call, Record, dumps_call
+from plantstub.recording.call import Call, Record, dumps_record
 from plantstub.recording.journal_file import JournalFile
 
 DEFAULT_SIZE = 10_000
@@ -111,13 +111,17 @@ class Journal:
         `body` and `response_body` are the parsed bodies when the caller has them: the file line is
         written from them instead of parsing the bytes again.
         """
+        told: tuple[Listener, ...] | None = None
         with self._lock:
             now = self.epoch
             current = epoch is None or epoch == now
             if current:
                 self.recorded += 1
+                if record.size <= self.max_bytes:  # the usual call: kept with bytes taken ahead, under this one lock
+                    told = self._kept_ahead(record, record.size)
         if current:
-            told = self._keep(record, now)
+            if told is None:
+                told = self._keep(record, now)
             listeners = told if told is not None else self._listeners
             if listeners:
                 self._tell(listeners, record, body)
@@ -126,7 +130,7 @@ class Journal:
                 if self.epoch == now:  # numbers restart in a new epoch: a late answer must not unlist a new call
                     self._unpend(record.seq)
         if self.file is not None:  # a reset numbers calls from 1 again: (session, epoch, seq) names a call in the file
-            line = dumps_call(record.view(body, response_body), session=self.session, epoch=now if current else epoch)
+            line = dumps_record(record, body, response_body, session=self.session, epoch=now if current else epoch)
             self.file.write(line + b"\n")
         return current
 
@@ -137,14 +141,10 @@ class Journal:
         if size > self.max_bytes:
             self._refuse(size)
             return None
-        records = self._records
         with self._lock:
-            if len(records) >= self.size or self._bytes + size > self.max_bytes:  # within the journal's own bounds
-                self._drop_oldest(self._bytes + size - self.max_bytes, len(records) - self.size + 1)
-            if self._ahead >= size:  # the usual case: no other lock taken
-                self._ahead -= size
-                self._insert(record, size)
-                return self._listeners
+            kept = self._kept_ahead(record, size)
+            if kept is not None:
+                return kept
             need = size - self._ahead
         # From the session's budget and the stub's, outside the journal's lock (taking may make other kinds shed under
         # their own locks): what is missing and some bytes ahead, or just what is missing, or room made for it.
@@ -166,6 +166,18 @@ class Journal:
                 return self._listeners
         self._refuse(size)  # another kind had our bytes shed meanwhile: the room is gone
         return None
+
+    def _kept_ahead(self, record: Record, size: int) -> tuple[Listener, ...] | None:
+        """Under the lock: keep `record` within the journal's own bounds (its oldest calls going first) with bytes
+        taken from the budget ahead; the listeners then, or None when too few bytes are ahead (nothing kept)."""
+        records = self._records
+        if len(records) >= self.size or self._bytes + size > self.max_bytes:  # within the journal's own bounds
+            self._drop_oldest(self._bytes + size - self.max_bytes, len(records) - self.size + 1)
+        if self._ahead < size:
+            return None
+        self._ahead -= size
+        self._insert(record, size)
+        return self._listeners
 
     def _insert(self, record: Record, size: int) -> None:
         if self._pending:  # the answer of a call listed while pending: in its place, at once for readers

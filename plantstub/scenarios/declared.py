@@ -16,7 +16,7 @@ from plantstub._budget import Budget
 from plantstub.incoming import IncomingRequest
 from plantstub.scenarios.model import Rule, Scenario
 from plantstub.scenarios.rule_bytes import rule_bytes
-from plantstub.scenarios.select import RuleIndex, mismatches
+from plantstub.scenarios.select import RuleIndex, mismatches, uses_regex
 
 MAX_RULES = 10_000  # per stub (per session): a client in a loop cannot grow the stub without end
 RULES = "rules"  # the kind of bytes rules from code take from the session's memory Budget
@@ -86,6 +86,7 @@ class DeclaredRules:
         self._levels: list[_Level] = []
         self._by_index: dict[int, DeclaredRule] = {}
         self._quiet = 0  # requests since the levels last changed
+        self.regex = 0  # rules kept whose `match:` holds a `$regex` (a request then tries them under a RegexBudget)
 
     def check_count(self) -> None:
         """Raise TooManyRules when MAX_RULES rules are declared already."""
@@ -108,6 +109,7 @@ class DeclaredRules:
         self.uses[declared.id] = 0
         self._by_index[declared.rule.index] = declared
         self._push(declared.rule)
+        self.regex += uses_regex(rule)
         return declared
 
     def remove(self, rule_id: str) -> bool:
@@ -117,6 +119,7 @@ class DeclaredRules:
             return False
         del self.uses[rule_id]
         del self._by_index[declared.rule.index]
+        self.regex -= uses_regex(declared.rule)
         for part in (*declared.rule.replies, *(declared.rule.webhooks or ())):
             self.templates.pop(id(part), None)
         at = bisect_right([level.rules[0].index for level in self._levels], declared.rule.index) - 1
@@ -135,6 +138,7 @@ class DeclaredRules:
         self.templates.clear()
         self._by_index.clear()
         self._levels.clear()
+        self.regex = 0
         self.memory.give(RULES, self.held)
         self.held = 0
         return count

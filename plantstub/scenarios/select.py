@@ -70,6 +70,20 @@ def _key(value: Any) -> Any:
 _BY_INDEX = attrgetter("index")
 
 
+def uses_regex(rule: Rule) -> bool:
+    """Whether a rule's `match:` holds a `$regex` matcher anywhere: only then does trying it need a RegexBudget."""
+    todo: list[Any] = [rule.match.headers, rule.match.query, rule.match.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if "$regex" in node:
+                return True
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return False
+
+
 class RuleIndex:
     """Finds candidate rules fast: by method and path, then by the body field most rules pin down.
 
@@ -92,6 +106,7 @@ class RuleIndex:
         self.field = max(counts, key=lambda name: counts[name]) if counts else None
         self._routes: dict[tuple[str, str], tuple[dict[Any, list[Rule]], list[Rule]]] = {}
         self.templates: dict[int, Any] = {}  # compiled reply templates; dropped with the scenario set
+        self.regex = any(uses_regex(rule) for rule in scenario.rules)  # whether trying its rules needs a RegexBudget
 
     def _pinned(self, rule: Rule) -> Any:
         body = rule.match.body

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -89,17 +90,18 @@ def _close(sessions: Sessions) -> Callable[[web.Application], Awaitable[None]]:
     return close
 
 
-def make_handler(session: Session, sessions: Sessions | None = None) -> Handler:
+def make_handler(session: Session, sessions: Sessions | None = None, lean: bool = False) -> Handler:
     """The request pipeline of `session` as one aiohttp handler (for an Application's route or a low-level
-    Server); with `sessions` (the default session's), also the sidecar sessions' and their admin routes."""
+    Server); with `sessions` (the default session's), also the sidecar sessions' and their admin routes. `lean`:
+    for server/runner.py's low-level server, whose common answers are written without aiohttp's Response."""
     runtime = session.runtime
     admin = AdminRoutes(session, sessions)
-    handle = Pipeline(runtime, session, admin).handle
+    handle = Pipeline(runtime, session, admin, lean).handle
     # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
     served = with_cors(handle, runtime.router, ADMIN_PREFIX) if runtime.settings.cors else handle
     if sessions is None:  # a sidecar session's own pipeline
         return served
-    router = SessionRouter(sessions, make_handler)  # before CORS: a session's answers get its own
+    router = SessionRouter(sessions, partial(make_handler, lean=lean))  # before CORS: a session's answers get its own
     for method, name, route in router.admin_routes():
         admin.add(method, name, route)
-    return router.wrap(served)
+    return router.wrap(served, lean)

@@ -92,57 +92,74 @@ def decide(runtime: Runtime, session: Session, incoming: IncomingRequest, active
     if route.status == 404 or op is None:  # the router found an operation whenever it says 200
         return refusal(404, f"path: no path in the spec matches {incoming.path}{route.reason}")
     served = runtime.served[op]
+    decision = _decide(session, served, op, route.path_params, incoming, active)
+    out = decision.out
+    if out is not None and out.ours is not None:  # our own refusal: in the error shape the operation declares
+        return _answered(decision, served.own(out))
+    return decision
+
+
+def _decide(session: Session, served: ServedOperation, op: Operation, params: dict[str, str],
+            incoming: IncomingRequest, active: Any) -> Decision:
+    """The request to a routed operation: pick the scenario, check, answer (our refusals as our Error record)."""
     name = incoming.headers.get(SCENARIO_HEADER) or (session.active if active is _ACTIVE else active)
     scenario = None
     if name is not None:
         try:
             scenario = session.scenarios.get(name)
         except UnknownScenario as exc:
-            return Decision(op=op, params=route.path_params).refused(
-                served.own(error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}")))
-    violations, body = served.check.violations(incoming, route.path_params)
+            return Decision(op=op, params=params).refused(error_reply(400, f"headers.{SCENARIO_HEADER}: {exc}"))
+    violations, body = served.check.violations(incoming, params)
     errors = tuple(map(str, violations)) if violations else ()
-    base = _new(Decision, (None, op, route.path_params, body, None, errors, (), scenario and scenario.name,
+    base = _new(Decision, (None, op, params, body, None, errors, (), scenario and scenario.name,
                            None, None, 0, None, False))
     if violations and (scenario is None or scenario.validate_requests):
-        return _answered(base, served.own(_violation_reply(op, violations)))
-    decision = _answer(runtime, session, served, scenario, incoming, base)
+        return _answered(base, _violation_reply(op, violations, errors))
+    decision = _answer(session, served, scenario, incoming, base)
     if (decision.hooks is not None or op in session.webhooks.watched) and decision.fault is None:
         return decision._replace(sends=_sends(incoming, decision))
     return decision
 
 
-def _violation_reply(op: Operation, violations: Sequence[Violation]) -> Outgoing:
+def _violation_reply(op: Operation, violations: Sequence[Violation], errors: tuple[str, ...]) -> Outgoing:
+    """401 naming the security problems when there are some, else 400 naming every violation (`errors`: their texts)."""
     unauthorized = [v for v in violations if v.status == 401]
     if unauthorized:
         return error_reply(401, "; ".join(map(str, unauthorized)), {"WWW-Authenticate": challenge(op)})
-    return error_reply(400, "; ".join(map(str, violations)))
+    return error_reply(400, "; ".join(errors))
 
 
-def _answer(runtime: Runtime, session: Session, served: ServedOperation, scenario: Scenario | None,
-            incoming: IncomingRequest, base: Decision) -> Decision:
+def _answer(session: Session, served: ServedOperation, scenario: Scenario | None, incoming: IncomingRequest,
+            base: Decision) -> Decision:
     """Prefer, then a rule from code, a scenario rule, the store (--stateful), else the default answer."""
     prefer = incoming.headers.get("Prefer")
     if prefer:
         out, problem = preferred(served, prefer, base.body)
         if out is not None:  # a Prefer that cannot be met answers its refusal
-            return base.refused(served.own(out)) if problem is not None else base._replace(out=out)
-    if session.declared.rules or scenario is not None:
-        with RegexBudget(REQUEST_SECONDS, "request") as budget:  # every `$regex` of the rules tried, together
-            decision = _by_rule(runtime, session, scenario, incoming, base)
-        if budget.spent is not None:  # say so: a rule that needed the pattern did not match
+            return base.refused(out) if problem is not None else base._replace(out=out)
+    declared = session.declared
+    if declared.rules or scenario is not None:
+        if not declared.regex and (scenario is None or not session.scenarios.indexes[scenario.name].regex):
+            decision = _by_rule(session.runtime, session, scenario, incoming, base)  # no `$regex` to budget
             if decision is not None:
-                return decision._replace(stub_errors=(*decision.stub_errors, budget.message()))
-            base = base._replace(stub_errors=(budget.message(),))
-        elif decision is not None:
-            return decision
+                return decision
+        else:
+            with RegexBudget(REQUEST_SECONDS, "request") as budget:  # every `$regex` of the rules tried, together
+                decision = _by_rule(session.runtime, session, scenario, incoming, base)
+            if budget.spent is not None:  # say so: a rule that needed the pattern did not match
+                if decision is not None:
+                    return decision._replace(stub_errors=(*decision.stub_errors, budget.message()))
+                base = base._replace(stub_errors=(budget.message(),))
+            elif decision is not None:
+                return decision
     store = session.store
     if store is not None:  # --stateful: the records answer where the default answer would
         action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it
         if action is not None:
-            out = store.answer(action, base.params, incoming.query, base.body)
-            if out is not None:
-                return base._replace(out=served.own(out), created=store.created)
+            # No body sent (an optional one): the record starts empty; None is a body that was sent but not read.
+            out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
+            if out is not None:  # with the response headers its status requires (our refusals: own() in decide())
+                return base._replace(out=served.headed(out) if served.heads else out, created=store.created)
     return _answered(base, served.default(base.body))
 
 
@@ -179,7 +196,9 @@ def _rule_answer(runtime: Runtime, rule: Rule, at: int, incoming: IncomingReques
     stub_errors: tuple[str, ...] = ()
     if not rule.off_contract and reply.fault is None:
         assert base.op is not None  # a rule answers an operation
-        out = runtime.served[base.op].own(out)  # the response headers its status requires
+        served = runtime.served[base.op]
+        if served.heads:  # the response headers its status requires
+            out = served.headed(out)
         if out.body is not NO_BODY:
             broken = runtime.contract.rendered_violations(base.op, reply, out.body)
             stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import ClientConnectionError, web
+from yarl import URL
 
 from plantstub._json import NO_BODY, is_json
 from plantstub.contract.model import Operation
@@ -32,9 +33,11 @@ from plantstub.server.response import (
 )
 from plantstub.server.runtime import Runtime
 from plantstub.server.session import Session
+from plantstub.server.wire import answer
 
 log = logging.getLogger("plantstub")
 _GONE = error_reply(499, "client went away before the answer")
+_NO_HEADERS: dict[str, str] = {}  # a pending call's reply headers: none yet (never changed: Record.view copies)
 
 
 class _Keeper:
@@ -73,11 +76,22 @@ def make_refusal(session: Session) -> Callable[[str, str, Outgoing], None]:
     return refuse
 
 
-def incoming_of(request: web.BaseRequest, path: str, raw: bytes, query: dict[str, list[str]]) -> IncomingRequest:
-    """aiohttp's request as the pipeline reads it (plantstub serves plain HTTP: the scheme is http)."""
-    url = request.rel_url
-    return IncomingRequest(request.method, path, query, request.headers, raw, url.raw_path,
-                           url.raw_query_string if query else "")
+def _aiohttp_answer(out: Outgoing, request: web.BaseRequest) -> web.StreamResponse:
+    return to_response(out, request.method == "HEAD")
+
+
+def incoming_of(request: web.BaseRequest, url: URL, path: str, raw: bytes, query: dict[str, list[str]],
+                raw_query: str) -> IncomingRequest:
+    """aiohttp's request as the pipeline reads it, at `url` (plantstub serves plain HTTP: the scheme is http)."""
+    return IncomingRequest(request.method, path, query, request.headers, raw, url.raw_path, raw_query)
+
+
+def _arrived(request: web.BaseRequest) -> bytes | None:
+    """The whole body when it came with the head (nearly every request), taken without waiting; None otherwise."""
+    content = request.content
+    if content.is_eof() and content.exception() is None:
+        return content.read_nowait()
+    return None
 
 
 async def _continue(request: web.BaseRequest) -> None:
@@ -112,8 +126,10 @@ class Pipeline:
     """One session's pipeline: route, read, decide, wait out a delay, send webhooks, answer, record; a request
     under ADMIN_PREFIX goes to the admin routes instead."""
 
-    def __init__(self, runtime: Runtime, session: Session, admin: AdminRoutes) -> None:
+    def __init__(self, runtime: Runtime, session: Session, admin: AdminRoutes, lean: bool = False) -> None:
         self.runtime = runtime
+        # The lean server's common answers go out in one write (server/wire.py); an Application's as its Responses.
+        self.respond = answer if lean else _aiohttp_answer
         self.session = session
         self.admin = admin
         self.journal = session.journal
@@ -121,21 +137,24 @@ class Pipeline:
         self.max_body = runtime.settings.max_body
         self.read_timeout = runtime.settings.read_timeout
 
-    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        """Answer one request (an aiohttp handler)."""
+    async def handle(self, request: web.BaseRequest, url: URL | None = None) -> web.StreamResponse:
+        """Answer one request (an aiohttp handler); `url`: its target within a session's prefix (server/sessions.py),
+        which saves a clone of the request."""
         # A body declared over the limit is refused at once, before the client sends it (or while it does).
         declared = request.content_length
         over_limit = declared is not None and declared > self.max_body
         if not over_limit and "Expect" in request.headers:
             await _continue(request)
-        path = request.path
+        url = request.rel_url if url is None else url
+        path = url.path
         if path.startswith(ADMIN_PREFIX):
             return await self.admin.serve(request, over_limit)
         started = time.time()
         seq, epoch = self.journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
         active = self.session.active  # and attributed on arrival, before the body is read
         # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
-        query = {k: request.query.getall(k) for k in request.query} if request.query_string else {}
+        query = {k: url.query.getall(k) for k in url.query} if url.raw_query_string else {}
+        raw_query = url.raw_query_string if query else ""
         decision, raw = UNANSWERED, b""
         # The steps, each a plain function: read, decide (server/decide.py), answer; errors become answers below.
         try:
@@ -146,12 +165,18 @@ class Pipeline:
                 return closing(decision.out)  # type: ignore[arg-type]  # a refusal has its answer
             if over_limit:
                 raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=request.content_length or 0)
-            raw = await request.read()
-            incoming = incoming_of(request, path, raw, query)
+            arrived = _arrived(request)
+            if arrived is None:
+                raw = await request.read()
+            elif len(arrived) > self.max_body:  # a chunked body (no Content-Length), read whole: as read() refuses it
+                raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=len(arrived))
+            else:
+                raw = arrived
+            incoming = incoming_of(request, url, path, raw, query, raw_query)
             decision = decide(self.runtime, self.session, incoming, active)
             if decision.delay_ms or decision.fault is not None:
                 if decision.delay_ms:  # listed at once, answered in place once the delay is over
-                    self._pend(seq, epoch, started, request, path, query, raw, decision)
+                    self._pend(seq, epoch, started, request, path, raw_query, raw, decision)
                     try:
                         left = not await _wait_out(request, decision.delay_ms)
                     except asyncio.CancelledError:  # the stub stopping, or aiohttp's handler_cancellation
@@ -163,7 +188,7 @@ class Pipeline:
                 return await self._misbehave(request, incoming, decision)
             if decision.sends:
                 send_webhooks(self.session, incoming, decision)
-            return to_response(decision.out, request.method == "HEAD")  # type: ignore[arg-type]  # decided
+            return self.respond(decision.out, request)  # type: ignore[arg-type]  # decided
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError,
                 web.HTTPRequestEntityTooLarge, web.RequestPayloadError) as exc:
             decision, response = self._failed(request, decision, exc)
@@ -176,7 +201,7 @@ class Pipeline:
             return to_response(decision.out, False)  # type: ignore[arg-type]  # crashed() answers
         finally:
             # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
-            self._record(seq, epoch, started, request, path, query, raw, decision)
+            self._record(seq, epoch, started, request, path, raw_query, raw, decision)
 
     async def _misbehave(self, request: web.BaseRequest, incoming: IncomingRequest,
                          decision: Decision) -> web.StreamResponse:
@@ -186,7 +211,7 @@ class Pipeline:
         if decision.fault is not None:
             return await send_fault(request, decision.fault, decision.out)
         assert decision.out is not None  # decide() always decides
-        return to_response(decision.out, request.method == "HEAD")
+        return self.respond(decision.out, request)
 
     def _failed(self, request: web.BaseRequest, decision: Decision,
                 exc: BaseException) -> tuple[Decision, web.StreamResponse | None]:
@@ -203,29 +228,33 @@ class Pipeline:
         return decision.refused(out), closing(out)
 
     def _pend(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
-              query: dict[str, list[str]], raw: bytes, decision: Decision) -> None:
+              raw_query: str, raw: bytes, decision: Decision) -> None:
         """List a call whose reply is delayed: the request and its verdict now, with no response (`pending`)."""
-        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
-        record = Record.of(
-            seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
-            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
-            None, {}, b"", False, None, decision.stub_errors,
-        )
+        record = self._record_of(seq, started, request, path, raw_query, raw, decision, None, _NO_HEADERS, b"", False,
+                                 None)
         self.journal.pend(record, epoch, NO_BODY if decision.body is None else decision.body)
 
     def _record(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
-                query: dict[str, list[str]], raw: bytes, decision: Decision) -> None:
+                raw_query: str, raw: bytes, decision: Decision) -> None:
         out = decision.out or _GONE
         fault = decision.fault
         status = out.status if fault is None or fault.sends_status else None
-        # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
-        parsed = decision.body if decision.body is not None and not is_json(request.content_type) else NO_BODY
-        record = Record.of(
-            seq, started, request.method, path, request.rel_url.raw_query_string if query else "",
-            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
-            # a copy: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
-            status, sent_headers(out), memoryview(out.payload).tobytes(), is_json(out.content_type),
-            None if fault is None else fault.value, decision.stub_errors,
-        )
+        # a copy of the payload: orjson's bytes keep their whole 4 KiB buffer, 100x what a small answer needs
+        record = self._record_of(seq, started, request, path, raw_query, raw, decision, status, sent_headers(out),
+                                 memoryview(out.payload).tobytes(), is_json(out.content_type),
+                                 None if fault is None else fault.value)
         response_body = None if out.body is NO_BODY else out.body
         self.keeper.keep(record, epoch, NO_BODY if decision.body is None else decision.body, response_body, decision.op)
+
+    @staticmethod
+    def _record_of(seq: int, started: float, request: web.BaseRequest, path: str, raw_query: str,
+                   raw: bytes, decision: Decision, status: int | None, headers: dict[str, str], payload: bytes,
+                   payload_json: bool, fault: str | None) -> Record:
+        """The call as the journal keeps it: the request as sent, its verdict, and what was answered (if yet)."""
+        # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
+        parsed = decision.body if decision.body is not None and not is_json(request.headers.get("Content-Type")) else NO_BODY
+        return Record.of(
+            seq, started, request.method, path, raw_query,
+            request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
+            status, headers, payload, payload_json, fault, decision.stub_errors,
+        )

@@ -29,10 +29,19 @@ class ReadTimeout(ConnectionError):
 
 
 def sent_headers(out: Outgoing) -> dict[str, str]:
-    """The headers a call records as sent: the reply's own, and Content-Type when there is a body."""
+    """The headers a call records as sent: the reply's own, and Content-Type when there is a body. Never changed by
+    whoever gets it: a reply with Content-Type alone gets one dict per type, shared (Record.view copies it)."""
     if out.content_type and out.body is not NO_BODY:
-        return {**out.headers, "Content-Type": out.content_type}
+        if out.headers:
+            return {**out.headers, "Content-Type": out.content_type}
+        only = _TYPE_ONLY.get(out.content_type)
+        if only is None:
+            only = _TYPE_ONLY[out.content_type] = {"Content-Type": out.content_type}
+        return only
     return out.headers
+
+
+_TYPE_ONLY: dict[str, dict[str, str]] = {}
 
 
 def closing(out: Outgoing) -> web.Response:

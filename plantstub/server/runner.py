@@ -20,7 +20,7 @@ class _LeanServer(web.Server):
     parsed), bodies are bounded by --max-body."""
 
     def __init__(self, sessions: Sessions, errors: ErrorLog) -> None:
-        super().__init__(make_handler(sessions.default, sessions), request_factory=self._request, access_log=None)
+        super().__init__(make_handler(sessions.default, sessions, lean=True), request_factory=self._request, access_log=None)
         settings = sessions.runtime.settings
         self._max_body = settings.max_body
         self._read_timeout = settings.read_timeout

@@ -16,6 +16,7 @@ from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.cors import is_preflight, preflight
+from plantstub.server.pipeline import Pipeline
 from plantstub.server.prefixes import SESSION_HEADER, SESSION_PREFIX
 from plantstub.server.session import Session
 from plantstub.server.table import SessionLimit, Sessions
@@ -57,17 +58,21 @@ class SessionRouter:
         self._handlers: dict[str, tuple[Session, Handler]] = {}
         sessions.when_ended(self._forget)  # an ended session's pipeline (and its journal) goes with it
 
-    def wrap(self, handler: Handler) -> Handler:
-        """`handler` for the default session; a session's requests to their own (one prefix or header check)."""
+    def wrap(self, handler: Handler, lean: bool = False) -> Handler:
+        """`handler` for the default session; a session's requests to their own (one prefix or header check). `lean`:
+        for aiohttp's low-level server, which awaits what it is given (an Application's router wants a coroutine)."""
 
-        async def route(request: web.BaseRequest) -> web.StreamResponse:
+        def route(request: web.BaseRequest) -> Awaitable[web.StreamResponse]:  # no coroutine of its own: no await
             if request.rel_url.raw_path.startswith("//"):
                 request = request.clone(rel_url=_joined(request.rel_url.raw_path, request.rel_url.raw_query_string))
             if request.path.startswith(SESSION_PREFIX) or SESSION_HEADER in request.headers:
-                return await self.dispatch(request, handler)
-            return await handler(request)
+                return self.dispatch(request, handler)
+            return handler(request)
 
-        return route
+        async def routed(request: web.BaseRequest) -> web.StreamResponse:
+            return await route(request)
+
+        return route if lean else routed
 
     async def dispatch(self, request: web.BaseRequest, default: Handler) -> web.StreamResponse:
         raw = request.rel_url.raw_path
@@ -80,15 +85,24 @@ class SessionRouter:
             if named is not None and named != sid:
                 return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the "
                                    f"path ({sid!r}); send one of them")
-            request = request.clone(rel_url=_joined("/" + rest, request.rel_url.raw_query_string))
+            inner = _joined("/" + rest, request.rel_url.raw_query_string)
+            if not inner.path.startswith(ADMIN):  # a session's own pipeline takes the target as it is: no clone
+                return await self._served(request, sid, inner)
+            request = request.clone(rel_url=inner)
         elif named is None:  # a prefix only once decoded (/__session%2F...): not a session's request
             return await default(request)
         elif not SESSION_ID.fullmatch(named):
             return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} is not a session id (expected {ID_RULE})")
         else:
             sid = named
+        return await self._served(request, sid)
+
+    async def _served(self, request: web.BaseRequest, sid: str, inner: URL | None = None) -> web.StreamResponse:
+        """`request` answered in session `sid` (opened when it is not live yet), at `inner` within its prefix."""
         live = self.sessions.use(sid)
         if live is None:  # a new session: only for a request that will be answered in it
+            if inner is not None:  # what refuses it reads the request's own target
+                request, inner = request.clone(rel_url=inner), None
             refused = await self._refusal(request, sid)
             if refused is not None:
                 return refused
@@ -100,7 +114,13 @@ class SessionRouter:
             session = live.session
             if not live.by_admin and self.guard.carries_token(request):  # the token promotes it (False: no token set)
                 live.by_admin = True
-        return await self._handler(sid, session)(request)
+        handler = self._handler(sid, session)
+        if inner is None:
+            return await handler(request)
+        pipeline = getattr(handler, "__self__", None)  # the session's Pipeline.handle, unless --cors wraps it
+        if isinstance(pipeline, Pipeline):
+            return await pipeline.handle(request, inner)
+        return await handler(request.clone(rel_url=inner))
 
     async def _refusal(self, request: web.BaseRequest, sid: str) -> web.StreamResponse | None:
         """The answer to a request naming a session not live yet that is refused, as the session would give it;

@@ -259,6 +259,7 @@ class Store:
         kind = action.kind
         if kind == LIST:
             return self._list(action, path, query)
+        body = resource.unwrap(body)
         if kind == CREATE:
             return self._create(action, path, body) if isinstance(body, dict) else None
         key = resource.key_of(path_params.get(resource.param, ""))
@@ -312,6 +313,8 @@ class Store:
         fresh = bucket is None  # a new collection is kept only with its first record: a refused create leaves nothing
         if bucket is None:
             bucket = _Bucket()
+        if key in body and resource.path_refuses(body[key]):
+            body = {name: value for name, value in body.items() if name != key}  # assigned below, and shown
         if key in body:
             record = body
             if not resource.fits(body[key]):  # only when request validation is off: kept as the stub would answer

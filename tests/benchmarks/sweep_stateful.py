@@ -60,12 +60,32 @@ def pairs_of(doc: Document) -> list[tuple[str, str, str, dict]]:
 
 
 def unwrapped(value: Any, sent: Any) -> Any:
-    """A record out of a one-property wrapper (`{"user": {...}}`) whose name the request did not send."""
+    """A record out of a one-property wrapper (`{"user": {...}}`) whose name the request did not send, or sent as
+    the same wrapper (PagerDuty's `{"addon": {...}}`)."""
     if isinstance(value, dict) and len(value) == 1:
         (name, inner), = value.items()
-        if isinstance(inner, dict) and not (isinstance(sent, dict) and name in sent):
+        if isinstance(inner, dict) and not (isinstance(sent, dict) and name in sent and not isinstance(sent[name], dict)):
             return inner
     return value
+
+
+def enveloped(answer: Any, sent: Any) -> tuple[Any, Any]:
+    """(answer, sent) out of the one-property envelope both have (PagerDuty's `{"addon": {...}}`), else as they are."""
+    if isinstance(sent, dict) and len(sent) == 1 and isinstance(answer, dict):
+        (name, inner), = sent.items()
+        if isinstance(inner, dict) and isinstance(answer.get(name), dict) and len(answer) == 1:
+            return answer[name], inner
+    return answer, sent
+
+
+def holder(answer: Any, key: str) -> Any:
+    """The record in the one object property that holds its key (apideck's `{"status", "operation", "data": {...}}`)
+    where the answer itself has no key field; else the answer."""
+    if isinstance(answer, dict) and key not in answer and "id" not in answer:
+        held = [v for v in answer.values() if isinstance(v, dict) and (key in v or "id" in v)]
+        if len(held) == 1:
+            return held[0]
+    return answer
 
 
 def declared_props(doc: Document, node: Any, uri: str, ptr: str, depth: int = 0) -> set[str] | None:
@@ -120,6 +140,7 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
     else:
         props = declared_props(doc, *found) if found else None
     record = unwrapped(read, sent)
+    sent = enveloped(read, sent)[1]
     if not isinstance(record, dict):
         return None
 
@@ -142,6 +163,8 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
         if name not in record and props is not None and name in props:
             return f"{name}: sent {json.dumps(value)[:80]}, the read answer declares it and lacks it"
     made = unwrapped(created, sent)
+    if holder(read, key) is not read:  # both answers' envelopes (`status`, `operation`) may differ: the records
+        record, made = holder(read, key), holder(created, key)
     for name, value in (made.items() if isinstance(made, dict) else []):
         if name in record and not same(record[name], value, name) and not (isinstance(sent, dict) and name in sent):
             return f"{name}: created {json.dumps(value)[:80]}, read {json.dumps(record[name])[:80]}"
@@ -151,7 +174,9 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
 def created_key(answer: Any, sent: Any, param: str) -> Any:
     """The key a client reads from the create: the field named as the parameter, else `id`, else one whose name
     ends the parameter's (Asana's `gid` for `allocation_gid`, Twilio's `sid` for `Sid`), in the answer first."""
-    for source in (answer, unwrapped(answer, sent), sent):
+    answer, sent = enveloped(answer, sent)
+    inner = [v for v in answer.values() if isinstance(v, dict)] if isinstance(answer, dict) else []
+    for source in (answer, unwrapped(answer, sent), sent, *inner):  # then a property holding it (`{"data", "links"}`)
         if isinstance(source, dict):
             tail = [n for n in source if isinstance(n, str) and len(n) > 1 and param.lower().endswith(n.lower())]
             for name in (param, "id", *tail):
@@ -213,7 +238,8 @@ class PairRun:
             return
         key = created_key(answer, sent, self.param)
         if key is None:
-            self.add("POST", "key unknown", "neither the answer nor the request holds the key")
+            self.add("POST", "key unknown", f"neither the answer nor the request holds the key: "
+                                            f"{json.dumps(answer)[:150]}", status)
             return
         # The collection's concrete path is the POST's; the item is it plus the key.
         op, uri, ptr, common = self.ops["collection post"]

@@ -158,6 +158,24 @@ def test_five_costly_regex_rules_share_one_budget_per_request_and_the_call_says_
     assert took < 0.4, f"{took:.2f} s: five patterns of 0.1 s each were tried one after the other"
 
 
+def test_a_scenarios_costly_regex_rule_draws_from_the_requests_budget_too(serve, tmp_path):
+    # Rules are tried under the budget only when one of them holds a `$regex` (issue 26): a scenario's count too.
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "costly.yaml").write_text(
+        "rules:\n"
+        "  - match: {path: /plants, body: {name: Ivy}}\n"
+        "    reply: {status: 200, body: {name: ivy}}\n"
+        "  - match: {path: /plants, body: {tag: {$regex: '" + BACKTRACKS + "'}}}\n"
+        "    reply: {status: 200, body: {name: matched}}\n")
+    stub = serve("--port", "0", "--scenarios", "scenarios", "--scenario", "costly", cwd=tmp_path)
+    status, answer = _post(stub.url, "/plants", {"id": 1, "name": "Fern", "tag": "a" * 60 + "!"})
+    assert (status, answer) == (200, {"name": "Fern", "tag": "a" * 60 + "!"})  # no rule matched: the default answer
+    [call] = _get(stub.url, "/__plantstub/calls")[1]  # type: ignore[misc]
+    assert call["stub_errors"] == [
+        "$regex '^(a|aa)+$': not judged: the request's 0.1 s for matching patterns was spent; rules and filters "
+        "that needed it did not match (simplify the pattern)"]
+
+
 def test_a_wait_over_many_calls_with_a_costly_regex_stops_at_its_budget(serve, tmp_path):
     stub = serve("--port", "0", cwd=tmp_path)
     for i in range(20):

@@ -66,6 +66,18 @@ async def test_session_journal_is_its_own_and_records_the_path_without_prefix(cl
     assert len(await calls(client, "/__session/b")) == 1
 
 
+async def test_a_live_sessions_request_is_read_at_its_target_within_the_prefix(client):
+    # Once the session is live, its pipeline reads the target within the prefix without a clone (issue 26).
+    assert (await post(client, "/__session/a/plants"))[0] == 200  # opens it
+    assert (await post(client, "/__session/a/plants?dry_run=1&dry_run=2"))[0] == 200
+    status, answer = await post(client, "/__session/a/pl%61nts/x?y=%20")
+    assert (status, answer["message"]) == (404, "path: no path in the spec matches /plants/x")
+    mine = await calls(client, "/__session/a")
+    assert [(c["seq"], c["path"], c["query"]) for c in mine] == [
+        (1, "/plants", {}), (2, "/plants", {"dry_run": ["1", "2"]}), (3, "/plants/x", {"y": " "})]
+    assert await calls(client) == []  # none of them is the default session's
+
+
 async def test_session_active_scenario_is_its_own(client):
     await client.put("/__session/a/__plantstub/scenario", json={"name": "store-closed"})
     health = await (await client.get("/__session/a/__plantstub/health")).json()

@@ -1,0 +1,76 @@
+"""Which field of a `--stateful` record holds its key, and the envelope a body may send the record in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plantstub._json import shown
+from plantstub.contract.flatten import defs_of
+from plantstub.contract.shapes import fields_of, flat_of
+
+
+def with_defs(schema: Any) -> tuple[Any, dict[str, Any]]:
+    """A schema and its `$defs`."""
+    return schema, defs_of(schema)
+
+
+def _boundary(name: str, at: int) -> bool:
+    """Whether a word of `name` starts at `at`: after `_`, `-` or `.`, or a capital after a small letter."""
+    before, first = name[at - 1], name[at]
+    return before in "_-." or (first.isupper() and before.islower())
+
+
+def key_field(param: str, names: frozenset[str] | set[str]) -> str:
+    """The records' field an item parameter names, as a server's would be found: the field named as the parameter,
+    else so named in another case (Twilio's `sid` for `Sid`), else the longest whose name ends the parameter's at a
+    word's start (Asana's `gid` for `allocation_gid`, `id` for `service_id`), else `id`, else the parameter."""
+    if param in names:
+        return param
+    lower = param.lower()
+    same = sorted(n for n in names if n.lower() == lower)
+    if same:
+        return same[0]
+    tails = [n for n in names if 0 < len(n) < len(param) and lower.endswith(n.lower())
+             and _boundary(param, len(param) - len(n))]
+    if tails:
+        return max(tails, key=lambda n: (len(n), n))
+    return "id" if "id" in names else param
+
+
+def envelope_of(body: Any, answers: list[Any]) -> str | None:
+    """The one property a create body sends the record in, an object, that an answer also has (Asana's and
+    PagerDuty's `{"data": {...}}`, `{"addon": {...}}`); None when the body is the record."""
+    if body is None or isinstance(body, bool):
+        return None
+    defs = defs_of(body)
+    props = flat_of(body, defs).get("properties")
+    if not isinstance(props, dict) or len(props) != 1:
+        return None
+    (name, sub), = props.items()
+    if fields_of(flat_of(sub, defs)) is None:
+        return None
+    for whole in answers:
+        if whole is None or isinstance(whole, bool):
+            continue
+        answer = flat_of(whole, defs_of(whole))
+        if answer.get("type") == "array" or "items" in answer:
+            continue
+        found = answer.get("properties")
+        if isinstance(found, dict) and name in found and fields_of(flat_of(found[name], defs_of(whole))) is not None:
+            return name
+    return None
+
+
+def key_text(value: Any) -> str:
+    """One spelling per key, as a path segment reads: 7 and "7" are the same record (every digit counts)."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else shown(value)
+
+
+def has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

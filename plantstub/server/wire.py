@@ -1,0 +1,129 @@
+"""The common answer on the wire without building aiohttp's Response: the status line and headers prebuilt, written
+with the body in one transport write, byte for byte what aiohttp's Response would write (the lean server only).
+
+Taken for an HTTP/1.1 keep-alive request answered with a body, not HEAD, whose headers aiohttp would not touch (no
+Content-Length, Date, Server, Connection or Transfer-Encoding of the reply's own, nothing it would refuse); anything
+else is answered by aiohttp's Response (server/response.py), as before.
+"""
+
+from __future__ import annotations
+
+import re
+from http import HTTPStatus
+from typing import Any
+
+from aiohttp import web
+from aiohttp.helpers import rfc822_formatted_time
+from aiohttp.http import SERVER_SOFTWARE, HttpVersion11
+from multidict import CIMultiDict
+
+from plantstub._json import NO_BODY
+from plantstub.contract.outgoing import Outgoing
+from plantstub.server.response import sent_headers, to_response
+
+_REASONS = {status.value: status.phrase for status in HTTPStatus}  # aiohttp's reason phrases
+# Headers aiohttp sets or reads itself: a reply carrying one of its own goes through aiohttp's Response.
+_SET_BY_AIOHTTP = frozenset({"content-length", "transfer-encoding", "connection", "date", "server"})
+_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header (it raises)
+_MOST = 64 * 1024  # a bigger body goes through aiohttp, which waits for the client to read (backpressure)
+_heads: dict[tuple[int, str | None], bytes] = {}  # (status, Content-Type) -> status line and Content-Type
+_tail: list[Any] = [None, b""]  # the second it was made for, and Date and Server with the blank line
+
+
+def _plain(headers: dict[str, str]) -> bool:
+    """Whether aiohttp would write `headers` as given: no name twice in any case, none it sets itself, nothing it
+    refuses."""
+    names = [name.lower() for name in headers]
+    if len(set(names)) != len(names) or _SET_BY_AIOHTTP.intersection(names):
+        return False
+    return _FORBIDDEN.search("".join(headers) + "".join(headers.values())) is None
+
+
+def _date_server() -> bytes:
+    """Date and Server, as aiohttp writes them, and the blank line that ends the head."""
+    date = rfc822_formatted_time()  # aiohttp's own, made once a second
+    if _tail[0] != date:
+        _tail[0], _tail[1] = date, f"\r\nDate: {date}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n".encode()
+    return _tail[1]
+
+
+class Written:
+    """A reply as aiohttp's handler loop takes it (prepare, write_eof, keep_alive), written in one piece.
+    `headers` (CORS adds to them) is aiohttp's case-insensitive mapping, made only when asked for."""
+
+    __slots__ = ("_headers", "_out", "_writer", "prepared")
+    keep_alive = True
+
+    def __init__(self, out: Outgoing) -> None:
+        self._out = out
+        self._headers: CIMultiDict[str] | None = None
+        self._writer: Any = None
+        self.prepared = False
+
+    @property
+    def status(self) -> int:
+        return self._out.status
+
+    @property
+    def headers(self) -> CIMultiDict[str]:
+        if self._headers is None:
+            self._headers = CIMultiDict(sent_headers(self._out))
+        return self._headers
+
+    def _bytes(self) -> bytes:
+        out = self._out
+        payload = out.payload
+        if self._headers is None and not out.headers:  # the usual answer: its head made once
+            key = (out.status, out.content_type)
+            head = _heads.get(key)
+            if head is None:
+                if _FORBIDDEN.search(str(out.content_type)) is not None:  # refused, as aiohttp refuses it
+                    raise ValueError("Forbidden control character detected in headers.")
+                head = _heads[key] = (
+                    f"HTTP/1.1 {out.status} {_REASONS.get(out.status, '')}\r\n"
+                    f"Content-Type: {out.content_type}\r\nContent-Length: "
+                ).encode()
+            return b"%s%d%s%s" % (head, len(payload), _date_server(), payload)
+        lines = "".join(f"{name}: {value}\r\n" for name, value in self.headers.items())
+        if _FORBIDDEN.search(lines[:-2].replace("\r\n", "")) is not None:  # a value CORS echoed: as aiohttp does
+            raise ValueError("Forbidden control character detected in headers.")
+        return b"%s%sContent-Length: %d%s%s" % (
+            f"HTTP/1.1 {out.status} {_REASONS.get(out.status, '')}\r\n".encode(),
+            lines.encode(),
+            len(payload),
+            _date_server(),
+            payload,
+        )
+
+    async def prepare(self, request: web.BaseRequest) -> Any:
+        if self.prepared:
+            return self._writer
+        self.prepared = True
+        data = self._bytes()
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError("Cannot write to closing transport")
+        writer = self._writer = request.writer
+        writer.output_size += len(data)
+        transport.write(data)
+        return writer
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        await self._writer.drain()  # waits only while the client is not reading
+
+
+def answer(out: Outgoing, request: web.BaseRequest) -> web.StreamResponse:
+    """`out` for `request`: written in one piece when it can be, else as aiohttp's Response (to_response)."""
+    if (
+        out.body is not NO_BODY
+        and request.version == HttpVersion11
+        and request.keep_alive
+        and len(out.payload) <= _MOST
+        and out.content_type is not None
+        and out.status >= 200
+        and out.status not in (204, 304)
+        and request.method != "HEAD"
+        and (not out.headers or _plain(sent_headers(out)))
+    ):
+        return Written(out)  # type: ignore[return-value]  # duck-typed: what aiohttp's handler loop reads
+    return to_response(out, request.method == "HEAD")

@@ -1,0 +1,226 @@
+"""What each feature costs when it is on: server CPU per valid `POST /plants`, each feature on against the same call
+without it (issue 26: at most 10 % more; a feature that is off costs nothing).
+
+    .venv/bin/python tests/benchmarks/feature_cost.py [--rounds 3] [--seconds 3] [--only cors,journal] [--python PY]
+
+Run by hand (pytest does not collect it); Linux, needs `wrk` and `taskset` and two CPUs. Each case starts
+`PY -m plantstub serve` pinned to CPU 0 from an empty folder, drives it with wrk on CPU 1 (32 connections, a new
+`id` on every request, a 2 s warm-up, then --seconds measured), and reads the server's CPU time from /proc before and
+after, as `../shared/bench/cpu_per_request.py` does: µs of CPU per answered request. Cases run in alternating rounds
+and the lowest round counts (other load only ever adds). Before each measured run the stub is reset
+(`POST /__plantstub/reset`) and the case's own set-up redone (rules from code are declared again), so the journal
+and a `--stateful` store start empty.
+
+Features (each against its own "off" case, which differs in that feature alone):
+session by header / by prefix, 100 rules from code (none matching), a scenario of 50 rules (none matching),
+--stateful and a webhook subscriber (both on `--spec plant-store-full`, whose POST /plants declares a webhook; the
+subscriber is an aiohttp receiver in a process of its own on CPU 1), --cors (requests with an Origin),
+--admin-token, --journal FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TICK = os.sysconf("SC_CLK_TCK")
+VALID = '{"id":1,"name":"Fern","tag":"indoor"}'
+WRK_LUA = r"""
+wrk.method = "POST"
+wrk.path = "%(path)s"
+wrk.body = '%(body)s'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer t"
+%(headers)s
+counter = 0
+request = function()
+  counter = counter + 1
+  local b = string.gsub(wrk.body, '"id":1,', '"id":' .. counter .. ',', 1)
+  return wrk.format(nil, nil, nil, b)
+end
+done = function(summary, latency, requests)
+  io.write(string.format('WRKJSON %%d %%d\n', summary.requests, summary.errors.status))
+end
+"""
+RECEIVER = """
+import sys
+from aiohttp import web
+async def hook(request):
+    await request.read()
+    return web.Response(status=204)
+app = web.Application()
+app.router.add_post("/{tail:.*}", hook)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print=None)
+"""
+
+
+@dataclass
+class Case:
+    name: str
+    args: list[str] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    path: str = "/plants"
+    setup: Callable[[str], None] | None = None  # given the stub's URL, after each reset
+    seconds: float | None = None  # a shorter measured run (a --stateful store keeps 10,000 records)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server never listened")
+
+
+def admin(url: str, method: str, path: str, data: object = None, token: str | None = None) -> None:
+    body = None if data is None else json.dumps(data).encode()
+    request = urllib.request.Request(url + "/__plantstub/" + path, body, method=method)
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        answer.read()
+
+
+def rules_from_code(count: int) -> Callable[[str], None]:
+    def declare(url: str) -> None:
+        for n in range(count):
+            admin(url, "POST", "rules", {"match": {"path": "/plants", "body": {"name": f"nobody-{n}"}},
+                                         "reply": {"status": 200, "body": {"name": f"nobody-{n}"}}})
+
+    return declare
+
+
+def scenario_folder(folder: Path, count: int) -> Path:
+    rules = "\n".join(f"  - match: {{path: /plants, body: {{name: nobody-{n}}}}}\n"
+                      f"    reply: {{status: 200, body: {{name: nobody-{n}}}}}" for n in range(count))
+    (folder / "fifty.yaml").write_text(f"description: {count} rules, none matching the benchmark's calls\nrules:\n{rules}\n")
+    return folder
+
+
+def wrk(port: int, case: Case, seconds: float, lua_dir: str) -> tuple[int, int]:
+    lua = Path(lua_dir, "load.lua")
+    headers = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in case.headers.items())
+    lua.write_text(WRK_LUA % {"path": case.path, "body": VALID, "headers": headers})
+    out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", "-c32", f"-d{seconds:g}s", "-s", str(lua),
+                          f"http://127.0.0.1:{port}{case.path}"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"WRKJSON (\d+) (\d+)", out)
+    assert found is not None, out
+    return int(found[1]), int(found[2])
+
+
+def measure(python: str, case: Case, seconds: float, lua_dir: str, token: str | None) -> tuple[float, int]:
+    """µs of server CPU per answered request, and how many answers were not 2xx (should be 0)."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = subprocess.Popen(["taskset", "-c", "0", python, "-m", "plantstub", "serve", "--host", "127.0.0.1",
+                                 "--port", str(port), *case.args], cwd=cwd,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port, proc)
+            url = f"http://127.0.0.1:{port}"
+            wrk(port, case, 2, lua_dir)  # warm-up
+            admin(url, "POST", "reset", token=token)
+            if case.setup is not None:
+                case.setup(url)
+            before = cpu_seconds(proc.pid)
+            requests, refused = wrk(port, case, min(seconds, case.seconds or seconds), lua_dir)
+            return (cpu_seconds(proc.pid) - before) / max(requests, 1) * 1e6, refused
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
+    """Each feature: (off, on), the same calls."""
+    off = Case("off")
+    full = ["--spec", "plant-store-full"]  # measured 1 s: at 5,000 calls a second the store fills in 2
+    origin = {"Origin": "http://app.example"}
+    journal = str(folder / "journal.jsonl")
+    return {
+        "session by header": (off, Case("header", headers={"X-Plantstub-Session": "bench"})),
+        "session by prefix": (off, Case("prefix", path="/__session/bench/plants")),
+        "100 rules from code": (off, Case("rules", setup=rules_from_code(100))),
+        "scenario with 50 rules": (off, Case("scenario", ["--scenarios", str(scenario_folder(folder, 50)),
+                                                          "--scenario", "fifty"])),
+        "--stateful": (Case("full", full, seconds=1), Case("stateful", [*full, "--stateful"], seconds=1)),
+        "webhook subscriber": (Case("full", full, seconds=1), Case("webhook", [*full, "--webhook", receiver_url],
+                                                                   seconds=1)),
+        "--cors": (Case("origin", headers=origin), Case("cors", ["--cors"], headers=origin)),
+        "--admin-token": (off, Case("token", ["--admin-token", "secret"])),
+        "--journal FILE": (off, Case("journal", ["--journal", journal])),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3)
+    parser.add_argument("--only", default="", help="comma-separated words; features whose name holds one")
+    parser.add_argument("--python", default=sys.executable, help="the Python whose plantstub is measured")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        receiver_port = free_port()
+        receiver = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", RECEIVER, str(receiver_port)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(receiver_port, receiver)
+            chosen = {name: pair for name, pair in pairs(folder, f"http://127.0.0.1:{receiver_port}/hook").items()
+                      if not args.only or any(word in name for word in args.only.split(","))}
+            got: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in chosen}
+            for r in range(args.rounds):
+                for name, (off, on) in chosen.items():  # each pair back to back, in turn first: the load drifts
+                    for which, case in ((0, off), (1, on)) if r % 2 == 0 else ((1, on), (0, off)):
+                        token = "secret" if "--admin-token" in case.args else None
+                        us, refused = measure(args.python, case, args.seconds, folder.as_posix(), token)
+                        got[name][which].append(us)
+                        note = f" ({refused} answers not 2xx)" if refused else ""
+                        print(f"round {r + 1} {name}: {case.name} {us:.1f} µs{note}", file=sys.stderr, flush=True)
+        finally:
+            receiver.terminate()
+            receiver.wait(10)
+    print("| feature | µs CPU / valid call, off (lowest) | on (lowest) | on ÷ off | median of the rounds' on ÷ off |")
+    print("|---|---|---|---|---|")
+    for name, (offs, ons) in got.items():
+        ratios = sorted(b / a for a, b in zip(offs, ons, strict=True))
+        print(f"| {name} | {min(offs):.1f} ({chosen[name][0].name}) | {min(ons):.1f} | {min(ons) / min(offs):.2f} |"
+              f" {statistics.median(ratios):.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
