@@ -6,9 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, concrete, is_json, pick_json
-from plantstub._memo import IdentityMemo
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, flatten, marked
+from plantstub.contract.flatten import defs_of, flatten, marked, public
 from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.samples import generate
@@ -87,7 +86,7 @@ class Answer:
         defs = defs_of(schema)
         if self.examples and (samples if samples is not None else Checks()).marks_inside(schema, defs, "writeOnly"):
             # A declared example is an answer too: its `writeOnly` members (a password) are never sent.
-            self.examples = {name: _public(value, schema, defs) for name, value in self.examples.items()}
+            self.examples = {name: public(value, schema, defs) for name, value in self.examples.items()}
         if self.examples:
             # The default answer must keep the contract: the first example that fits its schema.
             fitting = [v for v in self.examples.values() if whole is None or whole.is_valid(v)]
@@ -150,7 +149,7 @@ class Answer:
         copied = [name for name in self.echo if name in request_body]
         if not copied:
             return body
-        sent = {name: _public(request_body[name], *self.hidden[name]) if name in self.hidden else request_body[name]
+        sent = {name: public(request_body[name], *self.hidden[name]) if name in self.hidden else request_body[name]
                 for name in copied}
         body.update(sent)
         if self.whole.is_valid(body):
@@ -205,27 +204,3 @@ def _simple(value: Any) -> str | None:
         parts = [p for k, v in value.items() for p in (str(k), _simple(v))]
         return None if None in parts else ",".join(p for p in parts if p is not None)
     return None
-
-
-def _public(value: Any, schema: Any, defs: dict[str, Any], seen: IdentityMemo[Any] | None = None, depth: int = 0) -> Any:
-    """`value` without the members its schema marks `writeOnly` (an echoed request field: no password).
-
-    `seen` keeps each schema's reading, so a list of 30,000 items costs one flatten, not 30,000."""
-    seen = IdentityMemo() if seen is None else seen
-    entry = seen.get(schema)
-    if entry is None:
-        flat = flatten(schema, defs)
-        props: dict[str, Any] = flat["properties"] if isinstance(flat, dict) and isinstance(
-            flat.get("properties"), dict) else {}
-        hidden = frozenset(name for name, sub in props.items() if marked(sub, "writeOnly", defs))
-        items = flat.get("items") if isinstance(flat, dict) and isinstance(flat.get("items"), dict) else None
-        entry = seen.put(schema, (props, hidden, items))
-    props, hidden, items = entry
-    if depth > 32:
-        return value
-    if isinstance(value, dict) and props:
-        return {k: _public(v, props[k], defs, seen, depth + 1) if k in props else v
-                for k, v in value.items() if k not in hidden}
-    if isinstance(value, list) and items is not None:
-        return [_public(v, items, defs, seen, depth + 1) for v in value]
-    return value

@@ -97,10 +97,13 @@ def tuple_items(schema: dict[str, Any], converted: dict[str, Any]) -> None:
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """OpenAPI 3.0's `nullable: true`: null is allowed too."""
+    """OpenAPI 3.0's `nullable: true`: null is allowed too, also where an `allOf`/`oneOf`/`anyOf` beside it would
+    refuse it (Plaid's nullable address whose allOf part is an object): what the document means, as clients read it."""
     if schema.pop("nullable", False) is not True:
         return schema
     kind = schema.get("type")
+    if any(key in schema for key in ("allOf", "oneOf", "anyOf")):
+        return {"anyOf": [{"type": "null"}, schema]}
     if isinstance(kind, str):
         schema["type"] = [kind, "null"]
         if isinstance(schema.get("enum"), list) and None not in schema["enum"]:

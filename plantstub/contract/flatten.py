@@ -1,12 +1,15 @@
 """Reading a bundled schema: follow its local `$ref`s and fold `allOf` into one schema.
 
 Bundled schemas (contract/bundle.py) keep every reference target under the root's `$defs`; everything
-that looks inside a schema (samples, default answers, parameter types, placeholder types) reads it here.
+that looks inside a schema (samples, default answers, parameter types, placeholder types) reads it here, and
+`public` takes out of a value what its schema marks `writeOnly` (the one filter of every answer).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from plantstub._memo import IdentityMemo
 
 JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 _UNKNOWN = None  # a schema that does not pin its type: anything may come
@@ -166,3 +169,28 @@ def _type_of(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+def public(value: Any, schema: Any, defs: dict[str, Any], seen: IdentityMemo[Any] | None = None, depth: int = 0) -> Any:
+    """`value` without the members its schema marks `writeOnly`: what an answer may show of it (an echoed request
+    field, a declared example: no password).
+
+    `seen` keeps each schema's reading, so a list of 30,000 items costs one flatten, not 30,000."""
+    seen = IdentityMemo() if seen is None else seen
+    entry = seen.get(schema)
+    if entry is None:
+        flat = flatten(schema, defs)
+        props: dict[str, Any] = flat["properties"] if isinstance(flat, dict) and isinstance(
+            flat.get("properties"), dict) else {}
+        hidden = frozenset(name for name, sub in props.items() if marked(sub, "writeOnly", defs))
+        items = flat.get("items") if isinstance(flat, dict) and isinstance(flat.get("items"), dict) else None
+        entry = seen.put(schema, (props, hidden, items))
+    props, hidden, items = entry
+    if depth > 32:
+        return value
+    if isinstance(value, dict) and props:
+        return {k: public(v, props[k], defs, seen, depth + 1) if k in props else v
+                for k, v in value.items() if k not in hidden}
+    if isinstance(value, list) and items is not None:
+        return [public(v, items, defs, seen, depth + 1) for v in value]
+    return value

@@ -65,18 +65,38 @@ class ServedOperation:
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body)
 
     def own(self, out: Outgoing) -> Outgoing:
-        """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any."""
+        """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any,
+        with the response headers that status requires (headed())."""
         if out.ours is None or not 400 <= out.status < 500:
-            return out
+            return self.headed(out) if self.heads else out
         shape = self._own_shapes.get(out.status, _UNKNOWN)
         if shape is _UNKNOWN:
             shape = self._own_shapes[out.status] = self._shape_for(out.status)
-        if shape is None:
+        message = out.ours
+        if shape is not None and shape == PROBLEM:
+            out = problem_reply(out.status, message, out.headers)
+        elif isinstance(shape, ErrorShape) and not shape.is_record(out.status):
+            out = shape.reply(out.status, message, out.headers)
+        return self.headed(out) if self.heads else out
+
+    @cached_property
+    def heads(self) -> bool:
+        """Whether some response of the operation marks headers `required` (most do not: nothing to add)."""
+        return any(r.required_headers for r in self.op.responses.values())
+
+    def headed(self, out: Outgoing) -> Outgoing:
+        """`out` with the response headers its status's declared response marks `required` (a value `out` sets kept):
+        for answers made apart from the declared ones (a scenario rule's, the store's, our refusals)."""
+        response = self.op.response_for(out.status)
+        if response is None or not response.required_headers:
             return out
-        if shape == PROBLEM:
-            return problem_reply(out.status, out.ours, out.headers)
-        assert isinstance(shape, ErrorShape)
-        return out if shape.is_record(out.status) else shape.reply(out.status, out.ours, out.headers)
+        key = next(k for k, r in self.op.responses.items() if r is response)
+        wanted = self.answer(key).headers  # generated once per declared response
+        have = {name.lower() for name in out.headers}
+        missing = {name: value for name, value in wanted.items() if name.lower() not in have}
+        if not missing:
+            return out
+        return Outgoing(out.status, out.body, out.payload, out.content_type, {**missing, **out.headers}, out.ours)
 
     def _shape_for(self, status: int) -> ErrorShape | str | None:
         """The error shape the response declared for `status` gives (None: none, or our Error record as it is)."""

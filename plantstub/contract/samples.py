@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, is_number, marked
+from plantstub.contract.flatten import defs_of, is_number, marked, public, types_of
 from plantstub.contract.oneof_samples import Apart
 from plantstub.contract.pattern import matching_strings
 from plantstub.contract.sample_values import NONE, Later, kind_of, made, number, numbers, of, strings, variants
@@ -53,6 +53,9 @@ def generate(schema: Any, checks: Checks | None = None) -> Sampled:
     if sampler.deep:
         return Sampled(value, f"it nests required values more than {MAX_DEPTH} levels deep ({sampler.deep[0]})")
     found = sampler.checks.check(schema).errors(value, "body") if isinstance(schema, dict) else []
+    if sampler.clashes:
+        return Sampled(value, f"its `type` is one no oneOf/anyOf branch beside it allows ({sampler.clashes[0]})",
+                       certain=True)
     if sampler.forbidden:
         return Sampled(value, f"a required property is one its object forbids ({sampler.forbidden[0]}: not among"
                               " its properties, and additionalProperties is false)")
@@ -73,6 +76,8 @@ class _Sampler:
         self.deep: list[str] = []  # required places left empty because they lie MAX_DEPTH levels down
         self.twins: list[str] = []  # a oneOf whose every branch another repeats (oneof_samples.py)
         self.forbidden: list[str] = []  # required properties their object's `additionalProperties: false` forbids
+        self.clashes: list[str] = []  # required places whose `type` no oneOf/anyOf branch allows (Okta's attribute_value)
+        self.loose = 0  # how many places on the way here a valid value may leave out (optional, one branch of several)
 
     def valid(self, value: Any, schema: Any) -> bool:
         return self.checks.valid(value, schema, self.defs)
@@ -111,10 +116,16 @@ class _Sampler:
         given += flat["enum"] if isinstance(flat.get("enum"), list) else []
         given += flat["examples"] if isinstance(flat.get("examples"), list) else []
         given += [flat[key] for key in ("example", "default") if key in flat]
+        if given and self.checks.marks_inside(schema, self.defs, "writeOnly"):
+            # The spec's own values are answers too: their `writeOnly` members (a password) are never sent.
+            given = [public(v, schema, self.defs) if isinstance(v, (dict, list)) else v for v in given]
         for key in ("oneOf", "anyOf"):
             if isinstance(flat.get(key), list) and flat[key]:
                 alone = all(k in ("oneOf", "anyOf") for k in flat)
+                if not self.loose and "type" in flat:
+                    self.clash(flat["type"], key, flat[key])
                 built: list[Any] = []
+                self.loose += 1
                 for branch in sorted(flat[key], key=lambda b: kind_of(self.flat(b)) == "null"):  # null last
                     if alone:
                         _, more, made = self.candidates(branch, depth + 1, path)
@@ -125,8 +136,22 @@ class _Sampler:
                         _, more, made = self.candidates(self.checks.merge(flat, branch, self.defs), depth + 1,
                                                         (*path, *entered))
                     built += more + made
+                self.loose -= 1
                 return flat, given, built
         return flat, given, self.build(flat, depth, path, sorted(keys))
+
+    def clash(self, kind: Any, key: str, branches: list[Any]) -> None:
+        """Note a required place whose `type` none of its `key` branches allows: no value satisfies it."""
+        own = {kind} if isinstance(kind, str) else {k for k in kind if isinstance(k, str)} if isinstance(kind, list) else set()
+        kinds = [types_of(branch, self.defs) for branch in branches]
+        if not own or any(k is None for k in kinds):
+            return
+        numbers = {"integer", "number"}
+        if any(k & own or (k & numbers and own & numbers) for k in kinds if k is not None):
+            return
+        theirs = sorted({t for k in kinds if k is not None for t in k})
+        self.clashes.append(f"{self.at[-1] if self.at else 'body'}: type {', '.join(sorted(own))}, its {key} branches"
+                            f" {', '.join(theirs)}")
 
     def build(self, schema: dict[str, Any], depth: int, path: tuple[str, ...], own: list[str]) -> list[Any]:
         kinds = schema.get("type")
@@ -152,7 +177,11 @@ class _Sampler:
     def required(self, schema: Any, depth: int, path: tuple[str, ...], place: str) -> Any:
         """A value the parent cannot leave out; None (and a cut) when it would hold its own schema again."""
         self.refused = ""
-        value = self.optional(schema, depth, path, place)
+        self.loose -= 1  # a place its parent cannot leave out
+        try:
+            value = self.optional(schema, depth, path, place)
+        finally:
+            self.loose += 1
         if value is NONE:
             (self.cuts if self.refused else self.deep).append(f"{place} -> {self.refused}" if self.refused else place)
             return None
@@ -162,10 +191,12 @@ class _Sampler:
         if depth >= MAX_DEPTH:
             return NONE
         self.at.append(place)
+        self.loose += 1
         try:
             return self.value(schema, depth, path)
         finally:
             self.at.pop()
+            self.loose -= 1
 
     def owner(self, own: list[str], array: bool) -> str:
         """How a cut names the value being made: its schema's name, or where it is (an array: where first)."""

@@ -158,8 +158,8 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
         if action is not None:
             # No body sent (an optional one): the record starts empty; None is a body that was sent but not read.
             out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
-            if out is not None:
-                return base._replace(out=out, created=store.created)
+            if out is not None:  # with the response headers its status requires (our refusals: own() in decide())
+                return base._replace(out=served.headed(out) if served.heads else out, created=store.created)
     return _answered(base, served.default(base.body))
 
 
@@ -194,10 +194,14 @@ def _rule_answer(runtime: Runtime, rule: Rule, at: int, incoming: IncomingReques
     hooks = rule_webhooks(rule, incoming, base.body, templates) if rule.webhooks is not None else None
     out, fault = rule_reply(reply, incoming, base.body, templates)
     stub_errors: tuple[str, ...] = ()
-    if not rule.off_contract and reply.fault is None and out.body is not NO_BODY:
+    if not rule.off_contract and reply.fault is None:
         assert base.op is not None  # a rule answers an operation
-        broken = runtime.contract.rendered_violations(base.op, reply, out.body)
-        stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
+        served = runtime.served[base.op]
+        if served.heads:  # the response headers its status requires
+            out = served.headed(out)
+        if out.body is not NO_BODY:
+            broken = runtime.contract.rendered_violations(base.op, reply, out.body)
+            stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
     return base._replace(out=out, fault=fault, delay_ms=reply.delay_ms, hooks=hooks, stub_errors=stub_errors)
 
 

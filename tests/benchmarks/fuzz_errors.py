@@ -170,6 +170,9 @@ def classify(failure: dict, op_declares: set[str]) -> str:
         return BEYOND if "invalid credentials" in message else OURS_SCHEMA
     if check == "status_code_conformance" and status in (400, 401) and not {str(status), "4XX", "DEFAULT"} & op_declares:
         return UNDECLARED_REFUSAL  # our refusal of an invalid request or missing credentials, which it does not declare
+    if status == 501 and ": no value satisfies the schema" in body:
+        # Our 501 names a schema no value satisfies (a `type` no oneOf branch allows: Okta OPA's attribute_value).
+        return DOC_FAULT
     if check == "response_schema_conformance" and "discriminator property" in message:
         # Okta's JsonWebKey: `discriminator: {propertyName: kty}` mapped by `use`'s values (sig, enc), while `kty`
         # is RSA or EC: no key satisfies both, and JSON Schema (our check) does not read `discriminator`.
