@@ -14,6 +14,7 @@ from yarl import URL
 from plantstub._version import __version__
 from plantstub.contract.model import Operation
 from plantstub.webhooks.deliveries import Sent
+from plantstub.webhooks.lean import LeanClient, lean_target
 from plantstub.webhooks.own import GuardedResolver, OwnAddress, OwnAddresses
 from plantstub.webhooks.sender import WEBHOOK_HEADER, Job, Sender
 
@@ -64,6 +65,7 @@ class Outbox:
         self._tasks: list[asyncio.Task[None]] = []
         self._http: dict[bool, aiohttp.ClientSession] = {}  # explicit URL? -> its HTTP session
         self._resolver: GuardedResolver | None = None  # the callbacks' (a connector does not close one it is given)
+        self._lean = LeanClient(workers)  # subscribed http:// receivers: kept connections, one write a delivery
 
     def ready(self, sender: Sender) -> None:
         """`sender` queued one more job. Call on the loop."""
@@ -119,10 +121,11 @@ class Outbox:
             return job.sent(1, None, f"plantstub could not send it ({type(exc).__name__})", False)
 
     async def _send(self, job: Job) -> Sent:
-        url = URL(job.url)
+        lean = lean_target(job.url) if job.explicit else None
+        url = URL(job.url) if lean is None else lean
         if not job.explicit and url.host is not None and self.own.reaches(url.host, url.port or 0):
             return job.sent(0, None, _own_message(f"{url.host}:{url.port} is"), False)
-        http = self._session(job.explicit)
+        http = self._session(job.explicit) if lean is None else None
         headers = {"Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
         status: int | None = None
         error: str | None = None
@@ -134,8 +137,11 @@ class Outbox:
             try:
                 # Never follow a redirect: plantstub sends only to the URL it was given.
                 # Only the status matters: the answer's body is never read (a receiver cannot fill our memory).
-                async with http.post(job.url, data=job.payload, headers=headers, allow_redirects=False) as answer:
-                    status = answer.status
+                if http is None:
+                    status = await self._lean.post(url, job.url, job.name, job.payload, self.timeout)
+                else:
+                    async with http.post(job.url, data=job.payload, headers=headers, allow_redirects=False) as answer:
+                        status = answer.status
             except asyncio.TimeoutError:
                 error = f"the receiver did not answer within {self.timeout:g} s"
                 continue
@@ -190,6 +196,7 @@ class Outbox:
         self._tasks = []
         self._jobs = None
         self._turns.clear()
+        self._lean.close()
         for http in self._http.values():
             await http.close()
         self._http = {}

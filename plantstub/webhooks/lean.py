@@ -1,0 +1,230 @@
+"""A small HTTP/1.1 client for subscribed `http://` receivers: keep-alive connections kept per receiver, each request
+written in one piece, only the answer's status read (issue 26: aiohttp's client cost a call 2-3x its CPU).
+
+Sends what aiohttp's client sent (Host, User-Agent, Accept, Accept-Encoding, Content-Type, X-Plantstub-Webhook,
+Content-Length) and fails as it did: `aiohttp.ClientConnectorError` when the receiver cannot be reached,
+`aiohttp.ServerDisconnectedError` when it closes before answering, `asyncio.TimeoutError` past the timeout. Redirects
+are never followed (a 3xx is an answer like any other). Anything else (https, a password in the URL, callbacks,
+whose addresses are guarded when resolved) goes through aiohttp's client (webhooks/outbox.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from urllib.parse import quote
+
+import aiohttp
+from aiohttp.client_reqrep import ConnectionKey
+from yarl import URL
+
+from plantstub._version import __version__
+from plantstub.webhooks.sender import WEBHOOK_HEADER
+
+_MOST_HEAD = 64 * 1024  # an answer's head longer than this is refused (aiohttp refuses long lines too)
+_CACHED = 256  # request heads kept per (URL, name)
+
+
+def lean_target(url: str) -> URL | None:
+    """`url` when this client sends to it (plain http, no user or password), else None."""
+    parsed = URL(url)
+    if parsed.scheme != "http" or parsed.raw_host is None or parsed.raw_user or parsed.raw_password:
+        return None
+    return parsed
+
+
+class _Link(asyncio.Protocol):
+    """One keep-alive connection to a receiver: one request at a time, its answer's head parsed, its body skipped."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.waiter: asyncio.Future[int] | None = None
+        self.left = -1  # body bytes still to skip; -1: the end is not known (the connection is not reused)
+        self.lost = False
+        self.reused = False
+        self.key = ("", 0)
+        self.counted = True  # in LeanClient.open
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # a TCP transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._fail(aiohttp.ServerDisconnectedError())
+
+    def _fail(self, exc: BaseException) -> None:
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.waiter is None:  # the rest of an answer's body, or bytes nobody asked for
+            if 0 <= len(data) <= self.left:
+                self.left -= len(data)
+                return
+            self.left = -1
+            self.close()
+            return
+        self.buf += data
+        while True:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buf) > _MOST_HEAD:
+                    self._fail(aiohttp.ClientPayloadError("the receiver's answer has a head over 64 KiB"))
+                    self.close()
+                return
+            head = bytes(self.buf[:end]).decode("latin-1")
+            del self.buf[: end + 4]
+            status, left = _parsed(head)
+            if status is None:
+                self._fail(aiohttp.ClientPayloadError("the receiver's answer is not HTTP/1.x"))
+                self.close()
+                return
+            if status >= 200:
+                break  # an interim answer (100 Continue) is skipped
+        left = 0 if status in (204, 304) else left
+        if left >= 0:
+            left -= len(self.buf)
+        self.buf.clear()
+        self.left = left
+        waiter, self.waiter = self.waiter, None
+        if not waiter.done():
+            waiter.set_result(status)
+
+    def close(self) -> None:
+        self.lost = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _parsed(head: str) -> tuple[int | None, int]:
+    """The status of an answer's head, and its body's length (-1: not known, or the connection closes after it)."""
+    lines = head.split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    code = rest[:3]
+    if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+        return None, -1
+    length, keep = -1, version == "HTTP/1.1"
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        name = name.strip().lower()
+        if name == "content-length":
+            value = value.strip()
+            length = int(value) if value.isdigit() else -1
+        elif name == "connection":
+            keep = "close" not in value.lower() and (keep or "keep-alive" in value.lower())
+        elif name == "transfer-encoding":
+            keep = False  # a chunked body is not walked: the connection goes
+    return int(code), length if keep else -1
+
+
+class LeanClient:
+    """Keep-alive connections per receiver (host, port), at most `most` open at once."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.open = 0
+        self._idle: dict[tuple[str, int], deque[_Link]] = {}
+        self._heads: dict[tuple[str, str], tuple[tuple[str, int], bytes]] = {}
+
+    def _head(self, url: URL, raw: str, name: str) -> tuple[tuple[str, int], bytes]:
+        got = self._heads.get((raw, name))
+        if got is None:
+            host = url.raw_host or ""
+            port = url.port or 80
+            shown = f"[{host}]" if ":" in host else host
+            if not url.is_default_port():
+                shown += f":{port}"
+            head = (
+                f"POST {url.raw_path_qs} HTTP/1.1\r\nHost: {shown}\r\nUser-Agent: plantstub/{__version__}\r\n"
+                "Accept: */*\r\nAccept-Encoding: gzip, deflate\r\nContent-Type: application/json\r\n"
+                f"{WEBHOOK_HEADER}: {quote(name, safe='/{}$#.-_~:?=&')}\r\nContent-Length: "
+            ).encode("latin-1")
+            if len(self._heads) >= _CACHED:
+                self._heads.clear()
+            got = self._heads[(raw, name)] = ((host, port), head)
+        return got
+
+    async def post(self, url: URL, raw: str, name: str, payload: bytes, timeout: float) -> int:
+        """POST `payload` to `url` (`raw`: as given); the receiver's status. A connection kept from before that the
+        receiver closed meanwhile is replaced once, without counting as an attempt."""
+        key, head = self._head(url, raw, name)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        data = b"%s%d\r\n\r\n%s" % (head, len(payload), payload)
+        while True:
+            link = self._take(key)
+            if link is None:
+                link = await self._connect(key, deadline - loop.time())
+            try:
+                return await self._exchange(link, data, deadline, loop)
+            except aiohttp.ServerDisconnectedError:
+                if not link.reused or link.buf:
+                    raise
+
+    async def _exchange(self, link: _Link, data: bytes, deadline: float, loop: asyncio.AbstractEventLoop) -> int:
+        waiter: asyncio.Future[int] = loop.create_future()
+        link.waiter = waiter
+        assert link.transport is not None
+        link.transport.write(data)
+        timer = loop.call_at(deadline, _expire, waiter)
+        try:
+            status = await waiter
+        except BaseException:
+            link.waiter = None
+            self._drop(link)
+            raise
+        finally:
+            timer.cancel()
+        if link.left == 0 and not link.lost:
+            link.reused = True
+            self._idle.setdefault(link.key, deque()).append(link)
+        else:
+            self._drop(link)
+        return status
+
+    def _take(self, key: tuple[str, int]) -> _Link | None:
+        idle = self._idle.get(key)
+        while idle:
+            link = idle.pop()
+            if not link.lost and link.left == 0:
+                return link
+            self._drop(link)
+        return None
+
+    async def _connect(self, key: tuple[str, int], timeout: float) -> _Link:
+        while self.open >= self.most and self._close_one_idle():
+            pass
+        loop = asyncio.get_running_loop()
+        try:
+            _, link = await asyncio.wait_for(loop.create_connection(_Link, key[0], key[1]), max(timeout, 0))
+        except OSError as exc:
+            raise aiohttp.ClientConnectorError(ConnectionKey(key[0], key[1], False, True, None, None, None), exc) from exc
+        link.key = key
+        self.open += 1
+        return link
+
+    def _close_one_idle(self) -> bool:
+        for idle in self._idle.values():
+            if idle:
+                self._drop(idle.popleft())
+                return True
+        return False
+
+    def _drop(self, link: _Link) -> None:
+        if link.counted:
+            link.counted = False
+            self.open -= 1
+        link.close()
+
+    def close(self) -> None:
+        for idle in self._idle.values():
+            for link in idle:
+                self._drop(link)
+        self._idle.clear()
+
+
+def _expire(waiter: asyncio.Future[int]) -> None:
+    if not waiter.done():
+        waiter.set_exception(asyncio.TimeoutError())
