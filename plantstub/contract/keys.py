@@ -61,6 +61,39 @@ def envelope_of(body: Any, answers: list[Any]) -> str | None:
     return None
 
 
+def _rows(sub: Any, defs: dict[str, Any]) -> Any:
+    """The items' schema of an array of objects with properties; None for anything else."""
+    flat = flat_of(sub, defs)
+    if flat.get("type") != "array" and "items" not in flat:
+        return None
+    items = flat.get("items", True)
+    return items if fields_of(flat_of(items, defs)) is not None else None
+
+
+def batch_of(body: Any, answers: list[Any], name: str) -> tuple[str, Any] | None:
+    """Where a create body sends its records in an array: ("", the items' schema) for a body that is the array
+    (Xero payroll's `[{...}]`), else (the property, its items' schema) for the array property of an object body that
+    an answer has too, its only property or named as the collection, `name` (Xero's `{"Contacts": [{...}]}`)."""
+    if body is None or isinstance(body, bool):
+        return None
+    defs = defs_of(body)
+    items = _rows(body, defs)
+    if items is not None:
+        return "", items
+    props = flat_of(body, defs).get("properties")
+    if not isinstance(props, dict):
+        return None
+    answered: set[str] = set()
+    for whole in answers:
+        if whole is not None and not isinstance(whole, bool):
+            found = flat_of(whole, defs_of(whole)).get("properties")
+            answered |= {p for p, sub in found.items() if _rows(sub, defs_of(whole)) is not None} \
+                if isinstance(found, dict) else set()
+    rows = {p: items for p, sub in props.items() if p in answered and (p.lower() == name.lower() or len(props) == 1)
+            and (items := _rows(sub, defs)) is not None}  # not a record's own array field (Xero's `Warnings`)
+    return next(iter(rows.items())) if len(rows) == 1 else None
+
+
 def key_text(value: Any) -> str:
     """One spelling per key, as a path segment reads: 7 and "7" are the same record (every digit counts)."""
     if isinstance(value, str):

@@ -15,7 +15,7 @@ from plantstub._json import pick_json, shown
 from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
-from plantstub.contract.keys import envelope_of, has_surrogate, key_field, key_text, with_defs
+from plantstub.contract.keys import batch_of, envelope_of, has_surrogate, key_field, key_text, with_defs
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
@@ -64,11 +64,17 @@ class Resource:
     key_samples: tuple[str, ...] = ()  # generated keys the schemas take, whose tail a counter replaces
     key_enum: tuple[Any, ...] = ()  # the keys an enum allows, given out in order
     envelope: str | None = None  # the one property bodies send the record in (Asana's `{"data": {...}}`)
+    batch: str | None = None  # the array property a create sends its records in (Xero's `Contacts`); "": the body
 
     def unwrap(self, body: Any) -> Any:
-        """The record a create or update body sends: in its envelope, when it has one."""
+        """The record a create or update body sends: in its envelope, when it has one; for a create in an array
+        (`batch`), the list of records (an update: the one record of the array)."""
         if self.envelope is not None and isinstance(body, dict) and isinstance(body.get(self.envelope), dict):
             return body[self.envelope]
+        if self.batch is not None:
+            rows = body if self.batch == "" else body.get(self.batch) if isinstance(body, dict) else None
+            if isinstance(rows, list) and all(isinstance(r, dict) for r in rows):
+                return rows
         return body
 
     def fits(self, value: Any) -> bool:
@@ -233,9 +239,15 @@ class Resources:
         schema = _body_schema(create) or _answer_schema(item.get("GET"))
         envelope = envelope_of(_body_schema(create), [_answer_schema(create), _answer_schema(item.get("GET"))])
         outer: Any = None
+        batch = None if envelope is not None else batch_of(
+            _body_schema(create), [_answer_schema(create), _answer_schema(item.get("GET"))],
+            path.rstrip("/").rsplit("/", 1)[-1])
         if envelope is not None:  # the record is what the envelope holds
             outer = defs_of(schema)
             schema = flat_of(schema, outer)["properties"][envelope]
+        elif batch is not None:  # a record is an item of the array
+            outer = defs_of(_body_schema(create))
+            schema = batch[1]
         page = None
         listed = shape_of(listing) if listing is not None else None
         if listed is not None and not listed.many:  # a wrapper around the list, or one object (`GET /status`)
@@ -263,7 +275,7 @@ class Resources:
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
         resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check,
-                            envelope=envelope, **self._key_schemas(key, key_schema, fields, [
+                            envelope=envelope, batch=batch[0] if batch is not None else None, **self._key_schemas(key, key_schema, fields, [
                                 (schema, defs), with_defs(_answer_schema(create)),
                                 with_defs(_answer_schema(item.get("GET")))]))
         self.resources.append(resource)

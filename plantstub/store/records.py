@@ -261,7 +261,11 @@ class Store:
             return self._list(action, path, query)
         body = resource.unwrap(body)
         if kind == CREATE:
+            if resource.batch is not None and isinstance(body, list) and all(isinstance(r, dict) for r in body):
+                return self._create_batch(action, path, body)
             return self._create(action, path, body) if isinstance(body, dict) else None
+        if resource.batch is not None and isinstance(body, list) and len(body) == 1:
+            body = body[0]  # an update sent in the create's array (Xero's `{"Contacts": [{...}]}`)
         key = resource.key_of(path_params.get(resource.param, ""))
         text = key_text(key)
         bucket = self.buckets.get(path)
@@ -273,13 +277,7 @@ class Store:
         if kind == READ:
             return _shown(action, record, payload)
         if kind == DELETE:
-            del bucket.records[text]
-            self.count -= 1
-            freed = record_held(text, payload)
-            if not bucket.remembers():  # an emptied collection goes, unless it must not give its keys again
-                del self.buckets[path]
-                freed += bucket_held(path)
-            self._free(freed)
+            self._remove(path, text)
             return _shown(action, record, payload)
         if not isinstance(body, dict):
             return None
@@ -305,6 +303,38 @@ class Store:
         held: dict[str, bytes] = bucket.records if bucket is not None else {}
         # Parsed one by one as the answer takes them: a page of ten parses ten.
         return list_answer(action, map(decode, held.values()), len(held), query)
+
+    def _create_batch(self, action: Action, path: str, rows: list[dict[str, Any]]) -> Outgoing | None:
+        """Each record of an array created in turn, answered together (resource.batch); when one is refused, the
+        ones created before it are taken back and the refusal answered."""
+        made: list[dict[str, Any]] = []
+        for row in rows:
+            self._created = None
+            answer = self._create(action, path, row)
+            created = self._created
+            if created is None:
+                for record in made:
+                    self._remove(path, key_text(record[action.resource.key]))
+                return answer
+            made.append(created)
+        self._created = made[0] if made else None
+        shape = action.shape
+        if not shape.has_body or sends_no_body(shape.status):
+            return Outgoing(shape.status, NO_BODY, b"", None)
+        if not made and not shape.many and not shape.rows:
+            return None  # nothing sent, and no record to show: the default answer
+        return json_reply(shape.status, shape.show_batch(made), content_type=shape.content_type or JSON)
+
+    def _remove(self, path: str, text: str) -> None:
+        """Take the record `text` out of the collection `path` (and the collection, when it can go)."""
+        bucket = self.buckets[path]
+        payload = bucket.records.pop(text)
+        self.count -= 1
+        freed = record_held(text, payload)
+        if not bucket.remembers():  # an emptied collection goes, unless it must not give its keys again
+            del self.buckets[path]
+            freed += bucket_held(path)
+        self._free(freed)
 
     def _create(self, action: Action, path: str, body: dict[str, Any]) -> Outgoing:
         resource = action.resource

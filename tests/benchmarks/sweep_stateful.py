@@ -78,6 +78,22 @@ def enveloped(answer: Any, sent: Any) -> tuple[Any, Any]:
     return answer, sent
 
 
+def batched(answer: Any, sent: Any) -> tuple[Any, Any]:
+    """(answer, sent) as the first record of the array both send them in (Xero's `{"Contacts": [{...}]}`, or a bare
+    `[{...}]` answered in an object's one array of objects), else as they are."""
+    rows = sent if isinstance(sent, list) else None
+    names = [n for n, v in sent.items() if isinstance(v, list)] if isinstance(sent, dict) else []
+    if rows is None and len(names) == 1:
+        rows = sent[names[0]]
+    if not isinstance(answer, dict) or (rows is not None and not (rows and isinstance(rows[0], dict))):
+        return answer, sent
+    held = [v for n, v in answer.items() if isinstance(v, list) and v and isinstance(v[0], dict)
+            and (len(names) != 1 or n == names[0])]
+    if len(held) != 1:
+        return answer, sent
+    return held[0][0], (rows[0] if rows else sent)  # sent no array (`{}`): the one record it made
+
+
 def holder(answer: Any, key: str) -> Any:
     """The record in the one object property that holds its key (apideck's `{"status", "operation", "data": {...}}`)
     where the answer itself has no key field; else the answer."""
@@ -139,6 +155,10 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
         props = declared_props(doc, sub, found[1], f"{found[2]}/properties/{esc(name)}")
     else:
         props = declared_props(doc, *found) if found else None
+    batch = batched(read, sent)
+    if batch[0] is not read:  # the records in an array: the read's first against the first sent and created
+        found = props = None
+        read, sent, created = batch[0], batch[1], batched(created, sent)[0]
     record = unwrapped(read, sent)
     sent = enveloped(read, sent)[1]
     if not isinstance(record, dict):
@@ -174,7 +194,7 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
 def created_key(answer: Any, sent: Any, param: str) -> Any:
     """The key a client reads from the create: the field named as the parameter, else `id`, else one whose name
     ends the parameter's (Asana's `gid` for `allocation_gid`, Twilio's `sid` for `Sid`), in the answer first."""
-    answer, sent = enveloped(answer, sent)
+    answer, sent = enveloped(*batched(answer, sent))
     inner = [v for v in answer.values() if isinstance(v, dict)] if isinstance(answer, dict) else []
     for source in (answer, unwrapped(answer, sent), sent, *inner):  # then a property holding it (`{"data", "links"}`)
         if isinstance(source, dict):
