@@ -1,12 +1,16 @@
-"""Which field of a `--stateful` record holds its key, and the envelope a body may send the record in."""
+"""Which field of a `--stateful` record holds its key, what assigning keys needs, and the envelope or array a body
+may send records in."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from plantstub._json import shown
+from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
-from plantstub.contract.shapes import fields_of, flat_of
+from plantstub.contract.params import schema_types
+from plantstub.contract.samples import sample
+from plantstub.contract.shapes import fields_of, flat_of, wrapper
 
 
 def with_defs(schema: Any) -> tuple[Any, dict[str, Any]]:
@@ -107,3 +111,27 @@ def has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def key_schemas(checks: Checks, key: str, param: Any, fields: frozenset[str],
+                 records: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:
+    """What assigning keys needs: the key field's types and checks (in the records' and the answers'
+    schemas, each with its `$defs`), generated keys the parameter and the field take, and an enum's values."""
+    schemas: list[tuple[Any, dict[str, Any]]] = [(param, defs_of(param))] if param is not None else []
+    for whole, defs in records:
+        if whole is None or isinstance(whole, bool):
+            continue
+        flat = flat_of(whole, defs)
+        wrapped = wrapper(flat, defs, fields | {key}, key)
+        props = (wrapped[1] if wrapped else flat).get("properties")
+        if isinstance(props, dict) and key in props and not isinstance(props[key], bool):
+            schemas.append((props[key], defs))
+    held = schemas[1:] if param is not None else schemas
+    samples = [sample(s, d, checks=checks) for s, d in schemas]
+    enums = [flat_of(s, d).get("enum") for s, d in schemas]
+    return {
+        "field_types": frozenset(schema_types(flat_of(*held[0]))) if held else frozenset(),
+        "field_checks": tuple(checks.check(s, d or None) for s, d in held),
+        "key_samples": tuple(dict.fromkeys(v for v in samples if isinstance(v, str) and v)),
+        "key_enum": next((tuple(e) for e in enums if isinstance(e, list)), ()),
+    }

@@ -15,13 +15,12 @@ from plantstub._json import pick_json, shown
 from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
-from plantstub.contract.keys import batch_of, envelope_of, has_surrogate, key_field, key_text, with_defs
+from plantstub.contract.keys import batch_of, envelope_of, has_surrogate, key_field, key_schemas, key_text, with_defs
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
-from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, location_path
-from plantstub.contract.shapes import Shape, fields_of, flat_of, shape_of, wrapper
+from plantstub.contract.shapes import Shape, fields_of, flat_of, shape_of
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
 MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
@@ -275,7 +274,7 @@ class Resources:
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
         resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check,
-                            envelope=envelope, batch=batch[0] if batch is not None else None, **self._key_schemas(key, key_schema, fields, [
+                            envelope=envelope, batch=batch[0] if batch is not None else None, **key_schemas(self.checks, key, key_schema, fields, [
                                 (schema, defs), with_defs(_answer_schema(create)),
                                 with_defs(_answer_schema(item.get("GET")))]))
         self.resources.append(resource)
@@ -291,29 +290,6 @@ class Resources:
             for name, value in action.shape.defaults:
                 if name != key:  # the key is assigned, not generated
                     resource.defaults.setdefault(name, value)
-
-    def _key_schemas(self, key: str, param: Any, fields: frozenset[str],
-                     records: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:
-        """What assigning keys needs: the key field's types and checks (in the records' and the answers'
-        schemas, each with its `$defs`), generated keys the parameter and the field take, and an enum's values."""
-        schemas: list[tuple[Any, dict[str, Any]]] = [(param, defs_of(param))] if param is not None else []
-        for whole, defs in records:
-            if whole is None or isinstance(whole, bool):
-                continue
-            flat = flat_of(whole, defs)
-            wrapped = wrapper(flat, defs, fields | {key}, key)
-            props = (wrapped[1] if wrapped else flat).get("properties")
-            if isinstance(props, dict) and key in props and not isinstance(props[key], bool):
-                schemas.append((props[key], defs))
-        held = schemas[1:] if param is not None else schemas
-        samples = [sample(s, d, checks=self.checks) for s, d in schemas]
-        enums = [flat_of(s, d).get("enum") for s, d in schemas]
-        return {
-            "field_types": frozenset(schema_types(flat_of(*held[0]))) if held else frozenset(),
-            "field_checks": tuple(self.checks.check(s, d or None) for s, d in held),
-            "key_samples": tuple(dict.fromkeys(v for v in samples if isinstance(v, str) and v)),
-            "key_enum": next((tuple(e) for e in enums if isinstance(e, list)), ()),
-        }
 
     def _add(self, op: Operation, kind: str, resource: Resource, page: Page | None = None) -> Action | None:
         query = {p.name: p for p in op.parameters if p.location == "query"}
