@@ -10,7 +10,7 @@ from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.params import schema_types
 from plantstub.contract.samples import sample
-from plantstub.contract.shapes import fields_of, flat_of, wrapper
+from plantstub.contract.shapes import fields_of, flat_of, is_record, wrapper
 
 
 def with_defs(schema: Any) -> tuple[Any, dict[str, Any]]:
@@ -51,7 +51,7 @@ def envelope_of(body: Any, answers: list[Any]) -> str | None:
     if not isinstance(props, dict) or len(props) != 1:
         return None
     (name, sub), = props.items()
-    if fields_of(flat_of(sub, defs)) is None:
+    if not is_record(flat_of(sub, defs), defs):
         return None
     for whole in answers:
         if whole is None or isinstance(whole, bool):
@@ -60,7 +60,7 @@ def envelope_of(body: Any, answers: list[Any]) -> str | None:
         if answer.get("type") == "array" or "items" in answer:
             continue
         found = answer.get("properties")
-        if isinstance(found, dict) and name in found and fields_of(flat_of(found[name], defs_of(whole))) is not None:
+        if isinstance(found, dict) and name in found and is_record(flat_of(found[name], defs_of(whole)), defs_of(whole)):
             return name
     return None
 

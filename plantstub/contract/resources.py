@@ -20,7 +20,7 @@ from plantstub.contract.model import Operation, Spec
 from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck, location_path
-from plantstub.contract.shapes import Shape, fields_of, flat_of, shape_of
+from plantstub.contract.shapes import Shape, choice_fields, fields_of, flat_of, shape_of
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
 MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
@@ -269,6 +269,9 @@ class Resources:
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(fields_of(flat_of(schema, defs)) or ()) if schema is not None else frozenset()
         shown_fields = set(shape_of(item["GET"], None, fields).fields or ()) if "GET" in item else set()
+        if not shown_fields and not fields:  # a choice of objects: any branch's fields, the read answer's first
+            for whole, held in (with_defs(_answer_schema(item.get("GET"))), (schema, defs)):
+                shown_fields = shown_fields or set(choice_fields(flat_of(whole, held), held) if whole else ())
         key = key_field(param, shown_fields) if shown_fields else key_field(param, fields)  # the answer's first
         key_schema = _key_param(item, param)
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()

@@ -105,6 +105,26 @@ def _inner(sub: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return inner, False
 
 
+def is_record(flat: dict[str, Any], defs: dict[str, Any]) -> bool:
+    """Whether `flat` is what a record is: an object of properties, or a choice of them (PagerDuty's `oneOf` of
+    action kinds), whose fields are then unknown (the whole record is shown)."""
+    return fields_of(flat) is not None or bool(_branches(flat, defs))
+
+
+def _branches(flat: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flattened branches of a choice of objects (is_record()'s `oneOf`, `anyOf`); [] for anything else."""
+    choice = flat.get("oneOf") or flat.get("anyOf")
+    if fields_of(flat) is not None or not isinstance(choice, list):
+        return []
+    branches = [flat_of(c, defs) for c in choice]
+    return branches if branches and all(fields_of(b) is not None for b in branches) else []
+
+
+def choice_fields(flat: dict[str, Any], defs: dict[str, Any]) -> frozenset[str]:
+    """Every field some branch of a choice of objects has (where its key field is looked for: Discord's `id`)."""
+    return frozenset(name for b in _branches(flat, defs) for name in fields_of(b) or ())
+
+
 def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
             key: str | None = None) -> tuple[str, dict[str, Any], bool] | None:
     """(the property, its flattened schema) when `flat` wraps a record in a property (`{"user": {...}}`): an object
@@ -122,7 +142,7 @@ def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
     if len(props) == 1:
         (name, sub), = props.items()
         inner, rows = _inner(sub, defs)
-        return (name, inner, rows) if fields_of(inner) is not None else None
+        return (name, inner, rows) if is_record(inner, defs) else None
     best: list[tuple[int, str, dict[str, Any], bool]] = []
     for name, sub in props.items():
         if name in named:
@@ -137,8 +157,18 @@ def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
     return best[0][1], best[0][2], best[0][3]
 
 
+def _names(flat: dict[str, Any]) -> list[str]:
+    required = flat.get("required")
+    return [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+
+
 def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tuple[tuple[str, Any], ...]:
     """The required properties of an object schema, each with a generated value (as default answers make them)."""
+    branches = _branches(flat, defs)
+    if branches:  # a choice: the fields every branch requires (PagerDuty's `creation_time`), as the first has them
+        common = [set(_names(b)) for b in branches]
+        return tuple((name, value) for name, value in _defaults(branches[0], defs, checks)
+                     if all(name in names for names in common))
     props = flat.get("properties")
     required = flat.get("required")
     if not isinstance(props, dict) or not isinstance(required, list):

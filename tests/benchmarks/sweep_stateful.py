@@ -156,7 +156,7 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
     else:
         props = declared_props(doc, *found) if found else None
     batch = batched(read, sent)
-    if batch[0] is not read:  # the records in an array: the read's first against the first sent and created
+    if batch[0] is not read and batch[1] is not sent:  # the records in an array: the read's first against the first sent and created
         found = props = None
         read, sent, created = batch[0], batch[1], batched(created, sent)[0]
     record = unwrapped(read, sent)
@@ -194,7 +194,17 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
 def created_key(answer: Any, sent: Any, param: str) -> Any:
     """The key a client reads from the create: the field named as the parameter, else `id`, else one whose name
     ends the parameter's (Asana's `gid` for `allocation_gid`, Twilio's `sid` for `Sid`), in the answer first."""
-    answer, sent = enveloped(*batched(answer, sent))
+    batch = batched(answer, sent)
+    # records sent in an array: the first's key first; else the array's first record only when all else fails
+    order = [batch, (answer, sent)] if batch[1] is not sent else [(answer, sent), batch]
+    for pair in order:
+        found = _created_key(*enveloped(*pair), param)
+        if found is not None:
+            return found
+    return None
+
+
+def _created_key(answer: Any, sent: Any, param: str) -> Any:
     inner = [v for v in answer.values() if isinstance(v, dict)] if isinstance(answer, dict) else []
     for source in (answer, unwrapped(answer, sent), sent, *inner):  # then a property holding it (`{"data", "links"}`)
         if isinstance(source, dict):
