@@ -7,7 +7,7 @@ from typing import Any
 
 from plantstub._json import shown
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of
+from plantstub.contract.flatten import defs_of, types_of
 from plantstub.contract.params import schema_types
 from plantstub.contract.samples import sample
 from plantstub.contract.shapes import fields_of, flat_of, is_record, wrapper
@@ -77,7 +77,8 @@ def _rows(sub: Any, defs: dict[str, Any]) -> Any:
 def batch_of(body: Any, answers: list[Any], name: str) -> tuple[str, Any] | None:
     """Where a create body sends its records in an array: ("", the items' schema) for a body that is the array
     (Xero payroll's `[{...}]`), else (the property, its items' schema) for the array property of an object body that
-    an answer has too, its only property or named as the collection, `name` (Xero's `{"Contacts": [{...}]}`)."""
+    an answer has too, its only property or named as the collection, `name` (Xero's `{"Contacts": [{...}]}`), beside
+    objects and arrays only."""
     if body is None or isinstance(body, bool):
         return None
     defs = defs_of(body)
@@ -94,7 +95,11 @@ def batch_of(body: Any, answers: list[Any], name: str) -> tuple[str, Any] | None
             answered |= {p for p, sub in found.items() if _rows(sub, defs_of(whole)) is not None} \
                 if isinstance(found, dict) else set()
     rows = {p: items for p, sub in props.items() if p in answered and (p.lower() == name.lower() or len(props) == 1)
-            and (items := _rows(sub, defs)) is not None}  # not a record's own array field (Xero's `Warnings`)
+            and (items := _rows(sub, defs)) is not None}
+    # not a record's own array field (Xero's `Warnings`, opsramp's `escalations` beside a policy's `name`): the
+    # body's other properties are objects and arrays (`pagination`, `Warnings`), none a record's text or number
+    if any(not (types_of(flat_of(sub, defs), defs) or set()) <= {"object", "array"} for sub in props.values()):
+        return None
     return next(iter(rows.items())) if len(rows) == 1 else None
 
 

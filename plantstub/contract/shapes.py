@@ -142,6 +142,8 @@ def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
     if len(props) == 1:
         (name, sub), = props.items()
         inner, rows = _inner(sub, defs)
+        if rows and not fields & set(fields_of(inner) or ()):
+            return None  # an array of other things (PayPal's `links`): no place for the record
         return (name, inner, rows) if is_record(inner, defs) else None
     best: list[tuple[int, str, dict[str, Any], bool]] = []
     for name, sub in props.items():

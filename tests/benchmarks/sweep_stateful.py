@@ -82,16 +82,15 @@ def batched(answer: Any, sent: Any) -> tuple[Any, Any]:
     """(answer, sent) as the first record of the array both send them in (Xero's `{"Contacts": [{...}]}`, or a bare
     `[{...}]` answered in an object's one array of objects), else as they are."""
     rows = sent if isinstance(sent, list) else None
-    names = [n for n, v in sent.items() if isinstance(v, list)] if isinstance(sent, dict) else []
+    # a body of one array property only: a record's own array field (`formElements`) is no batch
+    names = [n for n, v in sent.items() if isinstance(v, list)] if isinstance(sent, dict) and len(sent) == 1 else []
     if rows is None and len(names) == 1:
         rows = sent[names[0]]
-    if not isinstance(answer, dict) or (rows is not None and not (rows and isinstance(rows[0], dict))):
+    if not isinstance(answer, dict) or not rows or not isinstance(rows[0], dict):
         return answer, sent
     held = [v for n, v in answer.items() if isinstance(v, list) and v and isinstance(v[0], dict)
             and (len(names) != 1 or n == names[0])]
-    if len(held) != 1:
-        return answer, sent
-    return held[0][0], (rows[0] if rows else sent)  # sent no array (`{}`): the one record it made
+    return (held[0][0], rows[0]) if len(held) == 1 else (answer, sent)
 
 
 def holder(answer: Any, key: str) -> Any:
@@ -195,9 +194,8 @@ def created_key(answer: Any, sent: Any, param: str) -> Any:
     """The key a client reads from the create: the field named as the parameter, else `id`, else one whose name
     ends the parameter's (Asana's `gid` for `allocation_gid`, Twilio's `sid` for `Sid`), in the answer first."""
     batch = batched(answer, sent)
-    # records sent in an array: the first's key first; else the array's first record only when all else fails
-    order = [batch, (answer, sent)] if batch[1] is not sent else [(answer, sent), batch]
-    for pair in order:
+    # records sent in an array: the first one's key (else as a record was sent)
+    for pair in ([batch] if batch[1] is not sent else []) + [(answer, sent)]:
         found = _created_key(*enveloped(*pair), param)
         if found is not None:
             return found
