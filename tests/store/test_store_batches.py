@@ -82,3 +82,13 @@ def test_an_empty_array_creates_nothing_and_answers_the_empty_envelope(url):
     assert status == 200, created
     assert valid("/Employees", "post", 200, created) == {"Employees": []}
     assert call(url, "GET", "/__plantstub/state")[1]["/Employees"] == []
+
+
+def test_an_array_field_beside_a_records_text_fields_is_the_records_own(url):
+    sent = {"name": "night", "policies": [{"level": 1, "wait": 5, "notify": "ops"}]}
+    status, created = call(url, "POST", "/policies", sent)
+    assert status == 200, created
+    assert valid("/policies", "post", 200, created) == {"id": "1", **sent}
+    status, read = call(url, "GET", "/policies/1")
+    assert status == 200, read
+    assert read == created
