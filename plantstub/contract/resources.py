@@ -15,13 +15,12 @@ from plantstub._json import pick_json, shown
 from plantstub.contract.answers import answer_key
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
-from plantstub.contract.keys import envelope_of, has_surrogate, key_field, key_text, with_defs
+from plantstub.contract.keys import batch_of, envelope_of, has_surrogate, key_field, key_schemas, key_text, with_defs
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
-from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, location_path
-from plantstub.contract.shapes import Shape, fields_of, flat_of, shape_of, wrapper
+from plantstub.contract.shapes import Shape, choice_fields, fields_of, flat_of, shape_of
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
 MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
@@ -64,11 +63,17 @@ class Resource:
     key_samples: tuple[str, ...] = ()  # generated keys the schemas take, whose tail a counter replaces
     key_enum: tuple[Any, ...] = ()  # the keys an enum allows, given out in order
     envelope: str | None = None  # the one property bodies send the record in (Asana's `{"data": {...}}`)
+    batch: str | None = None  # the array property a create sends its records in (Xero's `Contacts`); "": the body
 
     def unwrap(self, body: Any) -> Any:
-        """The record a create or update body sends: in its envelope, when it has one."""
+        """The record a create or update body sends: in its envelope, when it has one; for a create in an array
+        (`batch`), the list of records (an update: the one record of the array)."""
         if self.envelope is not None and isinstance(body, dict) and isinstance(body.get(self.envelope), dict):
             return body[self.envelope]
+        if self.batch is not None:
+            rows = body if self.batch == "" else body.get(self.batch) if isinstance(body, dict) else None
+            if isinstance(rows, list) and all(isinstance(r, dict) for r in rows):
+                return rows
         return body
 
     def fits(self, value: Any) -> bool:
@@ -233,9 +238,15 @@ class Resources:
         schema = _body_schema(create) or _answer_schema(item.get("GET"))
         envelope = envelope_of(_body_schema(create), [_answer_schema(create), _answer_schema(item.get("GET"))])
         outer: Any = None
+        batch = None if envelope is not None else batch_of(
+            _body_schema(create), [_answer_schema(create), _answer_schema(item.get("GET"))],
+            path.rstrip("/").rsplit("/", 1)[-1])
         if envelope is not None:  # the record is what the envelope holds
             outer = defs_of(schema)
             schema = flat_of(schema, outer)["properties"][envelope]
+        elif batch is not None:  # a record is an item of the array
+            outer = defs_of(_body_schema(create))
+            schema = batch[1]
         page = None
         listed = shape_of(listing) if listing is not None else None
         if listed is not None and not listed.many:  # a wrapper around the list, or one object (`GET /status`)
@@ -258,12 +269,15 @@ class Resources:
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(fields_of(flat_of(schema, defs)) or ()) if schema is not None else frozenset()
         shown_fields = set(shape_of(item["GET"], None, fields).fields or ()) if "GET" in item else set()
+        if not shown_fields and not fields:  # a choice of objects: any branch's fields, the read answer's first
+            for whole, held in (with_defs(_answer_schema(item.get("GET"))), (schema, defs)):
+                shown_fields = shown_fields or set(choice_fields(flat_of(whole, held), held) if whole else ())
         key = key_field(param, shown_fields) if shown_fields else key_field(param, fields)  # the answer's first
         key_schema = _key_param(item, param)
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
         resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check,
-                            envelope=envelope, **self._key_schemas(key, key_schema, fields, [
+                            envelope=envelope, batch=batch[0] if batch is not None else None, **key_schemas(self.checks, key, key_schema, fields, [
                                 (schema, defs), with_defs(_answer_schema(create)),
                                 with_defs(_answer_schema(item.get("GET")))]))
         self.resources.append(resource)
@@ -279,29 +293,6 @@ class Resources:
             for name, value in action.shape.defaults:
                 if name != key:  # the key is assigned, not generated
                     resource.defaults.setdefault(name, value)
-
-    def _key_schemas(self, key: str, param: Any, fields: frozenset[str],
-                     records: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:
-        """What assigning keys needs: the key field's types and checks (in the records' and the answers'
-        schemas, each with its `$defs`), generated keys the parameter and the field take, and an enum's values."""
-        schemas: list[tuple[Any, dict[str, Any]]] = [(param, defs_of(param))] if param is not None else []
-        for whole, defs in records:
-            if whole is None or isinstance(whole, bool):
-                continue
-            flat = flat_of(whole, defs)
-            wrapped = wrapper(flat, defs, fields | {key}, key)
-            props = (wrapped[1] if wrapped else flat).get("properties")
-            if isinstance(props, dict) and key in props and not isinstance(props[key], bool):
-                schemas.append((props[key], defs))
-        held = schemas[1:] if param is not None else schemas
-        samples = [sample(s, d, checks=self.checks) for s, d in schemas]
-        enums = [flat_of(s, d).get("enum") for s, d in schemas]
-        return {
-            "field_types": frozenset(schema_types(flat_of(*held[0]))) if held else frozenset(),
-            "field_checks": tuple(self.checks.check(s, d or None) for s, d in held),
-            "key_samples": tuple(dict.fromkeys(v for v in samples if isinstance(v, str) and v)),
-            "key_enum": next((tuple(e) for e in enums if isinstance(e, list)), ()),
-        }
 
     def _add(self, op: Operation, kind: str, resource: Resource, page: Page | None = None) -> Action | None:
         query = {p.name: p for p in op.parameters if p.location == "query"}

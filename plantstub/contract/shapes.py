@@ -36,6 +36,7 @@ class Shape:
     conform: tuple[tuple[str, SchemaCheck, Any, bool], ...] = ()
     # The wrapper's other properties it requires (Xero's `pagination`), each with a generated value.
     around: tuple[tuple[str, Any], ...] = ()
+    rows: bool = False  # the wrapper's property is an array of records (Xero's `{"Contacts": [{...}], "Id": ...}`)
 
     def show(self, record: dict[str, Any]) -> dict[str, Any]:
         """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
@@ -49,7 +50,18 @@ class Shape:
                     shown[name] = value
                 else:
                     del shown[name]
-        return shown if self.wrap is None else {**dict(self.around), self.wrap: shown}
+        if self.wrap is None:
+            return shown
+        return {**dict(self.around), self.wrap: [shown] if self.rows else shown}
+
+    def show_batch(self, records: list[dict[str, Any]]) -> Any:
+        """The answer to a create of several records (sent in an array): in the wrapper's array, else the array an
+        answer of many is, else the first record as show() shows it."""
+        if self.wrap is not None and self.rows:
+            return {**dict(self.around), self.wrap: [self.show(r)[self.wrap][0] for r in records]}
+        if self.many:
+            return self.show_all(records)
+        return self.show(records[0])
 
     def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """show() of each record, in one pass (a list answer's whole cost is here)."""
@@ -82,12 +94,44 @@ def fields_of(flat: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(props)
 
 
+def _inner(sub: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A wrapper property's flattened schema, or its items' when it is an array of objects (Xero's `Contacts`),
+    and whether it is that array."""
+    inner = flat_of(sub, defs)
+    if inner.get("type") == "array" or "items" in inner:
+        items = flat_of(inner.get("items", True), defs)
+        if fields_of(items) is not None:
+            return items, True
+    return inner, False
+
+
+def is_record(flat: dict[str, Any], defs: dict[str, Any]) -> bool:
+    """Whether `flat` is what a record is: an object of properties, or a choice of them (PagerDuty's `oneOf` of
+    action kinds), whose fields are then unknown (the whole record is shown)."""
+    return fields_of(flat) is not None or bool(_branches(flat, defs))
+
+
+def _branches(flat: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flattened branches of a choice of objects (is_record()'s `oneOf`, `anyOf`); [] for anything else."""
+    choice = flat.get("oneOf") or flat.get("anyOf")
+    if fields_of(flat) is not None or not isinstance(choice, list):
+        return []
+    branches = [flat_of(c, defs) for c in choice]
+    return branches if branches and all(fields_of(b) is not None for b in branches) else []
+
+
+def choice_fields(flat: dict[str, Any], defs: dict[str, Any]) -> frozenset[str]:
+    """Every field some branch of a choice of objects has (where its key field is looked for: Discord's `id`)."""
+    return frozenset(name for b in _branches(flat, defs) for name in fields_of(b) or ())
+
+
 def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
-            key: str | None = None) -> tuple[str, dict[str, Any]] | None:
+            key: str | None = None) -> tuple[str, dict[str, Any], bool] | None:
     """(the property, its flattened schema) when `flat` wraps a record in a property (`{"user": {...}}`): an object
     the records have no field of that name for, its one property; or, of several properties none of which is a
     record field, the one object sharing the most fields with the records (Xero's `{"pagination", "problem",
-    "employee": {...}}`, a tie: none). Some may be record fields when the `key` is not among them and they are
+    "employee": {...}}`, a tie: none); an array of such objects holds the record too (Xero's `{"Contacts": [{...}],
+    "Id": ...}`: the third of the triple says so). Some may be record fields when the `key` is not among them and they are
     fewer than half (apideck's `{"status_code", "status", "data": {...}}`)."""
     props = flat.get("properties")
     if not isinstance(props, dict) or not props or not fields:
@@ -97,24 +141,36 @@ def wrapper(flat: dict[str, Any], defs: dict[str, Any], fields: frozenset[str],
         return None
     if len(props) == 1:
         (name, sub), = props.items()
-        inner = flat_of(sub, defs)
-        return (name, inner) if fields_of(inner) is not None else None
-    best: list[tuple[int, str, dict[str, Any]]] = []
+        inner, rows = _inner(sub, defs)
+        if rows and not fields & set(fields_of(inner) or ()):
+            return None  # an array of other things (PayPal's `links`): no place for the record
+        return (name, inner, rows) if is_record(inner, defs) else None
+    best: list[tuple[int, str, dict[str, Any], bool]] = []
     for name, sub in props.items():
         if name in named:
             continue
-        inner = flat_of(sub, defs)
+        inner, rows = _inner(sub, defs)
         shared = len(fields & set(fields_of(inner) or ()))
         if shared:
-            best.append((shared, name, inner))
+            best.append((shared, name, inner, rows))
     best.sort(key=lambda b: -b[0])
     if not best or (len(best) > 1 and best[0][0] == best[1][0]):
         return None
-    return best[0][1], best[0][2]
+    return best[0][1], best[0][2], best[0][3]
+
+
+def _names(flat: dict[str, Any]) -> list[str]:
+    required = flat.get("required")
+    return [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
 
 
 def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tuple[tuple[str, Any], ...]:
     """The required properties of an object schema, each with a generated value (as default answers make them)."""
+    branches = _branches(flat, defs)
+    if branches:  # a choice: the fields every branch requires (PagerDuty's `creation_time`), as the first has them
+        common = [set(_names(b)) for b in branches]
+        return tuple((name, value) for name, value in _defaults(branches[0], defs, checks)
+                     if all(name in names for names in common))
     props = flat.get("properties")
     required = flat.get("required")
     if not isinstance(props, dict) or not isinstance(required, list):
@@ -183,9 +239,9 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
         flat = flat_of(flat.get("items", True), defs)
     wrapped = wrapper(flat, defs, fields, record_key)
     around = _defaults(flat, defs, checks) if wrapped is not None and checks is not None else ()
-    wrap, flat = wrapped if wrapped is not None else (None, flat)
+    wrap, flat, rows = wrapped if wrapped is not None else (None, flat, False)
     defaults = _defaults(flat, defs, checks) if checks is not None else ()
     key_type = _key_type(flat, record_key, defs)
     conform = _conform(flat, defs, checks, record, record_key) if checks is not None and record is not None else ()
     return Shape(status, True, many, fields_of(flat), content_type, wrap, defaults, record_key if key_type else None,
-                 key_type, conform, tuple((n, v) for n, v in around if n != wrap))
+                 key_type, conform, tuple((n, v) for n, v in around if n != wrap), rows)

@@ -12,10 +12,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import orjson
-
 from plantstub._budget import Budget
-from plantstub._json import JSON, NO_BODY, decode_json, deep_json_bytes, json_bytes, nests_deeper, shown
+from plantstub._json import JSON, NO_BODY, deep_json_bytes, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.resources import (
@@ -31,6 +29,7 @@ from plantstub.contract.resources import (
     Resources,
     key_text,
 )
+from plantstub.store.held import MAX_DEPTH, TooDeep, decode, encode, merge_patch
 from plantstub.store.lists import list_answer
 
 KIND = "records"  # the kind the memory budget counts a store's bytes under
@@ -64,63 +63,6 @@ class _Bucket:
     def remembers(self) -> bool:
         """Whether the collection says anything with no record in it: keys given out already are never again."""
         return bool(self.records) or self.next > 1
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7396 JSON merge patch: objects merge member by member, `null` removes, anything else replaces.
-
-    Level by level, without recursion: a patch nested as deep as a body may be must not exhaust the stack."""
-    if not isinstance(patch, dict):
-        return patch
-    root = dict(target) if isinstance(target, dict) else {}
-    todo = [(root, patch)]
-    while todo:
-        merged, part = todo.pop()
-        for name, value in part.items():
-            if value is None:
-                merged.pop(name, None)
-            elif isinstance(value, dict):
-                old = merged.get(name)
-                merged[name] = sub = dict(old) if isinstance(old, dict) else {}
-                todo.append((sub, value))
-            else:
-                merged[name] = value
-    return root
-
-
-# Levels of objects and arrays a stored record may have: as many as orjson writes (what it refuses is
-# written by the standard library later, deeper in the stack, where Python's limit would not take it).
-MAX_DEPTH = 254
-
-
-class _Written(bytes):
-    """A record the standard library wrote (integers beyond 64 bits, lone surrogates): read back the same way."""
-
-    __slots__ = ()
-
-
-class _TooDeep(_Written):
-    """A record nested more than MAX_DEPTH levels: in a state, refused; in a scenario's seed, kept as loaded."""
-
-    __slots__ = ()
-
-
-def encode(record: Any) -> bytes | None:
-    """A record as the store holds it: compact JSON in bytes of its own size; None when it is nested more than
-    MAX_DEPTH levels (not kept: the admin API and the answers write it again later, and Python's stack would not
-    take it)."""
-    try:
-        # A copy: orjson's bytes keep the whole buffer they were written in, up to 64 times what they hold.
-        return memoryview(orjson.dumps(record)).tobytes()  # orjson refuses more than 255 levels: shallow enough
-    except orjson.JSONEncodeError:
-        if nests_deeper(record, MAX_DEPTH):
-            return None
-        return _Written(json_bytes(record))
-
-
-def decode(payload: bytes) -> Any:
-    """A held record parsed again, exactly as it went in."""
-    return decode_json(payload) if type(payload) is _Written else orjson.loads(payload)
 
 
 class Store:
@@ -181,7 +123,7 @@ class Store:
         if problems:
             return problems
         buckets, _, size = self._build(state)
-        if any(type(p) is _TooDeep for bucket in buckets.values() for p in bucket.records.values()):
+        if any(type(p) is TooDeep for bucket in buckets.values() for p in bucket.records.values()):
             return [(root, f"a record is nested more than {MAX_DEPTH} levels deep; the store keeps none so deep")]
         if size > self.most_bytes:
             return [(root, f"{size:,} bytes of records as held; a stub keeps at most {self.most_bytes // 2**20} MiB")]
@@ -203,7 +145,7 @@ class Store:
             for record in records:
                 key = record[resource.key]
                 text = key_text(key)
-                payload = encode(record) or _TooDeep(deep_json_bytes(record))  # problems() refuses it; a seed's
+                payload = encode(record) or TooDeep(deep_json_bytes(record))  # problems() refuses it; a seed's
                 bucket.records[text] = payload
                 count += 1
                 size += record_held(text, payload)
@@ -261,7 +203,11 @@ class Store:
             return self._list(action, path, query)
         body = resource.unwrap(body)
         if kind == CREATE:
+            if resource.batch is not None and isinstance(body, list) and all(isinstance(r, dict) for r in body):
+                return self._create_batch(action, path, body)
             return self._create(action, path, body) if isinstance(body, dict) else None
+        if resource.batch is not None and isinstance(body, list) and len(body) == 1:
+            body = body[0]  # an update sent in the create's array (Xero's `{"Contacts": [{...}]}`)
         key = resource.key_of(path_params.get(resource.param, ""))
         text = key_text(key)
         bucket = self.buckets.get(path)
@@ -273,13 +219,7 @@ class Store:
         if kind == READ:
             return _shown(action, record, payload)
         if kind == DELETE:
-            del bucket.records[text]
-            self.count -= 1
-            freed = record_held(text, payload)
-            if not bucket.remembers():  # an emptied collection goes, unless it must not give its keys again
-                del self.buckets[path]
-                freed += bucket_held(path)
-            self._free(freed)
+            self._remove(path, text)
             return _shown(action, record, payload)
         if not isinstance(body, dict):
             return None
@@ -305,6 +245,38 @@ class Store:
         held: dict[str, bytes] = bucket.records if bucket is not None else {}
         # Parsed one by one as the answer takes them: a page of ten parses ten.
         return list_answer(action, map(decode, held.values()), len(held), query)
+
+    def _create_batch(self, action: Action, path: str, rows: list[dict[str, Any]]) -> Outgoing | None:
+        """Each record of an array created in turn, answered together (resource.batch); when one is refused, the
+        ones created before it are taken back and the refusal answered."""
+        made: list[dict[str, Any]] = []
+        for row in rows:
+            self._created = None
+            answer = self._create(action, path, row)
+            created = self._created
+            if created is None:
+                for record in made:
+                    self._remove(path, key_text(record[action.resource.key]))
+                return answer
+            made.append(created)
+        self._created = made[0] if made else None
+        shape = action.shape
+        if not shape.has_body or sends_no_body(shape.status):
+            return Outgoing(shape.status, NO_BODY, b"", None)
+        if not made and not shape.many and not shape.rows:
+            return None  # nothing sent, and no record to show: the default answer
+        return json_reply(shape.status, shape.show_batch(made), content_type=shape.content_type or JSON)
+
+    def _remove(self, path: str, text: str) -> None:
+        """Take the record `text` out of the collection `path` (and the collection, when it can go)."""
+        bucket = self.buckets[path]
+        payload = bucket.records.pop(text)
+        self.count -= 1
+        freed = record_held(text, payload)
+        if not bucket.remembers():  # an emptied collection goes, unless it must not give its keys again
+            del self.buckets[path]
+            freed += bucket_held(path)
+        self._free(freed)
 
     def _create(self, action: Action, path: str, body: dict[str, Any]) -> Outgoing:
         resource = action.resource
@@ -378,7 +350,7 @@ def _shown(action: Action, record: dict[str, Any], payload: bytes) -> Outgoing:
     shape = action.shape
     if not shape.has_body or sends_no_body(shape.status):
         return Outgoing(shape.status, NO_BODY, b"", None)
-    if shape.fields is None and not shape.conform:
+    if shape.fields is None and not shape.conform and shape.wrap is None:
         return Outgoing(shape.status, record, payload, shape.content_type or JSON)
     return json_reply(shape.status, shape.show(record), content_type=shape.content_type or JSON)
 

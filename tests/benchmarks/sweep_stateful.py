@@ -78,6 +78,21 @@ def enveloped(answer: Any, sent: Any) -> tuple[Any, Any]:
     return answer, sent
 
 
+def batched(answer: Any, sent: Any) -> tuple[Any, Any]:
+    """(answer, sent) as the first record of the array both send them in (Xero's `{"Contacts": [{...}]}`, or a bare
+    `[{...}]` answered in an object's one array of objects), else as they are."""
+    rows = sent if isinstance(sent, list) else None
+    # a body of one array property only: a record's own array field (`formElements`) is no batch
+    names = [n for n, v in sent.items() if isinstance(v, list)] if isinstance(sent, dict) and len(sent) == 1 else []
+    if rows is None and len(names) == 1:
+        rows = sent[names[0]]
+    if not isinstance(answer, dict) or not rows or not isinstance(rows[0], dict):
+        return answer, sent
+    held = [v for n, v in answer.items() if isinstance(v, list) and v and isinstance(v[0], dict)
+            and (len(names) != 1 or n == names[0])]
+    return (held[0][0], rows[0]) if len(held) == 1 else (answer, sent)
+
+
 def holder(answer: Any, key: str) -> Any:
     """The record in the one object property that holds its key (apideck's `{"status", "operation", "data": {...}}`)
     where the answer itself has no key field; else the answer."""
@@ -139,6 +154,10 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
         props = declared_props(doc, sub, found[1], f"{found[2]}/properties/{esc(name)}")
     else:
         props = declared_props(doc, *found) if found else None
+    batch = batched(read, sent)
+    if batch[0] is not read and batch[1] is not sent:  # the records in an array: the read's first against the first sent and created
+        found = props = None
+        read, sent, created = batch[0], batch[1], batched(created, sent)[0]
     record = unwrapped(read, sent)
     sent = enveloped(read, sent)[1]
     if not isinstance(record, dict):
@@ -174,7 +193,16 @@ def disagreement(doc: Document, op: dict, uri: str, ptr: str, status: int, sent:
 def created_key(answer: Any, sent: Any, param: str) -> Any:
     """The key a client reads from the create: the field named as the parameter, else `id`, else one whose name
     ends the parameter's (Asana's `gid` for `allocation_gid`, Twilio's `sid` for `Sid`), in the answer first."""
-    answer, sent = enveloped(answer, sent)
+    batch = batched(answer, sent)
+    # records sent in an array: the first one's key (else as a record was sent)
+    for pair in ([batch] if batch[1] is not sent else []) + [(answer, sent)]:
+        found = _created_key(*enveloped(*pair), param)
+        if found is not None:
+            return found
+    return None
+
+
+def _created_key(answer: Any, sent: Any, param: str) -> Any:
     inner = [v for v in answer.values() if isinstance(v, dict)] if isinstance(answer, dict) else []
     for source in (answer, unwrapped(answer, sent), sent, *inner):  # then a property holding it (`{"data", "links"}`)
         if isinstance(source, dict):
