@@ -5,39 +5,14 @@ branch requires are filled, every answer valid against the declared schema (json
 
 from __future__ import annotations
 
-from typing import Any
+from tests.helpers import call
+from tests.store.stateful_doc import StatefulDoc
 
-import jsonschema
-import pytest
-import yaml
-
-from tests.helpers import SPECS, ServeProcess, call
-
-SPEC = SPECS / "store-choices.yaml"
-DOC = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+DOC = StatefulDoc("store-choices.yaml")
+served, url = DOC.fixtures()
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    serve = ServeProcess("--spec", str(SPEC), "--port", "0", "--stateful",
-                         "--scenarios", str(tmp_path_factory.mktemp("scenarios")))
-    yield serve.url
-    serve.stop()
-
-
-@pytest.fixture
-def url(served):
-    assert call(served, "POST", "/__plantstub/reset")[0] == 200
-    return served
-
-
-def valid(path: str, method: str, status: int, body: Any) -> Any:
-    """`body`, checked against the answer the document declares for `method path` and `status`."""
-    content = DOC["paths"][path][method]["responses"][str(status)]["content"]
-    root = {**next(iter(content.values()))["schema"], "components": DOC["components"]}
-    checker = jsonschema.Draft202012Validator(root, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-    assert [f"{list(e.absolute_path)}: {e.message}" for e in checker.iter_errors(body)] == [], body
-    return body
+valid = DOC.valid
 
 
 def test_a_choice_of_objects_in_an_envelope_is_answered_in_it_and_read_back(url):

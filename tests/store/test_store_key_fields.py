@@ -9,37 +9,14 @@ import re
 import urllib.request
 from typing import Any
 
-import jsonschema
-import pytest
-import yaml
+from tests.helpers import JSON_AUTH, call
+from tests.store.stateful_doc import StatefulDoc
 
-from tests.helpers import JSON_AUTH, SPECS, ServeProcess, call
-
-SPEC = SPECS / "store-keys.yaml"
-DOC = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+DOC = StatefulDoc("store-keys.yaml")
+served, url = DOC.fixtures()
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    serve = ServeProcess("--spec", str(SPEC), "--port", "0", "--stateful",
-                         "--scenarios", str(tmp_path_factory.mktemp("scenarios")))
-    yield serve.url
-    serve.stop()
-
-
-@pytest.fixture
-def url(served):
-    assert call(served, "POST", "/__plantstub/reset")[0] == 200
-    return served
-
-
-def valid(path: str, method: str, status: int, body: Any) -> Any:
-    """`body`, checked against the answer the document declares for `method path` and `status`."""
-    content = DOC["paths"][path][method]["responses"][str(status)]["content"]
-    root = {**next(iter(content.values()))["schema"], "components": DOC["components"]}
-    checker = jsonschema.Draft202012Validator(root, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-    assert [f"{list(e.absolute_path)}: {e.message}" for e in checker.iter_errors(body)] == [], body
-    return body
+valid = DOC.valid
 
 
 def roundtrip(url: str, collection: str, item: str, sent: dict, key_of: Any) -> tuple[Any, Any]:

@@ -3,42 +3,20 @@ raw HTTP, each answer validated with jsonschema against the schema the document 
 
 from __future__ import annotations
 
-import jsonschema
 import pytest
-import yaml
 
-from tests.helpers import SPECS, ServeProcess, call
+from tests.helpers import call
+from tests.store.stateful_doc import StatefulDoc
 
-SPEC = SPECS / "wrapped-lists.yaml"
-DOC = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    serve = ServeProcess("--spec", str(SPEC), "--port", "0", "--stateful",
-                         "--scenarios", str(tmp_path_factory.mktemp("scenarios")))
-    yield serve.url
-    serve.stop()
-
-
-@pytest.fixture
-def url(served):
-    assert call(served, "POST", "/__plantstub/reset")[0] == 200
-    return served
-
-
-def declared(path: str, status: str = "200") -> jsonschema.protocols.Validator:
-    content = DOC["paths"][path]["get"]["responses"][status]["content"]
-    schema = next(iter(content.values()))["schema"]
-    root = {**schema, "components": DOC["components"]}  # the document's $refs resolve in it
-    return jsonschema.Draft202012Validator(root, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+DOC = StatefulDoc("wrapped-lists.yaml")
+served, url = DOC.fixtures()
 
 
 def listed(url: str, path: str, query: str = "") -> dict:
     """GET a list; its answer, checked against the declared 200 schema."""
     status, body = call(url, "GET", path + query)
     assert status == 200, body
-    errors = [f"{list(e.absolute_path)}: {e.message}" for e in declared(path).iter_errors(body)]
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in DOC.declared(path).iter_errors(body)]
     assert errors == [], body
     return body
 
