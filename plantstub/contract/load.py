@@ -13,7 +13,7 @@ from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import decode_text, parse_text, read_bytes
 from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract.bundle import Bundler, join
-from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, Spec
+from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, Spec, unsent_header
 from plantstub.contract.securities import Securities, expect, suggest
 from plantstub.contract.spec_cache import SpecCache, digest
 from plantstub.contract.webhooks import read_callbacks, read_webhooks
@@ -368,8 +368,11 @@ class _Loader:
             headers[str(name)] = self.schema(
                 _content_schema(header, f"{where}.headers.{name}"), header_base, f"{where}.headers.{name}.schema",
                 "response")
-            if header.get("required") is True and str(name).lower() not in ("content-type", "content-length"):
+            unsent = unsent_header(str(name)) if header.get("required") is True else "not required"
+            if unsent is None:
                 required.append(str(name))
+            elif unsent != "not required" and str(name).lower() not in ("content-type", "content-length"):
+                self.warnings.append(f"{where}.headers.{name}: required, but never sent: {unsent}")
         return Response(
             status=status,
             description=str(raw.get("description", "")),

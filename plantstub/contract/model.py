@@ -33,6 +33,21 @@ class MediaType:
     examples: dict[str, Any] = field(default_factory=dict)
 
 
+_TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_HTTP_OWN = frozenset({"content-type", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade",
+                       "te", "trailer", "proxy-connection", "date", "server"})
+
+
+def unsent_header(name: str) -> str | None:
+    """Why a required response header `name` is never sent (HTTP's own framing and hop-by-hop headers, which the
+    server writes, or a name HTTP cannot carry), else None."""
+    if not name or not set(name) <= _TOKEN_CHARS:
+        return "it is not a name an HTTP header can have"
+    if name.lower() in _HTTP_OWN:
+        return "HTTP's own header, which the server writes"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Response:
     """A declared response: status key as written ("200", "4XX", "default") and its content."""

@@ -13,7 +13,7 @@ from plantstub._json import MISSING
 from plantstub._memo import IdentityMemo
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, SecurityScheme, Spec, Webhook
 
-FORMAT = 3  # raised whenever what encode() writes changes (or what bundling makes of a schema)
+FORMAT = 4  # raised whenever what encode() writes changes (or what bundling makes of a schema)
 
 
 class Corrupt(ValueError):

@@ -3,8 +3,10 @@ written in one piece, only the answer's status read (issue 26: aiohttp's client 
 
 Sends what aiohttp's client sent (Host, User-Agent, Accept, Accept-Encoding, Content-Type, X-Plantstub-Webhook,
 Content-Length) and fails as it did: `aiohttp.ClientConnectorError` when the receiver cannot be reached,
-`aiohttp.ServerDisconnectedError` when it closes before answering, `asyncio.TimeoutError` past the timeout. Redirects
-are never followed (a 3xx is an answer like any other). Anything else (https, a password in the URL, callbacks,
+`aiohttp.ServerDisconnectedError` when it closes before answering, `asyncio.TimeoutError` past the timeout; an answer
+that is not HTTP/1.x raises `UnreadableAnswer`. Nothing is ever sent twice by this client: a kept connection the
+receiver closes before answering fails that attempt (the outbox counts it and tries again). Redirects are never
+followed (a 3xx is an answer like any other). A connection idle for `IDLE_SECONDS` is closed, as aiohttp's was. Anything else (https, a password in the URL, callbacks,
 whose addresses are guarded when resolved) goes through aiohttp's client (webhooks/outbox.py).
 """
 
@@ -23,6 +25,12 @@ from plantstub.webhooks.sender import WEBHOOK_HEADER
 
 _MOST_HEAD = 64 * 1024  # an answer's head longer than this is refused (aiohttp refuses long lines too)
 _CACHED = 256  # request heads kept per (URL, name)
+_MOST_LENGTH_DIGITS = 18  # a longer Content-Length is not believed (the connection is not reused)
+IDLE_SECONDS = 15.0  # a kept connection unused this long is closed (aiohttp's keepalive_timeout)
+
+
+class UnreadableAnswer(aiohttp.ClientPayloadError):
+    """The receiver answered, but not in HTTP/1.x as this client reads it (the message says how)."""
 
 
 def lean_target(url: str) -> URL | None:
@@ -42,9 +50,9 @@ class _Link(asyncio.Protocol):
         self.waiter: asyncio.Future[int] | None = None
         self.left = -1  # body bytes still to skip; -1: the end is not known (the connection is not reused)
         self.lost = False
-        self.reused = False
         self.key = ("", 0)
         self.counted = True  # in LeanClient.open
+        self.idle: asyncio.TimerHandle | None = None  # closes it when kept unused for IDLE_SECONDS
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # a TCP transport
@@ -69,16 +77,17 @@ class _Link(asyncio.Protocol):
         self.buf += data
         while True:
             end = self.buf.find(b"\r\n\r\n")
+            if end > _MOST_HEAD or (end < 0 and len(self.buf) > _MOST_HEAD):
+                self._fail(UnreadableAnswer("its head is over 64 KiB"))
+                self.close()
+                return
             if end < 0:
-                if len(self.buf) > _MOST_HEAD:
-                    self._fail(aiohttp.ClientPayloadError("the receiver's answer has a head over 64 KiB"))
-                    self.close()
                 return
             head = bytes(self.buf[:end]).decode("latin-1")
             del self.buf[: end + 4]
             status, left = _parsed(head)
             if status is None:
-                self._fail(aiohttp.ClientPayloadError("the receiver's answer is not HTTP/1.x"))
+                self._fail(UnreadableAnswer("it is not HTTP/1.x"))
                 self.close()
                 return
             if status >= 200:
@@ -102,8 +111,8 @@ def _parsed(head: str) -> tuple[int | None, int]:
     """The status of an answer's head, and its body's length (-1: not known, or the connection closes after it)."""
     lines = head.split("\r\n")
     version, _, rest = lines[0].partition(" ")
-    code = rest[:3]
-    if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+    code, _, _ = rest.partition(" ")
+    if not version.startswith("HTTP/1.") or len(code) != 3 or not (code.isascii() and code.isdigit()) or code < "100":
         return None, -1
     length, keep = -1, version == "HTTP/1.1"
     for line in lines[1:]:
@@ -111,7 +120,8 @@ def _parsed(head: str) -> tuple[int | None, int]:
         name = name.strip().lower()
         if name == "content-length":
             value = value.strip()
-            length = int(value) if value.isdigit() else -1
+            known = value.isascii() and value.isdigit() and len(value) <= _MOST_LENGTH_DIGITS
+            length = int(value) if known else -1
         elif name == "connection":
             keep = "close" not in value.lower() and (keep or "keep-alive" in value.lower())
         elif name == "transfer-encoding":
@@ -147,21 +157,15 @@ class LeanClient:
         return got
 
     async def post(self, url: URL, raw: str, name: str, payload: bytes, timeout: float) -> int:
-        """POST `payload` to `url` (`raw`: as given); the receiver's status. A connection kept from before that the
-        receiver closed meanwhile is replaced once, without counting as an attempt."""
+        """POST `payload` to `url` (`raw`: as given), once; the receiver's status."""
         key, head = self._head(url, raw, name)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         data = b"%s%d\r\n\r\n%s" % (head, len(payload), payload)
-        while True:
-            link = self._take(key)
-            if link is None:
-                link = await self._connect(key, deadline - loop.time())
-            try:
-                return await self._exchange(link, data, deadline, loop)
-            except aiohttp.ServerDisconnectedError:
-                if not link.reused or link.buf:
-                    raise
+        link = self._take(key)
+        if link is None:
+            link = await self._connect(key, deadline - loop.time())
+        return await self._exchange(link, data, deadline, loop)
 
     async def _exchange(self, link: _Link, data: bytes, deadline: float, loop: asyncio.AbstractEventLoop) -> int:
         waiter: asyncio.Future[int] = loop.create_future()
@@ -178,8 +182,8 @@ class LeanClient:
         finally:
             timer.cancel()
         if link.left == 0 and not link.lost:
-            link.reused = True
             self._idle.setdefault(link.key, deque()).append(link)
+            link.idle = loop.call_later(IDLE_SECONDS, self._expire_idle, link)
         else:
             self._drop(link)
         return status
@@ -188,10 +192,25 @@ class LeanClient:
         idle = self._idle.get(key)
         while idle:
             link = idle.pop()
+            if not idle:
+                del self._idle[key]
             if not link.lost and link.left == 0:
+                if link.idle is not None:
+                    link.idle.cancel()
+                    link.idle = None
                 return link
             self._drop(link)
         return None
+
+    def _expire_idle(self, link: _Link) -> None:
+        """Close a connection kept unused for IDLE_SECONDS; a receiver's table entry goes with its last one."""
+        link.idle = None
+        idle = self._idle.get(link.key)
+        if idle is not None and link in idle:
+            idle.remove(link)
+            if not idle:
+                del self._idle[link.key]
+        self._drop(link)
 
     async def _connect(self, key: tuple[str, int], timeout: float) -> _Link:
         while self.open >= self.most and self._close_one_idle():
@@ -206,13 +225,19 @@ class LeanClient:
         return link
 
     def _close_one_idle(self) -> bool:
-        for idle in self._idle.values():
+        for key, idle in self._idle.items():
             if idle:
-                self._drop(idle.popleft())
+                link = idle.popleft()
+                if not idle:
+                    del self._idle[key]
+                self._drop(link)
                 return True
         return False
 
     def _drop(self, link: _Link) -> None:
+        if link.idle is not None:
+            link.idle.cancel()
+            link.idle = None
         if link.counted:
             link.counted = False
             self.open -= 1
@@ -220,7 +245,7 @@ class LeanClient:
 
     def close(self) -> None:
         for idle in self._idle.values():
-            for link in idle:
+            for link in list(idle):
                 self._drop(link)
         self._idle.clear()
 

@@ -14,7 +14,7 @@ from yarl import URL
 from plantstub._version import __version__
 from plantstub.contract.model import Operation
 from plantstub.webhooks.deliveries import Sent
-from plantstub.webhooks.lean import LeanClient, lean_target
+from plantstub.webhooks.lean import LeanClient, UnreadableAnswer, lean_target
 from plantstub.webhooks.own import GuardedResolver, OwnAddress, OwnAddresses
 from plantstub.webhooks.sender import WEBHOOK_HEADER, Job, Sender
 
@@ -144,6 +144,9 @@ class Outbox:
                         status = answer.status
             except asyncio.TimeoutError:
                 error = f"the receiver did not answer within {self.timeout:g} s"
+                continue
+            except UnreadableAnswer as exc:
+                error = f"the receiver's answer could not be read: {exc}"
                 continue
             except (aiohttp.ClientError, OSError) as exc:
                 own = _own_address(exc)

@@ -124,3 +124,46 @@ def test_our_refusal_in_the_declared_error_shape_sends_the_required_headers(urls
     assert json.loads(data)["message"] == headers["X-Plantstub-Error"]
     assert "body: 'id' is a required property" in headers["X-Plantstub-Error"]
     assert _limit(headers) >= 10
+
+
+FRAMED = {"openapi": "3.0.3", "info": {"title": "framing headers", "version": "1"}, "paths": {"/framed": {"get": {
+    "responses": {"200": {"description": "ok", "content": _json(THING), "headers": {
+        **{name: {"required": True, "schema": {"type": "string"}}
+           for name in ("Transfer-Encoding", "Content-Length", "Date", "X:Y", "Bad Name", "", "Ünï", "X\nInjected")},
+        "Connection": {"required": True, "schema": {"type": "string", "example": "close"}},
+        "X-Kept": {"required": True, "schema": {"type": "string", "enum": ["kept"]}}}}}}}}}
+
+
+def test_required_headers_http_writes_itself_or_cannot_carry_are_never_sent(tmp_path):
+    """A document requiring Transfer-Encoding, Connection, Date or a name no header can have (found in review):
+    the answer keeps HTTP's own framing, every request on a kept connection is answered, start-up says why."""
+    import asyncio
+
+    import aiohttp
+
+    spec = tmp_path / "framed.json"
+    spec.write_text(json.dumps(FRAMED), encoding="utf-8")
+    stub = ServeProcess("--spec", str(spec), "--port", "0", "--scenarios", str(tmp_path))
+
+    async def twice() -> list[tuple[int, dict[str, str], Any]]:
+        async with aiohttp.ClientSession() as http:  # a client that refuses a Content-Length beside chunking
+            out = []
+            for _ in range(2):
+                async with http.get(f"{stub.url}/framed") as answer:
+                    out.append((answer.status, dict(answer.headers), await answer.json()))
+            return out
+
+    try:
+        got = asyncio.run(twice())
+    finally:
+        stub.stop()
+    for status, headers, body in got:
+        assert status == 200 and body["id"]
+        assert headers["X-Kept"] == "kept"
+        assert "Transfer-Encoding" not in headers and headers.get("Connection", "keep-alive") == "keep-alive"
+        assert headers["Date"].endswith(" GMT")  # HTTP's date, not a generated string
+        assert not any(name in headers for name in ("X:Y", "Bad Name", "Ünï", "X\nInjected"))
+    assert "Traceback" not in stub.stderr
+    for name in ("Transfer-Encoding", "Connection", "Date"):
+        assert f"headers.{name}: required, but never sent: HTTP's own header, which the server writes" in stub.stderr
+    assert "headers.Bad Name: required, but never sent: it is not a name an HTTP header can have" in stub.stderr

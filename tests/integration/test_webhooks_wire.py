@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 
 import pytest
 
 from plantstub import Stub
 from plantstub._version import __version__
-from tests.helpers import call
+from plantstub.webhooks import lean
+from tests.helpers import call, wait_until
 
 NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
 
@@ -18,12 +20,13 @@ NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
 class RawReceiver:
     """A receiver reading raw requests on 127.0.0.1: counts connections, keeps each request's head and body."""
 
-    def __init__(self, answer: bytes, close_after: bool) -> None:
-        self.answer = answer
+    def __init__(self, answer: bytes | Callable[[int, int], bytes | None], close_after: bool = False) -> None:
+        self.answer = answer  # or, per (connection, request) counted from 1, the answer (None: close unanswered)
         self.close_after = close_after
         self.heads: list[str] = []
         self.bodies: list[bytes] = []
         self.connections = 0
+        self.closed_by_us = 0  # connections the stub closed (the receiver read their end)
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/hook"
         threading.Thread(target=self._accept, daemon=True).start()
@@ -35,15 +38,16 @@ class RawReceiver:
             except OSError:
                 return
             self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True).start()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket, number: int) -> None:
         buf = b""
         with conn:
-            for _ in range(1000):
+            for request in range(1, 1000):
                 while b"\r\n\r\n" not in buf:
                     data = conn.recv(65536)
                     if not data:
+                        self.closed_by_us += 1
                         return
                     buf += data
                 head, _, buf = buf.partition(b"\r\n\r\n")
@@ -53,7 +57,10 @@ class RawReceiver:
                 self.heads.append(head.decode())
                 self.bodies.append(buf[:length])
                 buf = buf[length:]
-                conn.sendall(self.answer)
+                answer = self.answer(number, request) if callable(self.answer) else self.answer
+                if answer is None:
+                    return
+                conn.sendall(answer)
                 if self.close_after:
                     return
 
@@ -97,5 +104,69 @@ def test_a_receiver_that_answers_nothing_is_recorded_as_such() -> None:
             [delivery] = stub.wait_for_deliveries(1, timeout=10)
         assert (delivery.attempts, delivery.status, delivery.valid) == (3, None, False)
         assert delivery.error == "the receiver could not be reached (ServerDisconnectedError)"
+    finally:
+        receiver.close()
+
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+def test_a_kept_connection_closed_unanswered_counts_as_an_attempt() -> None:
+    """The receiver answers a connection's first request and closes on its second unanswered: that delivery is
+    sent again as a second attempt, counted, never silently twice as one."""
+    receiver = RawReceiver(lambda conn, request: OK if request == 1 else None)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            for n in range(2):
+                assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
+                stub.wait_for_deliveries(n + 1, timeout=10)
+            got = stub.deliveries
+        assert [(d.attempts, d.status, d.valid) for d in got] == [(1, 200, True), (2, 200, True)]
+        assert len(receiver.bodies) == 3  # the second delivery reached it twice: once per attempt counted
+    finally:
+        receiver.close()
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 2\xc2\xb20 OK\r\nContent-Length: 0\r\n\r\n",  # a superscript digit in the status
+    b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
+    b"SIP/2.0 200 OK\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n",
+])
+def test_an_answer_that_is_not_http_is_said_so(answer: bytes) -> None:
+    receiver = RawReceiver(answer, close_after=True)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            assert call(stub.url, "POST", "/plants", NEW_PLANT)[0] == 200
+            [delivery] = stub.wait_for_deliveries(1, timeout=10)
+        assert (delivery.attempts, delivery.status, delivery.valid) == (3, None, False)
+        assert delivery.error is not None and delivery.error.startswith("the receiver's answer could not be read: ")
+    finally:
+        receiver.close()
+
+
+@pytest.mark.parametrize("length", [b"\xc2\xb9", b"9" * 5000])
+def test_a_content_length_past_reading_keeps_the_status_and_drops_the_connection(length: bytes) -> None:
+    receiver = RawReceiver(b"HTTP/1.1 200 OK\r\nContent-Length: " + length + b"\r\n\r\n")
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            for n in range(2):
+                assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
+                stub.wait_for_deliveries(n + 1, timeout=10)
+            got = stub.deliveries
+        assert [(d.attempts, d.status, d.valid) for d in got] == [(1, 200, True)] * 2
+        assert receiver.connections == 2  # a length not believed: the connection is not used again
+    finally:
+        receiver.close()
+
+
+def test_an_idle_kept_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lean, "IDLE_SECONDS", 0.2)
+    receiver = RawReceiver(OK)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            assert call(stub.url, "POST", "/plants", NEW_PLANT)[0] == 200
+            stub.wait_for_deliveries(1, timeout=10)
+            wait_until(lambda: receiver.closed_by_us == 1, seconds=10)
     finally:
         receiver.close()
