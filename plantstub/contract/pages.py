@@ -145,6 +145,8 @@ def page_of(schema: Any, defs: dict[str, Any], checks: Checks, fields: frozenset
         plain = _plain(prop)
         types = types_of(flat_of(sub, defs), defs) or set()
         fallback = sample(sub, defs, checks=checks) if prop in required else OMIT
+        if fallback is not OMIT and not _fits(checks, fallback, sub, defs):
+            return None  # a required part no value satisfies: the default answer (its 501) says why
         kind = None
         if plain in COUNTS and types & {"integer", "number"}:
             kind = COUNT

@@ -28,7 +28,8 @@ def _sent(query: Mapping[str, list[str]], name: str | None) -> int | None:
 def window(action: Action, query: Mapping[str, list[str]]) -> tuple[int, int | None, int | None]:
     """(the first record shown, how many at most or None, the page number or None) the request asks for: `offset`
     and `limit`; or a 1-based `page` of `per_page` (else `limit`, else the size's declared default) records, when no
-    offset is sent. A page with no size known holds every record (page 1), the next ones none."""
+    offset is sent; a size of 0 counts as none sent. A page with no size known holds every record (page 1), the next
+    ones none."""
     size = _sent(query, action.per_page)
     if size is None and action.limit:
         size = _sent(query, "limit")
@@ -36,8 +37,8 @@ def window(action: Action, query: Mapping[str, list[str]]) -> tuple[int, int | N
     number = _sent(query, action.page) if start is None else None
     if number is None:
         return start or 0, size, None
-    size = size if size is not None else action.per_page_default
-    if size is None:
+    size = size if size is not None and size > 0 else action.per_page_default  # a page of 0 would never end
+    if not size:
         return (0 if number <= 1 else sys.maxsize), None, number
     return min((max(number, 1) - 1) * size, sys.maxsize), size, number
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import call
+from tests.helpers import SPECS, ServeProcess, call
 from tests.store.stateful_doc import StatefulDoc
 
 DOC = StatefulDoc("wrapped-lists.yaml")
@@ -100,3 +100,24 @@ def test_an_object_where_nothing_creates_records_is_no_list(url):
     assert default == {"checks": [{"name": "string"}]}
     assert call(url, "PUT", "/__plantstub/state", {"/status": []})[0] == 400  # not a collection
     assert listed(url, "/status") == default
+
+
+def test_a_page_size_of_zero_counts_as_none_sent(url):
+    people = create(url, "/people", *({"name": f"P{n}"} for n in range(1, 4)))
+    whole = {"@odata.context": "string", "@odata.count": 3}
+    assert listed(url, "/people", "?page=1&per_page=0") == {**whole, "value": people}  # not an endless empty page
+    assert listed(url, "/people", "?page=2&per_page=0") == {**whole, "value": []}
+
+
+def test_a_wrapper_no_value_satisfies_keeps_the_default_answer(tmp_path):
+    """Its required `next` is a Link that requires a Link: no answer is valid, so the list is not served from the
+    store (which answered an invalid 200, found in review); the default answer's 501 names the contradiction."""
+    stub = ServeProcess("--spec", str(SPECS / "wrapped-unsatisfiable.yaml"), "--port", "0", "--stateful",
+                        "--scenarios", str(tmp_path))
+    try:
+        assert call(stub.url, "POST", "/things", {"name": "a"})[0] == 201
+        status, body = call(stub.url, "GET", "/things")
+    finally:
+        stub.stop()
+    assert status == 501, body
+    assert "no value" in body["message"] and "Link" in body["message"]
