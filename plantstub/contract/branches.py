@@ -50,6 +50,13 @@ class Branch:
     fill: Fill
     closed: frozenset[str] | None
 
+    def apply(self, record: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+        """fill.apply(), an old value this branch's `const`/`enum` refuses not taken (a replace into another branch)."""
+        if old is not None:
+            old = {n: v for n, v in old.items() if all(n != name or any(_same(v, w) for w in values)
+                                                       for name, values in self.pinned)}
+        return self.fill.apply(record, old)
+
     def score(self, record: dict[str, Any]) -> tuple[int, int, int, int]:
         """How well `record` fits: no `const`/`enum` field refused first, then those it matches, the fields it
         shares, the fewest required fields it lacks."""

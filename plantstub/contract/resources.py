@@ -58,7 +58,7 @@ class Resource:
             for name in missing:
                 record[name] = old[name] if old is not None and name in old else self.defaults[name]
         for choice in self.choices:  # an answer of a choice of objects: what the record's branch requires
-            record = pick(choice, record).fill.apply(record, old)
+            record = pick(choice, record).apply(record, old)
         return record
 
     field_types: frozenset[str] = frozenset()  # the records' key field's types (else the parameter's count)

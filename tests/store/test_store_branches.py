@@ -65,6 +65,10 @@ def test_another_branch_for_another_record_and_after_a_replace(url):
     status, put = call(url, "PUT", f"/credentials/{created['id']}", {"type": "STATIC", "name": "cd", "access_key": "B"})
     assert status == 200, put
     assert valid("/credentials/{credentialsId}", "put", 200, put)["name"] == "cd"
+    status, put = call(url, "PUT", f"/credentials/{created['id']}", {"type": "ROLE", "name": "r", "role_arn": "a"})
+    assert status == 200, put
+    assert valid("/credentials/{credentialsId}", "put", 200, put) == {
+        "id": created["id"], "name": "r", "role_arn": "a", "object_type": "ROLE"}  # the old branch's value not kept
 
 
 @pytest.mark.parametrize(("trigger", "sent"), [(4, {}), (1, {"keywords": ["spam"]}), (4, None)])
