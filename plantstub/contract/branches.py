@@ -10,6 +10,7 @@ from typing import Any
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import flatten
 from plantstub.contract.samples import sample
+from plantstub.contract.schema import SchemaCheck
 
 MAX_NESTED = 4  # levels of objects inside a record whose required fields are filled
 
@@ -49,6 +50,7 @@ class Branch:
     pinned: tuple[tuple[str, tuple[Any, ...]], ...]
     fill: Fill
     closed: frozenset[str] | None
+    check: SchemaCheck | None = None  # the branch's schema: a record valid under it already is shown in it
 
     def apply(self, record: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
         """fill.apply(), an old value this branch's `const`/`enum` refuses not taken (a replace into another branch)."""
@@ -57,9 +59,10 @@ class Branch:
                                                        for name, values in self.pinned)}
         return self.fill.apply(record, old)
 
-    def score(self, record: dict[str, Any]) -> tuple[int, int, int, int]:
-        """How well `record` fits: no `const`/`enum` field refused first, then those it matches, the fields it
-        shares, the fewest required fields it lacks."""
+    def score(self, record: dict[str, Any]) -> tuple[bool, int, int, int, int]:
+        """How well `record` fits: valid under the branch as it is first (Okta's apps, valid under one of branches
+        that overlap), then no `const`/`enum` field refused, those it matches, the fields it shares, the fewest
+        required fields it lacks."""
         refused = matched = 0
         for name, values in self.pinned:
             if name in record:
@@ -68,7 +71,8 @@ class Branch:
                 else:
                     refused += 1
         lacking = sum(1 for name, _ in self.fill.defaults if name not in record)
-        return (-refused, matched, len(self.fields & record.keys()), -lacking)
+        valid = self.check is not None and self.check.is_valid(record)
+        return (valid, -refused, matched, len(self.fields & record.keys()), -lacking)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -105,8 +109,9 @@ def fill_of(flat: dict[str, Any], defs: dict[str, Any], checks: Checks, depth: i
     return Fill(defaults, tuple(nested))
 
 
-def branch_of(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> Branch:
-    """A choice's branch (flattened, an object of properties) as Branch."""
+def branch_of(schema: Any, defs: dict[str, Any], checks: Checks) -> Branch:
+    """A choice's branch (an object of properties) as Branch."""
+    flat = flat_of(schema, defs)
     props: dict[str, Any] = flat.get("properties") or {}
     pinned = []
     for name, sub in props.items():
@@ -116,4 +121,5 @@ def branch_of(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> Bra
         elif isinstance(inner.get("enum"), list) and inner["enum"]:
             pinned.append((name, tuple(inner["enum"])))
     closed = frozenset(props) if flat.get("additionalProperties") is False and not flat.get("patternProperties") else None
-    return Branch(frozenset(props), tuple(pinned), fill_of(flat, defs, checks), closed)
+    return Branch(frozenset(props), tuple(pinned), fill_of(flat, defs, checks), closed,
+                  checks.check(schema, defs or None))

@@ -129,6 +129,11 @@ def _branches(flat: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]
     return branches if branches and all(fields_of(b) is not None for b in branches) else []
 
 
+def _choice(flat: dict[str, Any], defs: dict[str, Any]) -> list[Any]:
+    """The branches of a choice of objects as written (each checked as it is); [] for anything else."""
+    return list(flat.get("oneOf") or flat.get("anyOf") or ()) if _branches(flat, defs) else []
+
+
 def choice_fields(flat: dict[str, Any], defs: dict[str, Any]) -> frozenset[str]:
     """Every field some branch of a choice of objects has (where its key field is looked for: Discord's `id`)."""
     return frozenset(name for b in _branches(flat, defs) for name in fields_of(b) or ())
@@ -250,7 +255,7 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
     defaults = _defaults(flat, defs, checks) if checks is not None else ()
     key_type = _key_type(flat, record_key, defs)
     conform = _conform(flat, defs, checks, record, record_key) if checks is not None and record is not None else ()
-    choice = tuple(branch_of(b, defs, checks) for b in _branches(flat, defs)) if checks is not None else ()
+    choice = tuple(branch_of(b, defs, checks) for b in _choice(flat, defs)) if checks is not None else ()
     return Shape(status, True, many, fields_of(flat), content_type, wrap, defaults, record_key if key_type else None,
                  key_type, conform, tuple((n, v) for n, v in around if n != wrap), rows, choice,
                  any(b.closed is not None for b in choice))

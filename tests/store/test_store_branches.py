@@ -88,3 +88,13 @@ def test_required_fields_nested_in_the_chosen_branch_are_filled_and_kept(url, tr
     assert valid("/rules/{rule_id}", "patch", 200, patched) == {**created, "name": "s"}
     status, listed = call(url, "GET", "/rules")
     assert valid("/rules", "get", 200, listed) == [{**created, "name": "s"}]
+
+
+def test_a_record_valid_under_one_branch_as_sent_is_left_as_it_is(url):
+    """Branches that overlap (Okta's apps): filling the first would make the record valid under both."""
+    sent = {"name": "n", "mode": "m", "settings": {"text": "t"}}
+    status, created = call(url, "POST", "/entries", sent)
+    assert status == 201, created
+    assert valid("/entries", "post", 201, created) == {"id": created["id"], **sent}
+    status, read = call(url, "GET", f"/entries/{created['id']}")
+    assert valid("/entries/{id}", "get", 200, read) == created
