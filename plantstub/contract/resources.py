@@ -13,6 +13,7 @@ from typing import Any
 
 from plantstub._json import pick_json, shown
 from plantstub.contract.answers import answer_key
+from plantstub.contract.branches import Branch, pick
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.keys import batch_of, envelope_of, has_surrogate, key_field, key_schemas, key_text, with_defs
@@ -47,15 +48,17 @@ class Resource:
     # Fields some answer requires, with a generated value: a record created or replaced without one gets it, as a
     # server assigns `createdAt`, and keeps it, so a later read agrees.
     defaults: dict[str, Any] = field(default_factory=dict)
+    choices: list[tuple[Branch, ...]] = field(default_factory=list)  # answers that are a choice of objects
 
     def filled(self, record: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
         """`record` with each required field it lacks: the old record's value, else the generated one."""
         missing = [name for name in self.defaults if name not in record]
-        if not missing:
-            return record
-        record = dict(record)
-        for name in missing:
-            record[name] = old[name] if old is not None and name in old else self.defaults[name]
+        if missing:
+            record = dict(record)
+            for name in missing:
+                record[name] = old[name] if old is not None and name in old else self.defaults[name]
+        for choice in self.choices:  # an answer of a choice of objects: what the record's branch requires
+            record = pick(choice, record).apply(record, old)
         return record
 
     field_types: frozenset[str] = frozenset()  # the records' key field's types (else the parameter's count)
@@ -269,7 +272,7 @@ class Resources:
         defs = defs if defs is not None else defs_of(schema)
         fields = frozenset(fields_of(flat_of(schema, defs)) or ()) if schema is not None else frozenset()
         shown_fields = set(shape_of(item["GET"], None, fields).fields or ()) if "GET" in item else set()
-        if not shown_fields and not fields:  # a choice of objects: any branch's fields, the read answer's first
+        if not shown_fields:  # a choice of objects: any branch's fields, the read answer's first
             for whole, held in (with_defs(_answer_schema(item.get("GET"))), (schema, defs)):
                 shown_fields = shown_fields or set(choice_fields(flat_of(whole, held), held) if whole else ())
         key = key_field(param, shown_fields) if shown_fields else key_field(param, fields)  # the answer's first
@@ -293,6 +296,8 @@ class Resources:
             for name, value in action.shape.defaults:
                 if name != key:  # the key is assigned, not generated
                     resource.defaults.setdefault(name, value)
+            if action.shape.choice and action.shape.choice not in resource.choices:
+                resource.choices.append(action.shape.choice)
 
     def _add(self, op: Operation, kind: str, resource: Resource, page: Page | None = None) -> Action | None:
         query = {p.name: p for p in op.parameters if p.location == "query"}

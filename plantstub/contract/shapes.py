@@ -9,6 +9,7 @@ from typing import Any
 
 from plantstub._json import concrete, pick_json
 from plantstub.contract.answers import answer_key, sends_no_body, status_of
+from plantstub.contract.branches import Branch, branch_of, pick
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.model import Operation
@@ -37,10 +38,18 @@ class Shape:
     # The wrapper's other properties it requires (Xero's `pagination`), each with a generated value.
     around: tuple[tuple[str, Any], ...] = ()
     rows: bool = False  # the wrapper's property is an array of records (Xero's `{"Contacts": [{...}], "Id": ...}`)
+    # A choice of objects (`oneOf`): its branches, one picked per record (contract/branches.py), and whether one
+    # is closed (`additionalProperties: false`: the record's other fields are left out of the answer).
+    choice: tuple[Branch, ...] = ()
+    closed: bool = False
 
     def show(self, record: dict[str, Any]) -> dict[str, Any]:
         """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
         shown = record if self.fields is None else {name: record[name] for name in self.fields if name in record}
+        if self.closed:
+            allowed = pick(self.choice, record).closed
+            if allowed is not None:
+                shown = {name: value for name, value in shown.items() if name in allowed}
         if self.key is not None and self.key in shown:
             shown = {**shown, self.key: _as_type(shown[self.key], self.key_type)}
         for name, check, value, required in self.conform:
@@ -66,7 +75,7 @@ class Shape:
     def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """show() of each record, in one pass (a list answer's whole cost is here)."""
         fields = self.fields
-        if self.wrap is not None or self.key is not None or self.conform:
+        if self.wrap is not None or self.key is not None or self.conform or self.closed:
             return [self.show(record) for record in records]
         if fields is None:
             return list(records)
@@ -120,6 +129,11 @@ def _branches(flat: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]
     return branches if branches and all(fields_of(b) is not None for b in branches) else []
 
 
+def _choice(flat: dict[str, Any], defs: dict[str, Any]) -> list[Any]:
+    """The branches of a choice of objects as written (each checked as it is); [] for anything else."""
+    return list(flat.get("oneOf") or flat.get("anyOf") or ()) if _branches(flat, defs) else []
+
+
 def choice_fields(flat: dict[str, Any], defs: dict[str, Any]) -> frozenset[str]:
     """Every field some branch of a choice of objects has (where its key field is looked for: Discord's `id`)."""
     return frozenset(name for b in _branches(flat, defs) for name in fields_of(b) or ())
@@ -167,10 +181,8 @@ def _names(flat: dict[str, Any]) -> list[str]:
 def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tuple[tuple[str, Any], ...]:
     """The required properties of an object schema, each with a generated value (as default answers make them)."""
     branches = _branches(flat, defs)
-    if branches:  # a choice: the fields every branch requires (PagerDuty's `creation_time`), as the first has them
-        common = [set(_names(b)) for b in branches]
-        return tuple((name, value) for name, value in _defaults(branches[0], defs, checks)
-                     if all(name in names for names in common))
+    if branches:  # a choice: each record gets its branch's (Shape.choice)
+        return ()
     props = flat.get("properties")
     required = flat.get("required")
     if not isinstance(props, dict) or not isinstance(required, list):
@@ -243,5 +255,7 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
     defaults = _defaults(flat, defs, checks) if checks is not None else ()
     key_type = _key_type(flat, record_key, defs)
     conform = _conform(flat, defs, checks, record, record_key) if checks is not None and record is not None else ()
+    choice = tuple(branch_of(b, defs, checks) for b in _choice(flat, defs)) if checks is not None else ()
     return Shape(status, True, many, fields_of(flat), content_type, wrap, defaults, record_key if key_type else None,
-                 key_type, conform, tuple((n, v) for n, v in around if n != wrap), rows)
+                 key_type, conform, tuple((n, v) for n, v in around if n != wrap), rows, choice,
+                 any(b.closed is not None for b in choice))

@@ -350,7 +350,7 @@ def _shown(action: Action, record: dict[str, Any], payload: bytes) -> Outgoing:
     shape = action.shape
     if not shape.has_body or sends_no_body(shape.status):
         return Outgoing(shape.status, NO_BODY, b"", None)
-    if shape.fields is None and not shape.conform and shape.wrap is None:
+    if shape.fields is None and not shape.conform and shape.wrap is None and not shape.closed:
         return Outgoing(shape.status, record, payload, shape.content_type or JSON)
     return json_reply(shape.status, shape.show(record), content_type=shape.content_type or JSON)
 
