@@ -150,13 +150,18 @@ class Answer:
         if not self.echo or not isinstance(request_body, dict) or self.whole is None:
             return self.base
         body = dict(self.base)
+        if valid and self.keeps:  # nothing to check, nothing hidden (contract/echo.py)
+            for name in self.echo:
+                if name in request_body:
+                    body[name] = request_body[name]
+            return body
         copied = [name for name in self.echo if name in request_body]
         if not copied:
             return body
         sent = {name: public(request_body[name], *self.hidden[name]) if name in self.hidden else request_body[name]
                 for name in copied}
         body.update(sent)
-        if (valid and self.keeps) or self.whole.is_valid(body):
+        if self.whole.is_valid(body):
             return body
         body = dict(self.base)
         for name in copied:
