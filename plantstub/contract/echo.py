@@ -33,7 +33,7 @@ def echo_keeps(op: Operation, response_schema: Any, echo: tuple[str, ...]) -> bo
     if not isinstance(target, dict) or not set(target) <= _PLAIN:
         return False
     props = target.get("properties")
-    if not isinstance(props, dict):
+    if not isinstance(props, dict) or any(name not in props for name in echo):
         return False
     wanted = [name for name in echo if props.get(name) not in _ANYTHING]
     if not wanted:
