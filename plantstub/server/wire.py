@@ -70,7 +70,11 @@ class Written:
     @property
     def headers(self) -> CIMultiDict[str]:
         if self._headers is None:
-            self._headers = CIMultiDict(sent_headers(self._out))
+            headers = self._headers = CIMultiDict(sent_headers(self._out))
+            if self._origin is not None:  # allowed already: the same headers, in the same order, as allow() writes
+                headers["Access-Control-Allow-Origin"] = self._origin
+                headers["Access-Control-Allow-Credentials"] = "true"
+                headers["Vary"] = "Origin"
         return self._headers
 
     def allow(self, origin: str) -> bool:
