@@ -7,6 +7,7 @@ from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, concrete, is_json, pick_json
 from plantstub.contract.compiled import Checks
+from plantstub.contract.echo import echo_keeps
 from plantstub.contract.flatten import defs_of, flatten, marked, public
 from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
@@ -67,6 +68,7 @@ class Answer:
         self.echo: tuple[str, ...] = ()  # response properties a request's fields may fill
         self.hidden: dict[str, tuple[Any, dict[str, Any]]] = {}  # of those, the ones with writeOnly members
         self.whole: SchemaCheck | None = None
+        self.keeps = False  # an echo of a request that passed its schema never breaks `whole` (contract/echo.py)
         self.problem: str | None = None
         self.label = op.label
         self.content_type = concrete(self.media.name) if self.media else None  # never a range such as */*
@@ -113,6 +115,7 @@ class Answer:
                                if checks.marks_inside(props[name], defs, "writeOnly")}
             self.whole = whole
             self._fill_status()
+            self.keeps = not self.hidden and echo_keeps(op, schema, self.echo)
 
     def _text(self, check: Callable[[MediaType], SchemaCheck | None], samples: Checks | None) -> str:
         """A body in a media type that is not JSON (CSV, XML, text): its first text example, else a generated string
@@ -135,17 +138,23 @@ class Answer:
             if isinstance(self.base.get(name), int) and self.whole.is_valid({**self.base, name: self.status}):
                 self.base = {**self.base, name: self.status}
 
-    def body_for(self, request_body: Any, example: str | None = None) -> Any:
+    def body_for(self, request_body: Any, example: str | None = None, valid: bool = False) -> Any:
         """The body to send: a named example, or the base value with request fields echoed in.
 
-        The echo keeps the contract: all fields at once when the whole body validates (the fast path), else
-        each field that keeps it valid (an `allOf` with `additionalProperties: false` may refuse them all).
+        The echo keeps the contract: all fields at once when the whole body validates (the fast path; not even
+        checked when the request is `valid` and the schemas show it `keeps`), else each field that keeps it valid
+        (an `allOf` with `additionalProperties: false` may refuse them all).
         """
         if example is not None and example in self.examples:
             return self.examples[example]
         if not self.echo or not isinstance(request_body, dict) or self.whole is None:
             return self.base
         body = dict(self.base)
+        if valid and self.keeps:  # nothing to check, nothing hidden (contract/echo.py)
+            for name in self.echo:
+                if name in request_body:
+                    body[name] = request_body[name]
+            return body
         copied = [name for name in self.echo if name in request_body]
         if not copied:
             return body
@@ -161,11 +170,12 @@ class Answer:
                 body = trial
         return body
 
-    def build(self, request_body: Any, example: str | None = None) -> Outgoing:
+    def build(self, request_body: Any, example: str | None = None, valid: bool = False) -> Outgoing:
+        """The answer to send (`valid`: the request passed its schemas, see body_for())."""
         if self.problem is not None and (example is None or example not in self.examples):
             return error_reply(UNANSWERABLE, f"plantstub cannot answer {self.label}: {self.problem}; a scenario rule"
                                              " with `off_contract: true` can answer it")
-        body = self.body_for(request_body, example)
+        body = self.body_for(request_body, example, valid)
         if body is NO_BODY or sends_no_body(self.status):
             return Outgoing(self.status, NO_BODY, b"", None, dict(self.headers))
         content_type = self.content_type or JSON

@@ -58,11 +58,12 @@ class ServedOperation:
         key = answer_key(self.op)
         return None if key is None else self.answer(key)
 
-    def default(self, request_body: Any) -> Outgoing:
+    def default(self, request_body: Any, valid: bool = False) -> Outgoing:
         """What a request gets when nothing else decides: the default answer (an operation that declares no
-        responses has 204, contract/load.py); an empty 200 only for an Operation built by hand without any."""
+        responses has 204, contract/load.py); an empty 200 only for an Operation built by hand without any.
+        `valid`: the request passed its schemas (the echo into the answer may then go unchecked, Answer.keeps)."""
         answer = self.default_answer
-        return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body)
+        return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body, None, valid)
 
     def own(self, out: Outgoing) -> Outgoing:
         """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any,

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from plantstub.contract.router import Router
+from plantstub.server.wire import Written
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 MAX_AGE = "600"  # seconds a browser may reuse a preflight answer
@@ -49,6 +50,8 @@ def _allow_origin(request: web.BaseRequest, response: web.StreamResponse) -> Non
     """Let the requesting page read `response` (and its headers)."""
     if response.prepared:  # a fault already on the wire: nothing to add
         return
+    if type(response) is Written and response.allow(request.headers["Origin"]):
+        return  # the usual answer: its head with these headers made once per origin (server/wire.py)
     headers = response.headers
     headers["Access-Control-Allow-Origin"] = request.headers["Origin"]
     headers["Access-Control-Allow-Credentials"] = "true"

@@ -160,7 +160,7 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
             out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
             if out is not None:  # with the response headers its status requires (our refusals: own() in decide())
                 return base._replace(out=served.headed(out) if served.heads else out, created=store.created)
-    return _answered(base, served.default(base.body))
+    return _answered(base, served.default(base.body, not base.errors))
 
 
 def _by_rule(runtime: Runtime, session: Session, scenario: Scenario | None, incoming: IncomingRequest,

@@ -65,7 +65,10 @@ class SessionRouter:
         def route(request: web.BaseRequest) -> Awaitable[web.StreamResponse]:  # no coroutine of its own: no await
             if request.rel_url.raw_path.startswith("//"):
                 request = request.clone(rel_url=_joined(request.rel_url.raw_path, request.rel_url.raw_query_string))
-            if request.path.startswith(SESSION_PREFIX) or SESSION_HEADER in request.headers:
+            named = request.headers.get(SESSION_HEADER)
+            if named is not None and not request.rel_url.raw_path.startswith(SESSION_PREFIX):
+                return self._live(named, request) or self.dispatch(request, handler)
+            if request.path.startswith(SESSION_PREFIX) or named is not None:
                 return self.dispatch(request, handler)
             return handler(request)
 
@@ -73,6 +76,19 @@ class SessionRouter:
             return await route(request)
 
         return route if lean else routed
+
+    def _live(self, sid: str, request: web.BaseRequest) -> Awaitable[web.StreamResponse] | None:
+        """A request naming a live session by header, straight to its pipeline (no coroutine of the router's, the id
+        known good); None for anything else (dispatch() then answers it)."""
+        cached = self._handlers.get(sid)
+        if cached is None:
+            return None
+        live = self.sessions.use(sid)
+        if live is None or live.session is not cached[0]:
+            return None
+        if not live.by_admin and self.guard.carries_token(request):  # the token promotes it (False: no token set)
+            live.by_admin = True
+        return cached[1](request)
 
     async def dispatch(self, request: web.BaseRequest, default: Handler) -> web.StreamResponse:
         raw = request.rel_url.raw_path

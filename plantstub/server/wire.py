@@ -26,7 +26,9 @@ _REASONS = {status.value: status.phrase for status in HTTPStatus}  # aiohttp's r
 _SET_BY_AIOHTTP = frozenset({"content-length", "transfer-encoding", "connection", "date", "server"})
 _FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header (it raises)
 _MOST = 64 * 1024  # a bigger body goes through aiohttp, which waits for the client to read (backpressure)
-_heads: dict[tuple[int, str | None], bytes] = {}  # (status, Content-Type) -> status line and Content-Type
+# (status, Content-Type, a --cors request's Origin or None) -> the head up to Content-Length's value
+_heads: dict[tuple[int, str | None, str | None], bytes] = {}
+_MOST_HEADS = 1024  # heads kept; a client sending ever new origins gets its heads made each time
 _tail: list[Any] = [None, b""]  # the second it was made for, and Date and Server with the blank line
 
 
@@ -51,12 +53,13 @@ class Written:
     """A reply as aiohttp's handler loop takes it (prepare, write_eof, keep_alive), written in one piece.
     `headers` (CORS adds to them) is aiohttp's case-insensitive mapping, made only when asked for."""
 
-    __slots__ = ("_headers", "_out", "_writer", "prepared")
+    __slots__ = ("_headers", "_origin", "_out", "_writer", "prepared")
     keep_alive = True
 
     def __init__(self, out: Outgoing) -> None:
         self._out = out
         self._headers: CIMultiDict[str] | None = None
+        self._origin: str | None = None
         self._writer: Any = None
         self.prepared = False
 
@@ -67,22 +70,40 @@ class Written:
     @property
     def headers(self) -> CIMultiDict[str]:
         if self._headers is None:
-            self._headers = CIMultiDict(sent_headers(self._out))
+            headers = self._headers = CIMultiDict(sent_headers(self._out))
+            if self._origin is not None:  # allowed already: the same headers, in the same order, as allow() writes
+                headers["Access-Control-Allow-Origin"] = self._origin
+                headers["Access-Control-Allow-Credentials"] = "true"
+                headers["Vary"] = "Origin"
         return self._headers
+
+    def allow(self, origin: str) -> bool:
+        """Let a page of `origin` read the usual answer (--cors, server/cors.py), its head made once per origin;
+        False when the answer is not the usual one (the caller adds the headers)."""
+        if self._headers is not None or self._out.headers or _FORBIDDEN.search(origin) is not None:
+            return False
+        self._origin = origin
+        return True
 
     def _bytes(self) -> bytes:
         out = self._out
         payload = out.payload
         if self._headers is None and not out.headers:  # the usual answer: its head made once
-            key = (out.status, out.content_type)
+            key = (out.status, out.content_type, self._origin)
             head = _heads.get(key)
             if head is None:
                 if _FORBIDDEN.search(str(out.content_type)) is not None:  # refused, as aiohttp refuses it
                     raise ValueError("Forbidden control character detected in headers.")
-                head = _heads[key] = (
+                cors = "" if self._origin is None else (  # as cors._allow_origin adds them
+                    f"Access-Control-Allow-Origin: {self._origin}\r\nAccess-Control-Allow-Credentials: true\r\n"
+                    "Vary: Origin\r\n"
+                )
+                head = (
                     f"HTTP/1.1 {out.status} {_REASONS.get(out.status, '')}\r\n"
-                    f"Content-Type: {out.content_type}\r\nContent-Length: "
+                    f"Content-Type: {out.content_type}\r\n{cors}Content-Length: "
                 ).encode()
+                if len(_heads) < _MOST_HEADS:
+                    _heads[key] = head
             return b"%s%d%s%s" % (head, len(payload), _date_server(), payload)
         lines = "".join(f"{name}: {value}\r\n" for name, value in self.headers.items())
         if _FORBIDDEN.search(lines[:-2].replace("\r\n", "")) is not None:  # a value CORS echoed: as aiohttp does

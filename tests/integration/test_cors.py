@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -75,3 +76,28 @@ def test_without_cors_a_preflight_is_an_ordinary_405():
         stub.stop()
     assert status == 405 and json.loads(body)["error"] == 405
     assert "Access-Control-Allow-Origin" not in headers
+
+
+def _head(url: str, origin: str) -> list[str]:
+    """The head of a valid POST /plants sent with `origin`, line by line as it came (the Date's value left out)."""
+    host, port = url.split("//")[1].split(":")
+    body = b'{"id": 1, "name": "Fern"}'
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\n"
+                     b"Origin: %s\r\nContent-Length: %d\r\n\r\n%s" % (origin.encode(), len(body), body))
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            assert chunk, "the stub closed the connection"
+            data += chunk
+    lines = data.split(b"\r\n\r\n")[0].decode().split("\r\n")
+    return [line if not line.startswith("Date: ") else "Date" for line in lines]
+
+
+def test_the_usual_answer_carries_each_origin_in_the_same_order(cors_stub):
+    for origin in (PAGE, "http://other.test", PAGE):
+        head = _head(cors_stub.url, origin)
+        assert head[:5] == ["HTTP/1.1 200 OK", "Content-Type: application/json",
+                            f"Access-Control-Allow-Origin: {origin}", "Access-Control-Allow-Credentials: true",
+                            "Vary: Origin"]
+        assert head[5].startswith("Content-Length: ") and head[6] == "Date"

@@ -220,6 +220,24 @@ async def test_an_admin_token_on_a_plain_request_opens_its_session_as_the_admin_
     assert (await post(client, "/__session/c/plants"))[0] == 503
 
 
+
+async def test_a_live_session_by_header_is_promoted_and_ended_as_by_prefix(aiohttp_client):
+    """The header's straight path to a live session's pipeline (issue 26) keeps the token's promotion, the order of
+    last use, and a session ended then named again starts afresh."""
+    client = await make(aiohttp_client, admin_token="s3cret", max_sessions=2)
+    bearer = {"Authorization": "Bearer s3cret"}
+    named = {"X-Plantstub-Session": "a"}
+    assert (await post(client, **named))[0] == 200
+    assert (await post(client, **named))[0] == 200  # live now: the straight path
+    assert (await post(client, **named, **bearer))[0] == 200  # promoted there
+    assert (await post(client, **{"X-Plantstub-Session": "b"}))[0] == 200
+    listing = await (await client.get("/__plantstub/sessions", headers=bearer)).json()
+    assert {s["id"]: s["opened"] for s in listing["sessions"]} == {"a": "admin", "b": "implicit"}
+    assert len(await calls(client, "/__session/a", **bearer)) == 3
+    assert (await client.delete("/__plantstub/sessions/a", headers=bearer)).status == 200
+    assert (await post(client, **named))[0] == 200
+    assert len(await calls(client, "/__session/a", **bearer)) == 1
+
 def test_sessions_table_evicts_only_implicit_sessions_least_recently_used_first():
     sessions = Sessions(load(create_app(max_sessions=3)[SESSIONS_KEY].runtime.settings))
     t = time.monotonic()  # listing() looks at the clock: the times below are within --session-idle of it

@@ -59,3 +59,22 @@ async def test_lean_answers_are_aiohttps_to_the_byte(case, aiohttp_server):
         await running.stop()
     assert lean == expected
     assert lean.startswith(b"HTTP/1.")
+
+
+def test_an_answer_allowed_for_an_origin_writes_the_same_head_when_its_headers_are_read_after():
+    """--cors's head made once per origin (Written.allow) and the header mapping read later write the same bytes."""
+    from plantstub.contract.outgoing import json_reply
+    from plantstub.server.wire import Written
+
+    out = json_reply(200, {"name": "Fern"}, {})
+    heads = []
+    for read_after in (False, True):
+        written = Written(out)
+        assert written.allow("http://localhost:3000")
+        if read_after:
+            assert written.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+        heads.append(written._bytes().split(b"\r\nDate: ")[0])
+    assert heads[0] == heads[1]
+    assert b"\r\nAccess-Control-Allow-Origin: http://localhost:3000\r\nAccess-Control-Allow-Credentials: true\r\n" \
+           b"Vary: Origin\r\nContent-Length: 15" in heads[0]
+    assert not Written(out).allow("http://x\r\nSet-Cookie: a=b")  # refused as aiohttp refuses it, on its path
