@@ -111,16 +111,22 @@ def test_a_receiver_that_answers_nothing_is_recorded_as_such() -> None:
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 
+def two_deliveries(receiver: RawReceiver) -> list:
+    """Two plants created one after the other, each delivery awaited before the next (so a kept connection is
+    offered again); the deliveries as recorded."""
+    with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+        for n in range(2):
+            assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
+            stub.wait_for_deliveries(n + 1, timeout=10)
+        return stub.deliveries
+
+
 def test_a_kept_connection_closed_unanswered_counts_as_an_attempt() -> None:
     """The receiver answers a connection's first request and closes on its second unanswered: that delivery is
     sent again as a second attempt, counted, never silently twice as one."""
     receiver = RawReceiver(lambda conn, request: OK if request == 1 else None)
     try:
-        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
-            for n in range(2):
-                assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
-                stub.wait_for_deliveries(n + 1, timeout=10)
-            got = stub.deliveries
+        got = two_deliveries(receiver)
         assert [(d.attempts, d.status, d.valid) for d in got] == [(1, 200, True), (2, 200, True)]
         assert len(receiver.bodies) == 3  # the second delivery reached it twice: once per attempt counted
     finally:
@@ -149,11 +155,7 @@ def test_an_answer_that_is_not_http_is_said_so(answer: bytes) -> None:
 def test_a_content_length_past_reading_keeps_the_status_and_drops_the_connection(length: bytes) -> None:
     receiver = RawReceiver(b"HTTP/1.1 200 OK\r\nContent-Length: " + length + b"\r\n\r\n")
     try:
-        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
-            for n in range(2):
-                assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
-                stub.wait_for_deliveries(n + 1, timeout=10)
-            got = stub.deliveries
+        got = two_deliveries(receiver)
         assert [(d.attempts, d.status, d.valid) for d in got] == [(1, 200, True)] * 2
         assert receiver.connections == 2  # a length not believed: the connection is not used again
     finally:

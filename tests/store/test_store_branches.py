@@ -6,39 +6,16 @@ the declared schema (jsonschema)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import jsonschema
 import pytest
-import yaml
 
-from tests.helpers import SPECS, ServeProcess, call
+from tests.helpers import call
+from tests.store.stateful_doc import StatefulDoc
 
-SPEC = SPECS / "store-branches.yaml"
-DOC = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    serve = ServeProcess("--spec", str(SPEC), "--port", "0", "--stateful",
-                         "--scenarios", str(tmp_path_factory.mktemp("scenarios")))
-    yield serve.url
-    serve.stop()
+DOC = StatefulDoc("store-branches.yaml")
+served, url = DOC.fixtures()
 
 
-@pytest.fixture
-def url(served):
-    assert call(served, "POST", "/__plantstub/reset")[0] == 200
-    return served
-
-
-def valid(path: str, method: str, status: int, body: Any) -> Any:
-    """`body`, checked against the answer the document declares for `method path` and `status`."""
-    content = DOC["paths"][path][method]["responses"][str(status)]["content"]
-    root = {**next(iter(content.values()))["schema"], "components": DOC["components"]}
-    checker = jsonschema.Draft202012Validator(root, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-    assert [f"{list(e.absolute_path)}: {e.message}" for e in checker.iter_errors(body)] == [], body
-    return body
+valid = DOC.valid
 
 
 def test_a_record_is_shown_in_the_branch_its_fields_tell_with_that_branchs_fields(url):
