@@ -189,28 +189,29 @@ class LeanClient:
         return status
 
     def _take(self, key: tuple[str, int]) -> _Link | None:
-        idle = self._idle.get(key)
-        while idle:
-            link = idle.pop()
-            if not idle:
-                del self._idle[key]
+        while idle := self._idle.get(key):
+            link = idle[-1]
+            self._unidle(link)
             if not link.lost and link.left == 0:
-                if link.idle is not None:
-                    link.idle.cancel()
-                    link.idle = None
                 return link
             self._drop(link)
         return None
 
     def _expire_idle(self, link: _Link) -> None:
-        """Close a connection kept unused for IDLE_SECONDS; a receiver's table entry goes with its last one."""
+        """Close a connection kept unused for IDLE_SECONDS."""
         link.idle = None
+        self._drop(link)
+
+    def _unidle(self, link: _Link) -> None:
+        """Take `link` out of the idle table (its receiver's entry goes with its last one) and stop its timer."""
+        if link.idle is not None:
+            link.idle.cancel()
+            link.idle = None
         idle = self._idle.get(link.key)
         if idle is not None and link in idle:
             idle.remove(link)
             if not idle:
                 del self._idle[link.key]
-        self._drop(link)
 
     async def _connect(self, key: tuple[str, int], timeout: float) -> _Link:
         while self.open >= self.most and self._close_one_idle():
@@ -225,29 +226,23 @@ class LeanClient:
         return link
 
     def _close_one_idle(self) -> bool:
-        for key, idle in self._idle.items():
-            if idle:
-                link = idle.popleft()
-                if not idle:
-                    del self._idle[key]
-                self._drop(link)
-                return True
-        return False
+        idle = next(iter(self._idle.values()), None)
+        if not idle:
+            return False
+        self._drop(idle[0])
+        return True
 
     def _drop(self, link: _Link) -> None:
-        if link.idle is not None:
-            link.idle.cancel()
-            link.idle = None
+        self._unidle(link)
         if link.counted:
             link.counted = False
             self.open -= 1
         link.close()
 
     def close(self) -> None:
-        for idle in self._idle.values():
+        for idle in list(self._idle.values()):
             for link in list(idle):
                 self._drop(link)
-        self._idle.clear()
 
 
 def _expire(waiter: asyncio.Future[int]) -> None:
