@@ -16,6 +16,7 @@ from plantstub.config import Settings, build_settings
 from plantstub.contract.model import Spec
 from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
+from plantstub.server.connection import Quick
 from plantstub.server.cors import with_cors
 from plantstub.server.pipeline import Pipeline
 from plantstub.server.runtime import load
@@ -94,14 +95,26 @@ def make_handler(session: Session, sessions: Sessions | None = None, lean: bool 
     """The request pipeline of `session` as one aiohttp handler (for an Application's route or a low-level
     Server); with `sessions` (the default session's), also the sidecar sessions' and their admin routes. `lean`:
     for server/runner.py's low-level server, whose common answers are written without aiohttp's Response."""
+    return _handler(session, sessions, lean)[0]
+
+
+def lean_handler(sessions: Sessions) -> tuple[Handler, Quick]:
+    """The low-level server's handler (make_handler's, lean) and the router's `quick`, which answers a whole request
+    of the usual kind from the connection itself (server/connection.py)."""
+    handler, router = _handler(sessions.default, sessions, True)
+    assert router is not None  # with sessions: routed
+    return handler, router.quick
+
+
+def _handler(session: Session, sessions: Sessions | None, lean: bool) -> tuple[Handler, SessionRouter | None]:
     runtime = session.runtime
     admin = AdminRoutes(session, sessions)
     handle = Pipeline(runtime, session, admin, lean).handle
     # --cors: preflights answered and answers readable by pages of any origin (the admin API excepted)
     served = with_cors(handle, runtime.router, ADMIN_PREFIX) if runtime.settings.cors else handle
     if sessions is None:  # a sidecar session's own pipeline
-        return served
+        return served, None
     router = SessionRouter(sessions, partial(make_handler, lean=lean))  # before CORS: a session's answers get its own
     for method, name, route in router.admin_routes():
         admin.add(method, name, route)
-    return router.wrap(served, lean)
+    return router.wrap(served, lean), router

@@ -31,6 +31,9 @@ from plantstub.server.response import ReadTimeout, closing, internal_error, not_
 
 log = logging.getLogger("plantstub")
 Refuse = Callable[[str, str, Outgoing], None]  # method, target, answer: records the call
+# A whole request answered at once (server/sessions.py's SessionRouter.quick): True answered, False not taken, else
+# decided with its answer to come in aiohttp's handler loop (a pipeline.Later, kept as `later` for it)
+Quick = Callable[[RawRequestMessage, StreamReader, asyncio.Transport], Any]
 LINE_LIMIT = 8190  # aiohttp's limit on the request line and on each header (max_line_size, max_field_size)
 HEAD_KEPT = LINE_LIMIT + 2  # bytes of a request's head kept to name one that breaks: a whole request line
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # an HTTP method as RFC 9110 spells a token
@@ -93,7 +96,7 @@ class Connection(RequestHandler):
     idle that long between requests is closed. A request aiohttp cannot parse gets a JSON 400, recorded."""
 
     def __init__(self, manager: web.Server, *, loop: asyncio.AbstractEventLoop, read_timeout: float,
-                 refuse: Refuse, errors: ErrorLog, **kwargs: Any) -> None:
+                 refuse: Refuse, errors: ErrorLog, quick: Quick | None = None, **kwargs: Any) -> None:
         # aiohttp's own keep-alive timer only backs ours up: it would close a half-sent request silently.
         super().__init__(manager, loop=loop, keepalive_timeout=2 * read_timeout + 1, **kwargs)
         self._read_timeout = read_timeout
@@ -109,6 +112,9 @@ class Connection(RequestHandler):
         self._timer: asyncio.TimerHandle | None = None
         self._lost: asyncio.Future[None] | None = None  # made when a delayed reply waits on the client's leaving
         self.stopping = False  # the stub is stopping: it closes the connection, not the client
+        self._quick = quick
+        self._keepalive_after = 2 * read_timeout + 1
+        self.later: Any = None  # a request quick() decided, for the handler (server/sessions.py) to answer in turn
 
     def lost(self) -> asyncio.Future[None]:
         """A future done once the client has closed the connection (a delayed reply stops waiting then)."""
@@ -189,7 +195,24 @@ class Connection(RequestHandler):
                 # The usual read: one whole request and nothing after it, fed as it came. Inline, as it
                 # runs for nearly every request; once it is answered, log_access() starts the idle time.
                 count = self._request_count
-                RequestHandler.data_received(self, data)
+                waiter = self._waiter
+                idle = waiter is not None and not waiter.done() and not self._messages and self._quick is not None
+                if idle:  # nothing in flight: the request may be answered here, at once, in its turn
+                    self._waiter = None  # the parser's queue is read below before the handler loop wakes
+                    try:
+                        RequestHandler.data_received(self, data)
+                    finally:
+                        self._waiter = waiter
+                    if self._request_count == count + 1 and len(self._messages) == 1:
+                        message, payload = self._messages[0]
+                        if payload.is_eof() and isinstance(message, RawRequestMessage):
+                            self._reading = False
+                            if self._at_once(message, payload):
+                                return
+                    if self._messages:
+                        waiter.set_result(None)  # type: ignore[union-attr]  # idle: a waiter not done
+                else:
+                    RequestHandler.data_received(self, data)
                 if self._request_count == count + 1 and self._messages:
                     message, payload = self._messages[-1]
                     if payload.is_eof() and isinstance(message, RawRequestMessage):
@@ -217,6 +240,23 @@ class Connection(RequestHandler):
             if self._stopped:
                 return
             pos = end
+
+    def _at_once(self, message: RawRequestMessage, payload: StreamReader) -> bool:
+        """Answer the one request in the queue here (SessionRouter.quick), without aiohttp's handler loop; True when
+        it was (the queue is empty again), False when the loop is to take it (woken by the caller)."""
+        taken = self._quick(message, payload, self.transport)  # type: ignore[misc, arg-type]  # idle: set, connected
+        if taken is True:
+            self._messages.popleft()
+            self._manager.requests_count += 1  # type: ignore[union-attr]  # connected: a manager
+            now = self._loop.time()  # idle from now on, as log_access() makes it after an answer aiohttp wrote
+            self._deadline = now + self._read_timeout
+            if self._timer is None:
+                self._timer = self._loop.call_at(self._deadline, self._on_deadline)
+            self._next_keepalive_close_time = now + self._keepalive_after  # aiohttp's backup timer: not idle
+            return True
+        if taken is not False:  # decided: the handler loop answers it in its turn, with its body read already
+            self.later = taken
+        return False
 
     def _blank_line_end(self, data: bytes, pos: int) -> int:
         """Where the next `\r\n\r\n` in `data` ends (one begun in the previous read counts), else len(data)."""

@@ -5,6 +5,7 @@ The admin API stays out of it: a page of another site can neither preflight nor 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -46,7 +47,7 @@ def preflight(request: web.BaseRequest, router: Router) -> web.Response:
     return web.Response(status=204, headers=headers)
 
 
-def _allow_origin(request: web.BaseRequest, response: web.StreamResponse) -> None:
+def allow_origin(request: web.BaseRequest, response: web.StreamResponse) -> None:
     """Let the requesting page read `response` (and its headers)."""
     if response.prepared:  # a fault already on the wire: nothing to add
         return
@@ -65,13 +66,14 @@ def _allow_origin(request: web.BaseRequest, response: web.StreamResponse) -> Non
 def with_cors(handler: Handler, router: Router, admin_prefix: str) -> Handler:
     """`handler`, answering preflights itself and adding CORS headers to the stub's answers."""
 
+    @functools.wraps(handler)  # its __wrapped__: the pipeline's handle, which server/sessions.py looks for
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
         if "Origin" not in request.headers or request.path.startswith(admin_prefix):
             return await handler(request)
         if is_preflight(request):
             return preflight(request, router)
         response = await handler(request)
-        _allow_origin(request, response)
+        allow_origin(request, response)
         return response
 
     return handle

@@ -7,9 +7,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiohttp import ClientConnectionError, web
+from aiohttp.http import RawRequestMessage
+from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from yarl import URL
 
 from plantstub._json import NO_BODY, is_json
@@ -19,6 +21,7 @@ from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
+from plantstub.server.cors import allow_origin
 from plantstub.server.decide import UNANSWERED, Decision, decide, refusal, send_webhooks
 from plantstub.server.response import (
     ReadTimeout,
@@ -33,7 +36,9 @@ from plantstub.server.response import (
 )
 from plantstub.server.runtime import Runtime
 from plantstub.server.session import Session
-from plantstub.server.wire import answer
+from plantstub.server.wire import answer, at_once
+
+Sent = web.BaseRequest | RawRequestMessage  # what a call is recorded from: both carry method, headers, raw_headers
 
 log = logging.getLogger("plantstub")
 _GONE = error_reply(499, "client went away before the answer")
@@ -122,6 +127,22 @@ def _unsent(request: web.BaseRequest, delay_ms: int) -> str:
     return f"request: {why} before the reply delayed {delay_ms} ms (delay_ms) was sent; no answer went out"
 
 
+class Later(NamedTuple):
+    """A request decided at once (`Pipeline.quick`) whose answer must wait (a delay, a fault, an answer aiohttp
+    writes): aiohttp's handler loop takes it from here (`Pipeline.handle(request, later=...)`), in its turn."""
+
+    pipeline: Pipeline
+    seq: int
+    epoch: int
+    started: float
+    path: str
+    raw_query: str
+    raw: bytes
+    incoming: IncomingRequest
+    decision: Decision
+    origin: str | None  # --cors: the Origin to allow, else None
+
+
 class Pipeline:
     """One session's pipeline: route, read, decide, wait out a delay, send webhooks, answer, record; a request
     under ADMIN_PREFIX goes to the admin routes instead."""
@@ -137,43 +158,92 @@ class Pipeline:
         self.max_body = runtime.settings.max_body
         self.read_timeout = runtime.settings.read_timeout
 
-    async def handle(self, request: web.BaseRequest, url: URL | None = None) -> web.StreamResponse:
-        """Answer one request (an aiohttp handler); `url`: its target within a session's prefix (server/sessions.py),
-        which saves a clone of the request."""
-        # A body declared over the limit is refused at once, before the client sends it (or while it does).
-        declared = request.content_length
-        over_limit = declared is not None and declared > self.max_body
-        if not over_limit and "Expect" in request.headers:
-            await _continue(request)
-        url = request.rel_url if url is None else url
+    def quick(self, message: RawRequestMessage, url: URL, payload: StreamReader, transport: Any,
+              origin: str | None) -> Later | bool:
+        """Answer a request that arrived whole at once, with no task, no aiohttp request and no Response: decide,
+        write the answer in one piece, record (server/connection.py calls it from data_received). False: not taken,
+        nothing done (the admin API, a body over --max-body); a Later: decided, its answer to come in aiohttp's
+        handler loop (a delay, a fault, an answer that is not the usual one). `origin`: --cors's, to allow."""
         path = url.path
-        if path.startswith(ADMIN_PREFIX):
-            return await self.admin.serve(request, over_limit)
+        if path.startswith(ADMIN_PREFIX) or payload.total_bytes > self.max_body or not path.startswith("/"):
+            return False
+        raw = b"" if payload is EMPTY_PAYLOAD else payload.read_nowait()  # arrived whole (server/connection.py)
         started = time.time()
-        seq, epoch = self.journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
-        active = self.session.active  # and attributed on arrival, before the body is read
-        # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
+        seq, epoch = self.journal.arrive()
         query = {k: url.query.getall(k) for k in url.query} if url.raw_query_string else {}
         raw_query = url.raw_query_string if query else ""
-        decision, raw = UNANSWERED, b""
+        incoming = IncomingRequest(message.method, path, query, message.headers, raw, url.raw_path, raw_query)
+        try:
+            decision = decide(self.runtime, self.session, incoming, self.session.active)
+        except Exception as exc:  # a plantstub bug: answered in the Error shape below, the stub keeps serving
+            log.exception("plantstub: internal error on %s %s", message.method, message.path)
+            decision = UNANSWERED.crashed(internal_error(exc))
+        if not decision.delay_ms and decision.fault is None:
+            data = at_once(decision.out, origin)  # type: ignore[arg-type]  # decided
+            if data is not None:
+                try:
+                    if decision.sends:
+                        send_webhooks(self.session, incoming, decision)
+                except Exception as exc:  # as handle() answers a plantstub bug
+                    log.exception("plantstub: internal error on %s %s", message.method, message.path)
+                    decision = decision.crashed(internal_error(exc))
+                    data = at_once(decision.out, None)  # type: ignore[arg-type]  # crashed() answers
+            if data is not None:  # recorded first: a client that has its answer finds its call in the journal
+                self._record(seq, epoch, started, message, path, raw_query, raw, decision)
+                transport.write(data)
+                return True
+        return Later(self, seq, epoch, started, path, raw_query, raw, incoming, decision, origin)
+
+    async def finish(self, request: web.BaseRequest, later: Later) -> web.StreamResponse:
+        """The answer to a request `quick` decided, written by aiohttp (with --cors's headers for its origin)."""
+        response = await self.handle(request, later=later)
+        if later.origin is not None:
+            allow_origin(request, response)
+        return response
+
+    async def handle(self, request: web.BaseRequest, url: URL | None = None,
+                     later: Later | None = None) -> web.StreamResponse:
+        """Answer one request (an aiohttp handler); `url`: its target within a session's prefix (server/sessions.py),
+        which saves a clone of the request; `later`: decided already (`quick`), to be answered now."""
+        if later is None:
+            # A body declared over the limit is refused at once, before the client sends it (or while it does).
+            declared = request.content_length
+            over_limit = declared is not None and declared > self.max_body
+            if not over_limit and "Expect" in request.headers:
+                await _continue(request)
+            url = request.rel_url if url is None else url
+            path = url.path
+            if path.startswith(ADMIN_PREFIX):
+                return await self.admin.serve(request, over_limit)
+            started = time.time()
+            seq, epoch = self.journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
+            active = self.session.active  # and attributed on arrival, before the body is read
+            # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
+            query = {k: url.query.getall(k) for k in url.query} if url.raw_query_string else {}
+            raw_query = url.raw_query_string if query else ""
+            decision, raw = UNANSWERED, b""
+        else:
+            seq, epoch, started, path, raw_query, raw, incoming, decision = later[1:9]
         # The steps, each a plain function: read, decide (server/decide.py), answer; errors become answers below.
         try:
-            if not path.startswith("/"):  # CONNECT host:443, OPTIONS *: no path to route
-                path = request.raw_path
-                decision = refusal(400, f"request: the target {path!r} is not a path such as /plants "
-                                        "(plantstub is not a proxy)")
-                return closing(decision.out)  # type: ignore[arg-type]  # a refusal has its answer
-            if over_limit:
-                raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=request.content_length or 0)
-            arrived = _arrived(request)
-            if arrived is None:
-                raw = await request.read()
-            elif len(arrived) > self.max_body:  # a chunked body (no Content-Length), read whole: as read() refuses it
-                raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=len(arrived))
-            else:
-                raw = arrived
-            incoming = incoming_of(request, url, path, raw, query, raw_query)
-            decision = decide(self.runtime, self.session, incoming, active)
+            if later is None:
+                if not path.startswith("/"):  # CONNECT host:443, OPTIONS *: no path to route
+                    path = request.raw_path
+                    decision = refusal(400, f"request: the target {path!r} is not a path such as /plants "
+                                            "(plantstub is not a proxy)")
+                    return closing(decision.out)  # type: ignore[arg-type]  # a refusal has its answer
+                if over_limit:
+                    raise web.HTTPRequestEntityTooLarge(max_size=self.max_body,
+                                                        actual_size=request.content_length or 0)
+                arrived = _arrived(request)
+                if arrived is None:
+                    raw = await request.read()
+                elif len(arrived) > self.max_body:  # a chunked body (no Content-Length), read whole: as read() does
+                    raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=len(arrived))
+                else:
+                    raw = arrived
+                incoming = incoming_of(request, url, path, raw, query, raw_query)  # type: ignore[arg-type]  # set
+                decision = decide(self.runtime, self.session, incoming, active)
             if decision.delay_ms or decision.fault is not None:
                 if decision.delay_ms:  # listed at once, answered in place once the delay is over
                     self._pend(seq, epoch, started, request, path, raw_query, raw, decision)
@@ -234,7 +304,7 @@ class Pipeline:
                                  None)
         self.journal.pend(record, epoch, NO_BODY if decision.body is None else decision.body)
 
-    def _record(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
+    def _record(self, seq: int, epoch: int, started: float, request: Sent, path: str,
                 raw_query: str, raw: bytes, decision: Decision) -> None:
         out = decision.out or _GONE
         fault = decision.fault
@@ -247,7 +317,7 @@ class Pipeline:
         self.keeper.keep(record, epoch, NO_BODY if decision.body is None else decision.body, response_body, decision.op)
 
     @staticmethod
-    def _record_of(seq: int, started: float, request: web.BaseRequest, path: str, raw_query: str,
+    def _record_of(seq: int, started: float, request: Sent, path: str, raw_query: str,
                    raw: bytes, decision: Decision, status: int | None, headers: dict[str, str], payload: bytes,
                    payload_json: bool, fault: str | None) -> Record:
         """The call as the journal keeps it: the request as sent, its verdict, and what was answered (if yet)."""

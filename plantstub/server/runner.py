@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from plantstub.server.app import make_handler, start_watch, stop_watch
+from plantstub.server.app import lean_handler, start_watch, stop_watch
 from plantstub.server.connection import Connection, ErrorLog
 from plantstub.server.pipeline import make_refusal
 from plantstub.server.table import Sessions
@@ -20,7 +20,8 @@ class _LeanServer(web.Server):
     parsed), bodies are bounded by --max-body."""
 
     def __init__(self, sessions: Sessions, errors: ErrorLog) -> None:
-        super().__init__(make_handler(sessions.default, sessions, lean=True), request_factory=self._request, access_log=None)
+        handler, self._quick = lean_handler(sessions)
+        super().__init__(handler, request_factory=self._request, access_log=None)
         settings = sessions.runtime.settings
         self._max_body = settings.max_body
         self._read_timeout = settings.read_timeout
@@ -32,7 +33,7 @@ class _LeanServer(web.Server):
 
     def __call__(self) -> RequestHandler:
         return Connection(self, loop=self._loop, read_timeout=self._read_timeout, refuse=self._refuse,
-                          errors=self._errors, **self._kwargs)
+                          errors=self._errors, quick=self._quick, **self._kwargs)
 
 
 def url_for(host: str, port: int) -> str:

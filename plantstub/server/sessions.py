@@ -3,12 +3,16 @@ session's own pipeline (its Session), the prefix taken off; the admin routes tha
 
 from __future__ import annotations
 
+import inspect
 import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
+from aiohttp.http import HttpVersion11, RawRequestMessage
+from aiohttp.streams import StreamReader
 from yarl import URL
 
 from plantstub.recording.call import iso_time
@@ -16,7 +20,7 @@ from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.cors import is_preflight, preflight
-from plantstub.server.pipeline import Pipeline
+from plantstub.server.pipeline import Later, Pipeline
 from plantstub.server.prefixes import SESSION_HEADER, SESSION_PREFIX
 from plantstub.server.session import Session
 from plantstub.server.table import SessionLimit, Sessions
@@ -38,6 +42,12 @@ def _joined(path: str, query: str) -> URL:
     return URL.build(path=path[1:] if path.startswith("//") else path, query_string=query, encoded=True)
 
 
+def pipeline_of(handler: Handler) -> Pipeline | None:
+    """The Pipeline whose `handle` `handler` is (through --cors's wrapper), or None."""
+    pipeline = getattr(inspect.unwrap(handler), "__self__", None)
+    return pipeline if isinstance(pipeline, Pipeline) else None
+
+
 def new_id() -> str:
     """A fresh session id: 16 URL-safe characters."""
     return secrets.token_urlsafe(12)
@@ -56,6 +66,8 @@ class SessionRouter:
         # A session's admin routes, to refuse a call it would refuse before the session opens (never serving one)
         self._admin = AdminRoutes(sessions.default)
         self._handlers: dict[str, tuple[Session, Handler]] = {}
+        self._pipelines: dict[str, Pipeline | None] = {}  # a live session's, for quick()
+        self._default: Pipeline | None = None  # the default session's, for quick() (set by wrap())
         sessions.when_ended(self._forget)  # an ended session's pipeline (and its journal) goes with it
 
     def wrap(self, handler: Handler, lean: bool = False) -> Handler:
@@ -75,7 +87,58 @@ class SessionRouter:
         async def routed(request: web.BaseRequest) -> web.StreamResponse:
             return await route(request)
 
-        return route if lean else routed
+        def lean_route(request: web.BaseRequest) -> Awaitable[web.StreamResponse]:
+            protocol: Any = request.protocol  # server/connection.py's Connection
+            later: Later | None = protocol.later  # a request quick() decided, to be answered now
+            if later is not None:
+                protocol.later = None
+                return later.pipeline.finish(request, later)
+            return route(request)
+
+        if not lean:
+            return routed
+        self._default = pipeline_of(handler)
+        return lean_route
+
+    def quick(self, message: RawRequestMessage, payload: StreamReader, transport: Any) -> Later | bool:
+        """A request that arrived whole, answered at once by its pipeline's `quick` when it is of the usual kind (an
+        HTTP/1.1 keep-alive request, not HEAD, to the default session or a live one, no `Expect`, no CORS
+        preflight); False: not taken, aiohttp's handler loop answers it (server/connection.py)."""
+        headers = message.headers
+        if (message.version != HttpVersion11 or message.should_close or message.method == "HEAD"
+                or message.upgrade or "Expect" in headers):
+            return False
+        url = message.url
+        if url.absolute:  # `GET http://host/path`: aiohttp's request reads it
+            return False
+        raw_path = url.raw_path
+        origin = headers.get("Origin") if self._cors else None
+        if origin is not None and message.method == "OPTIONS" and "Access-Control-Request-Method" in headers:
+            return False
+        named = headers.get(SESSION_HEADER)
+        if raw_path.startswith("/__"):  # a session's prefix, the admin API, or a path of the spec's own
+            if not raw_path.startswith(SESSION_PREFIX):
+                return False if named is not None or self._default is None else self._default.quick(
+                    message, url, payload, transport, origin)
+            sid, _, rest = raw_path[len(SESSION_PREFIX):].partition("/")
+            if named is not None and named != sid:
+                return False
+            url = _joined("/" + rest, url.raw_query_string)
+        elif named is None:
+            if raw_path.startswith("//") or self._default is None:
+                return False
+            return self._default.quick(message, url, payload, transport, origin)
+        else:
+            sid = named
+        pipeline = self._pipelines.get(sid)
+        if pipeline is None:  # not live, or not served yet: dispatch() opens it, or refuses
+            return False
+        live = self.sessions.use(sid)
+        if live is None or live.session is not pipeline.session:
+            return False
+        if not live.by_admin and self.guard.carries_token(message):  # type: ignore[arg-type]  # reads its headers
+            live.by_admin = True
+        return pipeline.quick(message, url, payload, transport, origin)
 
     def _live(self, sid: str, request: web.BaseRequest) -> Awaitable[web.StreamResponse] | None:
         """A request naming a live session by header, straight to its pipeline (no coroutine of the router's, the id
@@ -172,10 +235,12 @@ class SessionRouter:
             return cached[1]
         handler = self.make_handler(session)
         self._handlers[sid] = (session, handler)
+        self._pipelines[sid] = pipeline_of(handler)
         return handler
 
     def _forget(self, sid: str) -> None:
         self._handlers.pop(sid, None)
+        self._pipelines.pop(sid, None)
 
     # -- admin routes (the default session's admin API only) ----------------------------------------
     def admin_routes(self) -> list[tuple[str, str, Handler]]:

@@ -148,3 +148,24 @@ def answer(out: Outgoing, request: web.BaseRequest) -> web.StreamResponse:
     ):
         return Written(out)  # type: ignore[return-value]  # duck-typed: what aiohttp's handler loop reads
     return to_response(out, request.method == "HEAD")
+
+
+def at_once(out: Outgoing, origin: str | None) -> bytes | None:
+    """`out` as one piece of bytes when it is the usual answer (as `answer()` takes it, the request being an HTTP/1.1
+    keep-alive one, not HEAD), with --cors's headers for `origin` when given; None when aiohttp is to write it."""
+    if (
+        out.body is NO_BODY
+        or len(out.payload) > _MOST
+        or out.content_type is None
+        or out.status < 200
+        or out.status in (204, 304)
+        or (out.headers and not _plain(sent_headers(out)))
+    ):
+        return None
+    written = Written(out)
+    if origin is not None and not written.allow(origin):
+        return None
+    try:
+        return written._bytes()
+    except ValueError:  # what aiohttp refuses in a header: its Response says so, as before
+        return None
