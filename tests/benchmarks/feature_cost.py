@@ -11,6 +11,12 @@ and the lowest round counts (other load only ever adds). Before each measured ru
 (`POST /__plantstub/reset`) and the case's own set-up redone (rules from code are declared again), so the journal
 and a `--stateful` store start empty.
 
+`--instructions N`: instead, each case runs under valgrind's callgrind (`apt-get install valgrind`), is warmed up
+with 200 calls, and the instructions the whole process executes for the next N calls (sent one after another on one
+kept connection) are counted: k instructions per call. Instruction counts do not move with other load (the same
+count twice on a busy machine), so one round is enough; they leave out the kernel's part (the socket's read and
+write), which is the same whether a feature is on or off.
+
 Features (each against its own "off" case, which differs in that feature alone):
 session by header / by prefix, 100 rules from code (none matching), a scenario of 50 rules (none matching),
 --stateful and a webhook subscriber (both on `--spec plant-store-full`, whose POST /plants declares a webhook; the
@@ -164,6 +170,63 @@ def measure(python: str, case: Case, seconds: float, lua_dir: str, token: str | 
                 proc.wait()
 
 
+def _call_bytes(case: Case, n: int) -> bytes:
+    body = VALID.replace('"id":1,', f'"id":{n},').encode()
+    extra = "".join(f"{k}: {v}\r\n" for k, v in case.headers.items())
+    return (f"POST {case.path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer t\r\n{extra}Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _calls(port: int, case: Case, first: int, count: int) -> int:
+    """Send `count` calls one after another on one kept connection; how many were not 2xx."""
+    refused = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=120) as conn:
+        for n in range(first, first + count):
+            conn.sendall(_call_bytes(case, n))
+            got = b""
+            while b"\r\n\r\n" not in got:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    raise RuntimeError("the stub closed the connection")
+                got += chunk
+            head, _, rest = got.partition(b"\r\n\r\n")
+            length = re.search(rb"(?i)content-length: (\d+)", head)
+            while length is not None and len(rest) < int(length[1]):
+                rest += conn.recv(65536)
+            refused += not head.startswith(b"HTTP/1.1 2")
+    return refused
+
+
+def instructions(python: str, case: Case, count: int, token: str | None) -> tuple[float, int]:
+    """k instructions the stub's process executes per call under callgrind, and how many answers were not 2xx."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--cache-sim=no",
+                                 f"--callgrind-out-file={cwd}/callgrind.out", python, "-m", "plantstub", "serve",
+                                 "--host", "127.0.0.1", "--port", str(port), *case.args], cwd=cwd,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port, proc, timeout=300)
+            url = f"http://127.0.0.1:{port}"
+            _calls(port, case, 1, 200)  # warm-up
+            admin(url, "POST", "reset", token=token)
+            if case.setup is not None:
+                case.setup(url)
+            subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
+            refused = _calls(port, case, 1000, count)
+            subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
+            totals = [int(line.split()[1]) for dump in Path(cwd).glob("callgrind.out*") for line in
+                      dump.read_text(errors="replace").splitlines() if line.startswith(("totals:", "summary:"))]
+            return max(totals) / count / 1000, refused
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
     """Each feature: (off, on), the same calls."""
     off = Case("off")
@@ -191,7 +254,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3)
     parser.add_argument("--only", default="", help="comma-separated words; features whose name holds one")
     parser.add_argument("--python", default=sys.executable, help="the Python whose plantstub is measured")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="count instructions per call over N calls under callgrind instead (one round)")
     args = parser.parse_args()
+    if args.instructions:
+        args.rounds = 1
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         receiver_port = free_port()
@@ -206,14 +273,19 @@ def main() -> int:
                 for name, (off, on) in chosen.items():  # each pair back to back, in turn first: the load drifts
                     for which, case in ((0, off), (1, on)) if r % 2 == 0 else ((1, on), (0, off)):
                         token = "secret" if "--admin-token" in case.args else None
-                        us, refused = measure(args.python, case, args.seconds, folder.as_posix(), token)
+                        if args.instructions:
+                            us, refused = instructions(args.python, case, args.instructions, token)
+                        else:
+                            us, refused = measure(args.python, case, args.seconds, folder.as_posix(), token)
                         got[name][which].append(us)
                         note = f" ({refused} answers not 2xx)" if refused else ""
-                        print(f"round {r + 1} {name}: {case.name} {us:.1f} µs{note}", file=sys.stderr, flush=True)
+                        unit = "k instructions" if args.instructions else "µs"
+                        print(f"round {r + 1} {name}: {case.name} {us:.1f} {unit}{note}", file=sys.stderr, flush=True)
         finally:
             receiver.terminate()
             receiver.wait(10)
-    print("| feature | µs CPU / valid call, off (lowest) | on (lowest) | on ÷ off | median of the rounds' on ÷ off |")
+    figure = "k instructions / valid call" if args.instructions else "µs CPU / valid call"
+    print(f"| feature | {figure}, off (lowest) | on (lowest) | on ÷ off | median of the rounds' on ÷ off |")
     print("|---|---|---|---|---|")
     for name, (offs, ons) in got.items():
         ratios = sorted(b / a for a, b in zip(offs, ons, strict=True))
