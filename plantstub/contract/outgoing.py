@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from plantstub._json import JSON, NO_BODY, json_bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Outgoing:
-    """A response ready to send: `body` is what the journal shows, `payload` the bytes on the wire."""
+class Outgoing(NamedTuple):
+    """A response ready to send: `body` is what the journal shows, `payload` the bytes on the wire.
+
+    A NamedTuple: immutable, and made faster than a frozen dataclass for every answer. `headers` is never changed
+    in place (a changed answer is a new Outgoing)."""
 
     status: int
     body: Any = NO_BODY
     payload: bytes = b""
     content_type: str | None = JSON
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = {}  # noqa: RUF012 - never mutated: a NamedTuple's default
     ours: str | None = None  # our Error record's text: the stub's own error answer (error_shapes.py may reshape it)
 
 

@@ -248,6 +248,41 @@ def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
     }
 
 
+def count_instructions(args: argparse.Namespace) -> int:
+    """--instructions: each distinct case counted once (several features share their "off"), three at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        receiver_port = free_port()
+        receiver = subprocess.Popen([sys.executable, "-c", RECEIVER, str(receiver_port)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(receiver_port, receiver)
+            chosen = {name: pair for name, pair in pairs(folder, f"http://127.0.0.1:{receiver_port}/hook").items()
+                      if not args.only or any(word in name for word in args.only.split(","))}
+            cases = {case.name: case for pair in chosen.values() for case in pair}
+
+            def count(case: Case) -> tuple[float, int]:
+                token = "secret" if "--admin-token" in case.args else None
+                got = instructions(args.python, case, args.instructions, token)
+                print(f"{case.name}: {got[0]:.1f} k instructions per call ({got[1]} not 2xx)", file=sys.stderr,
+                      flush=True)
+                return got
+
+            with ThreadPoolExecutor(3) as pool:
+                counted = dict(zip(cases, pool.map(count, cases.values()), strict=True))
+        finally:
+            receiver.terminate()
+            receiver.wait(10)
+    print("| feature | k instructions / valid call, off | on | on ÷ off |")
+    print("|---|---|---|---|")
+    for name, (off, on) in chosen.items():
+        print(f"| {name} | {counted[off.name][0]:.1f} ({off.name}) | {counted[on.name][0]:.1f} |"
+              f" {counted[on.name][0] / counted[off.name][0]:.2f} |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -255,10 +290,10 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated words; features whose name holds one")
     parser.add_argument("--python", default=sys.executable, help="the Python whose plantstub is measured")
     parser.add_argument("--instructions", type=int, default=0, metavar="N",
-                        help="count instructions per call over N calls under callgrind instead (one round)")
+                        help="count instructions per call over N calls under callgrind instead")
     args = parser.parse_args()
     if args.instructions:
-        args.rounds = 1
+        return count_instructions(args)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         receiver_port = free_port()
@@ -273,19 +308,14 @@ def main() -> int:
                 for name, (off, on) in chosen.items():  # each pair back to back, in turn first: the load drifts
                     for which, case in ((0, off), (1, on)) if r % 2 == 0 else ((1, on), (0, off)):
                         token = "secret" if "--admin-token" in case.args else None
-                        if args.instructions:
-                            us, refused = instructions(args.python, case, args.instructions, token)
-                        else:
-                            us, refused = measure(args.python, case, args.seconds, folder.as_posix(), token)
+                        us, refused = measure(args.python, case, args.seconds, folder.as_posix(), token)
                         got[name][which].append(us)
                         note = f" ({refused} answers not 2xx)" if refused else ""
-                        unit = "k instructions" if args.instructions else "µs"
-                        print(f"round {r + 1} {name}: {case.name} {us:.1f} {unit}{note}", file=sys.stderr, flush=True)
+                        print(f"round {r + 1} {name}: {case.name} {us:.1f} µs{note}", file=sys.stderr, flush=True)
         finally:
             receiver.terminate()
             receiver.wait(10)
-    figure = "k instructions / valid call" if args.instructions else "µs CPU / valid call"
-    print(f"| feature | {figure}, off (lowest) | on (lowest) | on ÷ off | median of the rounds' on ÷ off |")
+    print("| feature | µs CPU / valid call, off (lowest) | on (lowest) | on ÷ off | median of the rounds' on ÷ off |")
     print("|---|---|---|---|---|")
     for name, (offs, ons) in got.items():
         ratios = sorted(b / a for a, b in zip(offs, ons, strict=True))

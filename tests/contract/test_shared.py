@@ -19,7 +19,7 @@ from plantstub.contract.requests import RequestCheck
 from plantstub.contract.schema import SchemaCheck
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
-from tests.helpers import SPECS, make_request, write
+from tests.helpers import SPECS, jsonschema_rs_compiles, make_request, write
 
 SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml",
           SPECS / "multi" / "main.yaml", SPECS / "real-world.yaml"]
@@ -114,9 +114,9 @@ def test_a_pattern_jsonschema_rs_cannot_compile_is_set_aside_and_the_rest_shared
     text = REFUSED.replace("plant: {$ref", 'note: {type: string, pattern: "^.{0,262144}$"}, plant: {$ref')
     spec = load_spec(write(tmp_path, "api.yaml", text))
     where = "paths./codes.post.requestBody.content.application/json.schema"
-    assert spec.warnings == (
-        f"{where}: pattern '^[a-z]+\\\\Z' is not checked: jsonschema-rs cannot compile it",
-        f"{where}: pattern '^.{{0,262144}}$' is not checked: jsonschema-rs cannot compile it")
+    big = () if jsonschema_rs_compiles("^.{0,262144}$") else (  # compiled by jsonschema-rs 0.61.2, not before
+        f"{where}: pattern '^.{{0,262144}}$' is not checked: jsonschema-rs cannot compile it",)
+    assert spec.warnings == (f"{where}: pattern '^[a-z]+\\\\Z' is not checked: jsonschema-rs cannot compile it", *big)
     served = serve(spec)
     compiled: list[object] = []
     monkeypatch.setattr(schema_module, "compile_fast", lambda schema, formats=True: compiled.append(schema))
