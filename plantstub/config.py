@@ -185,6 +185,8 @@ def webhook_url(url: Any) -> str:
 def shown_url(url: str) -> str:
     """`url` with the password of its `user:password@` replaced by `***`: how every URL is shown, never how it
     is sent."""
+    if "@" not in url:  # no user or password: the usual URL, shown as it is
+        return url
     scheme, sep, rest = url.partition("://")
     if not sep:
         return url

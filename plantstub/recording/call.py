@@ -9,9 +9,8 @@ that parsed Python objects take; `Record.size` counts that memory.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from itertools import chain
 from typing import Any, NamedTuple
 
@@ -19,6 +18,7 @@ import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from plantstub._clock import iso_time
 from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
 
 # What Python objects cost besides the bytes they carry (CPython 64-bit, calibrated with tracemalloc: see
@@ -246,21 +246,6 @@ def _payload_view(payload: bytes, is_json: bool) -> Any:
     return payload.decode("utf-8", errors="replace")
 
 
-def iso_time(started: float) -> str:
-    """Seconds since the epoch as ISO 8601 UTC with milliseconds: `2026-11-24T01:02:03.456Z`. The date and time of
-    the second are made once a second (a --journal line each call); the microseconds rounded as datetime rounds
-    them (half to even), then cut to milliseconds as isoformat() cuts them."""
-    fraction, whole = math.modf(started)
-    micro = round(fraction * 1e6)
-    if micro >= 1_000_000 or micro < 0:  # rounded up into the next second, or a time before 1970
-        return datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    second = int(whole)
-    if _second[0] != second:
-        _second[0], _second[1] = second, datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{_second[1]}.{micro // 1000:03d}Z"
-
-
-_second: list[Any] = [None, ""]  # the last second iso_time() wrote, and its date and time
 
 
 def _text(value: str) -> str:

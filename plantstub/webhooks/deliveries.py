@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from plantstub._budget import Budget
+from plantstub._clock import iso_time
 from plantstub._json import NO_BODY, body_for_record, shown
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches
@@ -67,8 +67,7 @@ class Sent:
                         self.status, self.error, self.valid)
 
 
-def iso(at: float) -> str:
-    return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+iso = iso_time  # a delivery's time, written as a call's
 
 
 class DeliveryLog:

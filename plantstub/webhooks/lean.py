@@ -52,7 +52,12 @@ class _Link(asyncio.Protocol):
         self.lost = False
         self.key = ("", 0)
         self.counted = True  # in LeanClient.open
-        self.idle: asyncio.TimerHandle | None = None  # closes it when kept unused for IDLE_SECONDS
+        self.idle = False  # kept unused, in LeanClient's idle table
+        # One timer a connection, moved forward lazily (not one per request): when it fires, an answer not in by
+        # `due` fails its request, a connection kept unused until `due` is closed, else it waits until `due`.
+        self.due = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        self.timer_at = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # a TCP transport
@@ -170,23 +175,39 @@ class LeanClient:
     async def _exchange(self, link: _Link, data: bytes, deadline: float, loop: asyncio.AbstractEventLoop) -> int:
         waiter: asyncio.Future[int] = loop.create_future()
         link.waiter = waiter
+        link.due = deadline
+        if link.timer is None or link.timer_at > deadline:
+            if link.timer is not None:
+                link.timer.cancel()
+            link.timer, link.timer_at = loop.call_at(deadline, self._tick, link), deadline
         assert link.transport is not None
         link.transport.write(data)
-        timer = loop.call_at(deadline, _expire, waiter)
         try:
             status = await waiter
         except BaseException:
             link.waiter = None
             self._drop(link)
             raise
-        finally:
-            timer.cancel()
         if link.left == 0 and not link.lost:
             self._idle.setdefault(link.key, deque()).append(link)
-            link.idle = loop.call_later(IDLE_SECONDS, self._expire_idle, link)
+            link.idle = True
+            link.due = loop.time() + IDLE_SECONDS  # the timer, due earlier, waits on until then
         else:
             self._drop(link)
         return status
+
+    def _tick(self, link: _Link) -> None:
+        """A connection's timer: its request timed out, it was kept unused too long, or it is not due yet."""
+        link.timer = None
+        if link.lost:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() < link.due:
+            link.timer, link.timer_at = loop.call_at(link.due, self._tick, link), link.due
+        elif link.waiter is not None:
+            _expire(link.waiter)  # _exchange() then drops the connection
+        elif link.idle:
+            self._drop(link)
 
     def _take(self, key: tuple[str, int]) -> _Link | None:
         while idle := self._idle.get(key):
@@ -197,16 +218,9 @@ class LeanClient:
             self._drop(link)
         return None
 
-    def _expire_idle(self, link: _Link) -> None:
-        """Close a connection kept unused for IDLE_SECONDS."""
-        link.idle = None
-        self._drop(link)
-
     def _unidle(self, link: _Link) -> None:
-        """Take `link` out of the idle table (its receiver's entry goes with its last one) and stop its timer."""
-        if link.idle is not None:
-            link.idle.cancel()
-            link.idle = None
+        """Take `link` out of the idle table (its receiver's entry goes with its last one)."""
+        link.idle = False
         idle = self._idle.get(link.key)
         if idle is not None and link in idle:
             idle.remove(link)
@@ -234,6 +248,9 @@ class LeanClient:
 
     def _drop(self, link: _Link) -> None:
         self._unidle(link)
+        if link.timer is not None:
+            link.timer.cancel()
+            link.timer = None
         if link.counted:
             link.counted = False
             self.open -= 1

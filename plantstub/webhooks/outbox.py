@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections import deque
 from urllib.parse import quote
 
@@ -24,6 +25,7 @@ ATTEMPTS = 3  # on a connection error, a timeout or a 5xx answer
 BACKOFF = 0.2  # seconds before the second attempt; doubled before each later one
 GRACE = 3.0  # seconds pending deliveries have to go out when the stub stops or their session ends
 _POLL = 0.02  # seconds between looks while a grace runs
+_TARGETS = 256  # subscribed URLs whose parse is kept
 
 
 def declared(hook: Operation | None, status: int) -> bool:
@@ -63,14 +65,17 @@ class Outbox:
         self._turns: deque[Sender] = deque()  # senders with jobs waiting, in turn
         self._jobs: asyncio.Semaphore | None = None  # one per job queued (a few more once some were dropped)
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False  # close() cancels the workers
         self._http: dict[bool, aiohttp.ClientSession] = {}  # explicit URL? -> its HTTP session
         self._resolver: GuardedResolver | None = None  # the callbacks' (a connector does not close one it is given)
         self._lean = LeanClient(workers)  # subscribed http:// receivers: kept connections, one write a delivery
+        self._targets: dict[str, URL | None] = {}  # subscribed URL -> lean_target()
 
     def ready(self, sender: Sender) -> None:
         """`sender` queued one more job. Call on the loop."""
         if self._jobs is None:
             self._jobs = asyncio.Semaphore(0)
+            self._stopping = False
             loop = asyncio.get_running_loop()
             self._tasks = [loop.create_task(self._work()) for _ in range(self.workers)]
         if not sender.in_turn:
@@ -91,25 +96,30 @@ class Outbox:
         return None
 
     async def _work(self) -> None:
+        """One worker: a delivery at a time, sent in the worker's own task (no task a delivery). A session that ends
+        cancels the deliveries it has in flight (Sender.abandon): that cancels this delivery only, not the worker."""
         assert self._jobs is not None
-        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        assert me is not None  # a task of its own (ready())
         while True:
             await self._jobs.acquire()
             taken = self._next()
             if taken is None:  # its job was dropped (a reset, an ended session)
                 continue
             sender, job = taken
-            task = loop.create_task(self.deliver(job))
-            sender.flying[task] = job
+            sender.flying[me] = job
             try:
-                await asyncio.wait((task,))
-            except asyncio.CancelledError:  # this worker is stopped: so is its delivery
-                task.cancel()
-                sender.flying.pop(task, None)
+                sent = await self.deliver(job)
+            except asyncio.CancelledError:
+                sender.flying.pop(me, None)
                 sender.done(job, None)
-                raise
-            sender.flying.pop(task, None)
-            sender.done(job, None if task.cancelled() else task.result())
+                if self._stopping or not sender.closed:  # this worker is stopped: so is its delivery
+                    raise
+                if sys.version_info >= (3, 11):  # the session's cancel was this delivery's alone
+                    me.uncancel()
+                continue
+            sender.flying.pop(me, None)
+            sender.done(job, sent)
 
     async def deliver(self, job: Job) -> Sent:
         """Send `job`, retrying a connection error, a timeout or a 5xx with growing pauses; what happened."""
@@ -121,12 +131,13 @@ class Outbox:
             return job.sent(1, None, f"plantstub could not send it ({type(exc).__name__})", False)
 
     async def _send(self, job: Job) -> Sent:
-        lean = lean_target(job.url) if job.explicit else None
+        lean = self._lean_target(job.url) if job.explicit else None
         url = URL(job.url) if lean is None else lean
         if not job.explicit and url.host is not None and self.own.reaches(url.host, url.port or 0):
             return job.sent(0, None, _own_message(f"{url.host}:{url.port} is"), False)
         http = self._session(job.explicit) if lean is None else None
-        headers = {"Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
+        headers = None if http is None else {
+            "Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
         status: int | None = None
         error: str | None = None
         attempt = 0
@@ -163,6 +174,16 @@ class Outbox:
             error = f"the receiver answered {status}, which {job.name} does not declare (declared: {codes})"
         return job.sent(attempt, status, error, valid)
 
+    def _lean_target(self, url: str) -> URL | None:
+        """lean_target(url), parsed once per subscribed URL (there are a few)."""
+        try:
+            return self._targets[url]
+        except KeyError:
+            if len(self._targets) >= _TARGETS:
+                self._targets.clear()
+            target = self._targets[url] = lean_target(url)
+            return target
+
     def _session(self, explicit: bool) -> aiohttp.ClientSession:
         """The HTTP session for subscribed URLs (explicit) or for callbacks (own addresses left out when resolved);
         each connector holds at most `workers` sockets, and only `workers` deliveries are ever in flight."""
@@ -191,6 +212,7 @@ class Outbox:
 
     async def close(self) -> None:
         """Stop the workers and close the HTTP sessions (the stub stops; drain() first)."""
+        self._stopping = True
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -74,7 +74,7 @@ class Sender:
         self.cap = cap
         self.queue: deque[Job] = deque()  # ready to go, oldest first
         self.later: dict[asyncio.TimerHandle, Job] = {}  # waiting out a rule's delay_ms
-        self.flying: dict[asyncio.Task[Sent], Job] = {}  # being sent
+        self.flying: dict[asyncio.Task[None], Job] = {}  # being sent, by the outbox's worker sending each
         self.in_turn = False  # whether the outbox has this sender in its round
         self.closed = False  # the session ended: nothing more is queued or recorded
         self.started = False  # whether anything was ever submitted
@@ -163,5 +163,5 @@ class Sender:
         self.later.clear()
         self.queue.clear()
         for task in self.flying:
-            task.cancel()  # the outbox gives its bytes back when the task ends
+            task.cancel()  # that delivery only: its worker gives its bytes back and goes on (Outbox._work)
         return unsent
