@@ -158,21 +158,27 @@ class Pipeline:
         self.max_body = runtime.settings.max_body
         self.read_timeout = runtime.settings.read_timeout
 
-    def quick(self, message: RawRequestMessage, url: URL, payload: StreamReader, transport: Any,
+    def quick(self, message: RawRequestMessage, url: URL | None, target: str, payload: StreamReader, transport: Any,
               origin: str | None) -> Later | bool:
         """Answer a request that arrived whole at once, with no task, no aiohttp request and no Response: decide,
         write the answer in one piece, record (server/connection.py calls it from data_received). False: not taken,
         nothing done (the admin API, a body over --max-body); a Later: decided, its answer to come in aiohttp's
-        handler loop (a delay, a fault, an answer that is not the usual one). `origin`: --cors's, to allow."""
-        path = url.path
+        handler loop (a delay, a fault, an answer that is not the usual one). `origin`: --cors's, to allow. `url`:
+        the target read by yarl, None for a plain `target` (no query, no percent-escape: its own path)."""
+        path = target if url is None else url.path
         if path.startswith(ADMIN_PREFIX) or payload.total_bytes > self.max_body or not path.startswith("/"):
             return False
         raw = b"" if payload is EMPTY_PAYLOAD else payload.read_nowait()  # arrived whole (server/connection.py)
         started = time.time()
         seq, epoch = self.journal.arrive()
-        query = {k: url.query.getall(k) for k in url.query} if url.raw_query_string else {}
-        raw_query = url.raw_query_string if query else ""
-        incoming = IncomingRequest(message.method, path, query, message.headers, raw, url.raw_path, raw_query)
+        if url is None or not url.raw_query_string:
+            query: dict[str, list[str]] = {}
+            raw_query = ""
+        else:
+            query = {k: url.query.getall(k) for k in url.query}
+            raw_query = url.raw_query_string if query else ""
+        raw_path = target if url is None else url.raw_path
+        incoming = IncomingRequest(message.method, path, query, message.headers, raw, raw_path, raw_query)
         try:
             decision = decide(self.runtime, self.session, incoming, self.session.active)
         except Exception as exc:  # a plantstub bug: answered in the Error shape below, the stub keeps serving

@@ -108,10 +108,13 @@ class SessionRouter:
         if (message.version != HttpVersion11 or message.should_close or message.method == "HEAD"
                 or message.upgrade or "Expect" in headers):
             return False
-        url = message.url
-        if url.absolute:  # `GET http://host/path`: aiohttp's request reads it
-            return False
-        raw_path = url.raw_path
+        raw_path = message.path
+        url: URL | None = None  # a plain target (the usual one) is its own path: yarl need not read it
+        if "%" in raw_path or "?" in raw_path or "#" in raw_path or not raw_path.startswith("/"):
+            url = message.url
+            if url.absolute:  # `GET http://host/path`: aiohttp's request reads it
+                return False
+            raw_path = url.raw_path
         origin = headers.get("Origin") if self._cors else None
         if origin is not None and message.method == "OPTIONS" and "Access-Control-Request-Method" in headers:
             return False
@@ -119,15 +122,15 @@ class SessionRouter:
         if raw_path.startswith("/__"):  # a session's prefix, the admin API, or a path of the spec's own
             if not raw_path.startswith(SESSION_PREFIX):
                 return False if named is not None or self._default is None else self._default.quick(
-                    message, url, payload, transport, origin)
+                    message, url, raw_path, payload, transport, origin)
             sid, _, rest = raw_path[len(SESSION_PREFIX):].partition("/")
             if named is not None and named != sid:
                 return False
-            url = _joined("/" + rest, url.raw_query_string)
+            url = _joined("/" + rest, "" if url is None else url.raw_query_string)
         elif named is None:
             if raw_path.startswith("//") or self._default is None:
                 return False
-            return self._default.quick(message, url, payload, transport, origin)
+            return self._default.quick(message, url, raw_path, payload, transport, origin)
         else:
             sid = named
         pipeline = self._pipelines.get(sid)
@@ -138,7 +141,7 @@ class SessionRouter:
             return False
         if not live.by_admin and self.guard.carries_token(message):  # type: ignore[arg-type]  # reads its headers
             live.by_admin = True
-        return pipeline.quick(message, url, payload, transport, origin)
+        return pipeline.quick(message, url, raw_path, payload, transport, origin)
 
     def _live(self, sid: str, request: web.BaseRequest) -> Awaitable[web.StreamResponse] | None:
         """A request naming a live session by header, straight to its pipeline (no coroutine of the router's, the id
