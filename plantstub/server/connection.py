@@ -164,6 +164,9 @@ class Connection(RequestHandler):
         await super().shutdown(timeout)
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        later, self.later = self.later, None
+        if later is not None:  # decided at once, and the client left before the handler loop took it
+            later.pipeline.gone(later)
         super().connection_lost(exc)
         if self._lost is not None and not self._lost.done():
             self._lost.set_result(None)

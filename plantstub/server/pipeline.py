@@ -141,6 +141,7 @@ class Later(NamedTuple):
     incoming: IncomingRequest
     decision: Decision
     origin: str | None  # --cors: the Origin to allow, else None
+    message: RawRequestMessage
 
 
 class Pipeline:
@@ -198,7 +199,14 @@ class Pipeline:
                 self._record(seq, epoch, started, message, path, raw_query, raw, decision)
                 transport.write(data)
                 return True
-        return Later(self, seq, epoch, started, path, raw_query, raw, incoming, decision, origin)
+        return Later(self, seq, epoch, started, path, raw_query, raw, incoming, decision, origin, message)
+
+    def gone(self, later: Later) -> None:
+        """Record a request `quick` decided whose client left before the handler loop took it: nothing went out."""
+        decision = later.decision.unsent("request: the client closed the connection before the reply was sent; no "
+                                         "answer went out")
+        self._record(later.seq, later.epoch, later.started, later.message, later.path, later.raw_query, later.raw,
+                     decision)
 
     async def finish(self, request: web.BaseRequest, later: Later) -> web.StreamResponse:
         """The answer to a request `quick` decided, written by aiohttp (with --cors's headers for its origin)."""

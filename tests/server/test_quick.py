@@ -141,3 +141,23 @@ async def test_a_connection_busy_with_requests_answered_at_once_is_not_closed_as
         await running.stop()
     assert len(answers) == 13
     assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in answers)
+
+
+async def test_a_delayed_call_whose_client_leaves_at_once_is_recorded_as_never_answered(tmp_path: Path):
+    (tmp_path / "slow-one.yaml").write_text(
+        "rules:\n  - match: {path: /plants}\n    reply: {status: 200, body: {name: Sloth}, delay_ms: 300}\n")
+    running, port = await _served(scenarios=tmp_path, scenario="slow-one")
+    try:
+        for _ in range(5):  # sent and closed in one go: the close may come before the handler loop takes the call
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(_request("POST /plants", AUTH, VALID))
+            writer.close()
+        for _ in range(100):
+            calls = _calls(running)
+            if len(calls) == 5 and all(call["response"] is not None for call in calls):
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await running.stop()
+    assert [call["response"]["status"] for call in calls] == [499] * 5
+    assert all("no answer went out" in call["response"]["body"]["message"] for call in calls)
