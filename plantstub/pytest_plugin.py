@@ -20,7 +20,7 @@ from plantstub.plugin.options import (
     sidecar_url,
 )
 from plantstub.plugin.pool import StubPool
-from plantstub.plugin.sidecar import check_stateful, open_session, sidecar_terms
+from plantstub.plugin.sidecar import check_stateful, end_session, open_session, sidecar_terms
 from plantstub.plugin.strict import settled_deliveries, strict_failures
 from plantstub.plugin.summary import COVERAGE_KEY, session_finished, write_summary
 from plantstub.recording.coverage import merge, tally_of
@@ -110,15 +110,16 @@ def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest
     that overrides them gets its own; with --plantstub-url, a session of its own on that sidecar, ended
     at teardown.
     """
-    from plantstub.errors import UnknownScenario
+    from plantstub.errors import PlantstubError, UnknownScenario
 
     options = marker_options(request.node)
     stub: Stub | RemoteStub
     pooled: Stub | None = None  # the in-process stub, when no sidecar is used
+    view: RemoteStub | None = None  # the test's session on the sidecar, when one is used
     sidecar = _sidecar_of(request.config, plantstub_settings, plantstub_pool)
     if sidecar is not None:
         remote, scenario = sidecar
-        stub = open_session(remote, request.config.stash[_WAIT_KEY])
+        stub = view = open_session(remote, request.config.stash[_WAIT_KEY])
         stub.watch_default()  # so a failed assertion can say when calls went to the default session instead
     else:
         stub = pooled = plantstub_pool.get(plantstub_settings)
@@ -140,10 +141,13 @@ def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest
     finally:
         try:
             merge(request.config.stash[COVERAGE_KEY], tally_of(stub.coverage()))
+        except PlantstubError:
+            if pooled is not None:  # a sidecar's session that cannot be reached: end_session() says so below
+                raise
         finally:
-            if pooled is None:
-                stub.stop()  # ends this test's session on the sidecar (its subscriptions with it)
-            else:
+            if view is not None:
+                end_session(view, request.node.name)  # ends this test's session on the sidecar (its subscriptions with it)
+            elif pooled is not None:
                 pooled.use(None)
                 pooled.reset_subscriptions()  # a subscription the test made ends with it
 

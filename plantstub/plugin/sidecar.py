@@ -97,3 +97,17 @@ def open_session(remote: RemoteStub, wait: float, clock: Callable[[], float] = t
         pause(min(delay, left))
         delay = min(delay * 2, LONGEST_PAUSE)
     pytest.fail(problem, pytrace=False)  # outside the except block: one line, no chained traceback
+
+
+def end_session(view: RemoteStub, test: str) -> None:
+    """End `test`'s session on the sidecar; fail the test, naming the session, when it was lost before its end."""
+    from plantstub.errors import PlantstubError
+
+    try:
+        lost = view.end_session()
+    except PlantstubError as exc:
+        lost = str(exc)
+    if lost is not None:
+        pytest.fail(f"plantstub: {test}: session {view.session_id!r} was lost during the test: {lost}. Its calls "
+                    "before that are not in what the test saw; run it again (behind a load balancer: "
+                    "docs/scale.md).", pytrace=False)

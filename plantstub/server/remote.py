@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import secrets
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -105,6 +106,7 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         self.url = f"{self.admin.url}/" if sid else self.admin.url
         self.session_id: str | None = sid or None
         self._ends_session = ends_session
+        self.instance: str | None = None  # which opening of the session id this view's is (session())
         self._default_seen: tuple[int, int] | None = None  # the default session's (epoch, recorded) at watch_default()
 
     @property
@@ -136,10 +138,30 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
 
     def stop(self) -> None:
         """End the session this view was made for (`session()`); the stub itself keeps running."""
-        if self._ends_session:
-            self._ends_session = False
-            root = AdminClient(self._root, self.admin_token)
-            root.expect("DELETE", f"sessions/{self.session_id}", ok=(200, 404))
+        self.end_session()
+
+    def end_session(self) -> str | None:
+        """End the session made by `session()`, as stop() does; why it was lost before, or None when the session
+        that ended is the one opened (not a fresh one of the same id: a replica behind a load balancer that stopped
+        hands the id to another, which opens it anew)."""
+        if not self._ends_session:
+            return None
+        self._ends_session = False
+        # The header routes the ending as the session's own calls are routed: a balancer hashing on the id sends it
+        # to the replica that serves the session.
+        status, data = AdminClient(self._root, self.admin_token).send(
+            "DELETE", f"sessions/{self.session_id}", headers=self.headers)
+        if status == 404:
+            return "the stub has no session of that id any more (it ended: its replica stopped or restarted, it " \
+                   "was unused for --session-idle, or something ended it with DELETE)"
+        if status != 200 or not isinstance(data, dict):
+            raise PlantstubError(f"DELETE {self._root}{ADMIN_PREFIX}sessions/{self.session_id} answered {status}: "
+                                 f"{message_of(data)}")
+        if self.instance is not None and data.get("instance") != self.instance:
+            return "the stub now answering for that id holds a fresh session of it, not the one opened for the " \
+                   "test (the replica that served it stopped or restarted, and the load balancer sent its later " \
+                   "calls to another); the calls, rules and records before that are gone"
+        return None
 
     def __enter__(self) -> RemoteStub:
         return self
@@ -158,12 +180,18 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
 
         :raises PlantstubError: when the stub serves --max-sessions already (the message names the cap).
         """
-        status, opened = AdminClient(self._root, self.admin_token).send("POST", "sessions")
+        # The id is chosen here and sent in the header too, so that a load balancer hashing on it (docs/scale.md)
+        # opens the session on the replica that will serve its calls.
+        sid = secrets.token_urlsafe(12)
+        status, opened = AdminClient(self._root, self.admin_token).send(
+            "POST", "sessions", {"id": sid}, headers={SESSION_HEADER: sid})
         if status == 503:
             raise AtCapacity(message_of(opened))
         if status != 201:
             raise PlantstubError(f"POST {self._root}{ADMIN_PREFIX}sessions answered {status}: {message_of(opened)}")
-        return RemoteStub(f"{self._root}{SESSION_PREFIX}{opened['id']}/", self.admin_token, ends_session=True)
+        view = RemoteStub(f"{self._root}{SESSION_PREFIX}{sid}/", self.admin_token, ends_session=True)
+        view.instance = opened.get("instance") if isinstance(opened, dict) else None
+        return view
 
     # -- calls that missed the session ---------------------------------------------------------------
     def watch_default(self) -> None:

@@ -29,6 +29,7 @@ Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ID_RULE = "1 to 64 letters, digits, '_' or '-'"
 ADMIN = "/__plantstub/"
+SESSIONS_ROUTE = ADMIN + "sessions"
 SHOWN = 80
 
 
@@ -79,6 +80,8 @@ class SessionRouter:
                 request = request.clone(rel_url=_joined(request.rel_url.raw_path, request.rel_url.raw_query_string))
             named = request.headers.get(SESSION_HEADER)
             if named is not None and not request.rel_url.raw_path.startswith(SESSION_PREFIX):
+                if request.rel_url.raw_path.startswith(SESSIONS_ROUTE):  # opening or ending the session it names:
+                    return handler(request)  # the default's admin routes, on the replica a balancer hashes it to
                 return self._live(named, request) or self.dispatch(request, handler)
             if request.path.startswith(SESSION_PREFIX) or named is not None:
                 return self.dispatch(request, handler)
@@ -257,7 +260,7 @@ class SessionRouter:
         listed = self.sessions.listing()
         return reply({
             "sessions": [
-                {"id": sid, "opened": live.opened, "calls": live.session.figures()["journal"]["recorded"],
+                {"id": sid, "instance": live.instance, "opened": live.opened, "calls": live.session.figures()["journal"]["recorded"],
                  "active": live.session.active, "idle_seconds": round(idle, 3), "last_used": iso_time(_wall(idle))}
                 for sid, live, idle in listed
             ],
@@ -275,19 +278,39 @@ class SessionRouter:
             return error(400, 'body: expected nothing, or {"id": "SESSION"}')
         if sid is not None and not SESSION_ID.fullmatch(sid):
             return error(400, f"body.id: {_shown(sid)} is not a session id (expected {ID_RULE})")
-        sid = sid or new_id()
+        named = _named(request, sid, "body.id")
+        if isinstance(named, web.Response):
+            return named
+        sid = sid or named or new_id()
         try:
-            self.sessions.open(sid, by_admin=True)  # the guard let it through: never evicted
+            live = self.sessions.open_entry(sid, by_admin=True)  # the guard let it through: never evicted
         except SessionLimit as exc:
             return error(503, str(exc))
         url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}/"  # a base URL: ends with '/'
-        return reply({"id": sid, "url": url}, status=201)
+        return reply({"id": sid, "url": url, "instance": live.instance}, status=201)
 
     async def end_session(self, request: web.BaseRequest) -> web.Response:
         sid = request.path.rpartition("/")[2]
-        if not self.sessions.end(sid):
+        named = _named(request, sid, "path")
+        if isinstance(named, web.Response):
+            return named
+        live = self.sessions.entry(sid)
+        if live is None or not self.sessions.end(sid):
             return error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
-        return reply({"ended": sid})
+        return reply({"ended": sid, "instance": live.instance})
+
+
+def _named(request: web.BaseRequest, sid: str | None, where: str) -> str | web.Response | None:
+    """The session the header names on an opening or ending (a balancer hashes on it), checked against `sid`."""
+    named = request.headers.get(SESSION_HEADER)
+    if named is None:
+        return None
+    if not SESSION_ID.fullmatch(named):
+        return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} is not a session id (expected {ID_RULE})")
+    if sid is not None and named != sid:
+        return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the {where} "
+                          f"({sid!r}); send one of them")
+    return named
 
 
 def _wall(seconds_ago: float) -> float:

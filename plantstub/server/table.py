@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -24,14 +25,17 @@ class SessionLimit(LookupError):
 
 
 class Live:
-    """A live session in the table: when it was last used, and whether the admin API opened it."""
+    """A live session in the table: when it was last used, whether the admin API opened it, and its `instance`."""
 
-    __slots__ = ("by_admin", "session", "used")
+    __slots__ = ("by_admin", "instance", "session", "used")
 
     def __init__(self, session: Session, used: float, by_admin: bool) -> None:
         self.session = session
         self.used = used
         self.by_admin = by_admin
+        # Which opening of the id this is: the id opened again (after it ended, or on another replica behind a load
+        # balancer) gets another, so a client can tell its session from a fresh one of the same name.
+        self.instance = secrets.token_urlsafe(6)
 
     @property
     def opened(self) -> str:
@@ -83,6 +87,10 @@ class Sessions:
 
         :raises SessionLimit: when it is new, --max-sessions are live and the admin API opened every one.
         """
+        return self.open_entry(sid, by_admin=by_admin, now=now).session
+
+    def open_entry(self, sid: str, *, by_admin: bool = True, now: float | None = None) -> Live:
+        """open(), giving the session's entry in the table (its instance with it)."""
         now = time.monotonic() if now is None else now
         self.expire(now)
         live = self._live.pop(sid, None)
@@ -91,7 +99,11 @@ class Sessions:
         else:
             live.used, live.by_admin = now, live.by_admin or by_admin
         self._live[sid] = live
-        return live.session
+        return live
+
+    def entry(self, sid: str) -> Live | None:
+        """Live session `sid`'s entry, not marked used; None when it is not live."""
+        return self._live.get(sid)
 
     def _create(self, sid: str) -> Session:
         if len(self._live) >= self.cap and not self._evict():

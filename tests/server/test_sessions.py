@@ -113,7 +113,7 @@ async def test_sessions_listed_opened_and_ended(client):
     response = await client.post("/__plantstub/sessions")
     assert response.status == 201
     opened = await response.json()
-    assert set(opened) == {"id", "url"} and opened["url"].endswith(f"/__session/{opened['id']}/")
+    assert set(opened) == {"id", "url", "instance"} and opened["url"].endswith(f"/__session/{opened['id']}/")
     response = await client.post("/__plantstub/sessions", json={"id": "ci-42"})
     assert (await response.json())["id"] == "ci-42"
     listing = await (await client.get("/__plantstub/sessions")).json()
@@ -121,8 +121,9 @@ async def test_sessions_listed_opened_and_ended(client):
     assert listing["count"] == 3 and listing["max_sessions"] == 100 and listing["session_idle"] == 600
     assert listing["sessions"][0]["last_used"].endswith("Z")
     assert (await (await client.get("/__plantstub/health")).json())["sessions"] == 3
+    instance = next(s["instance"] for s in listing["sessions"] if s["id"] == "a")
     response = await client.delete("/__plantstub/sessions/a")
-    assert (response.status, await response.json()) == (200, {"ended": "a"})
+    assert (response.status, await response.json()) == (200, {"ended": "a", "instance": instance})
     response = await client.delete("/__plantstub/sessions/a")
     assert response.status == 404
     assert (await response.json())["message"] == "path: no session 'a' (it ended, or never began)"
