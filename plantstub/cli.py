@@ -1,4 +1,4 @@
-"""The `plantstub` command: serve, check, schema, health."""
+"""The `plantstub` command: serve, check, schema, health, coverage."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--scenario", "NAME", "scenario active at start"),
         ("--host", "HOST", "address to bind"),
         ("--port", "PORT", "port to listen on; 0 picks a free one"),
-        ("--journal", "FILE", "append every call to FILE as one JSON line"),
+        ("--journal", "FILE", "append every call to FILE as one JSON line (-: standard output)"),
         ("--journal-size", "N", "calls kept in memory"),
         ("--journal-bytes", "BYTES", "memory the kept calls may take (headers included), within --max-bytes"),
         ("--journal-flush", "MODE", "batch: a call reaches the file within 0.1 s; call: before its answer is sent"),
@@ -159,6 +159,59 @@ def _deliveries(n: int) -> str:
     return f"{n} webhook delivery was" if n == 1 else f"{n} webhook deliveries were"
 
 
+def _coverage_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "coverage", help="sum the contract coverage of running stubs (replicas) into one report",
+        description="Ask each stub for its total coverage (the default session and every session, live or ended) "
+                    f"and print the sum. The admin token, when the stubs need one, is read from "
+                    f"{env_name('admin_token')}.",
+    )
+    p.add_argument("urls", nargs="+", metavar="URL", help="base URL of a stub (http://HOST:PORT)")
+    p.add_argument("--json", action="store_true", help="print the summed report as JSON (default: off)")
+    p.add_argument("--fail-under", metavar="PERCENT", type=_percent,
+                   help="exit 1 when under PERCENT of the declared responses were exercised (default: none)")
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 100:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (expected a number 0-100)")
+    return value
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from plantstub.recording.coverage import coverage_rows, sum_reports, tally_of
+    from plantstub.server.remote import AdminClient
+
+    token = os.environ.get(env_name("admin_token")) or None
+    reports = []
+    for url in args.urls:
+        try:
+            reports.append(AdminClient(url, token).expect("GET", "coverage?total=true"))
+        except PlantstubError as exc:
+            print(f"plantstub: coverage of {url}: {exc}", file=sys.stderr)
+            return 1
+    report = sum_reports(reports)
+    if args.json:
+        print(json.dumps({**report, "stubs": list(args.urls)}, indent=2))
+    else:
+        print(f"plantstub: contract coverage of {_count(len(args.urls), 'stub')}, summed")
+        print("\n".join(coverage_rows(tally_of(report))))
+        print(f"plantstub: {report['covered']} of {report['total']} declared responses exercised "
+              f"({report['percent']:.1f}%)")
+    if args.fail_under is not None and report["percent"] < args.fail_under:
+        print(f"plantstub: FAIL: contract coverage {report['percent']:.1f}% is under --fail-under="
+              f"{args.fail_under:g}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _schema_parser(sub: argparse._SubParsersAction) -> None:
     sub.add_parser(
         "schema", help="print the JSON Schema of scenario files",
@@ -176,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     _health_parser(sub)
     _check_parser(sub)
     _schema_parser(sub)
+    _coverage_parser(sub)
     return parser
 
 
@@ -242,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "health":
         return _health(args)
+    if args.command == "coverage":
+        return _coverage(args)
     if args.command == "schema":
         from plantstub.scenarios.load import schema_text
 

@@ -54,7 +54,7 @@ def placed(conf: str, replicas: list[str], port: int) -> str:
     """The doc's configuration with the test's replica addresses and nginx port in the doc's places (nothing else
     changes: each place must be there exactly once)."""
     assert len(replicas) == len(DOC_REPLICAS)
-    for doc, ours in [*zip(DOC_REPLICAS, replicas), (DOC_LISTEN, f"listen 127.0.0.1:{port};")]:
+    for doc, ours in [*zip(DOC_REPLICAS, replicas, strict=True), (DOC_LISTEN, f"listen 127.0.0.1:{port};")]:
         assert conf.count(doc) == 1, f"docs/scale.md's nginx block: {doc!r} is not there exactly once"
         conf = conf.replace(doc, ours)
     return conf

@@ -49,11 +49,12 @@ def documented_defaults() -> dict[str, str]:
 def config_default(flag: str) -> str:
     """What config.py says a flag defaults to."""
     health = {"--timeout": f"{config.HEALTH_TIMEOUT:g}",
-              "--url": f"http://127.0.0.1:${config.env_name('port')}, port {config.Settings().port} when unset"}
+              "--url": f"http://127.0.0.1:${config.env_name('port')}, port {config.Settings().port} when unset",
+              "--json": "off", "--fail-under": "none"}  # health's and coverage's own
     return health.get(flag) or config.shown_default(flag[2:].replace("-", "_"))
 
 
-@pytest.mark.parametrize("command", ["serve", "check", "health"])
+@pytest.mark.parametrize("command", ["serve", "check", "health", "coverage"])
 def test_every_option_default_is_the_same_in_help_docs_and_config(command, capsys):
     shown = help_defaults(command, capsys)
     expected = {flag: config_default(flag) for flag in shown}

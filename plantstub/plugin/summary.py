@@ -6,19 +6,9 @@ from typing import Any
 
 import pytest
 
-from plantstub.recording.coverage import Tally, figures
+from plantstub.recording.coverage import Tally, coverage_rows, figures
 
 COVERAGE_KEY = pytest.StashKey[Tally]()
-
-
-def _coverage_rows(tally: Tally) -> list[str]:
-    rows = []
-    for operation, counts in tally.items():
-        for status, n in counts["declared"].items():
-            rows.append(f"  {operation:<30} {status:<8} {n:>6}{'' if n else '   <- never exercised'}")
-        for status, n in counts["undeclared"].items():
-            rows.append(f"  {operation:<30} {status:<8} {n:>6}   (not declared)")
-    return rows
 
 
 def session_finished(session: pytest.Session) -> None:
@@ -52,8 +42,7 @@ def write_summary(terminalreporter: Any, config: pytest.Config) -> None:
                 red=True,
             )
         return
-    terminalreporter.write_line(f"  {'operation':<30} {'response':<8} {'calls':>6}")
-    for row in _coverage_rows(tally):
+    for row in coverage_rows(tally):
         terminalreporter.write_line(row)
     total = figures(tally)
     percent = total.percent

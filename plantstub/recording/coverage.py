@@ -117,3 +117,32 @@ def tally_of(report: dict[str, Any]) -> Tally:
         }
         for op in report["operations"]
     }
+
+
+def sum_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coverage reports of several stubs (replicas serving one spec) summed into one, operations in the order first
+    seen, each with its operationId."""
+    tally: Tally = {}
+    ids: dict[str, Any] = {}
+    for report in reports:
+        merge(tally, tally_of(report))
+        for op in report["operations"]:
+            ids.setdefault(op["operation"], op.get("operationId"))
+    total = figures(tally)
+    operations = [{"operation": label, "operationId": ids[label],
+                   "responses": [{"status": key, "calls": n} for key, n in counts["declared"].items()],
+                   "undeclared": counts["undeclared"]}
+                  for label, counts in tally.items()]
+    return {"operations": operations, "covered": total.covered, "total": total.total,
+            "percent": round(total.percent, 1)}
+
+
+def coverage_rows(tally: Tally) -> list[str]:
+    """The table's lines: each operation's declared responses with their calls, then the undeclared ones."""
+    rows = [f"  {'operation':<30} {'response':<8} {'calls':>6}"]
+    for operation, counts in tally.items():
+        for status, n in counts["declared"].items():
+            rows.append(f"  {operation:<30} {status:<8} {n:>6}{'' if n else '   <- never exercised'}")
+        for status, n in counts["undeclared"].items():
+            rows.append(f"  {operation:<30} {status:<8} {n:>6}   (not declared)")
+    return rows

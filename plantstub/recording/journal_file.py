@@ -1,5 +1,6 @@
 """The journal file: every call appended as one JSON line; a call that cannot be written is counted and
-reported, never lost silently; a file moved or deleted (log rotation) is opened again at its path."""
+reported, never lost silently; a file moved or deleted (log rotation) is opened again at its path. `-` is standard
+output (a log pipeline's stream)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from plantstub.errors import ConfigError
 FLUSH_DELAY = 0.1  # batched mode: a call reaches the file within this
 STAT_INTERVAL = 0.1  # how often the path is checked for a moved or deleted file
 FLUSH_MODES = ("batch", "call")
+STDOUT = Path("-")  # --journal -: the lines go to standard output
 log = logging.getLogger("plantstub")
 
 
@@ -42,8 +44,10 @@ class JournalFile:
         self._flush_scheduled = False
         self._torn = False  # a line was cut short by a failed write: the next write ends it first
         self._checked = 0.0
+        self._stream = path == STDOUT  # never moved nor rotated: written as it is, never reopened
         try:
-            self._fd: int | None = _open(path)
+            # A copy of standard output's descriptor: closing the journal leaves the process's own open.
+            self._fd: int | None = os.dup(1) if self._stream else _open(path)
         except OSError as exc:
             raise ConfigError(f"--journal={str(path)!r}: cannot open for writing ({exc.strerror or exc})") from None
         self._identity = _identity(os.fstat(self._fd))
@@ -106,6 +110,8 @@ class JournalFile:
     def _reopen_if_moved(self) -> str | None:
         """Make sure a file is open at `path` (reopening one that was moved or deleted); else why not."""
         now = time.monotonic()
+        if self._stream:
+            return None if self._fd is not None else "closed"
         if self._fd is not None and now - self._checked < STAT_INTERVAL:
             return None
         self._checked = now

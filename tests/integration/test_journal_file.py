@@ -150,3 +150,25 @@ def test_each_line_names_the_session_its_call_belongs_to(serve, tmp_path):
                                                          "Content-Type": "application/json"})[0] == 200
     assert [(line["session"], line["seq"], line["path"]) for line in lines(journal)] == [
         (None, 1, "/plants"), ("ci-1", 1, "/plants"), ("ci-2", 1, "/plants"), ("ci-2", 2, "/plants")]
+
+
+def test_journal_dash_streams_each_call_as_a_json_line_to_stdout(serve, tmp_path):
+    """Issue 29: `--journal -` for a log pipeline; batched lines too reach stdout, and a stop leaves no file `-`."""
+    stub = serve("--port", "0", "--journal", "-", "--journal-flush", "call", cwd=tmp_path)
+    assert post_status(stub.url, PLANT) == 200
+    assert post_status(stub.url, PLANT, path="/__session/ci-9/plants") == 200
+    streamed = [json.loads(stub.proc.stdout.readline()) for _ in range(2)]  # written before each answer was sent
+    assert [(line["session"], line["seq"], line["path"], line["response"]["status"]) for line in streamed] == [
+        (None, 1, "/plants", 200), ("ci-9", 1, "/plants", 200)]
+    assert stub.stop() == 0
+    assert not (tmp_path / "-").exists()
+
+
+def test_journal_dash_batched_reaches_stdout_by_the_stop(serve, tmp_path):
+    stub = serve("--port", "0", "--journal", "-", cwd=tmp_path)
+    for _ in range(3):
+        assert post_status(stub.url, PLANT) == 200
+    stub.proc.send_signal(signal.SIGTERM)
+    streamed = stub.proc.stdout.read()  # until the stub exits: what was batched is written at the stop at the latest
+    assert stub.proc.wait(5) == 0
+    assert [json.loads(line)["seq"] for line in streamed.splitlines()] == [1, 2, 3]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -118,6 +119,13 @@ def test_each_test_sees_only_its_own_session_spread_over_three_replicas(pytester
         assert len(holders) == 1, f"session {sid} of test {i} was served by replicas {holders}"
         assert journals[holders[0]][sid] == i % 3 + 1 + 2
     assert all(None not in journal for journal in journals)  # nothing reached a default session
+    # The coverage of the three replicas, summed by `plantstub coverage`: every test's calls, once.
+    done = subprocess.run([sys.executable, "-m", "plantstub", "coverage", "--json", *(r.url for r in replicas)],
+                          capture_output=True, text=True, timeout=30)
+    calls = {op["operation"]: {r["status"]: r["calls"] for r in op["responses"]}
+             for op in json.loads(done.stdout)["operations"]}
+    posts = sum(i % 3 + 1 for i in range(TESTS))
+    assert (calls["POST /plants"]["200"], calls["GET /plants"]["200"]) == (posts, 2 * TESTS)
 
 
 def gated_run(pytester, nginx, out: Path):
@@ -148,7 +156,8 @@ def test_a_replica_killed_mid_run_fails_only_its_sessions_tests_naming_them(pyte
         monkeypatch.setenv("SCALE_OUT", str(out))
         proc, report = gated_run(pytester, nginx, out)
         try:
-            wait_until(lambda: len(list(out.glob("*.id"))) == 4 or proc.poll() is not None, seconds=90)
+            wait_until(lambda out=out, proc=proc: len(list(out.glob("*.id"))) == 4 or proc.poll() is not None,
+                       seconds=90)
             assert proc.poll() is None, proc.stdout.read()
             ids = {int(p.stem): p.read_text() for p in out.glob("*.id")}
             # Where each test's session lives, from each replica's own admin API.
