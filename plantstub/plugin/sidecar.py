@@ -108,6 +108,5 @@ def end_session(view: RemoteStub, test: str) -> None:
     except PlantstubError as exc:
         lost = str(exc)
     if lost is not None:
-        pytest.fail(f"plantstub: {test}: session {view.session_id!r} was lost during the test: {lost}. Its calls "
-                    "before that are not in what the test saw; run it again (behind a load balancer: "
-                    "docs/scale.md).", pytrace=False)
+        pytest.fail(f"plantstub: {test}: session {view.session_id!r} was lost during the test: {lost}. Run the "
+                    "test again; behind a load balancer, see docs/scale.md.", pytrace=False)

@@ -158,9 +158,10 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
             raise PlantstubError(f"DELETE {self._root}{ADMIN_PREFIX}sessions/{self.session_id} answered {status}: "
                                  f"{message_of(data)}")
         if self.instance is not None and data.get("instance") != self.instance:
-            return "the stub now answering for that id holds a fresh session of it, not the one opened for the " \
-                   "test (the replica that served it stopped or restarted, and the load balancer sent its later " \
-                   "calls to another); the calls, rules and records before that are gone"
+            return "the stub answering for that id holds another session of it, not the one opened for the test: " \
+                   "the test's session ended early (its replica stopped or restarted behind a load balancer, it was " \
+                   "unused for --session-idle, or something ended it with DELETE) and a later call opened the id " \
+                   "anew; the calls, rules and records before that are gone"
         return None
 
     def __enter__(self) -> RemoteStub:
