@@ -12,15 +12,23 @@ from plantstub.webhooks.sender import Sender, job
 
 async def test_an_ended_sessions_delivery_in_flight_is_cancelled_and_its_worker_goes_on():
     arrived: list[bytes] = []
+    finished = asyncio.Event()
+    handlers: list[asyncio.Task[None]] = []
 
     async def receive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        arrived.append(head.split(b"\r\n", 1)[0])
-        if b"/hang" in head:
-            await asyncio.sleep(30)  # never answers in time: the delivery is in flight when its session ends
-        writer.write(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
-        await writer.drain()
-        writer.close()
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            arrived.append(head.split(b"\r\n", 1)[0])
+            if b"/hang" in head:  # never answers in time: the delivery is in flight when its session ends
+                await asyncio.wait_for(finished.wait(), 30)
+            else:
+                writer.write(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
 
     server = await asyncio.start_server(receive, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -44,7 +52,9 @@ async def test_an_ended_sessions_delivery_in_flight_is_cancelled_and_its_worker_
         assert ended_log.kept() == []  # cancelled, not recorded
         assert not ended.flying and not going.flying
     finally:
+        finished.set()
         await outbox.close()
+        await asyncio.gather(*handlers, return_exceptions=True)
         server.close()
         await server.wait_closed()
     assert arrived == [b"POST /hang HTTP/1.1", b"POST /next HTTP/1.1"]
