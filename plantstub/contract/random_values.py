@@ -1,0 +1,237 @@
+"""Random values that keep a bundled schema (--dynamic): enums, formats, patterns, lengths, ranges, multipleOf,
+array sizes and unique items, optional properties, null, oneOf/anyOf branches.
+
+Where a schema uses what this walker does not read (`not`, `if`, `patternProperties`, `contains`...), or comes back
+to itself too often, the value there is the fixed one contract/samples.py makes. contract/dynamic.py checks the whole.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from decimal import Decimal
+from typing import Any
+
+from plantstub.contract.compiled import Checks
+from plantstub.contract.flatten import marked
+from plantstub.contract.random_strings import FORMATS, random_match, words
+from plantstub.contract.sample_values import NONE, kind_of, number, of, strings
+from plantstub.contract.samples import sample
+
+MAX_DEPTH = 8  # past it, the fixed value
+REENTRIES = 2  # a `$defs` schema met this often on the way down: the fixed value (it cuts recursion)
+OPTIONAL = (0.7, 0.7, 0.5, 0.3)  # chance of an optional property by depth; deeper: none
+NULL = 0.15  # chance of null where the schema allows it beside another type
+SPREAD = 3  # array items past minItems, at most
+PATTERN_TRIES = 4
+NEAR = 10_000  # the span most numbers are drawn from when the schema's is wider
+# Keywords whose meaning the walker does not build: a schema holding one gets the fixed value.
+_UNREAD = frozenset((
+    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "patternProperties", "propertyNames",
+    "unevaluatedProperties", "unevaluatedItems", "prefixItems", "contains", "minContains", "maxContains",
+    "$dynamicRef", "$recursiveRef",
+))
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+class RandomValues:
+    """A random value per call of `value()`, drawn from `rng`, for schemas whose `$defs` are `defs`."""
+
+    def __init__(self, rng: random.Random, checks: Checks, defs: dict[str, Any]) -> None:
+        self.rng = rng
+        self.checks = checks
+        self.defs = defs
+
+    def fixed(self, schema: Any, depth: int) -> Any:
+        """The value contract/samples.py makes (the one a plain default answer holds)."""
+        return sample(schema, self.defs, depth, self.checks)
+
+    def value(self, schema: Any, depth: int = 0, path: tuple[str, ...] = ()) -> Any:
+        flat, keys = self.checks.flatten(schema, self.defs)
+        if depth > MAX_DEPTH or any(path.count(k) >= REENTRIES for k in keys):
+            return self.fixed(schema, depth)
+        path = (*path, *keys)
+        if not isinstance(flat, dict):
+            return self.words() if flat is True else None
+        if "const" in flat:
+            return flat["const"]
+        if isinstance(flat.get("enum"), list) and flat["enum"]:
+            return self.rng.choice(flat["enum"])
+        if not _UNREAD.isdisjoint(flat):
+            return self.fixed(schema, depth)
+        for key in ("oneOf", "anyOf"):
+            if isinstance(flat.get(key), list) and flat[key]:
+                return self.branch(schema, flat, flat[key], depth, path)
+        kinds = flat.get("type")
+        if isinstance(kinds, list):
+            named = [k for k in kinds if isinstance(k, str) and k != "null"]
+            if "null" in kinds and (not named or self.rng.random() < NULL):
+                return None
+            kind = self.rng.choice(named) if named else "null"
+        else:
+            kind = kind_of(flat)
+        return self.of_kind(kind, flat, schema, depth, path)
+
+    def branch(self, schema: Any, flat: dict[str, Any], branches: list[Any], depth: int,
+               path: tuple[str, ...]) -> Any:
+        """A value of a oneOf/anyOf branch chosen at random (merged with the keywords beside it), the next when
+        it does not fit the whole (a oneOf's value matching two branches); the fixed value when none does."""
+        alone = all(k in ("oneOf", "anyOf") for k in flat)
+        order = list(range(len(branches)))
+        self.rng.shuffle(order)
+        for i in order[:3]:
+            part = branches[i] if alone else self.checks.merge(flat, branches[i], self.defs)
+            found = self.value(part, depth + 1, path)
+            if found is not NONE and self.checks.valid(found, schema, self.defs):
+                return found
+        return self.fixed(schema, depth)
+
+    def of_kind(self, kind: str, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
+        if kind == "object":
+            return self.object(flat, schema, depth, path)
+        if kind == "array":
+            return self.array(flat, schema, depth, path)
+        if kind == "integer":
+            return self.integer(flat, schema, depth)
+        if kind == "number":
+            return self.number(flat, schema, depth)
+        if kind == "boolean":
+            return self.rng.random() < 0.5
+        if kind == "null":
+            return None
+        if kind == "string":
+            return self.string(flat)
+        return self.words()
+
+    def words(self) -> str:
+        return words(self.rng, 0, None)
+
+    def object(self, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
+        """Every required property; each optional one by chance (fewer deeper down; never a `writeOnly` one)."""
+        props: dict[str, Any] = of(flat, "properties", dict, {})
+        extra = flat.get("additionalProperties", True)
+        out: dict[str, Any] = {}
+        for name in of(flat, "required", list, []):
+            if isinstance(name, str):
+                out[name] = self.value(props.get(name, extra if isinstance(extra, dict) else {}), depth + 1, path)
+        required = set(out)
+        chance = OPTIONAL[depth] if depth < len(OPTIONAL) else 0.0
+        for name, sub in props.items():
+            if name not in out and self.rng.random() < chance and not marked(sub, "writeOnly", self.defs):
+                out[name] = self.value(sub, depth + 1, path)
+        least, most = number(flat, "minProperties"), number(flat, "maxProperties")
+        if least is not None and len(out) < least:
+            return self.fixed(schema, depth)
+        if most is not None:
+            for name in [n for n in out if n not in required][: max(0, len(out) - int(most))]:
+                del out[name]
+        return out
+
+    def array(self, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
+        """minItems to SPREAD more (deeper down, minItems), maxItems kept; distinct items when uniqueItems says."""
+        items = flat.get("items", {})
+        low = int(number(flat, "minItems") or 0)
+        high = number(flat, "maxItems")
+        count = self.rng.randint(low, low + SPREAD) if depth < 3 else low
+        if high is not None:
+            count = min(count, int(high))
+        if items is False:
+            return [] if low == 0 else self.fixed(schema, depth)
+        unique = flat.get("uniqueItems") is True
+        out: list[Any] = []
+        for _ in range(3 * count if unique else count):
+            if len(out) >= count:
+                break
+            item = self.value(items, depth + 1, path)
+            if not unique or item not in out:
+                out.append(item)
+        return out if len(out) >= low else self.fixed(schema, depth)
+
+    def bounds(self, flat: dict[str, Any], integer: bool) -> tuple[float | None, float | None, bool, bool]:
+        """(low, high, low excluded, high excluded) of a number schema."""
+        low, high = number(flat, "minimum"), number(flat, "maximum")
+        low_out = high_out = False
+        above, below = number(flat, "exclusiveMinimum"), number(flat, "exclusiveMaximum")
+        if above is not None and (low is None or above >= low):
+            low, low_out = above, True
+        if below is not None and (high is None or below <= high):
+            high, high_out = below, True
+        if integer:  # as whole numbers, the bounds included
+            low = None if low is None else (math.floor(low) + 1 if low_out else math.ceil(low))
+            high = None if high is None else (math.ceil(high) - 1 if high_out else math.floor(high))
+            low_out = high_out = False
+        return low, high, low_out, high_out
+
+    def integer(self, flat: dict[str, Any], schema: Any, depth: int) -> Any:
+        try:
+            low, high, _, _ = self.bounds(flat, integer=True)
+            if flat.get("format") == "int32":
+                low = max(low, _INT32[0]) if low is not None else _INT32[0] // 2**21
+                high = min(high, _INT32[1]) if high is not None else _INT32[1] // 2**21
+            low, high = self.near(*_span(low, high))
+            step = number(flat, "multipleOf")
+            if step is not None and step > 0:
+                return self.multiple(step, low, high, schema, depth)
+            if low > high:
+                return self.fixed(schema, depth)
+            return self.rng.randint(int(low), int(high))
+        except (OverflowError, ValueError):  # bounds past what a float holds
+            return self.fixed(schema, depth)
+
+    def near(self, low: float, high: float) -> tuple[float, float]:
+        """Wide bounds (a format's int32 range): mostly the 10,000 values from 0 or the lower bound up, sometimes
+        anywhere (a big value shakes out a client's parsing too)."""
+        if high - low <= NEAR or self.rng.random() < 0.1:
+            return low, high
+        start = max(low, min(0, high - NEAR))
+        return start, min(high, start + NEAR)
+
+    def number(self, flat: dict[str, Any], schema: Any, depth: int) -> Any:
+        try:
+            low, high, low_out, high_out = self.bounds(flat, integer=False)
+            low, high = _span(low, high)
+            step = number(flat, "multipleOf")
+            if step is not None and step > 0:
+                return self.multiple(step, low, high, schema, depth)
+            value = round(self.rng.uniform(low, high), 2)
+            if (low_out and value <= low) or (high_out and value >= high) or not low <= value <= high:
+                value = (low + high) / 2
+            return value
+        except (OverflowError, ValueError):
+            return self.fixed(schema, depth)
+
+    def multiple(self, step: float, low: float, high: float, schema: Any, depth: int) -> Any:
+        """A random multiple of `step` within the bounds, written with no more decimals than `step` has."""
+        first, last = math.ceil(low / step), math.floor(high / step)
+        if first > last:
+            return self.fixed(schema, depth)
+        k = self.rng.randint(first, min(last, first + 10_000))
+        if isinstance(step, int):
+            return k * step
+        exponent = Decimal(str(step)).as_tuple().exponent
+        value = round(k * step, -exponent if isinstance(exponent, int) and exponent < 0 else 0)
+        return int(value) if value == int(value) else value
+
+    def string(self, flat: dict[str, Any]) -> str:
+        """A match of its pattern, else a value of its format, else words; within minLength and maxLength."""
+        low: int = of(flat, "minLength", int, 0)
+        high = flat["maxLength"] if isinstance(flat.get("maxLength"), int) else None
+        pattern, fmt = flat.get("pattern"), flat.get("format")
+        if isinstance(pattern, str):
+            for _ in range(PATTERN_TRIES):
+                text = random_match(pattern, self.rng)
+                if text is not None and low <= len(text) <= (high if high is not None else len(text)):
+                    return text
+            return strings(flat)[0]
+        if isinstance(fmt, str):
+            made = FORMATS.get(fmt)
+            text = made(self.rng) if made is not None else strings(flat)[0]
+            return text if low <= len(text) <= (high if high is not None else len(text)) else strings(flat)[0]
+        return words(self.rng, low, high)
+
+
+def _span(low: float | None, high: float | None) -> tuple[float, float]:
+    """Bounds for a draw: 0-10,000 when both sides are open; an open side 10,000 past the other (or 0)."""
+    if low is None:
+        return (0 if high is None or high >= 0 else high - 10_000), (10_000 if high is None else high)
+    return low, (low + 10_000 if high is None else high)
