@@ -74,13 +74,14 @@ def _parsed(pattern: str) -> tuple[Any, ...] | None:
         return None
 
 
-def random_match(pattern: str, rng: random.Random) -> str | None:
-    """A string built to match `pattern`, its choices random; None when Python cannot read the pattern (the caller
-    checks the result: anchors, lookarounds and ECMA differences are not all honoured)."""
+def random_match(pattern: str, rng: random.Random, min_length: int = 0) -> str | None:
+    """A string built to match `pattern`, its choices random (an open repeat up to SPREAD, or `min_length`, past its
+    least); None when Python cannot read the pattern (the caller checks the result: anchors, lookarounds and ECMA
+    differences are not all honoured)."""
     items = _parsed(pattern)
     if items is None:
         return None
-    builder = _RandomBuilder(rng)
+    builder = _RandomBuilder(rng, max(SPREAD, min(min_length, 64)))
     try:
         return builder.build(list(items)) + "".join(builder.tail)
     except (ValueError, OverflowError, RecursionError):
@@ -88,14 +89,15 @@ def random_match(pattern: str, rng: random.Random) -> str | None:
 
 
 class _RandomBuilder(_RegexBuilder):
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, spread: int) -> None:
         super().__init__(0, True)
         self.rng = rng
+        self.spread = spread
 
     def item(self, name: str, av: Any) -> str:
         if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             low, high, sub = av
-            top = low + SPREAD if high == sre_parse.MAXREPEAT else min(high, low + SPREAD)
+            top = low + self.spread if high == sre_parse.MAXREPEAT else min(high, low + self.spread)
             return "".join(self.build(list(sub)) for _ in range(self.rng.randint(low, max(low, top))))
         if name == "BRANCH":
             return self.build(list(self.rng.choice(av[1])))

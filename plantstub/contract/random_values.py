@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import marked
+from plantstub.contract.flatten import marked, types_of
 from plantstub.contract.random_strings import FORMATS, random_match, words
-from plantstub.contract.sample_values import NONE, kind_of, number, of, strings
+from plantstub.contract.sample_values import NONE, admits, kind_of, number, of, strings
 from plantstub.contract.samples import sample
 
 MAX_DEPTH = 8  # past it, the fixed value
@@ -56,7 +56,9 @@ class RandomValues:
         if "const" in flat:
             return flat["const"]
         if isinstance(flat.get("enum"), list) and flat["enum"]:
-            return self.rng.choice(flat["enum"])
+            kinds = types_of(flat, self.defs)
+            allowed = [v for v in flat["enum"] if kinds is None or admits(kinds, v)]  # its `type` may refuse some
+            return self.rng.choice(allowed) if allowed else self.fixed(schema, depth)
         if not _UNREAD.isdisjoint(flat):
             return self.fixed(schema, depth)
         for key in ("oneOf", "anyOf"):
@@ -100,7 +102,8 @@ class RandomValues:
         if kind == "null":
             return None
         if kind == "string":
-            return self.string(flat)
+            text = self.string(flat)
+            return self.fixed(schema, depth) if text is None else text
         return self.words()
 
     def words(self) -> str:
@@ -212,21 +215,22 @@ class RandomValues:
         value = round(k * step, -exponent if isinstance(exponent, int) and exponent < 0 else 0)
         return int(value) if value == int(value) else value
 
-    def string(self, flat: dict[str, Any]) -> str:
-        """A match of its pattern, else a value of its format, else words; within minLength and maxLength."""
+    def string(self, flat: dict[str, Any]) -> str | None:
+        """A match of its pattern, else a value of its format, else words; within minLength and maxLength (None:
+        none found, the fixed value goes there)."""
         low: int = of(flat, "minLength", int, 0)
         high = flat["maxLength"] if isinstance(flat.get("maxLength"), int) else None
         pattern, fmt = flat.get("pattern"), flat.get("format")
         if isinstance(pattern, str):
             for _ in range(PATTERN_TRIES):
-                text = random_match(pattern, self.rng)
+                text = random_match(pattern, self.rng, low)
                 if text is not None and low <= len(text) <= (high if high is not None else len(text)):
                     return text
-            return strings(flat)[0]
+            return None
         if isinstance(fmt, str):
             made = FORMATS.get(fmt)
             text = made(self.rng) if made is not None else strings(flat)[0]
-            return text if low <= len(text) <= (high if high is not None else len(text)) else strings(flat)[0]
+            return text if low <= len(text) <= (high if high is not None else len(text)) else None
         return words(self.rng, low, high)
 
 
