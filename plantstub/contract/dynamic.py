@@ -14,11 +14,12 @@ import secrets
 from typing import Any
 
 from plantstub._json import JSON, NO_BODY, is_json
+from plantstub._memo import IdentityMemo
 from plantstub.contract.answers import Answer, sends_no_body
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.outgoing import Outgoing, json_reply
-from plantstub.contract.random_values import NONE, RandomValues
+from plantstub.contract.random_values import NONE, Planned, RandomValues
 from plantstub.contract.schema import SchemaCheck
 
 TRIES = 3  # random values drawn for one answer before the fixed one is sent
@@ -39,6 +40,7 @@ class Dynamic:
         self.checks = checks
         self._streams: dict[int, random.Random] = {}  # by id(answer): an Answer lives as long as its operation
         self._misses: dict[int, int] = {}  # by id(answer): calls in a row sent fixed
+        self._plans: IdentityMemo[Planned] = IdentityMemo()  # what each schema asks, read once
         self.fixed = 0  # answers sent fixed because no random value fitted (for tests and figures)
 
     def stream(self, answer: Answer) -> random.Random:
@@ -53,7 +55,7 @@ class Dynamic:
         schema = answer.media.schema
         misses = self._misses.get(id(answer), 0)
         if misses < MISSES:  # a schema the walker reads wrong (an allOf beside `additionalProperties: false`)
-            values = RandomValues(self.stream(answer), self.checks, defs_of(schema))
+            values = RandomValues(self.stream(answer), self.checks, defs_of(schema), self._plans)
             for _ in range(TRIES):
                 value = values.value(schema)
                 if value is not NONE and check.is_valid(value):

@@ -147,8 +147,8 @@ class VariedOperation(ServedOperation):
     varies = True
 
     def default(self, request_body: Any, valid: bool = False) -> Outgoing:
-        key = answer_key(self.op)
-        return super().default(request_body, valid) if key is None else self.varied(key, request_body, valid)
+        answer = self.default_answer
+        return super().default(request_body, valid) if answer is None else self.varied(answer.key, request_body, valid)
 
 
 def serve(spec: Spec, dynamic: bool = False, seed: int | None = None) -> dict[Operation, ServedOperation]:

@@ -60,7 +60,8 @@ for _alias, _same in (("idn-email", "email"), ("uri-reference", "uri"), ("iri", 
 
 def words(rng: random.Random, low: int, high: int | None) -> str:
     """One to three words, padded with letters to `low` characters and cut to `high`."""
-    text = " ".join(_word(rng) for _ in range(rng.randint(1, 3)))
+    draw = rng.random
+    text = " ".join([WORDS[int(draw() * len(WORDS))] for _ in range(1 + int(draw() * 3))])
     if len(text) < low:
         text += "".join(rng.choice(string.ascii_lowercase) for _ in range(low - len(text)))
     return text if high is None else text[:high]

@@ -12,6 +12,7 @@ import random
 from decimal import Decimal
 from typing import Any
 
+from plantstub._memo import IdentityMemo
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import marked, types_of
 from plantstub.contract.random_strings import FORMATS, random_match, words
@@ -34,45 +35,94 @@ _UNREAD = frozenset((
 _INT32 = (-(2**31), 2**31 - 1)
 
 
+class Plan:
+    """What a folded schema asks of a random value, read once (`plan()`), so each call only draws."""
+
+    __slots__ = ("how", "kinds", "null", "optional", "props", "required", "values")
+
+    def __init__(self, how: str, values: list[Any] | None = None, kinds: list[str] | None = None,
+                 null: bool = False) -> None:
+        self.how = how  # const, enum, fixed, branch, typed
+        self.values = values or []  # the enum values its type takes (the const alone)
+        self.kinds = kinds or []  # the types a value may take, null apart
+        self.null = null  # whether null is one of them
+        self.required: list[tuple[str, Any]] = []  # an object's required properties and their schemas
+        self.optional: list[tuple[str, Any]] = []  # the others, but those marked writeOnly
+        self.props: dict[str, Any] = {}
+
+
+def plan(flat: dict[str, Any], defs: dict[str, Any]) -> Plan:
+    """The Plan of a folded schema (a dict)."""
+    if "const" in flat:
+        return Plan("const", [flat["const"]])
+    if isinstance(flat.get("enum"), list) and flat["enum"]:
+        kinds = types_of(flat, defs)
+        allowed = [v for v in flat["enum"] if kinds is None or admits(kinds, v)]  # its `type` may refuse some
+        return Plan("enum", allowed) if allowed else Plan("fixed")
+    if not _UNREAD.isdisjoint(flat):
+        return Plan("fixed")
+    if any(isinstance(flat.get(key), list) and flat[key] for key in ("oneOf", "anyOf")):
+        return Plan("branch")
+    kinds = flat.get("type")
+    if isinstance(kinds, list):
+        named = [k for k in kinds if isinstance(k, str) and k != "null"]
+        found = Plan("typed", kinds=named or ["null"], null="null" in kinds and bool(named))
+    else:
+        found = Plan("typed", kinds=[kind_of(flat)])
+    if "object" in found.kinds:
+        props: dict[str, Any] = of(flat, "properties", dict, {})
+        extra = flat.get("additionalProperties", True)
+        names = [n for n in of(flat, "required", list, []) if isinstance(n, str)]
+        found.required = [(n, props.get(n, extra if isinstance(extra, dict) else {})) for n in dict.fromkeys(names)]
+        found.optional = [(n, sub) for n, sub in props.items() if n not in names and not marked(sub, "writeOnly", defs)]
+    return found
+
+
+Planned = tuple[Any, frozenset[str], Plan | None]  # a schema folded, the `$defs` keys it went through, its Plan
+
+
 class RandomValues:
     """A random value per call of `value()`, drawn from `rng`, for schemas whose `$defs` are `defs`."""
 
-    def __init__(self, rng: random.Random, checks: Checks, defs: dict[str, Any]) -> None:
+    def __init__(self, rng: random.Random, checks: Checks, defs: dict[str, Any], plans: IdentityMemo[Planned]) -> None:
         self.rng = rng
         self.checks = checks
         self.defs = defs
+        self.plans = plans  # by schema, kept by the stub's Dynamic
 
     def fixed(self, schema: Any, depth: int) -> Any:
         """The value contract/samples.py makes (the one a plain default answer holds)."""
         return sample(schema, self.defs, depth, self.checks)
 
     def value(self, schema: Any, depth: int = 0, path: tuple[str, ...] = ()) -> Any:
-        flat, keys = self.checks.flatten(schema, self.defs)
-        if depth > MAX_DEPTH or any(path.count(k) >= REENTRIES for k in keys):
+        kept = self.plans.get(schema)
+        if kept is None:
+            flat, keys = self.checks.flatten(schema, self.defs)
+            kept = self.plans.put(schema, (flat, keys, plan(flat, self.defs) if isinstance(flat, dict) else None))
+        flat, keys, found = kept
+        if depth > MAX_DEPTH or (path and keys and any(path.count(k) >= REENTRIES for k in keys)):
             return self.fixed(schema, depth)
-        path = (*path, *keys)
-        if not isinstance(flat, dict):
+        if keys:
+            path = (*path, *keys)
+        if found is None:
             return self.words() if flat is True else None
-        if "const" in flat:
-            return flat["const"]
-        if isinstance(flat.get("enum"), list) and flat["enum"]:
-            kinds = types_of(flat, self.defs)
-            allowed = [v for v in flat["enum"] if kinds is None or admits(kinds, v)]  # its `type` may refuse some
-            return self.rng.choice(allowed) if allowed else self.fixed(schema, depth)
-        if not _UNREAD.isdisjoint(flat):
-            return self.fixed(schema, depth)
-        for key in ("oneOf", "anyOf"):
-            if isinstance(flat.get(key), list) and flat[key]:
-                return self.branch(schema, flat, flat[key], depth, path)
-        kinds = flat.get("type")
-        if isinstance(kinds, list):
-            named = [k for k in kinds if isinstance(k, str) and k != "null"]
-            if "null" in kinds and (not named or self.rng.random() < NULL):
+        how = found.how
+        if how == "typed":
+            if found.null and self.rng.random() < NULL:
                 return None
-            kind = self.rng.choice(named) if named else "null"
-        else:
-            kind = kind_of(flat)
-        return self.of_kind(kind, flat, schema, depth, path)
+            kinds = found.kinds
+            kind = kinds[0] if len(kinds) == 1 else self.rng.choice(kinds)
+            if kind == "object":
+                return self.object(found, flat, schema, depth, path)
+            return self.of_kind(kind, flat, schema, depth, path)
+        if how == "const":
+            return found.values[0]
+        if how == "enum":
+            return self.rng.choice(found.values)
+        if how == "branch":
+            key = "oneOf" if isinstance(flat.get("oneOf"), list) and flat["oneOf"] else "anyOf"
+            return self.branch(schema, flat, flat[key], depth, path)
+        return self.fixed(schema, depth)
 
     def branch(self, schema: Any, flat: dict[str, Any], branches: list[Any], depth: int,
                path: tuple[str, ...]) -> Any:
@@ -89,8 +139,9 @@ class RandomValues:
         return self.fixed(schema, depth)
 
     def of_kind(self, kind: str, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
-        if kind == "object":
-            return self.object(flat, schema, depth, path)
+        if kind == "string":
+            text = self.string(flat)
+            return self.fixed(schema, depth) if text is None else text
         if kind == "array":
             return self.array(flat, schema, depth, path)
         if kind == "integer":
@@ -101,27 +152,22 @@ class RandomValues:
             return self.rng.random() < 0.5
         if kind == "null":
             return None
-        if kind == "string":
-            text = self.string(flat)
-            return self.fixed(schema, depth) if text is None else text
         return self.words()
 
     def words(self) -> str:
         return words(self.rng, 0, None)
 
-    def object(self, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
+    def object(self, found: Plan, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
         """Every required property; each optional one by chance (fewer deeper down; never a `writeOnly` one)."""
-        props: dict[str, Any] = of(flat, "properties", dict, {})
-        extra = flat.get("additionalProperties", True)
-        out: dict[str, Any] = {}
-        for name in of(flat, "required", list, []):
-            if isinstance(name, str):
-                out[name] = self.value(props.get(name, extra if isinstance(extra, dict) else {}), depth + 1, path)
+        out = {name: self.value(sub, depth + 1, path) for name, sub in found.required}
         required = set(out)
         chance = OPTIONAL[depth] if depth < len(OPTIONAL) else 0.0
-        for name, sub in props.items():
-            if name not in out and self.rng.random() < chance and not marked(sub, "writeOnly", self.defs):
+        random = self.rng.random
+        for name, sub in found.optional:
+            if random() < chance:
                 out[name] = self.value(sub, depth + 1, path)
+        if "minProperties" not in flat and "maxProperties" not in flat:
+            return out
         least, most = number(flat, "minProperties"), number(flat, "maxProperties")
         if least is not None and len(out) < least:
             return self.fixed(schema, depth)
