@@ -126,6 +126,15 @@ def test_prefer_dynamic_false_on_a_dynamic_stub_gives_the_fixed_answer():
                                                                                  {"Prefer": prefer} if prefer else {})
 
 
+def test_stub_seed_is_the_one_chosen_at_start_and_repeats_the_answers():
+    with Stub(spec="plant-store-full", dynamic=True) as stub:
+        first = [call(stub.url, "GET", "/plants") for _ in range(5)]
+        seed = stub.seed
+    with Stub(spec="plant-store-full", dynamic=True, seed=seed) as again:
+        assert again.seed == seed
+        assert [call(again.url, "GET", "/plants") for _ in range(5)] == first
+
+
 def test_a_scenario_rule_still_answers_first_on_a_dynamic_stub(tmp_path):
     (tmp_path / "fixed.yaml").write_text("rules:\n  - match: {path: /plants}\n    reply: {status: 200, body: {name: Rule}}\n")
     with Stub(scenarios=tmp_path, scenario="fixed", dynamic=True, seed=1) as stub:
