@@ -41,6 +41,7 @@ class Dynamic:
         self._streams: dict[int, random.Random] = {}  # by id(answer): an Answer lives as long as its operation
         self._misses: dict[int, int] = {}  # by id(answer): calls in a row sent fixed
         self._plans: IdentityMemo[Planned] = IdentityMemo()  # what each schema asks, read once
+        self._fixes: IdentityMemo[Any] = IdentityMemo()  # the fixed value of a place, made once
         self.fixed = 0  # answers sent fixed because no random value fitted (for tests and figures)
 
     def stream(self, answer: Answer) -> random.Random:
@@ -55,7 +56,7 @@ class Dynamic:
         schema = answer.media.schema
         misses = self._misses.get(id(answer), 0)
         if misses < MISSES:  # a schema the walker reads wrong (an allOf beside `additionalProperties: false`)
-            values = RandomValues(self.stream(answer), self.checks, defs_of(schema), self._plans)
+            values = RandomValues(self.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
             for _ in range(TRIES):
                 value = values.value(schema)
                 if value is not NONE and check.is_valid(value):

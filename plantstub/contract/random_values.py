@@ -25,6 +25,7 @@ OPTIONAL = (0.7, 0.7, 0.5, 0.3)  # chance of an optional property by depth; deep
 NULL = 0.15  # chance of null where the schema allows it beside another type
 SPREAD = 3  # array items past minItems, at most
 PATTERN_TRIES = 4
+LONGEST = 256  # a minLength or minItems above it: the fixed value (made once, not per call)
 NEAR = 10_000  # the span most numbers are drawn from when the schema's is wider
 # Keywords whose meaning the walker does not build: a schema holding one gets the fixed value.
 _UNREAD = frozenset((
@@ -84,15 +85,18 @@ Planned = tuple[Any, frozenset[str], Plan | None]  # a schema folded, the `$defs
 class RandomValues:
     """A random value per call of `value()`, drawn from `rng`, for schemas whose `$defs` are `defs`."""
 
-    def __init__(self, rng: random.Random, checks: Checks, defs: dict[str, Any], plans: IdentityMemo[Planned]) -> None:
+    def __init__(self, rng: random.Random, checks: Checks, defs: dict[str, Any], plans: IdentityMemo[Planned],
+                 fixes: IdentityMemo[Any]) -> None:
         self.rng = rng
         self.checks = checks
         self.defs = defs
         self.plans = plans  # by schema, kept by the stub's Dynamic
+        self.fixes = fixes  # by schema and depth, likewise
 
     def fixed(self, schema: Any, depth: int) -> Any:
-        """The value contract/samples.py makes (the one a plain default answer holds)."""
-        return sample(schema, self.defs, depth, self.checks)
+        """The value contract/samples.py makes (the one a plain default answer holds), made once per place and depth
+        (never changed: a body holding it is only written out)."""
+        return self.fixes.make(schema, lambda: sample(schema, self.defs, depth, self.checks), depth)
 
     def value(self, schema: Any, depth: int = 0, path: tuple[str, ...] = ()) -> Any:
         kept = self.plans.get(schema)
@@ -181,6 +185,8 @@ class RandomValues:
         items = flat.get("items", {})
         low = int(number(flat, "minItems") or 0)
         high = number(flat, "maxItems")
+        if low > LONGEST:
+            return self.fixed(schema, depth)
         count = self.rng.randint(low, low + SPREAD) if depth < 3 else low
         if high is not None:
             count = min(count, int(high))
@@ -254,18 +260,24 @@ class RandomValues:
         first, last = math.ceil(low / step), math.floor(high / step)
         if first > last:
             return self.fixed(schema, depth)
-        k = self.rng.randint(first, min(last, first + 10_000))
         if isinstance(step, int):
-            return k * step
+            return self.rng.randint(first, min(last, first + NEAR)) * step
         exponent = Decimal(str(step)).as_tuple().exponent
-        value = round(k * step, -exponent if isinstance(exponent, int) and exponent < 0 else 0)
-        return int(value) if value == int(value) else value
+        places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+        for _ in range(PATTERN_TRIES):
+            value = round(self.rng.randint(first, min(last, first + NEAR)) * step, places)
+            quotient = value / step
+            if quotient == int(quotient) and low <= value <= high:  # exact in floats: every validator agrees
+                return int(value) if value == int(value) else value
+        return self.fixed(schema, depth)
 
     def string(self, flat: dict[str, Any]) -> str | None:
         """A match of its pattern, else a value of its format, else words; within minLength and maxLength (None:
         none found, the fixed value goes there)."""
         low: int = of(flat, "minLength", int, 0)
         high = flat["maxLength"] if isinstance(flat.get("maxLength"), int) else None
+        if low > LONGEST:  # made once, not per call
+            return None
         pattern, fmt = flat.get("pattern"), flat.get("format")
         if isinstance(pattern, str):
             for _ in range(PATTERN_TRIES):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,25 @@ def test_keywords_kept_and_values_vary(tmp_path, name):
         validate(value)
     assert len({json.dumps(v) for v in values}) > 3, values
     assert op.dynamic.fixed == 0  # each came from the random walk, none is the fixed answer
+
+
+HOSTILE = {
+    "long-string": {"type": "string", "minLength": 100_000},
+    "many-items": {"type": "array", "minItems": 5_000, "items": {"type": "integer"}},
+    "huge-bounds": {"type": "number", "minimum": -1e308, "maximum": 1e308},
+    "tiny-step": {"type": "number", "minimum": 0, "maximum": 1, "multipleOf": 1e-300},
+    "big-repeat": {"type": "string", "pattern": "^a{0,100000}b+$"},
+    "deep": {"$ref": "#/$defs/Deep", "$defs": {"Deep": {"type": "object", "properties": {
+        "next": {"$ref": "#/$defs/Deep"}, "name": {"type": "string"}}}}},
+}
+
+
+def test_hostile_schemas_get_valid_answers_quickly(tmp_path):
+    served = serve(load_spec(keyword_spec(tmp_path, "3.1.0", HOSTILE)), dynamic=True, seed=2)
+    deadline = time.monotonic() + 10
+    for op in served.values():
+        schema = op.default_answer.media.schema
+        validate = Draft202012Validator(schema).validate
+        for _ in range(20):
+            validate(op.default(None).body)
+    assert time.monotonic() < deadline
