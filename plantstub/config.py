@@ -68,7 +68,7 @@ _DEFAULT_WORDS = {
     "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists",
     "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
     "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off", "dynamic": "off",
-    "seed": "a random one, printed at start",
+    "seed": "a random one, which --dynamic prints at start",
 }
 
 

@@ -39,7 +39,7 @@ _INT32 = (-(2**31), 2**31 - 1)
 class Plan:
     """What a folded schema asks of a random value, read once (`plan()`), so each call only draws."""
 
-    __slots__ = ("how", "kinds", "null", "optional", "props", "required", "values")
+    __slots__ = ("how", "kinds", "null", "optional", "required", "values")
 
     def __init__(self, how: str, values: list[Any] | None = None, kinds: list[str] | None = None,
                  null: bool = False) -> None:
@@ -49,7 +49,6 @@ class Plan:
         self.null = null  # whether null is one of them
         self.required: list[tuple[str, Any]] = []  # an object's required properties and their schemas
         self.optional: list[tuple[str, Any]] = []  # the others, but those marked writeOnly
-        self.props: dict[str, Any] = {}
 
 
 def plan(flat: dict[str, Any], defs: dict[str, Any]) -> Plan:
