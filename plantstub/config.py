@@ -21,6 +21,12 @@ DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_MAX_SESSIONS = 100
 DEFAULT_SCENARIOS = Path("scenarios")  # the folder `plantstub serve` reads when none is named and it exists
 HEALTH_TIMEOUT = 2.0  # `plantstub health --timeout`
+SEEDS = 1_000_000  # a seed of dynamic answers chosen at start is below this: six digits to copy from a CI log
+
+
+def fresh_seed() -> int:
+    """A seed of dynamic answers for a run given none (printed, so the run can be repeated with --seed)."""
+    return int.from_bytes(os.urandom(8), "big") % SEEDS
 
 
 BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data

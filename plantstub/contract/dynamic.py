@@ -10,7 +10,6 @@ answer is sent, which keeps the contract.
 from __future__ import annotations
 
 import random
-import secrets
 from typing import Any
 
 from plantstub._json import JSON, NO_BODY, is_json
@@ -24,12 +23,6 @@ from plantstub.contract.schema import SchemaCheck
 
 TRIES = 3  # random values drawn for one answer before the fixed one is sent
 MISSES = 3  # calls of one answer in a row whose every draw broke the schema: it is sent fixed from then on
-SEEDS = 1_000_000  # a seed chosen at start is below this: six digits to copy from a CI log
-
-
-def fresh_seed() -> int:
-    """A seed for a run given none (printed at start, so the run can be repeated with --seed)."""
-    return secrets.randbelow(SEEDS)
 
 
 class Dynamic:

@@ -14,9 +14,10 @@ from functools import cached_property
 from typing import Any
 
 from plantstub._json import NO_BODY
+from plantstub.config import fresh_seed
 from plantstub.contract.answers import UNANSWERABLE, Answer, answer_key
 from plantstub.contract.compiled import Checks, places
-from plantstub.contract.dynamic import Dynamic, fresh_seed
+from plantstub.contract.dynamic import Dynamic
 from plantstub.contract.error_shapes import PROBLEM, ErrorShape, declared_shape, problem_reply
 from plantstub.contract.model import MediaType, Operation, Spec
 from plantstub.contract.outgoing import Outgoing, error_reply

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plantstub._gc import collector_paused
-from plantstub.config import Settings
-from plantstub.contract.dynamic import fresh_seed
+from plantstub.config import Settings, fresh_seed
 from plantstub.contract.load import load_spec
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import ServedOperation, serve
