@@ -209,11 +209,11 @@ async def _serve(settings: Settings) -> int:
     # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
     with collector_paused():
         sessions = Sessions(load(settings))
-        gc.freeze()
+        gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     if settings.dynamic:  # before the listening line: a failing run's log says how to repeat it
         seed = sessions.runtime.seed
         print(f"plantstub: dynamic answers, seed {seed} (--seed {seed} gives the same answers to the same calls)",
-              file=sys.stderr, flush=True)  # what is loaded lives as long as the process: no later collection walks a big spec again
+              file=sys.stderr, flush=True)
     try:
         running = await start(sessions, settings.host, settings.port)
     except OSError as exc:
