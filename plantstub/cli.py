@@ -53,6 +53,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--session-idle", "SECONDS", "a session unused that long ends"),
         ("--max-sessions", "N", "sessions served at once, at most"),
         ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
+        ("--seed", "N", "seed of dynamic answers (--dynamic, 'Prefer: dynamic=true'): the same seed and calls give the same answers"),
     ]
     for flag, metavar, text in flags:
         dest = flag[2:].replace("-", "_")
@@ -66,6 +67,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
                    help=_help("answer CORS preflights and let web pages of any origin read the answers", "cors"))
     p.add_argument("--stateful", action="store_const", const=True, default=None,
                    help=_help("remember what is created, listed, read, updated and deleted", "stateful"))
+    p.add_argument("--dynamic", action="store_const", const=True, default=None,
+                   help=_help("default answers made anew for each call, with random values that keep the schema",
+                              "dynamic"))
 
 
 def _help(text: str, field: str, env_note: str = "") -> str:
@@ -260,6 +264,10 @@ async def _serve(settings: Settings) -> int:
     with collector_paused():
         sessions = Sessions(load(settings))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
+    if settings.dynamic:  # before the listening line: a failing run's log says how to repeat it
+        seed = sessions.runtime.seed
+        print(f"plantstub: dynamic answers, seed {seed} (--seed {seed} gives the same answers to the same calls)",
+              file=sys.stderr, flush=True)
     try:
         running = await start(sessions, settings.host, settings.port)
     except OSError as exc:

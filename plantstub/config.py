@@ -21,6 +21,12 @@ DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_MAX_SESSIONS = 100
 DEFAULT_SCENARIOS = Path("scenarios")  # the folder `plantstub serve` reads when none is named and it exists
 HEALTH_TIMEOUT = 2.0  # `plantstub health --timeout`
+SEEDS = 1_000_000  # a seed of dynamic answers chosen at start is below this: six digits to copy from a CI log
+
+
+def fresh_seed() -> int:
+    """A seed of dynamic answers for a run given none (printed, so the run can be repeated with --seed)."""
+    return int.from_bytes(os.urandom(8), "big") % SEEDS
 
 
 BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
@@ -58,6 +64,8 @@ class Settings:
     max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
     max_bytes: int = DEFAULT_MAX_BYTES  # memory all that clients send may take, all sessions together
     spec_cache: Path | bool = True  # folder of the cache of big specs loaded; True: the default one, False: off
+    dynamic: bool = False  # default answers made anew for each call, random values that keep the schema
+    seed: int | None = None  # of dynamic answers; None: a random one, chosen at start (and printed by the CLI)
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -65,7 +73,8 @@ _DEFAULT_WORDS = {
     "spec": "the bundled Plant Store", "spec_root": "the spec's folder",
     "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists",
     "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
-    "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off",
+    "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off", "dynamic": "off",
+    "seed": "a random one, which --dynamic prints at start",
 }
 
 
@@ -246,6 +255,8 @@ _CONVERTERS = {
     "max_sessions": _int_in(1, 100_000, "a number of sessions"),
     "max_bytes": _int_in(1024 * 1024, 2**44, "a size in bytes (1 MiB at least)"),
     "spec_cache": _spec_cache,
+    "dynamic": _bool,
+    "seed": _int_in(0, 2**32 - 1, "a seed"),
 }
 FIELDS = tuple(_CONVERTERS)
 

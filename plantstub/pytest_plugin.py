@@ -15,6 +15,7 @@ from plantstub.plugin.options import (
     URL_ENV,
     WAIT_ENV,
     add_options,
+    run_seed,
     session_wait,
     settings_of,
     sidecar_url,
@@ -48,6 +49,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_WAIT_KEY] = session_wait(config)  # a bad value stops the run here, naming it
 
 
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist installed, pytest must not see it as unknown
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker draws dynamic answers from the seed the header shows."""
+    node.workerinput["plantstub_seed"] = run_seed(node.config)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """`plantstub: dynamic answers, seed N` when the run's stub varies its answers, so a failing run can be repeated."""
+    from plantstub.errors import PlantstubError
+
+    try:
+        settings = settings_of(config)
+    except PlantstubError:  # said where the fixture is used
+        return None
+    if not settings.dynamic or sidecar_url(config) is not None:
+        return None
+    return f"plantstub: dynamic answers, seed {settings.seed} (--plantstub-seed {settings.seed} repeats them)"
+
+
 @pytest.fixture(scope="session")
 def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     """Settings of the stub: command line > PLANTSTUB_* environment > ini > defaults.
@@ -56,13 +76,14 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     (port 0 unless it names one); an override in a sub-folder's conftest.py gives that folder its own stub.
     With --plantstub-url, its admin_token, scenario and stateful apply (docs/pytest.md).
     """
-    return settings_of(pytestconfig)
+    made = pytestconfig.stash.get(DEFAULT_SETTINGS, None)  # by the header already (not in an xdist worker)
+    return made if made is not None else settings_of(pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def plantstub_pool() -> Iterator[StubPool]:
+def plantstub_pool(request: pytest.FixtureRequest) -> Iterator[StubPool]:
     """The session's running stubs, by settings, and its sidecar connections; all stop when the session ends."""
-    pool = StubPool()
+    pool = StubPool(run_seed(request.config))
     try:
         yield pool
     finally:

@@ -132,7 +132,8 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
     :param settings: a complete Settings instead of the keyword arguments.
     :param options: other Settings fields (spec_root, stateful, host, journal, journal_size, max_body, read_timeout,
         log_format; webhook: a list of "URL" or "NAME=URL" subscriptions); ``stateful=True`` makes the stub
-        remember what it is told (``stub.state``).
+        remember what it is told (``stub.state``); ``dynamic=True`` varies its default answers, from ``seed``
+        (``stub.seed``).
     """
 
     __test__ = False
@@ -216,6 +217,12 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
     def _call(self, fn: Callable[..., _R], *args: Any) -> _R:
         # State belongs to the server's loop: mutate it there, and wait for it.
         return fn(*args) if self._server is None else self._server.call(fn, *args)
+
+    @property
+    def seed(self) -> int:
+        """The seed of dynamic answers (``dynamic=True``, ``Prefer: dynamic=true``): the one given, else the one
+        chosen at start; ``Stub(dynamic=True, seed=stub.seed)`` gives the same answers to the same calls again."""
+        return self._live().runtime.seed
 
     @property
     def calls(self) -> list[Call]:

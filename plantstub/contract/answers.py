@@ -149,13 +149,23 @@ class Answer:
             return self.examples[example]
         if not self.echo or not isinstance(request_body, dict) or self.whole is None:
             return self.base
-        body = dict(self.base)
         if valid and self.keeps:  # nothing to check, nothing hidden (contract/echo.py)
+            body = dict(self.base)
             for name in self.echo:
                 if name in request_body:
                     body[name] = request_body[name]
             return body
+        return self.echoed(self.base, request_body, valid)
+
+    def echoed(self, base: dict[str, Any], request_body: dict[str, Any], valid: bool = False) -> dict[str, Any]:
+        """`base` (a body that fits the schema: this answer's, or a dynamic one) with the request's fields echoed
+        in where the schema takes them (see body_for())."""
+        assert self.whole is not None  # set whenever `echo` is
+        body = dict(base)
         copied = [name for name in self.echo if name in request_body]
+        if valid and self.keeps:
+            body.update((name, request_body[name]) for name in copied)
+            return body
         if not copied:
             return body
         sent = {name: public(request_body[name], *self.hidden[name]) if name in self.hidden else request_body[name]
@@ -163,7 +173,7 @@ class Answer:
         body.update(sent)
         if self.whole.is_valid(body):
             return body
-        body = dict(self.base)
+        body = dict(base)
         for name in copied:
             trial = {**body, name: sent[name]}
             if self.whole.is_valid(trial):

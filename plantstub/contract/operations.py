@@ -14,8 +14,10 @@ from functools import cached_property
 from typing import Any
 
 from plantstub._json import NO_BODY
+from plantstub.config import fresh_seed
 from plantstub.contract.answers import UNANSWERABLE, Answer, answer_key
 from plantstub.contract.compiled import Checks, places
+from plantstub.contract.dynamic import Dynamic
 from plantstub.contract.error_shapes import PROBLEM, ErrorShape, declared_shape, problem_reply
 from plantstub.contract.model import MediaType, Operation, Spec
 from plantstub.contract.outgoing import Outgoing, error_reply
@@ -32,9 +34,12 @@ EAGER = 5_000  # operations whose default answers are made at start; a bigger sp
 class ServedOperation:
     """One operation of the spec and what serving it needs, each part compiled once."""
 
-    def __init__(self, op: Operation, samples: Checks | None = None) -> None:
+    varies = False  # whether the default answer is dynamic (VariedOperation)
+
+    def __init__(self, op: Operation, samples: Checks | None = None, dynamic: Dynamic | None = None) -> None:
         self.op = op
         self.samples = samples if samples is not None else Checks()  # shared by the operations of one spec
+        self.dynamic = dynamic if dynamic is not None else Dynamic(fresh_seed(), self.samples)  # shared likewise
         self._answers: dict[str, Answer] = {}
         self._response_checks: dict[tuple[str, str], SchemaCheck | str] = {}
         self._error_shapes: dict[str, ErrorShape | str | None] = {}
@@ -64,6 +69,12 @@ class ServedOperation:
         `valid`: the request passed its schemas (the echo into the answer may then go unchecked, Answer.keeps)."""
         answer = self.default_answer
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body, None, valid)
+
+    def varied(self, key: str, request_body: Any, valid: bool = False) -> Outgoing:
+        """The declared response `key` as a dynamic answer (contract/dynamic.py)."""
+        answer = self.answer(key)
+        check = self.response_check(key, answer.media) if answer.media is not None else ""
+        return self.dynamic.build(answer, check, request_body, valid)
 
     def own(self, out: Outgoing) -> Outgoing:
         """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any,
@@ -130,15 +141,29 @@ class ServedOperation:
         return check
 
 
-def serve(spec: Spec) -> dict[Operation, ServedOperation]:
+class VariedOperation(ServedOperation):
+    """--dynamic: the default answer made anew for each call, with random values that keep its schema. Chosen at
+    start (serve()), so a stub without --dynamic never asks per call whether it is on."""
+
+    varies = True
+
+    def default(self, request_body: Any, valid: bool = False) -> Outgoing:
+        answer = self.default_answer
+        return super().default(request_body, valid) if answer is None else self.varied(answer.key, request_body, valid)
+
+
+def serve(spec: Spec, dynamic: bool = False, seed: int | None = None) -> dict[Operation, ServedOperation]:
     """A ServedOperation for each operation of `spec` (Operation hashes by identity), default answers built
-    (for a spec of more than EAGER operations, on first use).
+    (for a spec of more than EAGER operations, on first use); with `dynamic`, VariedOperations. `seed`: that of
+    dynamic answers (--dynamic or `Prefer: dynamic=true`), a fresh one when None.
 
     Operations whose default answer cannot keep the contract are logged once, with the reason each gets.
     """
     samples = Checks(places(spec), annotated=spec.annotated)
     samples.shared.build()  # now, not in the first request that needs it (a second for a 20 MB spec)
-    served = {op: ServedOperation(op, samples) for op in spec.operations}
+    varied = Dynamic(fresh_seed() if seed is None else seed, samples)
+    kind = VariedOperation if dynamic else ServedOperation
+    served = {op: kind(op, samples, varied) for op in spec.operations}
     if len(served) > EAGER:  # a second or more of a big spec's start: each answer (~60 µs) comes on first use
         log.warning("plantstub: %s has %d operations: their default answers are made on first use, so one that cannot"
                     " keep the contract is not listed here; it answers %d with the reason", spec.source, len(served),
@@ -165,15 +190,25 @@ def _prefer_tokens(prefer: str) -> dict[str, str]:
 
 
 def preferred(served: ServedOperation, prefer: str, request_body: Any) -> tuple[Outgoing | None, str | None]:
-    """Answer a `Prefer: code=NNN` / `example=NAME` header (as Prism does); (None, None) if it asks nothing.
+    """Answer a `Prefer: code=NNN` / `example=NAME` / `dynamic=true|false` header (as Prism does); (None, None) if
+    it asks nothing.
 
     Returns (error reply, problem) when it asks for a status or example the operation does not declare.
     """
     op = served.op
     tokens = _prefer_tokens(prefer)
-    code, example = tokens.get("code"), tokens.get("example")
-    if code is None and example is None:
+    code, example, dynamic = tokens.get("code"), tokens.get("example"), tokens.get("dynamic")
+    if code is None and example is None and dynamic is None:
         return None, None
+    if dynamic is not None and dynamic.lower() not in ("true", "false"):
+        problem = f"headers.Prefer: dynamic={dynamic!r} is neither true nor false"
+        return error_reply(400, problem), problem
+    varies = served.varies if dynamic is None else dynamic.lower() == "true"
+    if code is None and example is None:  # dynamic=... alone: the default answer, dynamic or not
+        key = answer_key(op)
+        if key is None:
+            return ServedOperation.default(served, request_body), None
+        return (served.varied(key, request_body) if varies else served.answer(key).build(request_body)), None
     declared = ", ".join(op.responses) or "none"
     if code is not None and not re.fullmatch(r"[1-5][0-9][0-9]", code):
         problem = f"headers.Prefer: code={code!r} is not an HTTP status (100-599)"
@@ -195,7 +230,7 @@ def preferred(served: ServedOperation, prefer: str, request_body: Any) -> tuple[
     if example is not None and example not in answer.examples:
         problem = f"headers.Prefer: example={example!r} is not declared for {op.label} response {key}"
         return error_reply(400, problem), problem
-    out = answer.build(request_body, example)
+    out = served.varied(key, request_body) if varies and example is None else answer.build(request_body, example)
     if code is not None and out.status != int(code) and answer.problem is None:  # a 501 says why, as it is
         out = Outgoing(int(code), out.body, out.payload, out.content_type, out.headers)
     return out, None

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 # config is stdlib only: loading the plugin stays cheap.
-from plantstub.config import Settings, build_settings, bundled_name
+from plantstub.config import Settings, build_settings, bundled_name, fresh_seed
 
 URL_ENV = "PLANTSTUB_URL"
 WAIT_ENV = "PLANTSTUB_SESSION_WAIT"
 DEFAULT_SESSION_WAIT = 30.0  # seconds the fixture retries a sidecar at its --max-sessions cap
 WAIT_NAMES = f"--plantstub-session-wait SECONDS (ini plantstub_session_wait, env {WAIT_ENV})"
 DEFAULT_SETTINGS = pytest.StashKey[Settings]()  # what the plugin's own plantstub_settings gave (not an override)
+SEED_KEY = pytest.StashKey[int]()  # the run's seed of dynamic answers when none is given (the controller's, in xdist)
 
 
 def _percent(text: str) -> float:
@@ -53,6 +54,10 @@ def add_options(parser: pytest.Parser) -> None:
                     help="folder of scenario files, relative to the current folder")
     group.addoption("--plantstub-stateful", action="store_const", const=True, default=None,
                     help="the stub remembers what is created, listed, read, updated and deleted (reset per test)")
+    group.addoption("--plantstub-dynamic", action="store_const", const=True, default=None,
+                    help="default answers made anew for each call, with random values that keep the schema")
+    group.addoption("--plantstub-seed", metavar="N",
+                    help="seed of dynamic answers (default: a random one, shown in the header)")
     group.addoption("--plantstub-coverage", action="store_true", default=False,
                     help="show contract coverage (calls per operation and response) in the summary")
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
@@ -71,6 +76,19 @@ def add_options(parser: pytest.Parser) -> None:
                   type="paths")
     parser.addini("plantstub_scenarios", "folder of scenario files, relative to the ini file", type="paths")
     parser.addini("plantstub_stateful", "the stub remembers what it is told (true/false)", default=None)
+    parser.addini("plantstub_dynamic", "default answers vary, with random values that keep the schema (true/false)",
+                  default=None)
+    parser.addini("plantstub_seed", "seed of dynamic answers (an integer)", default=None)
+
+
+def run_seed(config: pytest.Config) -> int:
+    """The run's seed of dynamic answers when none is given: an xdist worker's is its controller's; chosen on first
+    use (a run that never asks pays nothing)."""
+    seed = config.stash.get(SEED_KEY, None)
+    if seed is None:
+        given = getattr(config, "workerinput", {}).get("plantstub_seed")
+        seed = config.stash[SEED_KEY] = int(given) if given is not None else fresh_seed()
+    return seed
 
 
 def sidecar_url(config: pytest.Config) -> str | None:
@@ -123,6 +141,8 @@ def settings_of(config: pytest.Config) -> Settings:
         "spec_root": _resolve(config, config.getoption("plantstub_spec_root")),
         "scenarios": _resolve(config, config.getoption("plantstub_scenarios")),
         "stateful": config.getoption("plantstub_stateful"),
+        "dynamic": config.getoption("plantstub_dynamic"),
+        "seed": config.getoption("plantstub_seed"),
         "port": 0,
     }
     fallback = {
@@ -130,6 +150,8 @@ def settings_of(config: pytest.Config) -> Settings:
         "spec_root": _first(config.getini("plantstub_spec_root")),
         "scenarios": _first(config.getini("plantstub_scenarios")),
         "stateful": config.getini("plantstub_stateful"),
+        "dynamic": config.getini("plantstub_dynamic"),
+        "seed": config.getini("plantstub_seed") or run_seed(config),
     }
     if fallback["scenarios"] is None and explicit["scenarios"] is None and (config.rootpath / "scenarios").is_dir():
         fallback["scenarios"] = str(config.rootpath / "scenarios")

@@ -23,7 +23,8 @@ class StubPool:
     and tokens are not touched by it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed  # of dynamic answers, for settings from code that give none (the run's, in the header)
         self.stubs: dict[Settings, Stub] = {}
         self.failures: dict[Settings, str] = {}
         self.sidecars: dict[tuple[str, str | None], RemoteStub] = {}
@@ -44,7 +45,7 @@ class StubPool:
         problem = None
         try:
             if isinstance(settings, dict):
-                settings = build_settings({"port": 0, **settings})
+                settings = build_settings({"port": 0, **settings}, fallback={"seed": self.seed})
             stub = self.stubs.get(settings)
             if stub is None:
                 problem = self.failures.get(settings)

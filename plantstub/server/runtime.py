@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plantstub._gc import collector_paused
-from plantstub.config import Settings
+from plantstub.config import Settings, fresh_seed
 from plantstub.contract.load import load_spec
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import ServedOperation, serve
@@ -28,6 +28,7 @@ class Runtime:
     # Checks rules at load, and templated replies once rendered, with the schemas compiled for the spec.
     contract: ScenarioContract
     folder: ScenarioFolder
+    seed: int = 0  # of dynamic answers (--dynamic, `Prefer: dynamic=true`): the one given, else one chosen at load
 
 
 def load(settings: Settings, spec: Spec | None = None) -> Runtime:
@@ -41,7 +42,8 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
         # Default answers are built now (serve() warns about the operations left without one), with every
         # schema compiled once for the spec; each request check is put together on the first request of its
         # operation (a tenth of a millisecond: its schemas are compiled already). A broken schema stopped load_spec.
-        served = serve(spec)
+        seed = settings.seed if settings.seed is not None else fresh_seed()
+        served = serve(spec, dynamic=settings.dynamic, seed=seed)
     contract = ScenarioContract(spec, served, router)
     # Only the folder it was given: Stub() and create_app() never read ./scenarios on their own.
     folder = ScenarioFolder(settings.scenarios, spec, contract)
@@ -53,4 +55,4 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
         loaded = folder.load()
         if not folder.install(loaded):
             raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, loaded.errors)))
-    return Runtime(settings, spec, router, served, contract, folder)
+    return Runtime(settings, spec, router, served, contract, folder, seed)

@@ -246,6 +246,7 @@ def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
         "--cors": (Case("origin", headers=origin), Case("cors", ["--cors"], headers=origin)),
         "--admin-token": (off, Case("token", ["--admin-token", "secret"])),
         "--journal FILE": (off, Case("journal", ["--journal", journal])),
+        "--dynamic": (off, Case("dynamic", ["--dynamic", "--seed", "1"])),
     }
 
 
