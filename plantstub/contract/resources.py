@@ -123,12 +123,12 @@ class Resource:
     def path_refuses(self, value: Any) -> bool:
         """Whether the item parameter's schema refuses the key `value` that a path could carry (a text under an
         integer parameter): the document names records in the path's form, so the store assigns one."""
-        if not self.fits(value):
+        if self.key_check is None or not self.fits(value):
             return False
         text = key_text(value)
-        if self.key_check is None or not text or text in (".", "..") or has_surrogate(text):
+        if not text or text in (".", "..") or (not text.isascii() and has_surrogate(text)):
             return False
-        return not self.key_check.is_valid(self.key_of(text))
+        return not self.key_check.is_valid(value if self._reads_back(value, text) else self.key_of(text))
 
     def unaddressable(self, value: Any) -> str | None:
         """Why no item path names the key `value` (which fits()): `/words/{word}` must read it back as the same
