@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -191,10 +192,8 @@ class PageRoutes:
         kept = journal.listen(wake)
         try:
             if not kept or kept[-1].seq <= (wanted.since or 0):
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(arrived.wait(), wanted.wait)
-                except asyncio.TimeoutError:
-                    pass
         finally:
             journal.unlisten(wake)
         return journal.records()
