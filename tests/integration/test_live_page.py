@@ -158,17 +158,22 @@ def test_coverage_grid_and_scenario_switcher(browser: Any, stub: Stub) -> None:
           what="the scenario switched")
 
 
+def post_many(base: str, n: int) -> None:
+    """`n` valid POST /plants on one kept-alive connection."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    body = json.dumps(NEW_PLANT)
+    headers = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+    for _ in range(n):
+        connection.request("POST", "/plants", body, headers)
+        connection.getresponse().read()
+    connection.close()
+
+
 def test_ten_thousand_calls_stay_fast(browser: Any) -> None:
     with Stub() as stub:
         base = stub.url.rstrip("/")
-        host, port = base.removeprefix("http://").split(":")
-        connection = http.client.HTTPConnection(host, int(port), timeout=10)
-        body = json.dumps(NEW_PLANT)
-        headers = {"Authorization": "Bearer t", "Content-Type": "application/json"}
-        for _ in range(10_000):
-            connection.request("POST", "/plants", body, headers)
-            connection.getresponse().read()
-        connection.close()
+        post_many(base, 10_000)
         started = time.monotonic()
         open_page(browser, base + "/__plantstub/")
         until(lambda: rows(browser), what="the rows")
@@ -186,3 +191,31 @@ def test_ten_thousand_calls_stay_fast(browser: Any) -> None:
         until(lambda: rows(browser) == [], what="the filter")
         assert time.monotonic() - started < 3.0
         print(f"10,000 calls: page loaded in {loaded:.2f} s")
+
+
+def test_a_burst_shows_the_newest_calls_without_a_gap(browser: Any, stub: Stub) -> None:
+    base = stub.url.rstrip("/")
+    call(base, "POST", "/plants", NEW_PLANT)
+    open_page(browser, base + "/__plantstub/")
+    until(lambda: rows(browser), what="the first row")
+    post_many(base, 700)  # more than one answer holds (200): the page shows the newest window whole
+    until(lambda: rows(browser)[0][0] == "701", what="the burst's last call")
+    seqs = [int(row[0]) for row in rows(browser)]
+    assert seqs == list(range(701, 701 - len(seqs), -1)) and len(seqs) >= 200
+    assert browser.find_element("id", "older").is_displayed()
+    browser.find_element("id", "older").click()  # the next window back, still without a gap
+    until(lambda: len(rows(browser)) > len(seqs), what="older rows")
+    more = [int(row[0]) for row in rows(browser)]
+    assert more == list(range(701, 701 - len(more), -1))
+    while browser.find_element("id", "older").is_displayed():  # back to the first call, a window at a time
+        oldest = int(rows(browser)[-1][0])
+        browser.find_element("id", "older").click()
+        until(lambda: int(rows(browser)[-1][0]) < oldest, what="an older window")  # noqa: B023
+        assert len(rows(browser)) <= 500
+    assert rows(browser)[-1][0] == "1" and browser.find_element("id", "status").text == "paused: showing older calls"
+    seqs = [int(row[0]) for row in rows(browser)]
+    assert seqs == list(range(seqs[0], 0, -1))
+    call(base, "GET", "/while-paused")  # not shown until the newest calls are asked for again
+    browser.find_element("id", "newest").click()
+    until(lambda: rows(browser)[0][3] == "/while-paused", what="the newest calls, live again")
+    assert browser.find_element("id", "status").text == "live"
