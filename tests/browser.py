@@ -1,11 +1,10 @@
 """A real browser for the live page's tests: Debian's chromium driven by its chromedriver through selenium, headless.
 
 A missing browser fails the test that wants one (it never skips): `apt-get install -y chromium chromium-driver`,
-as .ci/run does."""
+as .ci/run does. chromedriver is a process: a test module using this one is marked slow by hand."""
 
 from __future__ import annotations
 
-import subprocess  # noqa: F401 - chromedriver is a process: tests/slowrule.py marks the tests that use this module
 import time
 from collections.abc import Callable
 from pathlib import Path

@@ -51,6 +51,7 @@ class Report:
         self.path = path
         self.calls: dict[str, dict[str, Any]] = {}  # nodeid -> {"calls": [...], "more": N}
         self.tests: dict[str, dict[str, Any]] = {}  # nodeid -> outcome, duration, failure text
+        self.failure: str | None = None  # why the file could not be written
 
     def add_calls(self, nodeid: str, calls: list[Call]) -> None:
         """A test's calls, at its fixture's teardown."""
@@ -81,13 +82,22 @@ class Report:
         tests = [{"nodeid": nodeid, **test, **self.calls.get(nodeid, {"calls": None, "more": 0})}
                  for nodeid, test in self.tests.items()]
         text = render(ordered(tests), self.config.stash.get(COVERAGE_KEY, {}))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".part")
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, self.path)  # whole or not at all: a CI artifact is never half a file
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, self.path)  # whole or not at all: a CI artifact is never half a file
+        except OSError as exc:  # asked for and not written: the run says so and fails
+            self.failure = f"plantstub: FAIL: the report could not be written to {self.path}: {exc.strerror or exc}"
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not hasattr(self.config, "workeroutput"):
+        if hasattr(self.config, "workeroutput"):
+            return
+        if self.failure is not None:
+            terminalreporter.write_line(self.failure, red=True)
+        else:
             terminalreporter.write_line(f"plantstub: report written to {self.path}")
 
 

@@ -143,7 +143,8 @@ class PageRoutes:
             known = self.session.scenarios.scenarios.get(record.scenario) if record.scenario else None
             if known is None or known.validate_requests:
                 return "check"
-        if "prefer" in record.headers and record.status is not None and record.status < 500:
+        prefer = record.headers.get("Prefer", "") if record.raw_headers else ""
+        if ("code=" in prefer or "example=" in prefer) and record.valid:  # Prism's way of asking for an answer
             return "prefer"
         if self.session.store is not None:
             route = self.session.runtime.router.route(record.method, record.path)

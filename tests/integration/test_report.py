@@ -138,3 +138,12 @@ def test_no_report_option_no_report_plugin(pytester):
     result.assert_outcomes(passed=1, deselected=4)
     assert "report written" not in result.stdout.str()
     assert not list(pytester.path.rglob("*.html"))
+
+
+def test_a_report_that_cannot_be_written_fails_the_run(pytester):
+    pytester.makepyfile(test_suite=SUITE)
+    (pytester.path / "taken").write_text("a file, not a folder")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "good", "--plantstub-report",
+                                           "taken/report.html")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([f"plantstub: FAIL: the report could not be written to {pytester.path}/taken/report.html: *"])

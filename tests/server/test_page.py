@@ -47,12 +47,14 @@ async def test_rows_newest_first_with_verdict_and_who_answered(client):
                       "body": {"error": 1, "message": "no"}}})
     await client.post("/plants", data=b'{"id": 4, "name": "Ivy"}', headers=JSON_AUTH)
     await client.post("/plants", data=FERN, headers={**JSON_AUTH, "Prefer": "code=400"})
-    data = await rows(client)
+    await client.post("/plants", data=b'{"id": 5, "name": "Moss"}', headers={**JSON_AUTH, "Prefer": "return=minimal"})
+    data = await rows(client, "?before=7")
     shown = [(r["seq"], r["status"], r["verdict"], r["problems"], r["who"], r["rule"]) for r in data["calls"]]
     assert shown == [(6, 400, "ok", 0, "prefer", None), (5, 400, "ok", 0, "rule", "r1"),
                      (4, 200, "ok", 0, "scenario", "rules[0]"), (3, 404, "invalid", 1, "check", None),
                      (2, 400, "invalid", 1, "check", None), (1, 200, "ok", 0, "default", None)]
-    assert (data["recorded"], data["kept"], data["more"], data["epoch"]) == (6, 6, False, 0)
+    assert (data["recorded"], data["kept"], data["more"], data["epoch"]) == (7, 7, False, 0)
+    assert (await rows(client, "?limit=1"))["calls"][0]["who"] == "default"  # a Prefer that asks for no answer
 
 
 @pytest.mark.parametrize(("query", "seqs"), [
