@@ -155,3 +155,19 @@ async def test_a_foreign_page_cannot_switch_the_scenario(client):
                                 headers={"Origin": "http://evil.example"})
     assert response.status == 403
     assert (await response.json())["message"].startswith("Origin: 'http://evil.example' is another site")
+
+
+async def test_no_listener_is_left_once_a_poll_ends(aiohttp_client):
+    # What makes the page cost nothing per request while none is open: the journal tells no one of new calls.
+    from plantstub.server.app import SESSIONS_KEY
+
+    app = create_app()
+    client = await aiohttp_client(app)
+    journal = app[SESSIONS_KEY].default.journal
+    await rows(client, "?since=0&wait=0.1&epoch=0")  # ended by its wait
+    poll = asyncio.ensure_future(rows(client, "?since=0&wait=10&epoch=0"))
+    await asyncio.sleep(0.2)
+    assert len(journal._listeners) == 1  # one page open: one listener, while its request waits
+    await client.post("/plants", data=FERN, headers=JSON_AUTH)
+    await asyncio.wait_for(poll, 5)  # ended by a call
+    assert journal._listeners == ()
