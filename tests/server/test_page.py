@@ -171,3 +171,11 @@ async def test_no_listener_is_left_once_a_poll_ends(aiohttp_client):
     await client.post("/plants", data=FERN, headers=JSON_AUTH)
     await asyncio.wait_for(poll, 5)  # ended by a call
     assert journal._listeners == ()
+
+
+async def test_rows_say_the_store_answered(aiohttp_client):
+    client = await aiohttp_client(create_app(stateful=True))
+    await client.post("/plants", data=FERN, headers=JSON_AUTH)
+    await client.post("/plants", data=FERN, headers={**JSON_AUTH, "Prefer": "code=400"})
+    shown = [(r["status"], r["who"]) for r in (await rows(client))["calls"]]
+    assert shown == [(400, "prefer"), (200, "store")]
