@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["COVERAGE_KEY", "URL_ENV", "WAIT_ENV", "StubPool"]
 _STUB_OF_TEST = pytest.StashKey["Stub | RemoteStub"]()
 _WAIT_KEY = pytest.StashKey[float]()
+REPORT_PLUGIN = "plantstub-report"  # the name plugin/report.py registers the report under
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[COVERAGE_KEY] = {}
     config.stash[_WAIT_KEY] = session_wait(config)  # a bad value stops the run here, naming it
+    if config.getoption("plantstub_report", None) or config.getini("plantstub_report"):
+        from plantstub.plugin.report import start_report  # only when asked for: the plugin's import stays cheap
+
+        start_report(config)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist installed, pytest must not see it as unknown
@@ -162,6 +167,9 @@ def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest
     finally:
         try:
             merge(request.config.stash[COVERAGE_KEY], tally_of(stub.coverage()))
+            report = request.config.pluginmanager.get_plugin(REPORT_PLUGIN)  # --plantstub-report
+            if report is not None:
+                report.add_calls(request.node.nodeid, stub.calls)
         except PlantstubError:
             if pooled is not None:  # a sidecar's session that cannot be reached: end_session() says so below
                 raise

@@ -68,6 +68,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--plantstub-session-wait", metavar="SECONDS", type=seconds, default=None,
                     help=f"how long a test waits for a session when the sidecar serves its --max-sessions "
                          f"(default {DEFAULT_SESSION_WAIT:g}) [env {WAIT_ENV}]")
+    group.addoption("--plantstub-report", metavar="FILE",
+                    help="write one self-contained HTML report of the run: each test's calls and verdicts, the "
+                         "coverage grid, the totals (relative to the current folder)")
+    parser.addini("plantstub_report", "HTML report of the run to write, relative to the ini file", type="paths")
     parser.addini("plantstub_url", "base URL of a running stub (a sidecar) the fixture uses, one session per test")
     parser.addini("plantstub_session_wait", "seconds a test waits for a session on a sidecar at its session cap "
                   f"(default {DEFAULT_SESSION_WAIT:g})", default=None)

@@ -20,6 +20,7 @@ from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_o
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
+from plantstub.server.page import PageRoutes
 from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
 from plantstub.server.session import NotStateful, Session
@@ -128,6 +129,7 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
         ("DELETE", "webhooks", admin.delete_webhooks),
         ("GET", "deliveries", admin.deliveries),
         ("DELETE", "deliveries", admin.delete_deliveries),
+        *PageRoutes(admin.session).routes(),  # the live page (GET /__plantstub/), calls/rows, calls/{id}
     ]
 
 

@@ -12,7 +12,8 @@ from aiohttp import web
 from plantstub._json import is_json
 from plantstub.webhooks.sender import WEBHOOK_HEADER
 
-OPEN_PATHS = frozenset({"/__plantstub/health"})  # for orchestrators' probes, token or not
+OPEN_PATHS = frozenset({"/__plantstub/health",  # for orchestrators' probes, token or not
+                        "/__plantstub/"})  # the live page: a file with no data in it, which asks for the token
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 SHOWN = 80  # characters of a header value quoted in a refusal
 

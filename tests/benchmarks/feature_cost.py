@@ -21,12 +21,13 @@ Features (each against its own "off" case, which differs in that feature alone):
 session by header / by prefix, 100 rules from code (none matching), a scenario of 50 rules (none matching),
 --stateful and a webhook subscriber (both on `--spec plant-store-full`, whose POST /plants declares a webhook; the
 subscriber is an aiohttp receiver in a process of its own on CPU 1), --cors (requests with an Origin),
---admin-token, --journal FILE.
+--admin-token, --journal FILE, one live page open (its requests, as page.html's script makes them).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -35,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -124,6 +126,27 @@ def rules_from_code(count: int) -> Callable[[str], None]:
                                          "reply": {"status": 200, "body": {"name": f"nobody-{n}"}}})
 
     return declare
+
+
+def _follow(url: str) -> None:
+    """What an open live page asks (page.html's script): the new calls by long poll, then coverage and scenarios,
+    a pause of 0.3 s between looks; until the stub stops."""
+    base, since, epoch = url + "/__plantstub/", 0, 0
+    with contextlib.suppress(OSError, ValueError):
+        while True:
+            with urllib.request.urlopen(f"{base}calls/rows?since={since}&wait=25&epoch={epoch}", timeout=30) as got:
+                data = json.load(got)
+            epoch = data["epoch"]
+            if data["calls"]:
+                since = data["calls"][0]["seq"]
+                for path in ("coverage", "scenarios"):
+                    with urllib.request.urlopen(base + path, timeout=30) as got:
+                        got.read()
+            time.sleep(0.3)
+
+
+def page_open(url: str) -> None:
+    threading.Thread(target=_follow, args=(url,), daemon=True).start()
 
 
 def scenario_folder(folder: Path, count: int) -> Path:
@@ -247,6 +270,7 @@ def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
         "--admin-token": (off, Case("token", ["--admin-token", "secret"])),
         "--journal FILE": (off, Case("journal", ["--journal", journal])),
         "--dynamic": (off, Case("dynamic", ["--dynamic", "--seed", "1"])),
+        "live page open": (off, Case("page", setup=page_open)),
     }
 
 

@@ -1,0 +1,142 @@
+"""The report's HTML: one file with its style inline, no script, no link and nothing loaded from anywhere; every
+text the calls carried is escaped and shown as text."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from html import escape
+from typing import Any
+
+from plantstub._version import __version__
+from plantstub.recording.coverage import Tally, figures
+
+STYLE = """
+body { font: 13px/1.4 system-ui, sans-serif; margin: 16px; color: #1d1d1f; }
+h1 { font-size: 18px; } h2 { font-size: 15px; margin-top: 20px; }
+table { border-collapse: collapse; } th, td { text-align: left; padding: 2px 8px; border-bottom: 1px solid #eee; }
+details.test { border: 1px solid #ddd; border-radius: 4px; margin: 6px 0; padding: 4px 8px; }
+details.test > summary { cursor: pointer; font-weight: 600; }
+.o-failed, .o-error { color: #b00020; } .o-passed, .o-xpassed { color: #1b6e2a; } .o-skipped, .o-xfailed { color: #777; }
+.invalid { color: #b00020; font-weight: 600; } .stub { color: #a05a00; font-weight: 600; }
+pre { background: #f4f4f4; padding: 6px; white-space: pre-wrap; word-break: break-all; max-height: 30em; overflow: auto; }
+td.hit { background: #bfe5c4; } td.miss { background: #f6c6c6; } td.none { background: #f0f0f0; }
+td.extra { background: #ffe3a8; } .totals td { padding-right: 16px; } li.problem { color: #b00020; }
+"""
+
+
+def _e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def coverage_grid(tally: Tally) -> str:
+    """Operations by declared statuses: reached (green, with the count), never reached (red), not declared (grey)."""
+    if not tally:
+        return "<p>No test used the plantstub fixture: no coverage.</p>"
+    statuses = sorted({status for counts in tally.values() for status in counts["declared"]})
+    rows = ["<table class='coverage'><tr><th>operation</th>", *(f"<th>{_e(s)}</th>" for s in statuses),
+            "<th>not declared</th></tr>"]
+    for operation, counts in tally.items():
+        rows.append(f"<tr><td>{_e(operation)}</td>")
+        for status in statuses:
+            if status not in counts["declared"]:
+                rows.append("<td class='none'></td>")
+                continue
+            n = counts["declared"][status]
+            reached = f"reached {n:,} times" if n else "never reached"
+            rows.append(f"<td class='{'hit' if n else 'miss'}' title='{_e(operation)} {_e(status)}: {reached}'>{n}</td>")
+        extra = " ".join(f"{status}×{n}" for status, n in counts["undeclared"].items())
+        rows.append(f"<td class='{'extra' if extra else ''}'>{_e(extra)}</td></tr>")
+    total = figures(tally)
+    rows.append(f"</table><p>{total.covered} of {total.total} declared responses reached "
+                f"({total.percent:.1f}%)</p>")
+    return "".join(rows)
+
+
+def _who(call: dict[str, Any]) -> str:
+    rule = call["rule"]
+    if rule is None:
+        return "check" if not call["valid"] else "default"
+    return f"scenario {call['scenario']} {rule}" if rule.startswith("rules[") else f"rule {rule}"
+
+
+def _call(call: dict[str, Any]) -> str:
+    problems = [*call["errors"], *call["stub_errors"]]
+    verdict = ("<span class='invalid'>breaks the contract</span>" if not call["valid"] else
+               "<span class='stub'>the stub's answer broke it</span>" if call["stub_errors"] else "ok")
+    target = call["path"] + (f"?{call['query']}" if call["query"] else "")
+    head = (f"<tr><td>#{call['seq']}</td><td>{_e(call['time'][11:23])}</td><td>{_e(call['method'])}</td>"
+            f"<td>{_e(target)}</td><td>{_e(call['outcome'])}</td><td>{verdict}</td><td>{_e(_who(call))}</td></tr>")
+    listed = "".join(f"<li class='problem'>{_e(p)}</li>" for p in problems)
+    inner = (f"<tr><td></td><td colspan='6'>{f'<ul>{listed}</ul>' if listed else ''}<details><summary>request and "
+             f"answer</summary><pre>{_e(call['method'])} {_e(target)}\n{_e(call['headers'])}</pre>"
+             f"<pre>{_e(call['body'] or '(no body)')}</pre><pre>{_e(call['outcome'])}\n{_e(call['answer_headers'])}"
+             f"</pre><pre>{_e(call['answer_body'] or '(no body)')}</pre></details></td></tr>")
+    return head + inner
+
+
+def _test(test: dict[str, Any]) -> str:
+    calls = test.get("calls")
+    problems = sum(len(c["errors"]) + len(c["stub_errors"]) for c in calls or ())
+    failed = test["outcome"] in ("failed", "error")
+    said = [f"<span class='o-{_e(test['outcome'])}'>{_e(test['outcome'])}</span>", _e(test["nodeid"])]
+    if calls is None:
+        said.append("(no stub)")
+    else:
+        said.append(_plural(len(calls) + test.get("more", 0), "call"))
+        if problems:
+            said.append(f"<span class='invalid'>{_plural(problems, 'contract problem')}</span>")
+    parts = [f"<details class='test'{' open' if failed else ''} data-outcome='{_e(test['outcome'])}' "
+             f"data-problems='{problems}'><summary>{' · '.join(said)} ({test['duration']:.2f} s)</summary>"]
+    if test.get("failure"):
+        parts.append(f"<pre class='failure'>{_e(test['failure'])}</pre>")
+    if calls:
+        parts.append("<table class='calls'><tr><th>#</th><th>time</th><th>method</th><th>path</th><th>status</th>"
+                     "<th>verdict</th><th>answered by</th></tr>")
+        parts.extend(_call(call) for call in calls)
+        parts.append("</table>")
+        if test.get("more"):
+            parts.append(f"<p>… and {_plural(test['more'], 'more call')}, not shown.</p>")
+    elif calls == []:
+        parts.append("<p>No call.</p>")
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def totals(tests: list[dict[str, Any]], tally: Tally) -> dict[str, Any]:
+    """The run's figures: tests by outcome, calls, those breaking the contract, the stub's own problems, coverage."""
+    outcomes: dict[str, int] = {}
+    for test in tests:
+        outcomes[test["outcome"]] = outcomes.get(test["outcome"], 0) + 1
+    calls = [c for t in tests for c in t.get("calls") or ()]
+    covered = figures(tally)
+    return {"tests": len(tests), "outcomes": outcomes,
+            "calls": sum(len(t.get("calls") or ()) + t.get("more", 0) for t in tests),
+            "invalid": sum(not c["valid"] for c in calls), "stub": sum(bool(c["stub_errors"]) for c in calls),
+            "with_problems": sum(1 for t in tests if any(not c["valid"] or c["stub_errors"] for c in t.get("calls") or ())),
+            "coverage": f"{covered.covered} of {covered.total} ({covered.percent:.1f}%)" if tally else "none"}
+
+
+def render(tests: list[dict[str, Any]], tally: Tally) -> str:
+    """The whole report: totals, coverage grid, then each test (in the order given)."""
+    figures_ = totals(tests, tally)
+    outcomes = ", ".join(f"{n} {name}" for name, n in sorted(figures_["outcomes"].items())) or "none"
+    rows = [("tests", f"{figures_['tests']} ({outcomes})"), ("tests with contract problems", figures_["with_problems"]),
+            ("calls", figures_["calls"]), ("calls that break the contract", figures_["invalid"]),
+            ("calls the stub answered off contract", figures_["stub"]), ("contract coverage", figures_["coverage"])]
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "".join([
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        f"<title>plantstub report</title><style>{STYLE}</style></head><body>",
+        f"<h1>plantstub report</h1><p>plantstub {_e(__version__)}, written {when}</p>",
+        "<h2>Totals</h2><table class='totals'>",
+        *(f"<tr><td>{_e(name)}</td><td id='total-{i}'>{_e(value)}</td></tr>" for i, (name, value) in enumerate(rows)),
+        "</table><h2>Coverage</h2>", coverage_grid(tally),
+        "<h2>Tests</h2><p>Tests with contract problems first, then failures; failing tests open.</p>",
+        *(_test(test) for test in tests),
+        "</body></html>\n",
+    ])
