@@ -52,6 +52,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--log-format", "FORMAT", "one line per request: none, text or json"),
         ("--session-idle", "SECONDS", "a session unused that long ends"),
         ("--max-sessions", "N", "sessions served at once, at most"),
+        ("--proxy", "URL", "forward what no rule, scenario or store answers to the real service at URL, checking its answers"),
+        ("--proxy-timeout", "SECONDS", "how long the real service (--proxy) may take to answer"),
         ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
     ]
     for flag, metavar, text in flags:

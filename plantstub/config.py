@@ -19,6 +19,7 @@ DEFAULT_MAX_BYTES = 1024 * 1024 * 1024  # what clients send, held, all sessions 
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_MAX_SESSIONS = 100
+DEFAULT_PROXY_TIMEOUT = 30.0
 DEFAULT_SCENARIOS = Path("scenarios")  # the folder `plantstub serve` reads when none is named and it exists
 HEALTH_TIMEOUT = 2.0  # `plantstub health --timeout`
 
@@ -58,6 +59,8 @@ class Settings:
     max_sessions: int = DEFAULT_MAX_SESSIONS  # live sessions at once
     max_bytes: int = DEFAULT_MAX_BYTES  # memory all that clients send may take, all sessions together
     spec_cache: Path | bool = True  # folder of the cache of big specs loaded; True: the default one, False: off
+    proxy: str | None = None  # --proxy: the real service what nothing else answers is forwarded to
+    proxy_timeout: float = DEFAULT_PROXY_TIMEOUT  # seconds the real service has to answer a forwarded request
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -65,7 +68,7 @@ _DEFAULT_WORDS = {
     "spec": "the bundled Plant Store", "spec_root": "the spec's folder",
     "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists",
     "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
-    "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off",
+    "admin_token": "none", "webhook": "none", "proxy": "none", "watch": "off", "cors": "off", "stateful": "off",
 }
 
 
@@ -197,6 +200,21 @@ def shown_url(url: str) -> str:
     return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{rest[end:]}"
 
 
+def _proxy(name: str, value: Any) -> str | None:
+    """--proxy: an http:// or https:// URL with a host, no query or fragment (request paths are appended to it)."""
+    if value in (None, ""):
+        return None
+    try:
+        url = webhook_url(value)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc} (expected the real service's base URL, e.g. https://staging.example.com)"
+                          ) from None
+    if "?" in url or "#" in url:
+        raise ConfigError(f"{name}: {shown_url(url)[:100]!r} has a query or fragment; give the base URL the request "
+                          "paths are appended to")
+    return url.rstrip("/")
+
+
 def subscription(text: str) -> tuple[str, str]:
     """One `--webhook` value: URL (every webhook, "*") or NAME=URL; ValueError when it is neither."""
     text = text.strip()
@@ -246,6 +264,8 @@ _CONVERTERS = {
     "max_sessions": _int_in(1, 100_000, "a number of sessions"),
     "max_bytes": _int_in(1024 * 1024, 2**44, "a size in bytes (1 MiB at least)"),
     "spec_cache": _spec_cache,
+    "proxy": _proxy,
+    "proxy_timeout": _seconds,
 }
 FIELDS = tuple(_CONVERTERS)
 

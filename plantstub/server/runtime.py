@@ -12,6 +12,7 @@ from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.router import Router
 from plantstub.errors import ConfigError
+from plantstub.proxy.forward import Forwarder
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.library import ScenarioFolder
 
@@ -28,6 +29,7 @@ class Runtime:
     # Checks rules at load, and templated replies once rendered, with the schemas compiled for the spec.
     contract: ScenarioContract
     folder: ScenarioFolder
+    forwarder: Forwarder | None = None  # --proxy: what nothing else answers goes to the real service
 
 
 def load(settings: Settings, spec: Spec | None = None) -> Runtime:
@@ -53,4 +55,5 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
         loaded = folder.load()
         if not folder.install(loaded):
             raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, loaded.errors)))
-    return Runtime(settings, spec, router, served, contract, folder)
+    forwarder = Forwarder(settings) if settings.proxy is not None else None
+    return Runtime(settings, spec, router, served, contract, folder, forwarder)

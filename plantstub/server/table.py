@@ -223,6 +223,8 @@ class Sessions:
             for task in list(self._closing):
                 await task
             await self.outbox.close()
+            if self.runtime.forwarder is not None:
+                await self.runtime.forwarder.close()
         finally:
             self.default.close()
         return unsent + self.outbox.unsent_at_end
