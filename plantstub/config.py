@@ -200,19 +200,24 @@ def shown_url(url: str) -> str:
     return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{rest[end:]}"
 
 
+def proxy_url(value: Any) -> str:
+    """`value` if the stub may forward to it (--proxy): an http:// or https:// URL with a host and no query or
+    fragment, without its trailing slash (request paths are appended to it); else ValueError saying why."""
+    url = webhook_url(value)
+    if "?" in url or "#" in url:
+        raise ValueError(f"{shown_url(url)[:100]!r} has a query or fragment; give the base URL the request paths are "
+                         "appended to")
+    return url.rstrip("/")
+
+
 def _proxy(name: str, value: Any) -> str | None:
-    """--proxy: an http:// or https:// URL with a host, no query or fragment (request paths are appended to it)."""
     if value in (None, ""):
         return None
     try:
-        url = webhook_url(value)
+        return proxy_url(value)
     except ValueError as exc:
         raise ConfigError(f"{name}: {exc} (expected the real service's base URL, e.g. https://staging.example.com)"
                           ) from None
-    if "?" in url or "#" in url:
-        raise ConfigError(f"{name}: {shown_url(url)[:100]!r} has a query or fragment; give the base URL the request "
-                          "paths are appended to")
-    return url.rstrip("/")
 
 
 def subscription(text: str) -> tuple[str, str]:

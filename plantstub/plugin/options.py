@@ -4,6 +4,7 @@ how long to wait for a session on it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -53,6 +54,9 @@ def add_options(parser: pytest.Parser) -> None:
                     help="folder of scenario files, relative to the current folder")
     group.addoption("--plantstub-stateful", action="store_const", const=True, default=None,
                     help="the stub remembers what is created, listed, read, updated and deleted (reset per test)")
+    group.addoption("--plantstub-proxy", metavar="URL",
+                    help="forward what no rule, scenario or store answers to the real service at URL, checking its "
+                         "answers against the contract [env PLANTSTUB_PROXY]")
     group.addoption("--plantstub-coverage", action="store_true", default=False,
                     help="show contract coverage (calls per operation and response) in the summary")
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
@@ -123,6 +127,7 @@ def settings_of(config: pytest.Config) -> Settings:
         "spec_root": _resolve(config, config.getoption("plantstub_spec_root")),
         "scenarios": _resolve(config, config.getoption("plantstub_scenarios")),
         "stateful": config.getoption("plantstub_stateful"),
+        "proxy": config.getoption("plantstub_proxy"),
         "port": 0,
     }
     fallback = {
@@ -136,3 +141,10 @@ def settings_of(config: pytest.Config) -> Settings:
     settings = build_settings(explicit, fallback=fallback)
     config.stash[DEFAULT_SETTINGS] = settings
     return settings
+
+
+def with_proxy(settings: Settings | dict[str, Any], url: str) -> Settings | dict[str, Any]:
+    """The test's settings forwarding to `url` (the marker's `proxy=`): a stub of its own in the pool."""
+    if isinstance(settings, dict):
+        return {**settings, "proxy": url}
+    return dataclasses.replace(settings, proxy=url)

@@ -209,7 +209,7 @@ class Record(NamedTuple):
         elif self.status is None:
             return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                         self.errors, self.scenario, self.rule, None, self.stub_errors, True)
-        if self.proxied:
+        if self.upstream is not None:
             return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                         self.errors, self.scenario, self.rule, response, self.stub_errors, False, True,
                         dict(self.upstream, errors=list(self.upstream["errors"])))
