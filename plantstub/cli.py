@@ -25,6 +25,7 @@ from plantstub.errors import PlantstubError
 from plantstub.server.runner import start
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
+from plantstub.server.tls import Throwaway, server_context
 from plantstub.webhooks.outbox import GRACE
 
 # Never the token itself: this line goes to logs.
@@ -54,6 +55,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--max-sessions", "N", "sessions served at once, at most"),
         ("--proxy", "URL", "forward what no rule, scenario or store answers to the real service at URL, checking its answers"),
         ("--proxy-timeout", "SECONDS", "how long the real service (--proxy) may take to answer"),
+        ("--proxy-ca", "FILE", "a CA certificate (PEM) trusted besides the system's when forwarding to https://"),
+        ("--tls-cert", "FILE", "serve HTTPS with this certificate (PEM, chain included); needs --tls-key"),
+        ("--tls-key", "FILE", "the private key (PEM) of --tls-cert"),
         ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
     ]
     for flag, metavar, text in flags:
@@ -68,6 +72,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
                    help=_help("answer CORS preflights and let web pages of any origin read the answers", "cors"))
     p.add_argument("--stateful", action="store_const", const=True, default=None,
                    help=_help("remember what is created, listed, read, updated and deleted", "stateful"))
+    p.add_argument("--tls", action="store_const", const=True, default=None,
+                   help=_help("serve HTTPS with a throwaway CA's certificate (needs trustme); stderr names the CA file "
+                              "clients trust", "tls"))
 
 
 def _help(text: str, field: str, env_note: str = "") -> str:
@@ -251,6 +258,19 @@ def _stop_starting(signum: int, frame: object) -> None:
 
 
 async def _serve(settings: Settings) -> int:
+    if not settings.tls:
+        return await _serve_with(settings)
+    throwaway = Throwaway(settings.host)
+    try:
+        print(f"plantstub: HTTPS with a throwaway certificate; clients trust its CA, {throwaway.ca_file} (removed at "
+              "stop)", file=sys.stderr, flush=True)
+        return await _serve_with(dataclasses.replace(settings, tls_cert=throwaway.cert_file,
+                                                     tls_key=throwaway.key_file))
+    finally:
+        throwaway.close()
+
+
+async def _serve_with(settings: Settings) -> int:
     try:  # a big spec takes seconds to load: the line says the silence is not a hang
         size = settings.spec.stat().st_size if settings.spec is not None else 0
     except OSError:
@@ -259,11 +279,12 @@ async def _serve(settings: Settings) -> int:
         print(f"plantstub: loading {settings.spec} ({size / 2**20:.1f} MiB)", file=sys.stderr, flush=True)
     # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
     # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
+    context = server_context(settings)  # a certificate that does not load stops the start, before the spec loads
     with collector_paused():
         sessions = Sessions(load(settings))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
     try:
-        running = await start(sessions, settings.host, settings.port)
+        running = await start(sessions, settings.host, settings.port, context)
     except OSError as exc:
         sessions.default.close()
         print(f"plantstub: cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}", file=sys.stderr)

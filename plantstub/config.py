@@ -61,6 +61,10 @@ class Settings:
     spec_cache: Path | bool = True  # folder of the cache of big specs loaded; True: the default one, False: off
     proxy: str | None = None  # --proxy: the real service what nothing else answers is forwarded to
     proxy_timeout: float = DEFAULT_PROXY_TIMEOUT  # seconds the real service has to answer a forwarded request
+    proxy_ca: Path | None = None  # a CA trusted besides the system's when forwarding to https://
+    tls_cert: Path | None = None  # --tls-cert and --tls-key: serve HTTPS with this certificate (chain) and key
+    tls_key: Path | None = None
+    tls: bool = False  # Stub(tls=True), --plantstub-tls: serve HTTPS with a throwaway CA's certificate (trustme)
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -68,7 +72,8 @@ _DEFAULT_WORDS = {
     "spec": "the bundled Plant Store", "spec_root": "the spec's folder",
     "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists",
     "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
-    "admin_token": "none", "webhook": "none", "proxy": "none", "watch": "off", "cors": "off", "stateful": "off",
+    "admin_token": "none", "webhook": "none", "proxy": "none", "proxy_ca": "none",
+    "tls_cert": "none", "tls_key": "none", "tls": "off", "watch": "off", "cors": "off", "stateful": "off",
 }
 
 
@@ -271,6 +276,10 @@ _CONVERTERS = {
     "spec_cache": _spec_cache,
     "proxy": _proxy,
     "proxy_timeout": _seconds,
+    "proxy_ca": _path,
+    "tls_cert": _path,
+    "tls_key": _path,
+    "tls": _bool,
 }
 FIELDS = tuple(_CONVERTERS)
 
@@ -304,4 +313,9 @@ def build_settings(
             values[field] = convert(env_name(field), env[env_name(field)])
         elif fallback.get(field) is not None:
             values[field] = convert(field, fallback[field])
+    if ("tls_cert" in values) != ("tls_key" in values):
+        given, missing = ("--tls-cert", "--tls-key") if "tls_cert" in values else ("--tls-key", "--tls-cert")
+        raise ConfigError(f"{given} without {missing}: HTTPS needs both the certificate and its private key")
+    if values.get("tls") and "tls_cert" in values:
+        raise ConfigError("tls=True makes a throwaway certificate; it cannot be combined with --tls-cert/--tls-key")
     return dataclasses.replace(Settings(), **values)

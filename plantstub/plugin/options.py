@@ -57,6 +57,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--plantstub-proxy", metavar="URL",
                     help="forward what no rule, scenario or store answers to the real service at URL, checking its "
                          "answers against the contract [env PLANTSTUB_PROXY]")
+    group.addoption("--plantstub-tls", action="store_const", const=True, default=None,
+                    help="the stub serves HTTPS with a throwaway certificate; its CA is plantstub.ca_file (needs "
+                         "trustme) [env PLANTSTUB_TLS]")
     group.addoption("--plantstub-coverage", action="store_true", default=False,
                     help="show contract coverage (calls per operation and response) in the summary")
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
@@ -128,6 +131,7 @@ def settings_of(config: pytest.Config) -> Settings:
         "scenarios": _resolve(config, config.getoption("plantstub_scenarios")),
         "stateful": config.getoption("plantstub_stateful"),
         "proxy": config.getoption("plantstub_proxy"),
+        "tls": config.getoption("plantstub_tls"),
         "port": 0,
     }
     fallback = {

@@ -8,6 +8,7 @@ import ssl
 from typing import Any
 
 from aiohttp import (
+    ClientConnectorCertificateError,
     ClientConnectorError,
     ClientError,
     ClientPayloadError,
@@ -27,6 +28,7 @@ from plantstub._json import JSON, NO_BODY
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.errors import ConfigError
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.verdict import judge
 
@@ -74,6 +76,7 @@ class Forwarder:
         self.shown = shown_url(settings.proxy)
         self.timeout = settings.proxy_timeout
         self.max_body = settings.max_body
+        self.ca = settings.proxy_ca
         self.forwarded = 0
         self.broke = 0  # answers that broke the contract
         self.failed = 0  # no answer: refused, unreachable, timed out, TLS, unreadable, too big
@@ -85,11 +88,27 @@ class Forwarder:
     def _session(self) -> ClientSession:
         if self._client is None:
             self._client = ClientSession(
-                connector=TCPConnector(limit=100, ssl=ssl.create_default_context()),
+                connector=TCPConnector(limit=100, ssl=self._trust()),
                 timeout=ClientTimeout(total=self.timeout), auto_decompress=True, cookie_jar=DummyCookieJar(),
                 skip_auto_headers=("User-Agent", "Accept", "Content-Type"),  # the client's own, or none, as it sent them
             )
         return self._client
+
+    def check(self) -> None:
+        """Stop the start when --proxy-ca cannot be read (ConfigError), rather than fail every forwarded call."""
+        try:
+            self._trust()
+        except (OSError, ssl.SSLError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigError(f"--proxy-ca={str(self.ca)!r}: cannot load it as CA certificates ({reason}); expected "
+                              "a PEM file") from None
+
+    def _trust(self) -> ssl.SSLContext:
+        """Certificates verified against the system's CAs, and --proxy-ca's."""
+        context = ssl.create_default_context()
+        if self.ca is not None:
+            context.load_verify_locations(self.ca)
+        return context
 
     async def close(self) -> None:
         if self._client is not None:
@@ -152,8 +171,14 @@ class Forwarder:
             return f"the answer of {shown} is larger than the limit of {self.max_body} bytes (--max-body)"
         if isinstance(exc, asyncio.TimeoutError):
             return f"{shown} did not answer within {self.timeout:g} s (--proxy-timeout); timed out"
+        if isinstance(exc, ClientConnectorCertificateError):
+            cert = exc.certificate_error
+            why = getattr(cert, "verify_message", None) or getattr(cert, "reason", None) or _reason(cert)
+            return (f"TLS with {shown} failed: its certificate does not verify ({why}); if it is signed by your own "
+                    "CA, trust that with --proxy-ca FILE")
         if isinstance(exc, (ClientSSLError, ssl.SSLError)):
-            return f"TLS with {shown} failed: {_reason(exc)}"
+            cause = exc.os_error if isinstance(exc, ClientSSLError) else exc
+            return f"TLS with {shown} failed ({getattr(cause, 'reason', None) or _reason(cause)})"
         if isinstance(exc, ClientConnectorError):
             if isinstance(exc.os_error, ConnectionRefusedError):
                 return f"{shown} refused the connection; is the real service running?"

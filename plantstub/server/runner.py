@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 from aiohttp import web
@@ -36,9 +37,9 @@ class _LeanServer(web.Server):
                           errors=self._errors, quick=self._quick, **self._kwargs)
 
 
-def url_for(host: str, port: int) -> str:
+def url_for(host: str, port: int, scheme: str = "http") -> str:
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
+    return f"{scheme}://{shown}:{port}"
 
 
 class Running:
@@ -63,14 +64,15 @@ class Running:
             self.unsent = await self.sessions.close()
 
 
-async def start(sessions: Sessions, host: str, port: int) -> Running:
-    """Serve the stub of `sessions` on host:port (0: a free port); the URL carries the real port."""
+async def start(sessions: Sessions, host: str, port: int, context: ssl.SSLContext | None = None) -> Running:
+    """Serve the stub of `sessions` on host:port (0: a free port), HTTPS with `context`; the URL carries the real
+    port."""
     loop = asyncio.get_running_loop()
     errors = ErrorLog(loop)
     server = _LeanServer(sessions, errors)
     runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
+    site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024, ssl_context=context)
     try:
         await site.start()
     except BaseException:
@@ -82,4 +84,4 @@ async def start(sessions: Sessions, host: str, port: int) -> Running:
     # traceback (18 MB in 12 s): a few lines instead.
     before = loop.get_exception_handler()
     loop.set_exception_handler(errors.loop_handler)
-    return Running(sessions, runner, url_for(host, real_port), start_watch(sessions), before)
+    return Running(sessions, runner, url_for(host, real_port, "https" if context else "http"), start_watch(sessions), before)

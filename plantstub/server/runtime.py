@@ -56,4 +56,6 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
         if not folder.install(loaded):
             raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, loaded.errors)))
     forwarder = Forwarder(settings) if settings.proxy is not None else None
+    if forwarder is not None:
+        forwarder.check()  # a --proxy-ca that cannot be read stops the start
     return Runtime(settings, spec, router, served, contract, folder, forwarder)
