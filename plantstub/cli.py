@@ -56,6 +56,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--proxy", "URL", "forward what no rule, scenario or store answers to the real service at URL, checking its answers"),
         ("--proxy-timeout", "SECONDS", "how long the real service (--proxy) may take to answer"),
         ("--proxy-ca", "FILE", "a CA certificate (PEM) trusted besides the system's when forwarding to https://"),
+        ("--record", "DIR", "with --proxy: write the real service's exchanges to a scenario file in DIR at stop (and on "
+                            "POST /__plantstub/record/save)"),
+        ("--record-secrets", "MODE", "redact: secrets in recorded files become REDACTED; keep: written as they came"),
         ("--tls-cert", "FILE", "serve HTTPS with this certificate (PEM, chain included); needs --tls-key"),
         ("--tls-key", "FILE", "the private key (PEM) of --tls-cert"),
         ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
@@ -160,6 +163,60 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_har_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "import-har", help="write a scenario from a HAR file, by the rules of --record",
+        description="Write a scenario from a HAR file (saved from a browser's devtools, or GET "
+                    "/__plantstub/calls?format=har): a rule per request, repeats as replies, secrets redacted; "
+                    "entries for other hosts, other paths, non-JSON bodies or answers that break the contract are "
+                    "left out and listed in the file's leading comment.",
+    )
+    p.add_argument("file", metavar="FILE", help="the HAR file")
+    p.add_argument("--out", metavar="FILE.yaml", required=True, help="the scenario file to write")
+    p.add_argument("--spec", metavar="FILE", help=_help("OpenAPI 3.0/3.1 document", "spec"))
+    p.add_argument("--spec-root", metavar="DIR", help=_help("folder whose files the spec's $refs may read", "spec_root"))
+    p.add_argument("--base", metavar="PATH", default="",
+                   help="a path prefix the service is served under (/v1), taken off each URL (default: none)")
+    p.add_argument("--record-secrets", metavar="MODE",
+                   help=_help("redact: secrets become REDACTED; keep: written as they came", "record_secrets"))
+
+
+def _import_har(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from plantstub.proxy.har import HarError, read_har
+    from plantstub.proxy.record import build
+
+    settings = build_settings({"spec": args.spec, "spec_root": args.spec_root, "record_secrets": args.record_secrets})
+    runtime = load(settings)
+    try:
+        data = json.loads(Path(args.file).read_bytes())
+        exchanges, skipped = read_har(data, runtime.router, runtime.served, args.base)
+    except OSError as exc:
+        print(f"plantstub: {args.file}: cannot read ({exc.strerror or exc})", file=sys.stderr)
+        return 1
+    except (ValueError, HarError) as exc:  # JSON that does not parse is a ValueError too
+        print(f"plantstub: {args.file}: {exc}", file=sys.stderr)
+        return 1
+    document = build(exchanges, runtime.contract, settings.record_secrets != "keep")
+    document.left_out[:0] = skipped
+    if not document.rules:
+        print(f"plantstub: {args.file}: no entry could become a rule; nothing written. Left out:"
+              + "".join(f"\n  {line}" for line in document.left_out), file=sys.stderr)
+        return 1
+    try:
+        Path(args.out).write_text(document.text(Path(args.file).name), encoding="utf-8")
+    except OSError as exc:
+        print(f"plantstub: {args.out}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        return 1
+    left = len(document.left_out)
+    print(f"plantstub: wrote {args.out}: {_count(len(document.rules), 'rule')} answering "
+          f"{_count(document.recorded, 'entry').replace('entrys', 'entries')}"
+          + (f"; {left} left out (listed in its leading comment)" if left else ""))
+    return 0
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -239,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     _check_parser(sub)
     _schema_parser(sub)
     _coverage_parser(sub)
+    _import_har_parser(sub)
     return parser
 
 
@@ -329,6 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "check":
             return _check(args)
+        if args.command == "import-har":
+            return _import_har(args)
         if args.command == "serve":
             # Until the server's own handlers replace it (once the spec is loaded), SIGTERM stops start-up
             # at once; as PID 1 in a container, a process without a handler would ignore it.

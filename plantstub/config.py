@@ -65,6 +65,8 @@ class Settings:
     tls_cert: Path | None = None  # --tls-cert and --tls-key: serve HTTPS with this certificate (chain) and key
     tls_key: Path | None = None
     tls: bool = False  # Stub(tls=True), --plantstub-tls: serve HTTPS with a throwaway CA's certificate (trustme)
+    record: Path | None = None  # --record DIR: the proxied exchanges become scenario files there
+    record_secrets: str = "redact"  # --record-secrets keep: write secrets as they came
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -73,7 +75,8 @@ _DEFAULT_WORDS = {
     "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists",
     "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
     "admin_token": "none", "webhook": "none", "proxy": "none", "proxy_ca": "none",
-    "tls_cert": "none", "tls_key": "none", "tls": "off", "watch": "off", "cors": "off", "stateful": "off",
+    "tls_cert": "none", "tls_key": "none", "tls": "off", "record": "none",
+    "watch": "off", "cors": "off", "stateful": "off",
 }
 
 
@@ -163,6 +166,13 @@ def _journal_flush(name: str, value: Any) -> str:
     text = str(value).strip().lower()
     if text not in ("batch", "call"):
         raise ConfigError(f"{name}={value!r}: unknown flush mode (expected batch or call)")
+    return text
+
+
+def _record_secrets(name: str, value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("redact", "keep"):
+        raise ConfigError(f"{name}={value!r}: unknown mode (expected redact or keep)")
     return text
 
 
@@ -280,6 +290,8 @@ _CONVERTERS = {
     "tls_cert": _path,
     "tls_key": _path,
     "tls": _bool,
+    "record": _path,
+    "record_secrets": _record_secrets,
 }
 FIELDS = tuple(_CONVERTERS)
 
@@ -316,6 +328,8 @@ def build_settings(
     if ("tls_cert" in values) != ("tls_key" in values):
         given, missing = ("--tls-cert", "--tls-key") if "tls_cert" in values else ("--tls-key", "--tls-cert")
         raise ConfigError(f"{given} without {missing}: HTTPS needs both the certificate and its private key")
+    if "record" in values and "proxy" not in values:
+        raise ConfigError("--record without --proxy: only what the real service answers is recorded; give --proxy URL")
     if values.get("tls") and "tls_cert" in values:
         raise ConfigError("tls=True makes a throwaway certificate; it cannot be combined with --tls-cert/--tls-key")
     return dataclasses.replace(Settings(), **values)

@@ -3,7 +3,7 @@ contract or HTTP itself. Run as `python tests/upstream_app.py [CERT KEY]`; print
 
 By the request body's `name`: Broken (a Plant with an integer name), Teapot (418), NotJson (invalid JSON said to be
 JSON), Html (text/html), Slow (answers after 5 s), Big (a 10 MB valid Plant), HugeHeader (a 20 kB header), Gzip (a
-compressed answer), Drop (closes the connection unanswered); anything else gets the Plant back, with hop-by-hop
+compressed answer), Drop (closes the connection unanswered), Secret (secret fields), Braces (`{{` in the body); anything else gets the Plant back, with hop-by-hop
 headers that must not reach the client. `GET /__seen` shows the last request it got.
 """
 
@@ -54,6 +54,11 @@ async def plants(request: web.Request) -> web.StreamResponse:
         request.transport.close()
         await asyncio.sleep(1)
         return web.json_response({})
+    if name == "Secret":
+        return web.json_response({"name": name, "access_token": "abc123", "nested": {"apiKey": "k-1"}},
+                                 headers={"Set-Cookie": "sid=s3cr3t"})
+    if name == "Braces":
+        return web.json_response({"name": "{{ not a placeholder }}"})
     if name == "Invalid400":
         return web.json_response({"error": 400, "message": "nope"}, status=400)
     answer = {"name": name} if body.get("tag") is None else {"name": name, "tag": body["tag"]}

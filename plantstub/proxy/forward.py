@@ -24,12 +24,13 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
-from plantstub._json import JSON, NO_BODY
+from plantstub._json import JSON, NO_BODY, BodyError, decode_json, is_json
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.errors import ConfigError
 from plantstub.incoming import IncomingRequest
+from plantstub.proxy.record import Exchange, Recorder
 from plantstub.proxy.verdict import judge
 
 # RFC 9110 7.6.1: meant for one connection, never passed on (and what the connection's own framing sets).
@@ -81,6 +82,8 @@ class Forwarder:
         self.broke = 0  # answers that broke the contract
         self.failed = 0  # no answer: refused, unreachable, timed out, TLS, unreadable, too big
         self._client: ClientSession | None = None
+        self.recorder = (Recorder(settings.record, self.shown, settings.record_secrets != "keep")
+                         if settings.record is not None else None)
 
     def figures(self) -> dict[str, Any]:
         return {"url": self.shown, "forwarded": self.forwarded, "broke_contract": self.broke, "failed": self.failed}
@@ -136,6 +139,8 @@ class Forwarder:
             message = f"upstream: {self._failure(exc, shown)}"
             out = error_reply(502, message)
             verdict: dict[str, Any] = {"url": shown, "status": None, "valid": False, "errors": [message]}
+            if self.recorder is not None:
+                self.recorder.add(Exchange(incoming.method, incoming.path, None, None, None, None, (message,)))
             response = web.Response(status=502, body=None if head else out.payload, headers={"Content-Type": JSON})
             return out, verdict, response
         content_type = headers.get("Content-Type")
@@ -143,6 +148,9 @@ class Forwarder:
         if problems:
             self.broke += 1
         verdict = {"url": shown, "status": status, "valid": not problems, "errors": problems}
+        if self.recorder is not None:
+            self.recorder.add(Exchange(incoming.method, incoming.path, _json_body(incoming), status, content_type, body,
+                                       tuple(f"broke the contract: {problem}" for problem in problems)))
         recorded = {name: value for name, value in headers.items() if name.lower() != "content-type"}
         out = Outgoing(status, body if payload else NO_BODY, payload, content_type if payload else None, recorded)
         bodyless = head or status in (204, 304) or not payload
@@ -192,6 +200,16 @@ class Forwarder:
         if isinstance(exc, (ClientError, OSError)):
             return f"{shown} cannot be reached: {_reason(exc)}"
         return f"forwarding to {shown} failed: {type(exc).__name__}: {_reason(exc)}"
+
+
+def _json_body(incoming: IncomingRequest) -> Any:
+    """The request's body when it is JSON (what a recorded rule matches on), else None."""
+    if not incoming.raw or not is_json(incoming.headers.get("Content-Type")):
+        return None
+    try:
+        return decode_json(incoming.raw)
+    except BodyError:
+        return None
 
 
 def _reason(exc: BaseException | None) -> str:
