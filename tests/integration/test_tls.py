@@ -147,3 +147,24 @@ def test_serve_tls_makes_a_throwaway_certificate_and_names_its_ca(serve, tmp_pat
     assert said.startswith(prefix) and said.endswith(" (removed at stop)")
     ca_file = Path(said.removeprefix(prefix).removesuffix(" (removed at stop)"))
     assert ca_file.name == "ca.pem" and not ca_file.exists()
+
+
+def test_a_stub_stops_at_once_over_a_kept_alive_https_connection():
+    import gc
+    import http.client
+    import time
+
+    stub = Stub(tls=True).start()
+    assert stub.ca_file is not None
+    host, port = stub.url.removeprefix("https://").split(":")
+    connection = http.client.HTTPSConnection(host, int(port), timeout=5,
+                                             context=ssl.create_default_context(cafile=str(stub.ca_file)))
+    try:
+        connection.request("POST", "/plants", body=FERN, headers=JSON_AUTH)
+        assert connection.getresponse().read() == b'{"name":"Fern"}'  # and the connection stays open
+        started = time.monotonic()
+        stub.stop()
+        assert time.monotonic() - started < 3
+    finally:
+        connection.close()
+    gc.collect()  # a socket the stub left open would warn here (ResourceWarning), failing the test
