@@ -90,7 +90,8 @@ def _health_parser(sub: argparse._SubParsersAction) -> None:
         "health", help="exit 0 if a running stub answers its health route (for HEALTHCHECK)",
         description="Ask a running stub for GET /__plantstub/health; exit 0 if it answers ok, else 1.",
     )
-    p.add_argument("--url", help=f"base URL of the stub (default: {_health_url()})")
+    p.add_argument("--url", help=f"base URL of the stub; https:// when {env_name('tls_cert')} or {env_name('tls')} is "
+                                 f"set, its certificate not verified on 127.0.0.1 (default: {_health_url()})")
     p.add_argument("--timeout", metavar="SECONDS", type=float, default=HEALTH_TIMEOUT, help=f"seconds to wait (default: {HEALTH_TIMEOUT:g})")
 
 
@@ -111,9 +112,19 @@ def _health(args: argparse.Namespace) -> int:
     import urllib.error
     import urllib.request
 
-    url = args.url or f"http://127.0.0.1:{os.environ.get(env_name('port')) or Settings().port}"
+    context = None
+    url = args.url
+    if url is None:
+        tls = os.environ.get(env_name("tls_cert")) or os.environ.get(env_name("tls"), "") not in ("", "0", "false", "no",
+                                                                                               "off")
+        url = f"{'https' if tls else 'http'}://127.0.0.1:{os.environ.get(env_name('port')) or Settings().port}"
+        if tls:  # the stub's own certificate names the service, not 127.0.0.1: this probe of our own process trusts it
+            import ssl
+
+            context = ssl._create_unverified_context()
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout) as response:
+        with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout,
+                                    context=context) as response:
             answer = json.load(response)
     except urllib.error.HTTPError as exc:  # 503 degraded carries its problems
         try:

@@ -168,3 +168,17 @@ def test_a_stub_stops_at_once_over_a_kept_alive_https_connection():
     finally:
         connection.close()
     gc.collect()  # a socket the stub left open would warn here (ResourceWarning), failing the test
+
+
+def test_plantstub_health_asks_over_https_when_the_stub_serves_it(serve, certificates, tmp_path):
+    import os
+
+    env = {"PLANTSTUB_TLS_CERT": str(certificates["cert"]), "PLANTSTUB_TLS_KEY": str(certificates["key"])}
+    stub = serve("--port", "0", cwd=tmp_path, env=env)
+    port = stub.url.rsplit(":", 1)[1]
+    health = [sys.executable, "-m", "plantstub", "health"]
+    asked = subprocess.run(health, capture_output=True, text=True, timeout=30,
+                           env={**os.environ, **env, "PLANTSTUB_PORT": port})
+    assert (asked.returncode, asked.stderr) == (0, "")
+    plain = subprocess.run(health, capture_output=True, text=True, timeout=30, env={**os.environ, "PLANTSTUB_PORT": port})
+    assert plain.returncode == 1 and plain.stderr.startswith(f"plantstub: http://127.0.0.1:{port} is not healthy: ")
