@@ -126,14 +126,23 @@ class Forwarder:
         shown = f"{self.shown}{incoming.raw_path or incoming.path}{query}"
         self.forwarded += 1
         head = incoming.method == "HEAD"
+        exchange = self._exchange(incoming.method, URL(target, encoded=True), sent_on(request.headers), incoming.raw)
         try:
-            async with self._session().request(
-                incoming.method, URL(target, encoded=True), headers=sent_on(request.headers),
-                data=incoming.raw or None, allow_redirects=False,
-            ) as answer:
-                payload = await self._read(answer)
-                status, headers = answer.status, brought_back(answer.headers)
-                reason = answer.reason
+            lost = getattr(request.protocol, "lost", None)  # server/connection.py's; aiohttp's own handler has none
+            if lost is None:
+                status, reason, headers, payload = await exchange
+            else:  # a client that leaves stops the wait: the service's connection is not held for nobody
+                sending = asyncio.ensure_future(exchange)
+                closed = lost()
+                await asyncio.wait((sending, closed), return_when=asyncio.FIRST_COMPLETED)
+                if not sending.done():
+                    sending.cancel()
+                    message = (f"request: the client closed the connection before {shown} answered; the forwarded "
+                               "request was cancelled and no answer went out")
+                    gone = error_reply(499, message)
+                    return gone, {"url": shown, "status": None, "valid": False, "errors": [message]}, web.Response(
+                        status=499, body=gone.payload, headers={"Content-Type": JSON})
+                status, reason, headers, payload = sending.result()
         except Exception as exc:  # noqa: BLE001 - every way the upstream can fail is a 502, never our 500
             self.failed += 1
             message = f"upstream: {self._failure(exc, shown)}"
@@ -156,6 +165,14 @@ class Forwarder:
         bodyless = head or status in (204, 304) or not payload
         return out, verdict, web.Response(status=status, reason=reason, body=None if bodyless else payload,
                                           headers=headers)
+
+    async def _exchange(self, method: str, url: URL, headers: CIMultiDict[str],
+                        raw: bytes) -> tuple[int, str | None, CIMultiDict[str], bytes]:
+        """One request to the service: its answer's status, reason, headers (hop-by-hop ones left out) and body."""
+        async with self._session().request(method, url, headers=headers, data=raw or None,
+                                           allow_redirects=False) as answer:
+            payload = await self._read(answer)
+            return answer.status, answer.reason, brought_back(answer.headers), payload
 
     async def _read(self, answer: Any) -> bytes:
         """The upstream's body, decoded, refused past --max-body (before it is read when its length says so)."""

@@ -177,3 +177,48 @@ def test_a_bad_proxy_url_stops_the_start(value, message, tmp_path):
     done = subprocess.run([sys.executable, "-m", "plantstub", "serve", "--port", "0", "--proxy", value],
                           capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert (done.returncode, done.stderr.strip()) == (1, message)
+
+
+def test_a_session_forwards_its_inner_path_without_the_stubs_own_headers(stub, upstream):
+    with stub.session() as view:
+        prefixed = view.url.removeprefix(stub.url) + "plants"  # /__session/ID/plants
+        assert post(stub.url, {"id": 1, "name": "Fern"}, path=prefixed)[:2] == (200, b'{"name": "Fern"}')
+        assert seen(upstream)["path"] == "/base/plants"
+        assert post(stub.url, {"id": 2, "name": "Ivy"}, {"X-Plantstub-Session": view.session_id or ""})[0] == 200
+        assert "X-Plantstub-Session" not in seen(upstream)["headers"]
+        assert [(c.path, c.proxied) for c in view.calls] == [("/plants", True), ("/plants", True)]
+
+
+def test_a_client_that_leaves_while_the_service_thinks_is_recorded_and_the_stub_keeps_serving(upstream, tmp_path):
+    import socket
+
+    with Stub(proxy=upstream.url, proxy_timeout=10) as stub:
+        host, port = stub.url.removeprefix("http://").split(":")
+        body = json.dumps({"id": 1, "name": "Slow"}).encode()
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            deadline = time.monotonic() + 5
+            while not stub.calls and time.monotonic() < deadline:  # arrived: the client gives up now
+                time.sleep(0.02)
+                if call(stub.url, "GET", "/__plantstub/health")[1]["proxy"]["forwarded"]:  # type: ignore[index]
+                    break
+        assert post(stub.url, {"id": 2, "name": "Fern"})[0] == 200  # serving on, not waiting for the slow one
+        deadline = time.monotonic() + 5
+        while len(stub.calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        by_name = {c.body["name"]: c for c in stub.calls}
+        assert by_name["Fern"].status == 200
+        assert by_name["Slow"].status == 499 and by_name["Slow"].proxied
+        assert by_name["Slow"].upstream["errors"] == [  # type: ignore[index]
+            f"request: the client closed the connection before {upstream.url}/plants answered; the forwarded request "
+            "was cancelled and no answer went out"]
+
+
+def test_a_scenario_that_lets_broken_requests_through_forwards_them(upstream, tmp_path):
+    (tmp_path / "lenient.yaml").write_text("description: lets anything through\nvalidate_requests: false\nrules: []\n")
+    with Stub(proxy=upstream.url, scenarios=tmp_path, scenario="lenient") as stub:
+        assert post(stub.url, {"id": "x", "name": "Fern"})[:2] == (200, b'{"name": "Fern"}')
+        [recorded] = stub.calls
+        assert (recorded.valid, recorded.errors, recorded.proxied) == (
+            False, ("body.id: 'x' is not of type 'integer'",), True)
