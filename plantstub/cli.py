@@ -222,8 +222,8 @@ def _import_har(args: argparse.Namespace) -> int:
         print(f"plantstub: {args.out}: cannot write ({exc.strerror or exc})", file=sys.stderr)
         return 1
     left = len(document.left_out)
-    print(f"plantstub: wrote {args.out}: {_count(len(document.rules), 'rule')} answering "
-          f"{_count(document.recorded, 'entry').replace('entrys', 'entries')}"
+    entries = f"{document.recorded} entr{'y' if document.recorded == 1 else 'ies'}"
+    print(f"plantstub: wrote {args.out}: {_count(len(document.rules), 'rule')} answering {entries}"
           + (f"; {left} left out (listed in its leading comment)" if left else ""))
     return 0
 

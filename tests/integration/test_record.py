@@ -217,6 +217,8 @@ def test_a_har_from_a_browser_imports_what_the_spec_serves_and_lists_the_rest(tm
     (tmp_path / "session.har").write_text(json.dumps(BROWSER_HAR))
     out = tmp_path / "browser.yaml"
     assert main(["import-har", str(tmp_path / "session.har"), "--out", str(out), "--base", "/v1"]) == 0
+    assert capsys.readouterr().out == (f"plantstub: wrote {out}: 1 rule answering 1 entry; 3 left out (listed in its "
+                                       "leading comment)\n")
     text = out.read_text()
     assert text.splitlines()[:5] == [
         "# Recorded by plantstub from session.har: 1 exchange in 1 rule.",
