@@ -222,3 +222,13 @@ def test_a_scenario_that_lets_broken_requests_through_forwards_them(upstream, tm
         [recorded] = stub.calls
         assert (recorded.valid, recorded.errors, recorded.proxied) == (
             False, ("body.id: 'x' is not of type 'integer'",), True)
+
+
+async def test_create_app_in_your_own_server_forwards_too(aiohttp_client, upstream):
+    from plantstub import create_app
+
+    client = await aiohttp_client(create_app(proxy=upstream.url))
+    answer = await client.post("/plants", json={"id": 1, "name": "Broken"}, headers={"Authorization": "Bearer t"})
+    assert (answer.status, await answer.json()) == (200, {"name": 42})
+    health = await (await client.get("/__plantstub/health")).json()
+    assert (health["proxy"]["forwarded"], health["proxy"]["broke_contract"]) == (1, 1)
