@@ -25,6 +25,7 @@ from plantstub.errors import PlantstubError
 from plantstub.server.runner import start
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
+from plantstub.server.tls import Throwaway, server_context
 from plantstub.webhooks.outbox import GRACE
 
 # Never the token itself: this line goes to logs.
@@ -52,6 +53,14 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--log-format", "FORMAT", "one line per request: none, text or json"),
         ("--session-idle", "SECONDS", "a session unused that long ends"),
         ("--max-sessions", "N", "sessions served at once, at most"),
+        ("--proxy", "URL", "forward what no rule, scenario or store answers to the real service at URL, checking its answers"),
+        ("--proxy-timeout", "SECONDS", "how long the real service (--proxy) may take to answer"),
+        ("--proxy-ca", "FILE", "a CA certificate (PEM) trusted besides the system's when forwarding to https://"),
+        ("--record", "DIR", "with --proxy: write the real service's exchanges to a scenario file in DIR at stop (and on "
+                            "POST /__plantstub/record/save)"),
+        ("--record-secrets", "MODE", "redact: secrets in recorded files become REDACTED; keep: written as they came"),
+        ("--tls-cert", "FILE", "serve HTTPS with this certificate (PEM, chain included); needs --tls-key"),
+        ("--tls-key", "FILE", "the private key (PEM) of --tls-cert"),
         ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
         ("--seed", "N", "seed of dynamic answers (--dynamic, 'Prefer: dynamic=true'): the same seed and calls give the same answers"),
     ]
@@ -70,6 +79,9 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dynamic", action="store_const", const=True, default=None,
                    help=_help("default answers made anew for each call, with random values that keep the schema",
                               "dynamic"))
+    p.add_argument("--tls", action="store_const", const=True, default=None,
+                   help=_help("serve HTTPS with a throwaway CA's certificate (needs trustme); stderr names the CA file "
+                              "clients trust", "tls"))
 
 
 def _help(text: str, field: str, env_note: str = "") -> str:
@@ -82,7 +94,8 @@ def _health_parser(sub: argparse._SubParsersAction) -> None:
         "health", help="exit 0 if a running stub answers its health route (for HEALTHCHECK)",
         description="Ask a running stub for GET /__plantstub/health; exit 0 if it answers ok, else 1.",
     )
-    p.add_argument("--url", help=f"base URL of the stub (default: {_health_url()})")
+    p.add_argument("--url", help=f"base URL of the stub; https:// when {env_name('tls_cert')} or {env_name('tls')} is "
+                                 f"set, its certificate not verified on 127.0.0.1 (default: {_health_url()})")
     p.add_argument("--timeout", metavar="SECONDS", type=float, default=HEALTH_TIMEOUT, help=f"seconds to wait (default: {HEALTH_TIMEOUT:g})")
 
 
@@ -103,9 +116,19 @@ def _health(args: argparse.Namespace) -> int:
     import urllib.error
     import urllib.request
 
-    url = args.url or f"http://127.0.0.1:{os.environ.get(env_name('port')) or Settings().port}"
+    context = None
+    url = args.url
+    if url is None:
+        tls = os.environ.get(env_name("tls_cert")) or os.environ.get(env_name("tls"), "") not in ("", "0", "false", "no",
+                                                                                               "off")
+        url = f"{'https' if tls else 'http'}://127.0.0.1:{os.environ.get(env_name('port')) or Settings().port}"
+        if tls:  # the stub's own certificate names the service, not 127.0.0.1: this probe of our own process trusts it
+            import ssl
+
+            context = ssl._create_unverified_context()
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout) as response:
+        with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout,
+                                    context=context) as response:
             answer = json.load(response)
     except urllib.error.HTTPError as exc:  # 503 degraded carries its problems
         try:
@@ -152,6 +175,60 @@ def _check(args: argparse.Namespace) -> int:
         print(f"plantstub: {_count(len(errors), 'error')} in {_count(files, 'file')}", file=sys.stderr)
         return 1
     print(f"plantstub: {_count(scenarios, 'scenario')} OK")
+    return 0
+
+
+def _import_har_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "import-har", help="write a scenario from a HAR file, by the rules of --record",
+        description="Write a scenario from a HAR file (saved from a browser's devtools, or GET "
+                    "/__plantstub/calls?format=har): a rule per request, repeats as replies, secrets redacted; "
+                    "entries for other hosts, other paths, non-JSON bodies or answers that break the contract are "
+                    "left out and listed in the file's leading comment.",
+    )
+    p.add_argument("file", metavar="FILE", help="the HAR file")
+    p.add_argument("--out", metavar="FILE.yaml", required=True, help="the scenario file to write")
+    p.add_argument("--spec", metavar="FILE", help=_help("OpenAPI 3.0/3.1 document", "spec"))
+    p.add_argument("--spec-root", metavar="DIR", help=_help("folder whose files the spec's $refs may read", "spec_root"))
+    p.add_argument("--base", metavar="PATH", default="",
+                   help="a path prefix the service is served under (/v1), taken off each URL (default: none)")
+    p.add_argument("--record-secrets", metavar="MODE",
+                   help=_help("redact: secrets become REDACTED; keep: written as they came", "record_secrets"))
+
+
+def _import_har(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from plantstub.proxy.har import HarError, read_har
+    from plantstub.proxy.record import build
+
+    settings = build_settings({"spec": args.spec, "spec_root": args.spec_root, "record_secrets": args.record_secrets})
+    runtime = load(settings)
+    try:
+        data = json.loads(Path(args.file).read_bytes())
+        exchanges, skipped = read_har(data, runtime.router, runtime.served, args.base)
+    except OSError as exc:
+        print(f"plantstub: {args.file}: cannot read ({exc.strerror or exc})", file=sys.stderr)
+        return 1
+    except (ValueError, HarError) as exc:  # JSON that does not parse is a ValueError too
+        print(f"plantstub: {args.file}: {exc}", file=sys.stderr)
+        return 1
+    document = build(exchanges, runtime.contract, settings.record_secrets != "keep")
+    document.left_out[:0] = skipped
+    if not document.rules:
+        print(f"plantstub: {args.file}: no entry could become a rule; nothing written. Left out:"
+              + "".join(f"\n  {line}" for line in document.left_out), file=sys.stderr)
+        return 1
+    try:
+        Path(args.out).write_text(document.text(Path(args.file).name), encoding="utf-8")
+    except OSError as exc:
+        print(f"plantstub: {args.out}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        return 1
+    left = len(document.left_out)
+    entries = f"{document.recorded} entr{'y' if document.recorded == 1 else 'ies'}"
+    print(f"plantstub: wrote {args.out}: {_count(len(document.rules), 'rule')} answering {entries}"
+          + (f"; {left} left out (listed in its leading comment)" if left else ""))
     return 0
 
 
@@ -234,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     _check_parser(sub)
     _schema_parser(sub)
     _coverage_parser(sub)
+    _import_har_parser(sub)
     return parser
 
 
@@ -253,6 +331,19 @@ def _stop_starting(signum: int, frame: object) -> None:
 
 
 async def _serve(settings: Settings) -> int:
+    if not settings.tls:
+        return await _serve_with(settings)
+    throwaway = Throwaway(settings.host)
+    try:
+        print(f"plantstub: HTTPS with a throwaway certificate; clients trust its CA, {throwaway.ca_file} (removed at "
+              "stop)", file=sys.stderr, flush=True)
+        return await _serve_with(dataclasses.replace(settings, tls_cert=throwaway.cert_file,
+                                                     tls_key=throwaway.key_file))
+    finally:
+        throwaway.close()
+
+
+async def _serve_with(settings: Settings) -> int:
     try:  # a big spec takes seconds to load: the line says the silence is not a hang
         size = settings.spec.stat().st_size if settings.spec is not None else 0
     except OSError:
@@ -261,6 +352,7 @@ async def _serve(settings: Settings) -> int:
         print(f"plantstub: loading {settings.spec} ({size / 2**20:.1f} MiB)", file=sys.stderr, flush=True)
     # The collector stays off until what is loaded is frozen: a collection of a big spec's objects in between
     # (the scenario checks, the built-ins) took seconds, and what it walked all lives on.
+    context = server_context(settings)  # a certificate that does not load stops the start, before the spec loads
     with collector_paused():
         sessions = Sessions(load(settings))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
@@ -269,7 +361,7 @@ async def _serve(settings: Settings) -> int:
         print(f"plantstub: dynamic answers, seed {seed} (--seed {seed} gives the same answers to the same calls)",
               file=sys.stderr, flush=True)
     try:
-        running = await start(sessions, settings.host, settings.port)
+        running = await start(sessions, settings.host, settings.port, context)
     except OSError as exc:
         sessions.default.close()
         print(f"plantstub: cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}", file=sys.stderr)
@@ -314,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "check":
             return _check(args)
+        if args.command == "import-har":
+            return _import_har(args)
         if args.command == "serve":
             # Until the server's own handlers replace it (once the spec is loaded), SIGTERM stops start-up
             # at once; as PID 1 in a container, a process without a handler would ignore it.

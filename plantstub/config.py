@@ -19,6 +19,7 @@ DEFAULT_MAX_BYTES = 1024 * 1024 * 1024  # what clients send, held, all sessions 
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_MAX_SESSIONS = 100
+DEFAULT_PROXY_TIMEOUT = 30.0
 DEFAULT_SCENARIOS = Path("scenarios")  # the folder `plantstub serve` reads when none is named and it exists
 HEALTH_TIMEOUT = 2.0  # `plantstub health --timeout`
 SEEDS = 1_000_000  # a seed of dynamic answers chosen at start is below this: six digits to copy from a CI log
@@ -66,6 +67,14 @@ class Settings:
     spec_cache: Path | bool = True  # folder of the cache of big specs loaded; True: the default one, False: off
     dynamic: bool = False  # default answers made anew for each call, random values that keep the schema
     seed: int | None = None  # of dynamic answers; None: a random one, chosen at start (and printed by the CLI)
+    proxy: str | None = None  # --proxy: the real service what nothing else answers is forwarded to
+    proxy_timeout: float = DEFAULT_PROXY_TIMEOUT  # seconds the real service has to answer a forwarded request
+    proxy_ca: Path | None = None  # a CA trusted besides the system's when forwarding to https://
+    tls_cert: Path | None = None  # --tls-cert and --tls-key: serve HTTPS with this certificate (chain) and key
+    tls_key: Path | None = None
+    tls: bool = False  # Stub(tls=True), --plantstub-tls: serve HTTPS with a throwaway CA's certificate (trustme)
+    record: Path | None = None  # --record DIR: the proxied exchanges become scenario files there
+    record_secrets: str = "redact"  # --record-secrets keep: write secrets as they came
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -74,7 +83,8 @@ _DEFAULT_WORDS = {
     "scenarios": f"{DEFAULT_SCENARIOS}/ when it exists",
     "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
     "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off", "dynamic": "off",
-    "seed": "a random one, which --dynamic prints at start",
+    "seed": "a random one, which --dynamic prints at start", "proxy": "none", "proxy_ca": "none",
+    "tls_cert": "none", "tls_key": "none", "tls": "off", "record": "none",
 }
 
 
@@ -167,6 +177,13 @@ def _journal_flush(name: str, value: Any) -> str:
     return text
 
 
+def _record_secrets(name: str, value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("redact", "keep"):
+        raise ConfigError(f"{name}={value!r}: unknown mode (expected redact or keep)")
+    return text
+
+
 def _token(name: str, value: Any) -> str | None:
     text = str(value)
     if text == "":
@@ -204,6 +221,26 @@ def shown_url(url: str) -> str:
     if not at or ":" not in userinfo:
         return url
     return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{rest[end:]}"
+
+
+def proxy_url(value: Any) -> str:
+    """`value` if the stub may forward to it (--proxy): an http:// or https:// URL with a host and no query or
+    fragment, without its trailing slash (request paths are appended to it); else ValueError saying why."""
+    url = webhook_url(value)
+    if "?" in url or "#" in url:
+        raise ValueError(f"{shown_url(url)[:100]!r} has a query or fragment; give the base URL the request paths are "
+                         "appended to")
+    return url.rstrip("/")
+
+
+def _proxy(name: str, value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    try:
+        return proxy_url(value)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc} (expected the real service's base URL, e.g. https://staging.example.com)"
+                          ) from None
 
 
 def subscription(text: str) -> tuple[str, str]:
@@ -257,6 +294,14 @@ _CONVERTERS = {
     "spec_cache": _spec_cache,
     "dynamic": _bool,
     "seed": _int_in(0, 2**32 - 1, "a seed"),
+    "proxy": _proxy,
+    "proxy_timeout": _seconds,
+    "proxy_ca": _path,
+    "tls_cert": _path,
+    "tls_key": _path,
+    "tls": _bool,
+    "record": _path,
+    "record_secrets": _record_secrets,
 }
 FIELDS = tuple(_CONVERTERS)
 
@@ -290,4 +335,11 @@ def build_settings(
             values[field] = convert(env_name(field), env[env_name(field)])
         elif fallback.get(field) is not None:
             values[field] = convert(field, fallback[field])
+    if ("tls_cert" in values) != ("tls_key" in values):
+        given, missing = ("--tls-cert", "--tls-key") if "tls_cert" in values else ("--tls-key", "--tls-cert")
+        raise ConfigError(f"{given} without {missing}: HTTPS needs both the certificate and its private key")
+    if "record" in values and "proxy" not in values:
+        raise ConfigError("--record without --proxy: only what the real service answers is recorded; give --proxy URL")
+    if values.get("tls") and "tls_cert" in values:
+        raise ConfigError("tls=True makes a throwaway certificate; it cannot be combined with --tls-cert/--tls-key")
     return dataclasses.replace(Settings(), **values)

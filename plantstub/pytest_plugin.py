@@ -19,6 +19,7 @@ from plantstub.plugin.options import (
     session_wait,
     settings_of,
     sidecar_url,
+    with_proxy,
 )
 from plantstub.plugin.pool import StubPool
 from plantstub.plugin.sidecar import check_stateful, end_session, open_session, sidecar_terms
@@ -43,8 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "plantstub(scenario=None, strict=True): scenario active for this test; strict=False lets the "
-        "test send requests that break the contract",
+        "plantstub(scenario=None, strict=True, proxy=None): scenario active for this test; strict=False lets the "
+        "test send requests that break the contract; proxy=URL forwards what nothing else answers to the real service",
     )
     config.stash[COVERAGE_KEY] = {}
     config.stash[_WAIT_KEY] = session_wait(config)  # a bad value stops the run here, naming it
@@ -143,6 +144,11 @@ def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest
     pooled: Stub | None = None  # the in-process stub, when no sidecar is used
     view: RemoteStub | None = None  # the test's session on the sidecar, when one is used
     sidecar = _sidecar_of(request.config, plantstub_settings, plantstub_pool)
+    if options.proxy is not None:
+        if sidecar is not None:
+            pytest.fail(f"@pytest.mark.plantstub(proxy=...): the sidecar at {sidecar_url(request.config)} forwards "
+                        "where its own --proxy says; start it with --proxy, or drop --plantstub-url", pytrace=False)
+        plantstub_settings = with_proxy(plantstub_settings, options.proxy)
     if sidecar is not None:
         remote, scenario = sidecar
         stub = view = open_session(remote, request.config.stash[_WAIT_KEY])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from plantstub.server.session import NotStateful, Session
 from plantstub.server.sessions import SESSION_HEADER, SESSION_PREFIX, new_id
 from plantstub.server.surface import SessionControl, StubControl
 from plantstub.server.table import Sessions
+from plantstub.server.tls import Throwaway, server_context
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 _R = TypeVar("_R")
@@ -46,8 +48,19 @@ class _Background:
     """A stub's server in a thread of its own, running its event loop; shared by the stub and its session views."""
 
     def __init__(self, settings: Settings) -> None:
+        # tls=True: a throwaway CA and certificate, removed at stop (`ca_file` is what clients trust)
+        self.tls = Throwaway(settings.host) if settings.tls else None
+        if self.tls is not None:
+            settings = dataclasses.replace(settings, tls_cert=self.tls.cert_file, tls_key=self.tls.key_file)
+        self.ca_file = None if self.tls is None else self.tls.ca_file
         self.settings = settings
-        self.sessions = Sessions(load(settings))  # spec and scenario errors raise here, in the caller's thread
+        try:
+            self.context = server_context(settings)
+            self.sessions = Sessions(load(settings))  # spec and scenario errors raise here, in the caller's thread
+        except BaseException:
+            if self.tls is not None:
+                self.tls.close()
+            raise
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -60,7 +73,8 @@ class _Background:
         def run() -> None:
             loop = self._loop = asyncio.new_event_loop()
             try:
-                running = loop.run_until_complete(start(self.sessions, self.settings.host, self.settings.port))
+                running = loop.run_until_complete(start(self.sessions, self.settings.host, self.settings.port,
+                                                        self.context))
             except BaseException as exc:  # noqa: BLE001 - reported to the caller below, in its thread
                 failure.append(exc)
                 ready.set()
@@ -74,6 +88,8 @@ class _Background:
         if failure:
             self._thread = None
             self.sessions.default.close()
+            if self.tls is not None:
+                self.tls.close()
             exc = failure[0]
             if isinstance(exc, OSError):
                 raise PlantstubError(f"cannot listen on {self.settings.host}:{self.settings.port}: {exc}") from exc
@@ -117,6 +133,8 @@ class _Background:
         if self._thread is not None:
             self._thread.join(10)
         self._thread = None
+        if self.tls is not None:
+            self.tls.close()
 
 
 class Stub(CallChecks, DeclaresRules, DeliveryChecks):
@@ -134,6 +152,9 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         log_format; webhook: a list of "URL" or "NAME=URL" subscriptions); ``stateful=True`` makes the stub
         remember what it is told (``stub.state``); ``dynamic=True`` varies its default answers, from ``seed``
         (``stub.seed``).
+        remember what it is told (``stub.state``); ``proxy="https://..."`` forwards what nothing else answers to the
+        real service, checking its answers (docs/real-service.md); ``tls=True`` serves HTTPS with a throwaway
+        certificate whose CA is ``stub.ca_file`` (needs ``trustme``: ``pip install 'plantstub[tls]'``).
     """
 
     __test__ = False
@@ -152,6 +173,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
             settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
         self.settings = settings
         self.url = ""
+        self.ca_file: Path | None = None  # tls=True: the throwaway CA's certificate (PEM), for clients to trust
         self.session_id: str | None = None  # a session view's id (`session()`); None: the stub's default session
         self._server: _Background | None = None
         self._session: Session | None = None  # kept once stopped: its calls can still be read
@@ -187,6 +209,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         server = _Background(self.settings)
         server.start()
         self._server, self._session, self.url = server, server.sessions.default, server.url
+        self.ca_file = server.ca_file
         return self
 
     def stop(self) -> None:
@@ -323,7 +346,8 @@ class _SessionView(Stub):
         self._sid = self.session_id = new_id()
         self._server = server
         self._session = server.open(self._sid)
-        self.url = f"{root}{SESSION_PREFIX}{self._sid}/"  # a base URL: aiohttp's base_url needs the '/'
+        self.url = f"{root}{SESSION_PREFIX}{self._sid}/"
+        self.ca_file = server.ca_file  # a base URL: aiohttp's base_url needs the '/'
 
 
     def start(self) -> Stub:

@@ -253,3 +253,36 @@ def jsonschema_rs_compiles(pattern: str) -> bool:
     except Exception:
         return False
     return True
+
+
+class Upstream:
+    """A real service for --proxy (tests/upstream_app.py) in a subprocess on 127.0.0.1: `url` from its listening
+    line; `cert` and `key` make it serve HTTPS. Stopped by its PID."""
+
+    def __init__(self, cert: Path | None = None, key: Path | None = None) -> None:
+        tls = [str(cert), str(key)] if cert is not None and key is not None else []
+        self.proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "upstream_app.py"), *tls],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line.startswith("upstream listening on "):
+            self.close()
+            raise AssertionError(f"the upstream did not start: {line!r}")
+        self.url = line.strip().removeprefix("upstream listening on ")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+    def __enter__(self) -> Upstream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -8,17 +8,21 @@ from typing import Any
 
 import pytest
 
+from plantstub.config import proxy_url
+
 
 @dataclass(frozen=True)
 class MarkerOptions:
-    """What `@pytest.mark.plantstub(...)` may say: `scenario` (also as the one positional argument) and `strict`."""
+    """What `@pytest.mark.plantstub(...)` may say: `scenario` (also as the one positional argument), `strict`, and
+    `proxy` (the real service's URL)."""
 
     scenario: str | None = None
     strict: bool = True
+    proxy: str | None = None
 
 
 OPTIONS_KEY = pytest.StashKey[MarkerOptions]()
-MARKER_ARGUMENTS = ("scenario", "strict")
+MARKER_ARGUMENTS = ("scenario", "strict", "proxy")
 
 
 def _marker_kwargs(marker: pytest.Mark) -> dict[str, Any]:
@@ -37,8 +41,14 @@ def _marker_kwargs(marker: pytest.Mark) -> dict[str, Any]:
         problems.append(f"scenario must be a name (a string), got {kwargs['scenario']!r}")
     if "strict" in kwargs and not isinstance(kwargs["strict"], bool):
         problems.append(f"strict must be True or False, got {kwargs['strict']!r}")
+    if "proxy" in kwargs and kwargs["proxy"] is not None:
+        try:
+            kwargs["proxy"] = proxy_url(kwargs["proxy"])
+        except ValueError as exc:
+            problems.append(f"proxy: {exc}")
     if problems:
-        pytest.fail(f"@pytest.mark.plantstub: {'; '.join(problems)}. It takes scenario=NAME and strict=True|False.",
+        pytest.fail(f"@pytest.mark.plantstub: {'; '.join(problems)}. It takes scenario=NAME, strict=True|False and "
+                    "proxy=URL.",
                     pytrace=False)
     return kwargs
 

@@ -4,6 +4,7 @@ how long to wait for a session on it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -58,6 +59,12 @@ def add_options(parser: pytest.Parser) -> None:
                     help="default answers made anew for each call, with random values that keep the schema")
     group.addoption("--plantstub-seed", metavar="N",
                     help="seed of dynamic answers (default: a random one, shown in the header)")
+    group.addoption("--plantstub-proxy", metavar="URL",
+                    help="forward what no rule, scenario or store answers to the real service at URL, checking its "
+                         "answers against the contract [env PLANTSTUB_PROXY]")
+    group.addoption("--plantstub-tls", action="store_const", const=True, default=None,
+                    help="the stub serves HTTPS with a throwaway certificate; its CA is plantstub.ca_file (needs "
+                         "trustme) [env PLANTSTUB_TLS]")
     group.addoption("--plantstub-coverage", action="store_true", default=False,
                     help="show contract coverage (calls per operation and response) in the summary")
     group.addoption("--plantstub-coverage-fail-under", metavar="PCT", type=_percent, default=None,
@@ -147,6 +154,8 @@ def settings_of(config: pytest.Config) -> Settings:
         "stateful": config.getoption("plantstub_stateful"),
         "dynamic": config.getoption("plantstub_dynamic"),
         "seed": config.getoption("plantstub_seed"),
+        "proxy": config.getoption("plantstub_proxy"),
+        "tls": config.getoption("plantstub_tls"),
         "port": 0,
     }
     fallback = {
@@ -162,3 +171,10 @@ def settings_of(config: pytest.Config) -> Settings:
     settings = build_settings(explicit, fallback=fallback)
     config.stash[DEFAULT_SETTINGS] = settings
     return settings
+
+
+def with_proxy(settings: Settings | dict[str, Any], url: str) -> Settings | dict[str, Any]:
+    """The test's settings forwarding to `url` (the marker's `proxy=`): a stub of its own in the pool."""
+    if isinstance(settings, dict):
+        return {**settings, "proxy": url}
+    return dataclasses.replace(settings, proxy=url)

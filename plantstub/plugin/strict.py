@@ -17,9 +17,16 @@ def _listed(calls: list[Call], reasons: Any) -> str:
     return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.outcome}: {'; '.join(reasons(c))}" for c in calls)
 
 
+def _service(call: Call) -> str:
+    """The real service a proxied call went to: its URL without the call's path."""
+    url = str(call.upstream["url"]) if call.upstream else ""
+    return url[: len(url) - len(call.path)] if url.endswith(call.path) else url
+
+
 def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery] = ()) -> list[str]:
     """Strict mode's complaints about one test: the consumer's broken requests, the stub's own faults, then the
-    consumer's webhook receivers that answered a status the webhook does not declare."""
+    real service's answers (--proxy) that broke it, then the consumer's webhook receivers that answered a status the
+    webhook does not declare."""
     found = []
     bad = [c for c in calls if not c.valid]
     if bad:
@@ -36,6 +43,17 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
             f"plantstub: the stub, not {name}, broke the contract on {n} call{'s' if n > 1 else ''}: "
             f"{_listed(faulty, lambda c: c.stub_errors)}. A scenario rule named here must be fixed (or say "
             "`off_contract: true`); an internal error is a plantstub bug."
+        )
+    broken = [c for c in calls if c.upstream is not None and c.upstream["status"] is not None
+              and not c.upstream["valid"]]
+    if broken:
+        n = len(broken)
+        services = ", ".join(dict.fromkeys(_service(c) for c in broken))
+        found.append(
+            f"plantstub: in {name}, the real service ({services}) broke the contract on {n} "
+            f"proxied call{'s' if n > 1 else ''}: {_listed(broken, lambda c: c.upstream['errors'])}. The service, "
+            "not the test, answered so; fix it or its spec, or mark the test @pytest.mark.plantstub(strict=False) "
+            "if that was the point."
         )
     refused = [d for d in deliveries if d.status is not None and not d.valid]
     if refused:

@@ -56,6 +56,8 @@ class Call(NamedTuple):
     # rendered, or a plantstub bug. `valid` and `errors` are about the request alone.
     stub_errors: tuple[str, ...] = ()
     pending: bool = False  # arrived, its reply not sent yet (a delay)
+    proxied: bool = False  # --proxy: the real service answered
+    upstream: dict[str, Any] | None = None  # then its verdict: `url`, `status`, `valid`, `errors`
 
     @property
     def status(self) -> int | None:
@@ -82,7 +84,7 @@ class Call(NamedTuple):
         return cls(data["seq"], started, data["method"], data["path"], data["query"],
                    CIMultiDictProxy(CIMultiDict(data["headers"])), data["body"], data["valid"], tuple(data["errors"]),
                    data["scenario"], data["rule"], data["response"], tuple(data.get("stub_errors", ())),
-                   bool(data.get("pending", False)))
+                   bool(data.get("pending", False)), bool(data.get("proxied", False)), data.get("upstream"))
 
     def to_dict(self) -> dict[str, Any]:
         """The call as the admin API and the journal file show it."""
@@ -101,6 +103,8 @@ class Call(NamedTuple):
             "response": self.response,
             "stub_errors": list(self.stub_errors),
             "pending": self.pending,
+            "proxied": self.proxied,
+            "upstream": self.upstream,
         }
 
 
@@ -132,6 +136,8 @@ class Record(NamedTuple):
     fault: str | None
     stub_errors: tuple[str, ...]
     size: int  # the bytes of memory the record holds, as Record.of() counted them
+    proxied: bool = False  # --proxy: the real service answered (or failed to)
+    upstream: dict[str, Any] | None = None  # then its verdict: url, status, valid, errors
 
     @classmethod
     def of(
@@ -139,6 +145,7 @@ class Record(NamedTuple):
         header_pairs: Sequence[tuple[bytes, bytes]], raw: bytes, parsed: Any, valid: bool, errors: tuple[str, ...],
         scenario: str | None, rule: str | None, status: int | None, response_headers: dict[str, str],
         payload: bytes, payload_json: bool, fault: str | None, stub_errors: tuple[str, ...] = (),
+        upstream: dict[str, Any] | None = None,
     ) -> Record:
         """A record of one call, `header_pairs` as aiohttp received them (`request.raw_headers`), its size counted
         by arithmetic on lengths (nothing is walked but the few errors and reply headers)."""
@@ -157,10 +164,13 @@ class Record(NamedTuple):
         if response_headers:
             values = "".join(response_headers.values())  # the names are the reply's own; a value may echo the client
             size += ENTRY_OVERHEAD * len(response_headers) + (len(values) if values.isascii() else 4 * len(values))
+        if upstream is not None:  # a proxied call: its url and the problems of the answer
+            size += RECORD_OVERHEAD + _text_bytes(upstream["url"]) + _texts_bytes(tuple(upstream["errors"]))
         if parsed is not NO_BODY:  # a form read into a dict: Python objects, counted as the worst case
             size += PARSED_FACTOR * len(raw)
         return _new_record(cls, (seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario,
-                                 rule, status, response_headers, payload, payload_json, fault, stub_errors, size))
+                                 rule, status, response_headers, payload, payload_json, fault, stub_errors, size,
+                                 upstream is not None, upstream))
 
     @property
     def headers(self) -> CIMultiDictProxy[str]:
@@ -199,6 +209,10 @@ class Record(NamedTuple):
         elif self.status is None:
             return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                         self.errors, self.scenario, self.rule, None, self.stub_errors, True)
+        if self.upstream is not None:
+            return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
+                        self.errors, self.scenario, self.rule, response, self.stub_errors, False, True,
+                        dict(self.upstream, errors=list(self.upstream["errors"])))
         return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                     self.errors, self.scenario, self.rule, response, self.stub_errors)
 
@@ -283,7 +297,8 @@ def dumps_record(record: Record, body: Any = NO_BODY, response_body: Any = NO_BO
         "seq": record.seq, "time": iso_time(record.started), "method": record.method, "path": record.path,
         "query": record.query, "headers": _header_dict(record.raw_headers), "body": body, "valid": record.valid,
         "errors": list(record.errors), "scenario": record.scenario, "rule": record.rule, "response": response,
-        "stub_errors": list(record.stub_errors), "pending": response is None, **more,
+        "stub_errors": list(record.stub_errors), "pending": response is None,
+        "proxied": record.proxied, "upstream": record.upstream, **more,
     })
 
 

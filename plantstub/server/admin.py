@@ -14,6 +14,7 @@ from plantstub._json import json_bytes
 from plantstub._version import __version__
 from plantstub.contract.outgoing import error_reply, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
+from plantstub.proxy.har import har_log
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_of
@@ -23,6 +24,7 @@ from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.page import PageRoutes
 from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
+from plantstub.server.runtime import save_recording
 from plantstub.server.session import NotStateful, Session
 from plantstub.webhooks.deliveries import Sent
 
@@ -130,6 +132,7 @@ def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
         ("GET", "deliveries", admin.deliveries),
         ("DELETE", "deliveries", admin.delete_deliveries),
         *PageRoutes(admin.session).routes(),  # the live page (GET /__plantstub/), calls/rows, calls/{id}
+        ("POST", "record/save", admin.save_record),
     ]
 
 
@@ -180,11 +183,17 @@ class _Admin:
         return reply({"active": self.session.active})
 
     async def calls(self, request: web.BaseRequest) -> web.StreamResponse:
+        shape = request.query.get("format", "json")
+        if shape not in ("json", "har"):
+            return error(400, f"query.format: {shape[:40]!r} is not json or har")
         try:
-            wanted = CallFilter.from_query(request.query)
+            wanted = CallFilter.from_query({k: v for k, v in request.query.items() if k != "format"})
         except FilterError as exc:
             return error(400, str(exc))
         found = wanted.apply(self.session.records())  # filters read the compact records: nothing parsed yet
+        if shape == "har":  # the same calls as HAR 1.2, their URLs as this client reaches the stub
+            base = f"{request.scheme}://{request.host}{request.path.partition(ADMIN_PREFIX)[0]}"
+            return reply(await asyncio.to_thread(lambda: har_log((r.view() for r in found), base)))
         figures = self.session.figures()["journal"]
         return await _stream(request, _listed(found, _call_json), {
             "X-Plantstub-Recorded": str(figures["recorded"]),
@@ -198,6 +207,15 @@ class _Admin:
     async def reset(self, request: web.BaseRequest) -> web.Response:
         self.session.reset()
         return reply({"reset": True, "active": self.session.active})
+
+    async def save_record(self, request: web.BaseRequest) -> web.Response:
+        try:
+            saved = save_recording(self.session.runtime)
+        except OSError as exc:
+            return error(503, f"record: cannot write to {self.session.runtime.settings.record}: {exc.strerror or exc}")
+        if saved is None:
+            return error(409, "record: this stub records nothing; start it with --proxy URL --record DIR")
+        return reply({k: saved[k] for k in ("file", "rules", "left_out")})
 
     async def coverage(self, request: web.BaseRequest) -> web.Response:
         total = request.query.get("total")

@@ -51,6 +51,9 @@ class Decision(NamedTuple):
     delay_ms: int = 0
     hooks: RuleWebhooks | None = None  # the answering rule's `webhooks:`, when it has some
     sends: bool = False  # whether the answer may send webhooks or callbacks (a 2xx of a watched operation)
+    # --proxy: nothing here answers; the pipeline forwards the request to the real service (plantstub/proxy/)
+    forward: bool = False
+    upstream: dict[str, Any] | None = None  # the real service's answer as recorded: url, status, valid, errors
 
     def refused(self, out: Outgoing) -> Decision:
         """This decision answered by a refusal instead (its message is the call's error)."""
@@ -112,7 +115,7 @@ def _decide(session: Session, served: ServedOperation, op: Operation, params: di
     violations, body = served.check.violations(incoming, params)
     errors = tuple(map(str, violations)) if violations else ()
     base = _new(Decision, (None, op, params, body, None, errors, (), scenario and scenario.name,
-                           None, None, 0, None, False))
+                           None, None, 0, None, False, False, None))
     if violations and (scenario is None or scenario.validate_requests):
         return _answered(base, _violation_reply(op, violations, errors))
     decision = _answer(session, served, scenario, incoming, base)
@@ -160,6 +163,8 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
             out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
             if out is not None:  # with the response headers its status requires (our refusals: own() in decide())
                 return base._replace(out=served.headed(out) if served.heads else out, created=store.created)
+    if session.runtime.forwarder is not None:  # --proxy: the real service answers instead
+        return base._replace(forward=True)
     return _answered(base, served.default(base.body, not base.errors))
 
 

@@ -185,7 +185,7 @@ class Pipeline:
         except Exception as exc:  # a plantstub bug: answered in the Error shape below, the stub keeps serving
             log.exception("plantstub: internal error on %s %s", message.method, message.path)
             decision = UNANSWERED.crashed(internal_error(exc))
-        if not decision.delay_ms and decision.fault is None:
+        if not decision.delay_ms and decision.fault is None and not decision.forward:  # --proxy: in the handler loop
             data = at_once(decision.out, origin)  # type: ignore[arg-type]  # decided
             if data is not None:
                 try:
@@ -258,6 +258,9 @@ class Pipeline:
                     raw = arrived
                 incoming = incoming_of(request, url, path, raw, query, raw_query)  # type: ignore[arg-type]  # set
                 decision = decide(self.runtime, self.session, incoming, active)
+            if decision.forward:  # --proxy: the real service answers (plantstub/proxy/forward.py)
+                decision, forwarded = await self._forwarded(request, incoming, decision)
+                return forwarded
             if decision.delay_ms or decision.fault is not None:
                 if decision.delay_ms:  # listed at once, answered in place once the delay is over
                     self._pend(seq, epoch, started, request, path, raw_query, raw, decision)
@@ -286,6 +289,14 @@ class Pipeline:
         finally:
             # Record on every exit path: a fault, a crash or a client that left must still reach the journal.
             self._record(seq, epoch, started, request, path, raw_query, raw, decision)
+
+    async def _forwarded(self, request: web.BaseRequest, incoming: IncomingRequest,
+                         decision: Decision) -> tuple[Decision, web.StreamResponse]:
+        """The real service's answer to a request nothing else answered, and the decision recording it."""
+        assert self.runtime.forwarder is not None and decision.op is not None  # decide() forwards only then
+        out, upstream, response = await self.runtime.forwarder.forward(request, incoming,
+                                                                       self.runtime.served[decision.op])
+        return decision._replace(out=out, upstream=upstream), response
 
     async def _misbehave(self, request: web.BaseRequest, incoming: IncomingRequest,
                          decision: Decision) -> web.StreamResponse:
@@ -340,5 +351,5 @@ class Pipeline:
         return Record.of(
             seq, started, request.method, path, raw_query,
             request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
-            status, headers, payload, payload_json, fault, decision.stub_errors,
+            status, headers, payload, payload_json, fault, decision.stub_errors, decision.upstream,
         )

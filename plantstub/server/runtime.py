@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from plantstub._gc import collector_paused
 from plantstub.config import Settings, fresh_seed
@@ -12,6 +14,7 @@ from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.router import Router
 from plantstub.errors import ConfigError
+from plantstub.proxy.forward import Forwarder
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.library import ScenarioFolder
 
@@ -29,6 +32,7 @@ class Runtime:
     contract: ScenarioContract
     folder: ScenarioFolder
     seed: int = 0  # of dynamic answers (--dynamic, `Prefer: dynamic=true`): the one given, else one chosen at load
+    forwarder: Forwarder | None = None  # --proxy: what nothing else answers goes to the real service
 
 
 def load(settings: Settings, spec: Spec | None = None) -> Runtime:
@@ -55,4 +59,36 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
         loaded = folder.load()
         if not folder.install(loaded):
             raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, loaded.errors)))
-    return Runtime(settings, spec, router, served, contract, folder, seed)
+    forwarder = Forwarder(settings) if settings.proxy is not None else None
+    if forwarder is not None:
+        forwarder.check()  # a --proxy-ca that cannot be read stops the start
+    return Runtime(settings, spec, router, served, contract, folder, seed=seed, forwarder=forwarder)
+
+
+def save_recording(runtime: Runtime) -> dict[str, Any] | None:
+    """--record: write what was recorded since the last save to the next file of the folder; `{"file", "rules",
+    "left_out"}` (file None: nothing was recorded). None when the stub does not record.
+
+    :raises OSError: the folder cannot be made or written.
+    """
+    recorder = runtime.forwarder.recorder if runtime.forwarder is not None else None
+    if recorder is None:
+        return None
+    path, document = recorder.save(runtime.contract)
+    return {"file": None if path is None else str(path), "rules": len(document.rules), "left_out": document.left_out,
+            "recorded": document.recorded}
+
+
+def saved_at_stop(runtime: Runtime) -> None:
+    """The save at stop, said on stderr (a failure too: the stub stops anyway)."""
+    try:
+        saved = save_recording(runtime)
+    except OSError as exc:
+        print(f"plantstub: --record: cannot write to {runtime.settings.record}: {exc.strerror or exc}", file=sys.stderr,
+              flush=True)
+        return
+    if saved is not None and saved["file"] is not None:
+        left = len(saved["left_out"])
+        print(f"plantstub: recorded {saved['recorded']} exchange{'s' if saved['recorded'] != 1 else ''} in "
+              f"{saved['rules']} rule{'s' if saved['rules'] != 1 else ''} to {saved['file']}"
+              + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)

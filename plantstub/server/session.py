@@ -348,6 +348,7 @@ class Session:
             },
             "webhooks": hooks.figures(),
             **({"store": self.store.figures()} if self.store is not None else {}),
+            **({"proxy": self.runtime.forwarder.figures()} if self.runtime.forwarder is not None else {}),
             "memory": {"session": self.memory.figures(),
                        "stub": self.memory.parent.figures() if self.memory.parent is not None else None},
         }

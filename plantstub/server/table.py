@@ -12,7 +12,7 @@ from typing import Any
 from plantstub._budget import Budget
 from plantstub.recording.coverage import Tally, merge, report_of
 from plantstub.scenarios.library import FolderLoad
-from plantstub.server.runtime import Runtime
+from plantstub.server.runtime import Runtime, saved_at_stop
 from plantstub.server.session import SESSION_SHARE, Limits, Session
 from plantstub.webhooks.outbox import GRACE, Outbox
 
@@ -223,6 +223,9 @@ class Sessions:
             for task in list(self._closing):
                 await task
             await self.outbox.close()
+            if self.runtime.forwarder is not None:
+                await self.runtime.forwarder.close()
+                saved_at_stop(self.runtime)
         finally:
             self.default.close()
         return unsent + self.outbox.unsent_at_end

@@ -134,7 +134,7 @@ def test_plugin_marker_typo_is_an_error(consumer):
     result.assert_outcomes(errors=2, passed=1)
     result.stdout.fnmatch_lines([
         "*@pytest.mark.plantstub: unknown argument 'scenarioo' (did you mean 'scenario'?). "
-        "It takes scenario=NAME and strict=True|False.",
+        "It takes scenario=NAME, strict=True|False and proxy=URL.",
         "*@pytest.mark.plantstub: strict must be True or False, got 'no'.*",
     ])
     assert "Traceback" not in result.stdout.str()
@@ -233,7 +233,7 @@ def test_plugin_help_and_markers_show_options(pytester):
     result.stdout.fnmatch_lines(["*--plantstub-spec=FILE*", "*--plantstub-scenarios=DIR*",
                                  "*--plantstub-coverage-fail-under=PCT*", "*plantstub_scenarios*"])
     result = run(pytester, "--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.plantstub(scenario=None, strict=True)*"])
+    result.stdout.fnmatch_lines(["@pytest.mark.plantstub(scenario=None, strict=True, proxy=None)*"])
 
 
 @pytest.mark.skipif(not HAS_ASYNCIO, reason="needs pytest-asyncio (the lane with it runs this)")

@@ -34,8 +34,9 @@ async def test_calls_show_every_field(client):
     assert [c["seq"] for c in calls] == [1, 2, 3, 4]
     first = calls[0]
     assert set(first) == {"seq", "time", "method", "path", "query", "headers", "body", "valid", "errors",
-                          "scenario", "rule", "response", "stub_errors", "pending"}
+                          "scenario", "rule", "response", "stub_errors", "pending", "proxied", "upstream"}
     assert first["pending"] is False
+    assert first["proxied"] is False and first["upstream"] is None  # no --proxy: the stub answered
     assert first["time"].endswith("Z") and first["time"][10] == "T"
     assert (first["method"], first["path"], first["body"], first["valid"], first["errors"]) == (
         "POST", "/plants", {"id": 1, "name": "Fern"}, True, [])

@@ -1,0 +1,234 @@
+"""--proxy: a request nothing else answers, sent to the real service, and its answer brought back unchanged with
+the verdict of the contract on it (`upstream` in the call). One aiohttp client per stub, made on first use."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any
+
+from aiohttp import (
+    ClientConnectorCertificateError,
+    ClientConnectorError,
+    ClientError,
+    ClientPayloadError,
+    ClientResponseError,
+    ClientSession,
+    ClientSSLError,
+    ClientTimeout,
+    DummyCookieJar,
+    ServerDisconnectedError,
+    TCPConnector,
+    web,
+)
+from multidict import CIMultiDict
+from yarl import URL
+
+from plantstub._json import JSON, NO_BODY, BodyError, decode_json, is_json
+from plantstub.config import Settings, shown_url
+from plantstub.contract.operations import ServedOperation
+from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.errors import ConfigError
+from plantstub.incoming import IncomingRequest
+from plantstub.proxy.record import Exchange, Recorder
+from plantstub.proxy.verdict import judge
+
+# RFC 9110 7.6.1: meant for one connection, never passed on (and what the connection's own framing sets).
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+                        "te", "trailer", "trailers", "transfer-encoding", "upgrade"})
+# Not sent on: what aiohttp's client sets for the upstream's connection, and the stub's own headers. Accept-Encoding
+# is the client's: bodies travel decoded, so the stub can check them (the answer then carries no Content-Encoding).
+_NOT_SENT = HOP_BY_HOP | {"host", "content-length", "expect", "accept-encoding"}
+_NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
+_OURS = "x-plantstub-"
+_CHUNK = 64 * 1024
+
+
+class _TooBig(Exception):
+    """The upstream's body is over --max-body."""
+
+
+def _connection_named(headers: Any) -> set[str]:
+    """The headers a Connection header names: hop-by-hop for this connection alone."""
+    return {name.strip().lower() for value in headers.getall("Connection", ()) for name in value.split(",")}
+
+
+def sent_on(headers: Any) -> CIMultiDict[str]:
+    """The request's headers as the upstream gets them: without hop-by-hop ones and the stub's own."""
+    named = _connection_named(headers)
+    return CIMultiDict((name, value) for name, value in headers.items()
+                       if (low := name.lower()) not in _NOT_SENT and low not in named and not low.startswith(_OURS))
+
+
+def brought_back(headers: Any) -> CIMultiDict[str]:
+    """The upstream's answer headers as the client gets them: without hop-by-hop ones and the framing."""
+    named = _connection_named(headers)
+    return CIMultiDict((name, value) for name, value in headers.items()
+                       if (low := name.lower()) not in _NOT_RETURNED and low not in named)
+
+
+class Forwarder:
+    """The stub's way to the real service: where (`url`), how long it may take, how big an answer may be; the
+    figures health shows."""
+
+    def __init__(self, settings: Settings) -> None:
+        assert settings.proxy is not None
+        self.url = settings.proxy
+        self.shown = shown_url(settings.proxy)
+        self.timeout = settings.proxy_timeout
+        self.max_body = settings.max_body
+        self.ca = settings.proxy_ca
+        self.forwarded = 0
+        self.broke = 0  # answers that broke the contract
+        self.failed = 0  # no answer: refused, unreachable, timed out, TLS, unreadable, too big
+        self._client: ClientSession | None = None
+        self.recorder = (Recorder(settings.record, self.shown, settings.record_secrets != "keep")
+                         if settings.record is not None else None)
+
+    def figures(self) -> dict[str, Any]:
+        return {"url": self.shown, "forwarded": self.forwarded, "broke_contract": self.broke, "failed": self.failed}
+
+    def _session(self) -> ClientSession:
+        if self._client is None:
+            self._client = ClientSession(
+                connector=TCPConnector(limit=100, ssl=self._trust()),
+                timeout=ClientTimeout(total=self.timeout), auto_decompress=True, cookie_jar=DummyCookieJar(),
+                skip_auto_headers=("User-Agent", "Accept", "Content-Type"),  # the client's own, or none, as it sent them
+            )
+        return self._client
+
+    def check(self) -> None:
+        """Stop the start when --proxy-ca cannot be read (ConfigError), rather than fail every forwarded call."""
+        try:
+            self._trust()
+        except (OSError, ssl.SSLError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigError(f"--proxy-ca={str(self.ca)!r}: cannot load it as CA certificates ({reason}); expected "
+                              "a PEM file") from None
+
+    def _trust(self) -> ssl.SSLContext:
+        """Certificates verified against the system's CAs, and --proxy-ca's."""
+        context = ssl.create_default_context()
+        if self.ca is not None:
+            context.load_verify_locations(self.ca)
+        return context
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    async def forward(self, request: web.BaseRequest, incoming: IncomingRequest,
+                      served: ServedOperation) -> tuple[Outgoing, dict[str, Any], web.StreamResponse]:
+        """Send `incoming` on; the answer as recorded, the upstream's verdict, and the response to send."""
+        query = f"?{incoming.raw_query}" if incoming.raw_query else ""
+        target = f"{self.url}{incoming.raw_path or incoming.path}{query}"
+        shown = f"{self.shown}{incoming.raw_path or incoming.path}{query}"
+        self.forwarded += 1
+        head = incoming.method == "HEAD"
+        exchange = self._exchange(incoming.method, URL(target, encoded=True), sent_on(request.headers), incoming.raw)
+        try:
+            lost = getattr(request.protocol, "lost", None)  # server/connection.py's; aiohttp's own handler has none
+            if lost is None:
+                status, reason, headers, payload = await exchange
+            else:  # a client that leaves stops the wait: the service's connection is not held for nobody
+                sending = asyncio.ensure_future(exchange)
+                closed = lost()
+                await asyncio.wait((sending, closed), return_when=asyncio.FIRST_COMPLETED)
+                if not sending.done():
+                    sending.cancel()
+                    message = (f"request: the client closed the connection before {shown} answered; the forwarded "
+                               "request was cancelled and no answer went out")
+                    gone = error_reply(499, message)
+                    return gone, {"url": shown, "status": None, "valid": False, "errors": [message]}, web.Response(
+                        status=499, body=gone.payload, headers={"Content-Type": JSON})
+                status, reason, headers, payload = sending.result()
+        except Exception as exc:  # noqa: BLE001 - every way the upstream can fail is a 502, never our 500
+            self.failed += 1
+            message = f"upstream: {self._failure(exc, shown)}"
+            out = error_reply(502, message)
+            verdict: dict[str, Any] = {"url": shown, "status": None, "valid": False, "errors": [message]}
+            if self.recorder is not None:
+                self.recorder.add(Exchange(incoming.method, incoming.path, None, None, None, None, (message,)))
+            response = web.Response(status=502, body=None if head else out.payload, headers={"Content-Type": JSON})
+            return out, verdict, response
+        content_type = headers.get("Content-Type")
+        problems, body = judge(served, status, content_type, payload)
+        if problems:
+            self.broke += 1
+        verdict = {"url": shown, "status": status, "valid": not problems, "errors": problems}
+        if self.recorder is not None:
+            self.recorder.add(Exchange(incoming.method, incoming.path, _json_body(incoming), status, content_type, body,
+                                       tuple(f"broke the contract: {problem}" for problem in problems)))
+        recorded = {name: value for name, value in headers.items() if name.lower() != "content-type"}
+        out = Outgoing(status, body if payload else NO_BODY, payload, content_type if payload else None, recorded)
+        bodyless = head or status in (204, 304) or not payload
+        return out, verdict, web.Response(status=status, reason=reason, body=None if bodyless else payload,
+                                          headers=headers)
+
+    async def _exchange(self, method: str, url: URL, headers: CIMultiDict[str],
+                        raw: bytes) -> tuple[int, str | None, CIMultiDict[str], bytes]:
+        """One request to the service: its answer's status, reason, headers (hop-by-hop ones left out) and body."""
+        async with self._session().request(method, url, headers=headers, data=raw or None,
+                                           allow_redirects=False) as answer:
+            payload = await self._read(answer)
+            return answer.status, answer.reason, brought_back(answer.headers), payload
+
+    async def _read(self, answer: Any) -> bytes:
+        """The upstream's body, decoded, refused past --max-body (before it is read when its length says so)."""
+        declared = answer.content_length
+        if declared is not None and declared > self.max_body and "Content-Encoding" not in answer.headers:
+            raise _TooBig
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            chunk = await answer.content.read(_CHUNK)
+            if not chunk:
+                return b"".join(parts)
+            size += len(chunk)
+            if size > self.max_body:
+                raise _TooBig
+            parts.append(chunk)
+
+    def _failure(self, exc: BaseException, shown: str) -> str:
+        """What went wrong, in our words: refused, unreachable, timed out, TLS, an answer that cannot be read."""
+        if isinstance(exc, _TooBig):
+            return f"the answer of {shown} is larger than the limit of {self.max_body} bytes (--max-body)"
+        if isinstance(exc, asyncio.TimeoutError):
+            return f"{shown} did not answer within {self.timeout:g} s (--proxy-timeout); timed out"
+        if isinstance(exc, ClientConnectorCertificateError):
+            cert = exc.certificate_error
+            why = getattr(cert, "verify_message", None) or getattr(cert, "reason", None) or _reason(cert)
+            return (f"TLS with {shown} failed: its certificate does not verify ({why}); if it is signed by your own "
+                    "CA, trust that with --proxy-ca FILE")
+        if isinstance(exc, (ClientSSLError, ssl.SSLError)):
+            cause = exc.os_error if isinstance(exc, ClientSSLError) else exc
+            return f"TLS with {shown} failed ({getattr(cause, 'reason', None) or _reason(cause)})"
+        if isinstance(exc, ClientConnectorError):
+            if isinstance(exc.os_error, ConnectionRefusedError):
+                return f"{shown} refused the connection; is the real service running?"
+            return f"{shown} cannot be reached: {_reason(exc.os_error)}"
+        if isinstance(exc, ServerDisconnectedError):
+            return f"{shown} closed the connection without answering"
+        if isinstance(exc, ClientResponseError):
+            return f"the answer of {shown} could not be read as HTTP (a header over 8190 bytes, or malformed)"
+        if isinstance(exc, ClientPayloadError):
+            return f"the answer of {shown} broke off before its body was complete"
+        if isinstance(exc, (ClientError, OSError)):
+            return f"{shown} cannot be reached: {_reason(exc)}"
+        return f"forwarding to {shown} failed: {type(exc).__name__}: {_reason(exc)}"
+
+
+def _json_body(incoming: IncomingRequest) -> Any:
+    """The request's body when it is JSON (what a recorded rule matches on), else None."""
+    if not incoming.raw or not is_json(incoming.headers.get("Content-Type")):
+        return None
+    try:
+        return decode_json(incoming.raw)
+    except BodyError:
+        return None
+
+
+def _reason(exc: BaseException | None) -> str:
+    text = str(exc) if exc is not None else ""
+    return (text or type(exc).__name__)[:300]
