@@ -108,6 +108,15 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> 
     raise RuntimeError("server never listened")
 
 
+def _stop(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    proc.terminate()
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def admin(url: str, method: str, path: str, data: object = None, token: str | None = None) -> None:
     body = None if data is None else json.dumps(data).encode()
     request = urllib.request.Request(url + "/__plantstub/" + path, body, method=method)
@@ -185,12 +194,7 @@ def measure(python: str, case: Case, seconds: float, lua_dir: str, token: str | 
             requests, refused = wrk(port, case, min(seconds, case.seconds or seconds), lua_dir)
             return (cpu_seconds(proc.pid) - before) / max(requests, 1) * 1e6, refused
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc, 10)
 
 
 def _call_bytes(case: Case, n: int) -> bytes:
@@ -243,12 +247,7 @@ def instructions(python: str, case: Case, count: int, token: str | None) -> tupl
                       dump.read_text(errors="replace").splitlines() if line.startswith(("totals:", "summary:"))]
             return max(totals) / count / 1000, refused
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc, 30)
 
 
 def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
