@@ -42,6 +42,7 @@ _NOT_SENT = HOP_BY_HOP | {"host", "content-length", "expect", "accept-encoding"}
 _NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
 _OURS = "x-plantstub-"
 _CHUNK = 64 * 1024
+_TLS_CLOSE = 0.25  # seconds the TLS connections to the real service get to close at stop (aiohttp's own advice)
 
 
 class _TooBig(Exception):
@@ -117,6 +118,8 @@ class Forwarder:
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+            if self.url.startswith("https:"):  # the TLS connections' shutdown ends on the loop (aiohttp's graceful
+                await asyncio.sleep(_TLS_CLOSE)  # shutdown): else a socket is left for the collector (aiohttp 3.11)
 
     async def forward(self, request: web.BaseRequest, incoming: IncomingRequest,
                       served: ServedOperation) -> tuple[Outgoing, dict[str, Any], web.StreamResponse]:
