@@ -113,7 +113,6 @@ class Connection(RequestHandler):
         self._lost: asyncio.Future[None] | None = None  # made when a delayed reply waits on the client's leaving
         self.stopping = False  # the stub is stopping: it closes the connection, not the client
         self._quick = quick
-        self._keepalive_after = 2 * read_timeout + 1
         self.later: Any = None  # a request quick() decided, for the handler (server/sessions.py) to answer in turn
 
     def lost(self) -> asyncio.Future[None]:
@@ -251,11 +250,9 @@ class Connection(RequestHandler):
         if taken is True:
             self._messages.popleft()
             self._manager.requests_count += 1  # type: ignore[union-attr]  # connected: a manager
-            now = self._loop.time()  # idle from now on, as log_access() makes it after an answer aiohttp wrote
-            self._deadline = now + self._read_timeout
-            if self._timer is None:
-                self._timer = self._loop.call_at(self._deadline, self._on_deadline)
-            self._next_keepalive_close_time = now + self._keepalive_after  # aiohttp's backup timer: not idle
+            self._arm()  # idle from now on, as log_access() makes it after an answer aiohttp wrote
+            # aiohttp's backup timer, told the connection is not idle (its handler loop tells it after each answer)
+            self._next_keepalive_close_time = self._loop.time() + self._keepalive_timeout
             return True
         if taken is not False:  # decided: the handler loop answers it in its turn, with its body read already
             self.later = taken

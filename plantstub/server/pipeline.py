@@ -91,6 +91,14 @@ def incoming_of(request: web.BaseRequest, url: URL, path: str, raw: bytes, query
     return IncomingRequest(request.method, path, query, request.headers, raw, url.raw_path, raw_query)
 
 
+def _query(url: URL) -> tuple[dict[str, list[str]], str]:
+    """The query parameters of `url` and its query string as sent ("" when it holds none)."""
+    if not url.raw_query_string:  # most calls carry none: aiohttp's MultiDict is not built for nothing
+        return {}, ""
+    query = {k: url.query.getall(k) for k in url.query}
+    return query, url.raw_query_string if query else ""
+
+
 def _arrived(request: web.BaseRequest) -> bytes | None:
     """The whole body when it came with the head (nearly every request), taken without waiting; None otherwise."""
     content = request.content
@@ -172,12 +180,7 @@ class Pipeline:
         raw = b"" if payload is EMPTY_PAYLOAD else payload.read_nowait()  # arrived whole (server/connection.py)
         started = time.time()
         seq, epoch = self.journal.arrive()
-        if url is None or not url.raw_query_string:
-            query: dict[str, list[str]] = {}
-            raw_query = ""
-        else:
-            query = {k: url.query.getall(k) for k in url.query}
-            raw_query = url.raw_query_string if query else ""
+        query, raw_query = ({}, "") if url is None else _query(url)
         raw_path = target if url is None else url.raw_path
         incoming = IncomingRequest(message.method, path, query, message.headers, raw, raw_path, raw_query)
         try:
@@ -232,9 +235,7 @@ class Pipeline:
             started = time.time()
             seq, epoch = self.journal.arrive()  # numbered on arrival: a late answer still belongs to this epoch
             active = self.session.active  # and attributed on arrival, before the body is read
-            # Most calls carry no query string: do not build aiohttp's MultiDict for nothing.
-            query = {k: url.query.getall(k) for k in url.query} if url.raw_query_string else {}
-            raw_query = url.raw_query_string if query else ""
+            query, raw_query = _query(url)
             decision, raw = UNANSWERED, b""
         else:
             seq, epoch, started, path, raw_query, raw, incoming, decision = later[1:9]

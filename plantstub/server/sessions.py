@@ -66,8 +66,8 @@ class SessionRouter:
         self._cors = settings.cors
         # A session's admin routes, to refuse a call it would refuse before the session opens (never serving one)
         self._admin = AdminRoutes(sessions.default)
-        self._handlers: dict[str, tuple[Session, Handler]] = {}
-        self._pipelines: dict[str, Pipeline | None] = {}  # a live session's, for quick()
+        # A live session's handler, and its Pipeline for quick() (None: not one, so not answered at once)
+        self._handlers: dict[str, tuple[Session, Handler, Pipeline | None]] = {}
         self._default: Pipeline | None = None  # the default session's, for quick() (set by wrap())
         sessions.when_ended(self._forget)  # an ended session's pipeline (and its journal) goes with it
 
@@ -136,11 +136,12 @@ class SessionRouter:
             return self._default.quick(message, url, raw_path, payload, transport, origin)
         else:
             sid = named
-        pipeline = self._pipelines.get(sid)
+        cached = self._handlers.get(sid)
+        session, _, pipeline = cached if cached is not None else (None, None, None)
         if pipeline is None:  # not live, or not served yet: dispatch() opens it, or refuses
             return False
         live = self.sessions.use(sid)
-        if live is None or live.session is not pipeline.session:
+        if live is None or live.session is not session:
             return False
         if not live.by_admin and self.guard.carries_token(message):  # type: ignore[arg-type]  # reads its headers
             live.by_admin = True
@@ -240,13 +241,11 @@ class SessionRouter:
         if cached is not None and cached[0] is session:
             return cached[1]
         handler = self.make_handler(session)
-        self._handlers[sid] = (session, handler)
-        self._pipelines[sid] = pipeline_of(handler)
+        self._handlers[sid] = (session, handler, pipeline_of(handler))
         return handler
 
     def _forget(self, sid: str) -> None:
         self._handlers.pop(sid, None)
-        self._pipelines.pop(sid, None)
 
     # -- admin routes (the default session's admin API only) ----------------------------------------
     def admin_routes(self) -> list[tuple[str, str, Handler]]:

@@ -133,19 +133,22 @@ class Written:
         await self._writer.drain()  # waits only while the client is not reading
 
 
-def answer(out: Outgoing, request: web.BaseRequest) -> web.StreamResponse:
-    """`out` for `request`: written in one piece when it can be, else as aiohttp's Response (to_response)."""
-    if (
+def _usual(out: Outgoing) -> bool:
+    """Whether `out` can be written in one piece (to an HTTP/1.1 keep-alive request, not HEAD): a body within
+    _MOST, a Content-Type, a status that carries a body, and headers aiohttp would write as given."""
+    return (
         out.body is not NO_BODY
-        and request.version == HttpVersion11
-        and request.keep_alive
         and len(out.payload) <= _MOST
         and out.content_type is not None
         and out.status >= 200
         and out.status not in (204, 304)
-        and request.method != "HEAD"
         and (not out.headers or _plain(sent_headers(out)))
-    ):
+    )
+
+
+def answer(out: Outgoing, request: web.BaseRequest) -> web.StreamResponse:
+    """`out` for `request`: written in one piece when it can be, else as aiohttp's Response (to_response)."""
+    if request.version == HttpVersion11 and request.keep_alive and request.method != "HEAD" and _usual(out):
         return Written(out)  # type: ignore[return-value]  # duck-typed: what aiohttp's handler loop reads
     return to_response(out, request.method == "HEAD")
 
@@ -153,14 +156,7 @@ def answer(out: Outgoing, request: web.BaseRequest) -> web.StreamResponse:
 def at_once(out: Outgoing, origin: str | None) -> bytes | None:
     """`out` as one piece of bytes when it is the usual answer (as `answer()` takes it, the request being an HTTP/1.1
     keep-alive one, not HEAD), with --cors's headers for `origin` when given; None when aiohttp is to write it."""
-    if (
-        out.body is NO_BODY
-        or len(out.payload) > _MOST
-        or out.content_type is None
-        or out.status < 200
-        or out.status in (204, 304)
-        or (out.headers and not _plain(sent_headers(out)))
-    ):
+    if not _usual(out):
         return None
     written = Written(out)
     if origin is not None and not written.allow(origin):
