@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from http.cookies import CookieError, SimpleCookie
 from typing import NamedTuple
 
@@ -11,7 +11,8 @@ from plantstub._json import essence
 
 class IncomingRequest(NamedTuple):
     """What a client sent. `query` keeps every value of a repeated name; header names are case-insensitive.
-    `raw_path` and `raw_query` are as sent (percent-encoded); `scheme` and the Host header make callback URLs.
+    `raw_path` and `raw_query` are as sent (percent-encoded); `scheme` and the Host header make callback URLs;
+    `raw_headers` are the headers as they came (what a call records).
 
     A NamedTuple rather than a frozen dataclass: as immutable, and built 3x faster on every request.
     """
@@ -24,6 +25,7 @@ class IncomingRequest(NamedTuple):
     raw_path: str = ""
     raw_query: str = ""
     scheme: str = "http"
+    raw_headers: Sequence[tuple[bytes, bytes]] = ()
 
     @property
     def target(self) -> str:
@@ -31,10 +33,14 @@ class IncomingRequest(NamedTuple):
         return self.raw_path or self.path
 
     @property
+    def host(self) -> str:
+        """The host the client asked for (its Host header; `localhost` when it sent none)."""
+        return self.headers.get("Host") or "localhost"
+
+    @property
     def url(self) -> str:
         """The request's URL, as a callback's `{$request...}` / `{$url}` expressions read it."""
-        host = self.headers.get("Host") or "localhost"
-        return f"{self.scheme}://{host}{self.target}" + (f"?{self.raw_query}" if self.raw_query else "")
+        return f"{self.scheme}://{self.host}{self.target}" + (f"?{self.raw_query}" if self.raw_query else "")
 
     @property
     def content_type(self) -> str:

@@ -17,11 +17,12 @@ from plantstub.recording.checks import CallChecks
 from plantstub.recording.waiting import expectation_of
 from plantstub.scenarios.declared import DeclaresRules, RuleHandle
 from plantstub.scenarios.load import ScenarioLoadError
+from plantstub.server.prefixes import SESSION_HEADER, SESSION_PREFIX
 from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import Running, start
 from plantstub.server.runtime import load
 from plantstub.server.session import NotStateful, Session
-from plantstub.server.sessions import SESSION_HEADER, SESSION_PREFIX, new_id
+from plantstub.server.sessions import new_id
 from plantstub.server.surface import SessionControl, StubControl
 from plantstub.server.table import Sessions
 from plantstub.server.tls import Throwaway, server_context

@@ -19,6 +19,7 @@ class Outgoing(NamedTuple):
     content_type: str | None = JSON
     headers: dict[str, str] = {}  # noqa: RUF012 - never mutated: a NamedTuple's default
     ours: str | None = None  # our Error record's text: the stub's own error answer (error_shapes.py may reshape it)
+    more: tuple[tuple[str, str], ...] = ()  # header lines beyond `headers` (a name sent again: a proxied Set-Cookie)
 
 
 def json_reply(status: int, body: Any, headers: dict[str, str] | None = None, content_type: str = JSON) -> Outgoing:

@@ -19,12 +19,11 @@ from aiohttp import (
     DummyCookieJar,
     ServerDisconnectedError,
     TCPConnector,
-    web,
 )
 from multidict import CIMultiDict
 from yarl import URL
 
-from plantstub._json import JSON, NO_BODY, BodyError, decode_json, is_json
+from plantstub._json import NO_BODY, BodyError, decode_json, is_json
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.outgoing import Outgoing, error_reply
@@ -47,6 +46,16 @@ _TLS_CLOSE = 0.25  # seconds the TLS connections to the real service get to clos
 
 class _TooBig(Exception):
     """The upstream's body is over --max-body."""
+
+
+class ClientLeft(Exception):
+    """The client closed its connection while the real service thought: the forwarded request was cancelled. `out`
+    (a 499) and `upstream` are what the call records; no answer goes out."""
+
+    def __init__(self, out: Outgoing, upstream: dict[str, Any]) -> None:
+        super().__init__(out.body["message"])
+        self.out = out
+        self.upstream = upstream
 
 
 def _connection_named(headers: Any) -> set[str]:
@@ -121,31 +130,30 @@ class Forwarder:
             if self.url.startswith("https:"):  # the TLS connections' shutdown ends on the loop (aiohttp's graceful
                 await asyncio.sleep(_TLS_CLOSE)  # shutdown): else a socket is left for the collector (aiohttp 3.11)
 
-    async def forward(self, request: web.BaseRequest, incoming: IncomingRequest,
-                      served: ServedOperation) -> tuple[Outgoing, dict[str, Any], web.StreamResponse]:
-        """Send `incoming` on; the answer as recorded, the upstream's verdict, and the response to send."""
+    async def forward(self, incoming: IncomingRequest, served: ServedOperation,
+                      lost: asyncio.Future[None] | None) -> tuple[Outgoing, dict[str, Any]]:
+        """Send `incoming` on: the answer (as recorded and as it is sent back) and the upstream's verdict. `lost`: done
+        once the client leaves (None: the transport cannot tell), which cancels the forwarded request (ClientLeft)."""
         query = f"?{incoming.raw_query}" if incoming.raw_query else ""
         target = f"{self.url}{incoming.raw_path or incoming.path}{query}"
         shown = f"{self.shown}{incoming.raw_path or incoming.path}{query}"
         self.forwarded += 1
-        head = incoming.method == "HEAD"
-        exchange = self._exchange(incoming.method, URL(target, encoded=True), sent_on(request.headers), incoming.raw)
+        exchange = self._exchange(incoming.method, URL(target, encoded=True), sent_on(incoming.headers), incoming.raw)
         try:
-            lost = getattr(request.protocol, "lost", None)  # server/connection.py's; aiohttp's own handler has none
             if lost is None:
-                status, reason, headers, payload = await exchange
+                status, headers, payload = await exchange
             else:  # a client that leaves stops the wait: the service's connection is not held for nobody
                 sending = asyncio.ensure_future(exchange)
-                closed = lost()
-                await asyncio.wait((sending, closed), return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait((sending, lost), return_when=asyncio.FIRST_COMPLETED)
                 if not sending.done():
                     sending.cancel()
                     message = (f"request: the client closed the connection before {shown} answered; the forwarded "
                                "request was cancelled and no answer went out")
-                    gone = error_reply(499, message)
-                    return gone, {"url": shown, "status": None, "valid": False, "errors": [message]}, web.Response(
-                        status=499, body=gone.payload, headers={"Content-Type": JSON})
-                status, reason, headers, payload = sending.result()
+                    raise ClientLeft(error_reply(499, message),
+                                     {"url": shown, "status": None, "valid": False, "errors": [message]})
+                status, headers, payload = sending.result()
+        except ClientLeft:
+            raise
         except Exception as exc:  # noqa: BLE001 - every way the upstream can fail is a 502, never our 500
             self.failed += 1
             message = f"upstream: {self._failure(exc, shown)}"
@@ -153,8 +161,7 @@ class Forwarder:
             verdict: dict[str, Any] = {"url": shown, "status": None, "valid": False, "errors": [message]}
             if self.recorder is not None:
                 self.recorder.add(Exchange(incoming.method, incoming.path, None, None, None, None, (message,)))
-            response = web.Response(status=502, body=None if head else out.payload, headers={"Content-Type": JSON})
-            return out, verdict, response
+            return out, verdict
         content_type = headers.get("Content-Type")
         problems, body = judge(served, status, content_type, payload)
         if problems:
@@ -163,19 +170,25 @@ class Forwarder:
         if self.recorder is not None:
             self.recorder.add(Exchange(incoming.method, incoming.path, _json_body(incoming), status, content_type, body,
                                        tuple(f"broke the contract: {problem}" for problem in problems)))
-        recorded = {name: value for name, value in headers.items() if name.lower() != "content-type"}
-        out = Outgoing(status, body if payload else NO_BODY, payload, content_type if payload else None, recorded)
-        bodyless = head or status in (204, 304) or not payload
-        return out, verdict, web.Response(status=status, reason=reason, body=None if bodyless else payload,
-                                          headers=headers)
+        recorded: dict[str, str] = {}
+        repeated: list[tuple[str, str]] = []  # a name the answer sends more than once (Set-Cookie): each line kept
+        for name, value in headers.items():
+            if name.lower() != "content-type":
+                if name in recorded:
+                    repeated.append((name, value))
+                else:
+                    recorded[name] = value
+        out = Outgoing(status, body if payload else NO_BODY, payload, content_type if payload else None, recorded,
+                       more=tuple(repeated))
+        return out, verdict
 
     async def _exchange(self, method: str, url: URL, headers: CIMultiDict[str],
-                        raw: bytes) -> tuple[int, str | None, CIMultiDict[str], bytes]:
-        """One request to the service: its answer's status, reason, headers (hop-by-hop ones left out) and body."""
+                        raw: bytes) -> tuple[int, CIMultiDict[str], bytes]:
+        """One request to the service: its answer's status, headers (hop-by-hop ones left out) and body."""
         async with self._session().request(method, url, headers=headers, data=raw or None,
                                            allow_redirects=False) as answer:
             payload = await self._read(answer)
-            return answer.status, answer.reason, brought_back(answer.headers), payload
+            return answer.status, brought_back(answer.headers), payload
 
     async def _read(self, answer: Any) -> bytes:
         """The upstream's body, decoded, refused past --max-body (before it is read when its length says so)."""

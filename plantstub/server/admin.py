@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from aiohttp import web
 
 from plantstub._json import json_bytes
 from plantstub._version import __version__
-from plantstub.contract.outgoing import error_reply, problem
+from plantstub.contract.outgoing import Outgoing, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
+from plantstub.incoming import IncomingRequest
 from plantstub.proxy.har import har_log
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
@@ -21,9 +20,10 @@ from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_o
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
+from plantstub.server.answer import Streamed, streamed
 from plantstub.server.page import PageRoutes
 from plantstub.server.prefixes import ADMIN_PREFIX
-from plantstub.server.response import ReadTimeout, closing, internal_error, not_received, too_large
+from plantstub.server.response import internal_error
 from plantstub.server.runtime import save_recording
 from plantstub.server.session import NotStateful, Session
 from plantstub.webhooks.deliveries import Sent
@@ -31,24 +31,12 @@ from plantstub.webhooks.deliveries import Sent
 if TYPE_CHECKING:
     from plantstub.server.table import Sessions
 
-Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
-CHUNK_BYTES = 256 * 1024  # about what one step of a streamed answer writes, off the event loop
+AdminAnswer = Outgoing | Streamed
+Handler = Callable[[IncomingRequest], Awaitable[AdminAnswer]]
 _T = TypeVar("_T")
 
 
 log = logging.getLogger("plantstub")
-
-
-def _gather(pieces: Iterator[bytes]) -> bytes:
-    """The next CHUNK_BYTES or so of `pieces` (b"" when there are no more); run off the event loop."""
-    parts: list[bytes] = []
-    size = 0
-    for piece in pieces:
-        parts.append(piece)
-        size += len(piece)
-        if size >= CHUNK_BYTES:
-            break
-    return b"".join(parts)
 
 
 def _listed(items: Iterable[_T], dump: Callable[[_T], bytes]) -> Iterator[bytes]:
@@ -87,26 +75,6 @@ def _call_json(record: Record) -> bytes:
 
 def _delivery_json(sent: Sent) -> bytes:
     return json_bytes(sent.delivery().as_dict())  # its body parsed here, off the event loop
-
-
-async def _stream(request: web.BaseRequest, pieces: Iterator[bytes], headers: dict[str, str] | None = None,
-                  status: int = 200) -> web.StreamResponse:
-    """A JSON answer written as it is built: `pieces` are made off the event loop, about CHUNK_BYTES at a time (the
-    GIL is let go between them), so a big answer never stalls the traffic being served meanwhile."""
-    head = request.method == "HEAD"  # the headers only: a body here would corrupt a kept-alive connection
-    # The first piece before the headers: a bug there still gets its JSON 500.
-    chunk = b"" if head else await asyncio.to_thread(_gather, pieces)
-    response = web.StreamResponse(status=status, headers={"Content-Type": "application/json", **(headers or {})})
-    await response.prepare(request)
-    while chunk:
-        await response.write(chunk)
-        try:
-            chunk = await asyncio.to_thread(_gather, pieces)
-        except Exception as exc:  # half an answer is sent: no 500 can follow it, so the connection is cut
-            log.exception("plantstub: internal error on admin route %s %s", request.method, request.path)
-            raise ConnectionResetError("the answer could not be completed") from exc
-    await response.write_eof()
-    return response
 
 
 def _routes(admin: _Admin) -> list[tuple[str, str, Handler]]:
@@ -148,12 +116,11 @@ class _Admin:
     def __init__(self, session: Session, sessions: Sessions | None) -> None:
         self.session = session
         self.sessions = sessions  # the default session's admin API also counts the sidecar sessions
-        self.max_body = session.runtime.settings.max_body
 
-    async def _body(self, request: web.BaseRequest, example: str) -> Any:
-        return await read_json(request, self.max_body, example)
+    async def _body(self, request: IncomingRequest, example: str) -> Any:
+        return await read_json(request, example)
 
-    async def health(self, request: web.BaseRequest) -> web.Response:
+    async def health(self, request: IncomingRequest) -> Outgoing:
         spec, problems = self.session.runtime.spec, self.session.problems()
         return reply({
             "status": "degraded" if problems else "ok",
@@ -167,12 +134,12 @@ class _Admin:
             **self.session.figures(),
         }, status=503 if problems else 200)
 
-    async def scenarios(self, request: web.BaseRequest) -> web.Response:
+    async def scenarios(self, request: IncomingRequest) -> Outgoing:
         return reply(self.session.scenario_listing())
 
-    async def put_scenario(self, request: web.BaseRequest) -> web.Response:
+    async def put_scenario(self, request: IncomingRequest) -> Outgoing:
         data = await self._body(request, '{"name": "SCENARIO"} or {"name": null}')
-        if isinstance(data, web.Response):
+        if isinstance(data, Outgoing):
             return data
         if not isinstance(data, dict) or "name" not in data or not isinstance(data["name"], (str, type(None))):
             return error(400, 'body: expected {"name": "SCENARIO"} (or {"name": null} for none)')
@@ -182,12 +149,12 @@ class _Admin:
             return error(404, f"body.name: {exc}")
         return reply({"active": self.session.active})
 
-    async def calls(self, request: web.BaseRequest) -> web.StreamResponse:
-        shape = request.query.get("format", "json")
+    async def calls(self, request: IncomingRequest) -> AdminAnswer:
+        shape = _first(request.query, "format") or "json"
         if shape not in ("json", "har"):
             return error(400, f"query.format: {shape[:40]!r} is not json or har")
         try:
-            wanted = CallFilter.from_query({k: v for k, v in request.query.items() if k != "format"})
+            wanted = CallFilter.from_query({k: v[-1] for k, v in request.query.items() if k != "format" and v})
         except FilterError as exc:
             return error(400, str(exc))
         found = wanted.apply(self.session.records())  # filters read the compact records: nothing parsed yet
@@ -195,20 +162,20 @@ class _Admin:
             base = f"{request.scheme}://{request.host}{request.path.partition(ADMIN_PREFIX)[0]}"
             return reply(await asyncio.to_thread(lambda: har_log((r.view() for r in found), base)))
         figures = self.session.figures()["journal"]
-        return await _stream(request, _listed(found, _call_json), {
+        return await streamed(_listed(found, _call_json), {
             "X-Plantstub-Recorded": str(figures["recorded"]),
             "X-Plantstub-Dropped": str(figures["dropped"]),
             "X-Plantstub-Dropped-Bytes": str(figures["dropped_bytes"]),
         })
 
-    async def delete_calls(self, request: web.BaseRequest) -> web.Response:
+    async def delete_calls(self, request: IncomingRequest) -> Outgoing:
         return reply({"deleted": self.session.clear_calls()})
 
-    async def reset(self, request: web.BaseRequest) -> web.Response:
+    async def reset(self, request: IncomingRequest) -> Outgoing:
         self.session.reset()
         return reply({"reset": True, "active": self.session.active})
 
-    async def save_record(self, request: web.BaseRequest) -> web.Response:
+    async def save_record(self, request: IncomingRequest) -> Outgoing:
         try:
             saved = save_recording(self.session.runtime)
         except OSError as exc:
@@ -217,24 +184,24 @@ class _Admin:
             return error(409, "record: this stub records nothing; start it with --proxy URL --record DIR")
         return reply({k: saved[k] for k in ("file", "rules", "left_out")})
 
-    async def coverage(self, request: web.BaseRequest) -> web.Response:
-        total = request.query.get("total")
+    async def coverage(self, request: IncomingRequest) -> Outgoing:
+        total = _first(request.query, "total")
         if total not in (None, "true", "false"):
             return error(400, f"query.total: {total[:40]!r} is not true or false")
         if total == "true" and self.sessions is not None:  # the default session, the live sessions and ended ones
             return reply(self.sessions.total_coverage())
         return reply(self.session.coverage())
 
-    async def state(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def state(self, request: IncomingRequest) -> AdminAnswer:
         try:
             state = self.session.state_json()  # the records as the store holds them, as JSON: nothing to parse
         except NotStateful as exc:
             return error(409, str(exc))
-        return await _stream(request, _state_pieces(state))
+        return await streamed(_state_pieces(state))
 
-    async def put_state(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def put_state(self, request: IncomingRequest) -> AdminAnswer:
         data = await self._body(request, '{"/plants": [{"id": 1, "name": "Fern"}]}')
-        if isinstance(data, web.Response):
+        if isinstance(data, Outgoing):
             return data
         try:  # checked off the loop (a state of 30 MB: a tenth of a second); kept on it
             problems = await asyncio.to_thread(self.session.state_problems, data)
@@ -245,15 +212,15 @@ class _Admin:
         if problems:
             return error(400, "; ".join(f"{where}: {message}" for where, message in problems),
                          problems=[problem(where, message) for where, message in problems])
-        return await _stream(request, _state_pieces(self.session.state_json()))
+        return await streamed(_state_pieces(self.session.state_json()))
 
-    async def webhooks(self, request: web.BaseRequest) -> web.Response:
+    async def webhooks(self, request: IncomingRequest) -> Outgoing:
         return reply(self.session.subscriptions)
 
-    async def put_webhooks(self, request: web.BaseRequest) -> web.Response:
+    async def put_webhooks(self, request: IncomingRequest) -> Outgoing:
         usage = '{"WEBHOOK NAME or *": "http://URL", ...} ({} for none)'
         data = await self._body(request, usage)
-        if isinstance(data, web.Response):
+        if isinstance(data, Outgoing):
             return data
         if not isinstance(data, dict):
             return error(400, f"body: expected a mapping; send {usage}")
@@ -263,19 +230,19 @@ class _Admin:
             return error(400, str(exc))
         return reply(self.session.subscriptions)
 
-    async def delete_webhooks(self, request: web.BaseRequest) -> web.Response:
+    async def delete_webhooks(self, request: IncomingRequest) -> Outgoing:
         return reply(self.session.reset_subscriptions())
 
-    async def deliveries(self, request: web.BaseRequest) -> web.StreamResponse:
-        return await _stream(request, _listed(self.session.sent(), _delivery_json))
+    async def deliveries(self, request: IncomingRequest) -> AdminAnswer:
+        return await streamed(_listed(self.session.sent(), _delivery_json))
 
-    async def delete_deliveries(self, request: web.BaseRequest) -> web.Response:
+    async def delete_deliveries(self, request: IncomingRequest) -> Outgoing:
         return reply({"deleted": self.session.clear_deliveries()})
 
     # -- rules from code, waiting for calls ----------------------------------------------------
-    async def post_rule(self, request: web.BaseRequest) -> web.Response:
+    async def post_rule(self, request: IncomingRequest) -> Outgoing:
         data = await self._body(request, '{"match": {...}, "reply": {...}}')
-        if isinstance(data, web.Response):
+        if isinstance(data, Outgoing):
             return data
         # A client declaring for a test (Stub.connect) names the test's line; it shows in GET rules.
         source = _SOURCE.sub("?", request.headers.get(SOURCE_HEADER, ""))[:200] or f"{request.method} {request.path}"
@@ -290,31 +257,31 @@ class _Admin:
             return error(400, "; ".join(f"{p['at']}: {p['message']}" for p in found), problems=found)
         return reply({"id": rule_id}, status=201)
 
-    async def rules(self, request: web.BaseRequest) -> web.StreamResponse:
-        return await _stream(request, _rules_pieces(self.session.rule_entries()))
+    async def rules(self, request: IncomingRequest) -> AdminAnswer:
+        return await streamed(_rules_pieces(self.session.rule_entries()))
 
-    async def delete_rules(self, request: web.BaseRequest) -> web.Response:
+    async def delete_rules(self, request: IncomingRequest) -> Outgoing:
         return reply({"deleted": self.session.clear_rules()})
 
-    async def rule(self, request: web.BaseRequest) -> web.Response:
+    async def rule(self, request: IncomingRequest) -> Outgoing:
         rule_id = request.path.rsplit("/", 1)[1]
         entry = self.session.rule_entry(rule_id)
         return self._no_rule(rule_id) if entry is None else reply(entry)
 
-    async def delete_rule(self, request: web.BaseRequest) -> web.Response:
+    async def delete_rule(self, request: IncomingRequest) -> Outgoing:
         rule_id = request.path.rsplit("/", 1)[1]
         if not self.session.remove_rule(rule_id):
             return self._no_rule(rule_id)
         return reply({"deleted": 1})
 
-    def _no_rule(self, rule_id: str) -> web.Response:
+    def _no_rule(self, rule_id: str) -> Outgoing:
         ids = self.session.rule_ids()  # ids only: listing the rules copies every one
         known = ", ".join(ids[:SHOWN_IDS]) + (f" and {len(ids) - SHOWN_IDS:,} more" if len(ids) > SHOWN_IDS else "")
         return error(404, f"path: no rule {rule_id[:40]!r} (rules: {known or 'none'})")
 
-    async def wait_calls(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def wait_calls(self, request: IncomingRequest) -> AdminAnswer:
         data = await self._body(request, '{"n": 1, "timeout": 5, "path": "/plants"}')
-        if isinstance(data, web.Response):
+        if isinstance(data, Outgoing):
             return data
         if not isinstance(data, dict):
             return error(400, 'body: expected {"n": 1, "timeout": 5, ...filters}')
@@ -332,17 +299,21 @@ class _Admin:
         except (TypeError, ValueError) as exc:
             message = str(exc)
             return error(400, message if message.startswith("body.") else f"body.{message}")
-        return await _stream(request, _wait_pieces(found, failure))
+        return await streamed(_wait_pieces(found, failure))
+
+
+def _first(query: Mapping[str, list[str]], name: str) -> str | None:
+    """The first value of query parameter `name`, None when it was not sent."""
+    values = query.get(name)
+    return values[0] if values else None
 
 
 def _logged(handler: Handler) -> Handler:
     """An admin handler whose unexpected errors are logged with their traceback and answered in JSON."""
 
-    async def guarded(request: web.BaseRequest) -> web.StreamResponse:
+    async def guarded(request: IncomingRequest) -> AdminAnswer:
         try:
             return await handler(request)
-        except web.HTTPException:
-            raise
         except (ConnectionError, asyncio.IncompleteReadError):  # the client left: nothing to answer, no bug
             raise
         except Exception as exc:
@@ -358,8 +329,6 @@ class AdminRoutes:
     def __init__(self, session: Session, sessions: Sessions | None = None) -> None:
         settings = session.runtime.settings
         self.guard = AdminGuard(settings.admin_token, settings.host)
-        self.max_body = settings.max_body
-        self.read_timeout = settings.read_timeout
         self.table: dict[str, dict[str, Handler]] = {}
         self.items: dict[str, dict[str, Handler]] = {}  # `sessions/{id}`: by the path up to the last `/`
         for method, name, handler in _routes(_Admin(session, sessions)):
@@ -375,29 +344,29 @@ class AdminRoutes:
         if method == "GET":
             methods["HEAD"] = methods["GET"]  # for probes
 
-    async def serve(self, request: web.BaseRequest, over_limit: bool) -> web.StreamResponse:
-        """Answer an admin request (`over_limit`: its declared length is over --max-body)."""
-        if over_limit:
-            return closing(error_reply(413, too_large(self.max_body)))
-        try:
-            return await self.dispatch(request)
-        except ReadTimeout:
-            return closing(error_reply(408, not_received(self.read_timeout)))
-
-    async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
-        """Answer an admin request; a path or method that does not exist gets a JSON 404 or 405."""
-        refused = self.guard.refusal(request)
+    def _route(self, method: str, path: str, headers: Mapping[str, str]) -> Handler | Outgoing:
+        """The handler of an admin request, or the answer refusing it (the guard, a route or method there is not)."""
+        refused = self.guard.refusal(method, path, headers)
         if refused is not None:
             return error(*refused)
-        methods = self.table.get(request.path)
+        methods = self.table.get(path)
         if methods is None and self.items:
-            head, _, last = request.path.rpartition("/")
+            head, _, last = path.rpartition("/")
             methods = self.items.get(head + "/") if last else None
         if methods is None:
-            return error(404, f"path: {request.path} is not an admin route (see GET {ADMIN_PREFIX}health)")
-        handler = methods.get(request.method)
+            return error(404, f"path: {path} is not an admin route (see GET {ADMIN_PREFIX}health)")
+        handler = methods.get(method)
         if handler is None:
             allow = ", ".join(sorted(methods))
-            return error(405, f"method: {request.method} is not allowed on {request.path} (allowed: {allow})",
-                          {"Allow": allow})
-        return await handler(request)
+            return error(405, f"method: {method} is not allowed on {path} (allowed: {allow})", {"Allow": allow})
+        return handler
+
+    def refused(self, method: str, path: str, headers: Mapping[str, str]) -> Outgoing | None:
+        """The answer refusing an admin request before it is served, or None when it would be served."""
+        route = self._route(method, path, headers)
+        return route if isinstance(route, Outgoing) else None
+
+    async def serve(self, request: IncomingRequest) -> AdminAnswer:
+        """Answer an admin request; a path or method that does not exist gets a JSON 404 or 405."""
+        route = self._route(request.method, request.path, request.headers)
+        return route if isinstance(route, Outgoing) else await route(request)

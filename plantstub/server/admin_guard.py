@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-
-from aiohttp import web
+from collections.abc import Mapping
 
 from plantstub._json import is_json
 from plantstub.webhooks.sender import WEBHOOK_HEADER
@@ -29,35 +28,35 @@ class AdminGuard:
         self._token = None if token is None else token.encode()
         self._loopback_only = _is_loopback(bound_to)
 
-    def carries_token(self, request: web.BaseRequest) -> bool:
+    def carries_token(self, headers: Mapping[str, str]) -> bool:
         """Whether `request` carries the admin token (`Authorization: Bearer TOKEN`); False when none is set."""
         if self._token is None:
             return False
         # The scheme is case-insensitive (RFC 9110: `bearer` is `Bearer`) and not secret; the token is
         # compared in constant time.
-        scheme, _, credentials = request.headers.get("Authorization", "").strip().partition(" ")
+        scheme, _, credentials = headers.get("Authorization", "").strip().partition(" ")
         sent = credentials.strip().encode("utf-8", "surrogateescape")
         return hmac.compare_digest(sent, self._token) and scheme.lower() == "bearer"
 
-    def refusal(self, request: web.BaseRequest) -> tuple[int, str, dict[str, str]] | None:
-        """(status, message, headers) of the answer that refuses `request`, or None."""
-        if request.path in OPEN_PATHS and request.method in SAFE_METHODS:
+    def refusal(self, method: str, path: str, headers: Mapping[str, str]) -> tuple[int, str, dict[str, str]] | None:
+        """(status, message, headers) of the answer that refuses an admin request, or None."""
+        if path in OPEN_PATHS and method in SAFE_METHODS:
             return None
-        if WEBHOOK_HEADER in request.headers:  # a delivery of a stub (this one, or another) never drives a stub
+        if WEBHOOK_HEADER in headers:  # a delivery of a stub (this one, or another) never drives a stub
             return 403, (f"headers.{WEBHOOK_HEADER}: a webhook or callback that plantstub sends cannot call its "
                          "admin API"), {}
-        host = request.headers.get("Host")
+        host = headers.get("Host")
         if self._loopback_only and host is not None and not _is_loopback(_hostname(host)):
             return 403, (f"Host: {_shown(host)} is not a loopback name; this stub listens on a loopback "
                          "address, so its admin API answers only to localhost or a loopback IP (a web page "
                          "of another site can make its own name point here)"), {}
-        if self._token is not None and not self.carries_token(request):
-            what = "does not carry the admin token" if request.headers.get("Authorization") else "is missing"
+        if self._token is not None and not self.carries_token(headers):
+            what = "does not carry the admin token" if headers.get("Authorization") else "is missing"
             return 401, (f"Authorization: {what}; this stub's admin API needs 'Bearer <token>' "
                          "with the token of --admin-token"), {"WWW-Authenticate": 'Bearer realm="plantstub admin"'}
-        if request.method in SAFE_METHODS:
+        if method in SAFE_METHODS:
             return None
-        return _cross_site(request)
+        return _cross_site(headers)
 
 
 def _hostname(host: str) -> str:
@@ -77,19 +76,19 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _cross_site(request: web.BaseRequest) -> tuple[int, str, dict[str, str]] | None:
+def _cross_site(headers: Mapping[str, str]) -> tuple[int, str, dict[str, str]] | None:
     """Why a state-changing admin request looks like it comes from a page on another site, if it does."""
-    origin = request.headers.get("Origin")
-    if origin is not None and origin.partition("://")[2].lower() != request.host.lower():
+    origin = headers.get("Origin")
+    if origin is not None and origin.partition("://")[2].lower() != (headers.get("Host") or "").lower():
         return 403, (f"Origin: {_shown(origin)} is another site; admin calls that change state are refused "
                      "from web pages of other sites"), {}
-    fetch_site = request.headers.get("Sec-Fetch-Site", "").lower()
+    fetch_site = headers.get("Sec-Fetch-Site", "").lower()
     if fetch_site in ("cross-site", "same-site"):
         return 403, (f"Sec-Fetch-Site: {_shown(fetch_site)}; admin calls that change state are refused "
                      "from web pages of other sites"), {}
-    if not request.body_exists or request.content_length == 0:  # no body: its declared type does not matter
-        return None
-    content_type = request.headers.get("Content-Type")
+    if headers.get("Content-Length", "0").strip() == "0" and "Transfer-Encoding" not in headers:
+        return None  # no body: its declared type does not matter
+    content_type = headers.get("Content-Type")
     if content_type is None:
         return 415, "Content-Type: missing for a body; admin calls take an application/json body, or none", {}
     if not is_json(content_type):

@@ -7,24 +7,22 @@ import asyncio
 import re
 from typing import Any
 
-from aiohttp import web
-
-from plantstub._json import MAX_NESTING, BodyError, TooDeep, decode_json, json_bytes, nests_deeper, scan_json
-from plantstub.contract.outgoing import error_body
-from plantstub.server.response import too_large, unreadable
+from plantstub._json import JSON, MAX_NESTING, BodyError, TooDeep, decode_json, json_bytes, nests_deeper, scan_json
+from plantstub.contract.outgoing import Outgoing, error_body
+from plantstub.incoming import IncomingRequest
 
 PIECES_BYTES = 64 * 1024  # an admin body larger than this is parsed in a thread, in pieces
 OUTER_LEVELS = 2  # the levels walked here: `{"/plants": [record, ...]}`, each record parsed alone
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def reply(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def reply(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Outgoing:
     """`value` as a JSON answer (orjson, never NaN or Infinity)."""
-    return web.Response(body=json_bytes(value), status=status, headers=headers, content_type="application/json")
+    return Outgoing(status, value, json_bytes(value), JSON, headers or {})
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None,
-          problems: list[dict[str, str]] | None = None) -> web.Response:
+          problems: list[dict[str, str]] | None = None) -> Outgoing:
     """An Error record; `problems`: each of them apart, `{"at": location, "message": ...}`."""
     body = error_body(status, message)
     if problems is not None:
@@ -32,16 +30,11 @@ def error(status: int, message: str, headers: dict[str, str] | None = None,
     return reply(body, status, headers)
 
 
-async def read_json(request: web.BaseRequest, max_body: int, example: str) -> Any:
-    """The request's JSON body (None when empty), parsed as request bodies are (strict, depth-bounded); a
-    web.Response to send instead when it cannot be read: 413 over --max-body, 400 saying what and where, with
-    `example`, otherwise."""
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return error(413, too_large(max_body))
-    except web.RequestPayloadError:  # gzip that does not inflate, broken chunked framing
-        return error(400, unreadable(request))
+async def read_json(request: IncomingRequest, example: str) -> Any:
+    """The request's JSON body (None when empty), parsed as request bodies are (strict, depth-bounded); an Outgoing
+    to send instead when it cannot be read: a 400 saying what and where, with `example`. (The transport read the body
+    within --max-body.)"""
+    raw = request.raw
     if not raw:
         return None
     try:

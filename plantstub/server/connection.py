@@ -1,13 +1,16 @@
-"""One client connection: aiohttp's RequestHandler with a read timeout, a recorded JSON Error record for
-what aiohttp cannot parse, and connection errors logged once in a while instead of once per client.
+"""One client connection, owned by plantstub: bytes parsed by aiohttp's request parser (server/parser.py), each
+request served by the front (server/front.py) in the order it came, its answer written by server/wire.py.
 
-The parser is fed one request at a time (the usual read, one whole request, at once; else a head up to
-its blank line, then its body by Content-Length), which changes nothing of what it parses; it means a
-request followed by bytes that cannot be parsed is still answered, and the request line of a request
-that breaks is at hand.
-
-This leans on RequestHandler's internals (`_messages`, `_request_count`, `_waiter`, `_ErrInfo`), as
-aiohttp offers no hook for any of it; checked on aiohttp 3.9.5 and 3.14.5.
+- A request whose body came with its head is answered there and then, in `data_received`; one whose answer waits (a
+  delay, the real service, the admin API) or whose body is still coming is served in a task, and the requests behind
+  it wait their turn.
+- --read-timeout: a request must arrive in full within it of its first byte (else a 408, and the connection closes);
+  a connection idle that long between requests is closed.
+- Backpressure: while the client does not read what was written (the transport's buffer is full), nothing more is
+  read or answered.
+- The parser is fed one request at a time (the usual read, one whole request, at once; else a head up to its blank
+  line, then its body by Content-Length), which changes nothing of what it parses: a request followed by bytes that
+  cannot be parsed is still answered, and the request line of one that breaks is at hand.
 """
 
 from __future__ import annotations
@@ -15,29 +18,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
+import socket
+import struct
+from collections import deque
+from collections.abc import Awaitable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiohttp import web
-from aiohttp.hdrs import CONTENT_LENGTH
-from aiohttp.http import HttpProcessingError, RawRequestMessage
+from aiohttp.http import HttpProcessingError, HttpVersion11, RawRequestMessage
 from aiohttp.http_exceptions import LineTooLong
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
-from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
 from plantstub.contract.outgoing import Outgoing, error_reply
-from plantstub.server.response import ReadTimeout, closing, internal_error, not_received
+from plantstub.scenarios.model import Fault
+from plantstub.server.answer import Answer, Streamed, chunks
+from plantstub.server.front import Front, Pending
+from plantstub.server.parser import LINE_LIMIT, Flow, request_parser
+from plantstub.server.pipeline import GONE
+from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
+from plantstub.server.wire import CONTINUE, MALFORMED, BadHeader, answer_bytes, chunk, head, usual
 
 log = logging.getLogger("plantstub")
-Refuse = Callable[[str, str, Outgoing], None]  # method, target, answer: records the call
-# A whole request answered at once (server/sessions.py's SessionRouter.quick): True answered, False not taken, else
-# decided with its answer to come in aiohttp's handler loop (a pipeline.Later, kept as `later` for it)
-Quick = Callable[[RawRequestMessage, StreamReader, asyncio.Transport], Any]
-LINE_LIMIT = 8190  # aiohttp's limit on the request line and on each header (max_line_size, max_field_size)
 HEAD_KEPT = LINE_LIMIT + 2  # bytes of a request's head kept to name one that breaks: a whole request line
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # an HTTP method as RFC 9110 spells a token
-_QUIET = (ConnectionError, HttpProcessingError, web.RequestPayloadError)  # a client's doing, not a bug
 
 
 def _one_request(data: bytes, head_end: int) -> bool:
@@ -46,84 +50,109 @@ def _one_request(data: bytes, head_end: int) -> bool:
     return data.find(b"\r\nContent-Length: %d\r\n" % (len(data) - head_end), 0, head_end) >= 0
 
 
-class ErrorLog:
-    """Errors of one kind written at most once per `interval` seconds: the first at once, then one line per
-    interval saying how many more came, so a flood of bad clients writes a few lines, not one each."""
+class Broken(NamedTuple):
+    """A request that could not be parsed or did not arrive in time, answered in its turn: as far as its request line
+    was read, and the answer."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, interval: float = 10.0) -> None:
-        self._loop = loop
-        self._interval = interval
-        self._more: dict[str, int] = {}  # kinds in their quiet interval, and how many came in it
-
-    def allow(self, kind: str, text: str) -> bool:
-        """Whether an error of `kind` is to be written now; if not, it is counted for the summary."""
-        if kind in self._more:
-            self._more[kind] += 1
-            return False
-        self._more[kind] = 0
-        self._loop.call_later(self._interval, self._summary, kind, text)
-        return True
-
-    def report(self, kind: str, text: str, exc_info: BaseException | None = None) -> None:
-        if self.allow(kind, text):
-            log.error("plantstub: %s", text, exc_info=exc_info)
-
-    def _summary(self, kind: str, text: str) -> None:
-        more = self._more.pop(kind, 0)
-        if more:  # still coming: say how many, and stay quiet one more interval
-            self._more[kind] = 0
-            self._loop.call_later(self._interval, self._summary, kind, text)
-            log.error("plantstub: %d more in the last %g s: %s", more, self._interval, text)
-
-    def loop_handler(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        """The event loop's exception handler: asyncio reports each refused accept here, with a traceback,
-        thousands a second once the open-file limit is reached."""
-        exc = context.get("exception")
-        message = str(context.get("message") or "error in the event loop")
-        if isinstance(exc, OSError) and "accept" in message:
-            self.report("accept", f"cannot accept connections: {exc.strerror or exc} (the open-file limit, "
-                                  "ulimit -n, is too low for this many connections; --read-timeout closes "
-                                  "stalled ones)")
-        elif isinstance(exc, OSError):  # a client's socket went wrong: one line, no traceback
-            self.report(message, f"{message}: {exc.strerror or exc}")
-        elif self.allow(message, message):
-            loop.default_exception_handler(context)
+    method: str
+    target: str
+    out: Outgoing
 
 
-class Connection(RequestHandler):
-    """aiohttp's connection handler with --read-timeout: a request must arrive in full (head and body)
-    within `read_timeout` of its first byte, else it gets a 408 and the connection closes; a connection
-    idle that long between requests is closed. A request aiohttp cannot parse gets a JSON 400, recorded."""
+Item = tuple[RawRequestMessage, StreamReader] | Broken
 
-    def __init__(self, manager: web.Server, *, loop: asyncio.AbstractEventLoop, read_timeout: float,
-                 refuse: Refuse, errors: ErrorLog, quick: Quick | None = None, **kwargs: Any) -> None:
-        # aiohttp's own keep-alive timer only backs ours up: it would close a half-sent request silently.
-        super().__init__(manager, loop=loop, keepalive_timeout=2 * read_timeout + 1, **kwargs)
-        self._read_timeout = read_timeout
-        self._refuse = refuse
-        self._errors = errors
+
+class Connection(asyncio.Protocol):
+    """One client's connection to the stub (see the module's docstring)."""
+
+    def __init__(self, server: Any) -> None:
+        self._server = server  # server/runner.py's Listener: the front, the settings, the connections
+        self._front: Front = server.front
+        self._loop: asyncio.AbstractEventLoop = server.loop
+        self._read_timeout: float = server.read_timeout
+        self._scheme: str = server.scheme
+        self.transport: asyncio.Transport | None = None
+        self._flow = Flow(self._loop, self.data_received)
+        self._parser = request_parser(self._flow, self._loop)
+        self._queue: deque[Item] = deque()  # parsed requests waiting for their turn
+        self._busy: asyncio.Task[None] | None = None  # the request being served in a task
+        self._paused = False  # the client is not reading: nothing more is read or answered
+        self._ending = False  # the last answer is written: nothing more is parsed or answered
+        self._drained: asyncio.Future[None] | None = None
         self._head = b""  # the start of the request arriving now (its request line, at least)
         self._last = b""  # the last bytes fed, for a blank line split across two reads
         self._open: StreamReader | None = None  # the body still arriving
         self._body_left = 0  # its bytes still to come, when it has a Content-Length
         self._reading = False  # a request has started and is not complete
-        self._stopped = False  # a request broke or timed out: nothing more is parsed
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
-        self._lost: asyncio.Future[None] | None = None  # made when a delayed reply waits on the client's leaving
+        self._left: asyncio.Future[None] | None = None  # made when an answer waits on the client's leaving
         self.stopping = False  # the stub is stopping: it closes the connection, not the client
-        self._quick = quick
-        self.later: Any = None  # a request quick() decided, for the handler (server/sessions.py) to answer in turn
+
+    # -- the connection's life ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # a stream server's: an asyncio.Transport
+        self._flow.connection_made(transport)  # TCP_NODELAY, and the transport the parser's readers pause
+        self._server.connections.add(self)
+        self._arm()  # a connection that never sends a byte is idle too
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.transport = None
+        self._flow.connection_lost(exc)
+        self._server.connections.discard(self)
+        if self._open is not None:  # a body still arriving: its reader learns the client left
+            self._open.set_exception(ConnectionResetError(GONE))
+        if self._left is not None and not self._left.done():
+            self._left.set_result(None)
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._queue.clear()
 
     def lost(self) -> asyncio.Future[None]:
-        """A future done once the client has closed the connection (a delayed reply stops waiting then)."""
-        if self._lost is None:
-            self._lost = self._loop.create_future()
+        """A future done once the client has closed the connection (an answer that waits stops waiting then)."""
+        if self._left is None:
+            self._left = self._loop.create_future()
             if self.transport is None:
-                self._lost.set_result(None)
-        return self._lost
+                self._left.set_result(None)
+        return self._left
 
-    # -- the timer: one per connection, moved forward lazily ------------------------------------------
+    def pause_writing(self) -> None:
+        """The client does not read what was written: stop reading and answering until it does."""
+        self._paused = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if self.transport is not None and not self._ending:
+            self.transport.resume_reading()
+        self._next()
+
+    async def _drain(self) -> None:
+        if self._paused and self.transport is not None:
+            self._drained = self._loop.create_future()
+            await self._drained
+
+    @property
+    def busy(self) -> asyncio.Task[None] | None:
+        """The task serving a request now, if one is."""
+        return self._busy
+
+    def close(self, abort: bool = False) -> None:
+        """End the connection as the stub stops (`abort`: at once, for TLS, whose close would wait for the
+        client's close_notify, which a kept-alive client never sends)."""
+        if self.transport is not None:
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
+
+    # -- the timer: one per connection, moved forward lazily ---------------------------------------------
     def _arm(self) -> None:
         self._deadline = self._loop.time() + self._read_timeout
         if self._timer is None:
@@ -131,106 +160,45 @@ class Connection(RequestHandler):
 
     def _on_deadline(self) -> None:
         self._timer = None
-        if self.transport is None or self._stopped:
+        if self.transport is None or self._ending:
             return
         if self._loop.time() < self._deadline:  # moved forward since: wait until then
             self._timer = self._loop.call_at(self._deadline, self._on_deadline)
         elif self._reading:
             self._time_out()
-        elif self._waiter is not None and not self._waiter.done() and not self._messages:
-            self.force_close()  # idle for --read-timeout: clients reconnect, as they do after any close
+        elif self._busy is None and not self._queue:
+            self.transport.close()  # idle for --read-timeout: clients reconnect, as they do after any close
 
     def _time_out(self) -> None:
-        """The request did not arrive in full in time: the handler reading its body gets ReadTimeout (and
-        answers 408), or a head still arriving gets a 408 here. Either way the connection then closes."""
-        self._stopped = True
+        """The request did not arrive in full in time: a body still arriving fails its reader (which answers 408), or
+        a head still arriving is answered 408 in its turn. Either way the connection then closes."""
         text = not_received(self._read_timeout)
+        self._reading = False
         if self._open is not None:
             self._open.set_exception(ReadTimeout(text))
-            self._open.feed_eof()  # no lingering over a body that will not come
-            self.keep_alive(False)
             return
-        self._messages.append((_ErrInfo(status=408, exc=ReadTimeout(text), message=text), EMPTY_PAYLOAD))
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._broken(error_reply(408, text))
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        self._arm()  # a connection that never sends a byte is idle too
-
-    async def shutdown(self, timeout: float | None = 15.0) -> None:
-        self.stopping = True
-        await super().shutdown(timeout)
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        later, self.later = self.later, None
-        if later is not None:  # decided at once, and the client left before the handler loop took it
-            later.pipeline.gone(later)
-        super().connection_lost(exc)
-        if self._lost is not None and not self._lost.done():
-            self._lost.set_result(None)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def log_access(self, request: web.BaseRequest, response: web.StreamResponse, time: Any) -> None:
-        """Called once each answer is sent (aiohttp's access log hook, off here): idle from now on."""
-        if request.method == "CONNECT":  # refused; what follows would be a tunnel: nothing to read after it
-            self.force_close()
-        elif not self._reading:
-            self._arm()
-
-    # -- feeding the parser a part of a request at a time ---------------------------------------------
+    # -- reading: the parser fed a part of a request at a time -------------------------------------------
     def data_received(self, data: bytes) -> None:
-        if self._stopped:
+        if self._ending:
             return
-        if not data:  # aiohttp re-parsing what it held back (after each body read, a queue that was full)
-            count = self._request_count
-            RequestHandler.data_received(self, data)
-            if self._request_count != count:
-                self._fed(count)
+        if not data:  # the parser taking up what it held back (a body reader read what it had)
+            self._feed(data)
             return
         if not self._reading and not self._last:  # the first byte of a request: its time starts
             self._reading = True
+            self._arm()
             end = data.find(b"\r\n\r\n") + 4
             if end >= 4 and (end == len(data) or _one_request(data, end)):
-                # The usual read: one whole request and nothing after it, fed as it came. Inline, as it
-                # runs for nearly every request; once it is answered, log_access() starts the idle time.
-                count = self._request_count
-                waiter = self._waiter
-                idle = waiter is not None and not waiter.done() and not self._messages and self._quick is not None
-                if idle:  # nothing in flight: the request may be answered here, at once, in its turn
-                    self._waiter = None  # the parser's queue is read below before the handler loop wakes
-                    try:
-                        RequestHandler.data_received(self, data)
-                    finally:
-                        self._waiter = waiter
-                    if self._request_count == count + 1 and len(self._messages) == 1:
-                        message, payload = self._messages[0]
-                        if payload.is_eof() and isinstance(message, RawRequestMessage):
-                            self._reading = False
-                            if self._at_once(message, payload):
-                                return
-                    if self._messages:
-                        waiter.set_result(None)  # type: ignore[union-attr]  # idle: a waiter not done
-                else:
-                    RequestHandler.data_received(self, data)
-                if self._request_count == count + 1 and self._messages:
-                    message, payload = self._messages[-1]
-                    if payload.is_eof() and isinstance(message, RawRequestMessage):
-                        self._reading = False
-                        return
                 self._head = data[:HEAD_KEPT]
-                self._fed(count)
-                if self._reading and not self._stopped:  # a chunked body still to come, an upgrade
-                    self._arm()
+                self._feed(data)  # the usual read: one whole request and nothing after it, fed as it came
                 return
-            self._arm()
         elif not self._reading:
             self._reading = True
             self._arm()
         pos, size = 0, len(data)
-        while pos < size:
+        while pos < size and not self._ending:
             if self._body_left:
                 end = min(size, pos + self._body_left)
                 self._body_left -= end - pos
@@ -239,24 +207,7 @@ class Connection(RequestHandler):
                 if self._open is None:
                     self._keep_head(data if end - pos == size else data[pos:end])
             self._feed(data if end - pos == size else data[pos:end])
-            if self._stopped:
-                return
             pos = end
-
-    def _at_once(self, message: RawRequestMessage, payload: StreamReader) -> bool:
-        """Answer the one request in the queue here (SessionRouter.quick), without aiohttp's handler loop; True when
-        it was (the queue is empty again), False when the loop is to take it (woken by the caller)."""
-        taken = self._quick(message, payload, self.transport)  # type: ignore[misc, arg-type]  # idle: set, connected
-        if taken is True:
-            self._messages.popleft()
-            self._manager.requests_count += 1  # type: ignore[union-attr]  # connected: a manager
-            self._arm()  # idle from now on, as log_access() makes it after an answer aiohttp wrote
-            # aiohttp's backup timer, told the connection is not idle (its handler loop tells it after each answer)
-            self._next_keepalive_close_time = self._loop.time() + self._keepalive_timeout
-            return True
-        if taken is not False:  # decided: the handler loop answers it in its turn, with its body read already
-            self.later = taken
-        return False
 
     def _blank_line_end(self, data: bytes, pos: int) -> int:
         """Where the next `\r\n\r\n` in `data` ends (one begun in the previous read counts), else len(data)."""
@@ -273,33 +224,31 @@ class Connection(RequestHandler):
 
     def _keep_head(self, part: bytes) -> None:
         if not self._head:
-            self._head = part[:HEAD_KEPT]  # no copy for a usual head: `part` is fed, and let go when complete
+            self._head = part[:HEAD_KEPT]
         elif len(self._head) < HEAD_KEPT:  # a head arriving in several reads
             self._head = (self._head + part[:HEAD_KEPT])[:HEAD_KEPT]
 
     def _feed(self, part: bytes) -> None:
-        count = self._request_count
-        RequestHandler.data_received(self, part)
-        self._fed(count)
-
-    def _fed(self, count: int) -> None:
-        """After a part was fed: a request that ended, a body that is still to come, or a parser that failed."""
-        if self._request_count != count:  # a head ended, or the parser failed
-            message, payload = self._messages[-1] if self._messages else (None, EMPTY_PAYLOAD)
-            if not isinstance(message, RawRequestMessage):
-                self._broken()
-                return
+        try:
+            messages, upgraded, _ = self._parser.feed_data(part)
+        except HttpProcessingError as exc:
+            self._unparsable(exc)
+            return
+        for message, payload in messages:
             if payload.is_eof():
                 self._complete()
-                return
-            self._open = payload
-            if not message.chunked:
-                self._body_left = int(message.headers.get(CONTENT_LENGTH) or 0)
-        elif self._open is not None and self._open.is_eof():
+            else:  # its body still to come
+                self._open = payload
+                if not message.chunked:
+                    self._body_left = int(message.headers.get("Content-Length") or 0)
+            self._arrived((message, payload))
+        if not messages and self._open is not None and self._open.is_eof():
             self._complete()
+        if upgraded:  # CONNECT or a protocol switch: answered (then the connection ends), nothing more is parsed
+            self._stop_reading()
 
     def _complete(self) -> None:
-        """The request arrived in full: the timer now waits for the connection to go idle."""
+        """A request arrived in full: the timer now waits for the connection to go idle."""
         self._reading = False
         self._open = None
         self._body_left = 0
@@ -307,40 +256,34 @@ class Connection(RequestHandler):
         self._last = b""
         self._arm()
 
-    def _broken(self) -> None:
-        """The parser failed: a body still arriving fails its reader (the pipeline answers 400); else the
-        queued error is answered by handle_error. Nothing more is parsed on this connection."""
-        self._stopped = True
+    def _unparsable(self, exc: HttpProcessingError) -> None:
+        """The parser failed: a body still arriving fails its reader (answered 400 by its task); else the request that
+        broke is answered 400 in its turn. Nothing more is parsed on this connection."""
         if self._open is not None:
             self._open.set_exception(web.RequestPayloadError("the body's framing is broken"))
-            self._open.feed_eof()
-            self._open = None
+            self._stop_reading()
+            return
+        self._broken(error_reply(400, self._why(exc)))
 
-    # -- answers aiohttp gives on its own -------------------------------------------------------------
-    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
-                     message: str | None = None) -> web.StreamResponse:
-        """A request aiohttp could not parse (400), or that did not arrive in time (408): a JSON Error
-        record, recorded as a call. Anything else is a plantstub bug: a JSON 500."""
-        if request.writer.output_size > 0:
-            raise ConnectionError("response is sent already, cannot send the error")
-        if not isinstance(exc, (HttpProcessingError, ReadTimeout)):
-            self.log_exception("internal error on a connection", exc_info=exc)
-            return closing(error_reply(status, internal_error(exc)))
+    def _broken(self, out: Outgoing) -> None:
         method, target = self._request_line()
-        out = error_reply(status, self._why(status, exc, message))
-        self._refuse(method, target, out)
-        return closing(out)
+        self._reading = False
+        self._last = b""
+        self._arrived(Broken(method, target, out))
+        self._stop_reading()
 
-    def _why(self, status: int, exc: BaseException, message: str | None) -> str:
-        if isinstance(exc, ReadTimeout):
-            return str(exc)
+    def _stop_reading(self) -> None:
+        self._parser = _Closed()
+        self._body_left = 0
+
+    def _why(self, exc: HttpProcessingError) -> str:
         if isinstance(exc, LineTooLong):
             if 0 <= self._head.find(b"\n") <= LINE_LIMIT + 1:
                 return f"headers: a header is longer than {LINE_LIMIT} bytes"
             return f"request: the request line is longer than {LINE_LIMIT} bytes"
         if self._head.startswith(b"\x16\x03"):  # a TLS record: a ClientHello
             return "request: this is TLS (https://) on a plain HTTP port; use http://"
-        reason = (message or str(exc) or HTTPStatus(status).phrase).strip().splitlines()[0]
+        reason = (exc.message or str(exc) or HTTPStatus(400).phrase).strip().splitlines()[0]
         return f"request: cannot be parsed as HTTP/1.1: {reason[:200]}"
 
     def _request_line(self) -> tuple[str, str]:
@@ -350,11 +293,191 @@ class Connection(RequestHandler):
             return "", ""
         return method.decode("ascii"), rest.split(b" ", 1)[0].decode("utf-8", "replace")
 
-    def log_exception(self, *args: Any, **kw: Any) -> None:
-        """aiohttp's error log: what a client caused is not worth a traceback; the rest once in a while."""
-        exc = kw.get("exc_info")
-        if isinstance(exc, _QUIET):
-            log.debug("plantstub: %s", exc)
+    # -- serving, one request at a time, in the order they came ------------------------------------------
+    def _arrived(self, item: Item) -> None:
+        if self._busy is None and not self._queue and not self._paused:
+            self._start(item)
+        else:
+            self._queue.append(item)
+
+    def _next(self) -> None:
+        while self._queue and self._busy is None and not self._paused and not self._ending:
+            self._start(self._queue.popleft())
+
+    def _start(self, item: Item) -> None:
+        """Serve `item` now: answered at once, or in a task that answers it in its turn."""
+        if self.transport is None or self._ending:
             return
-        text = str(args[0] % args[1:]) if args else "error on a connection"
-        self._errors.report(text, text, exc if isinstance(exc, BaseException) else None)
+        try:
+            self._serve(item)
+        except Exception as exc:  # a plantstub bug: a JSON 500, and this connection ends; the stub keeps serving
+            log.exception("plantstub: internal error on a connection")
+            self._write(Answer(error_reply(500, internal_error(exc)), close=True), None)
+
+    def _serve(self, item: Item) -> None:
+        transport = self.transport
+        assert transport is not None  # _start() checked
+        if isinstance(item, Broken):
+            self._front.refuse_unread(item.method, item.target, item.out)
+            self._write(Answer(item.out, close=True), None)
+            return
+        message, payload = item
+        pending = self._front.open(message.method, message.path, message.headers, message.raw_headers, self._scheme,
+                                   message.url)
+        if isinstance(pending, Answer):
+            self._write(pending, message)
+            return
+        declared = message.headers.get("Content-Length")
+        refused = pending.over(int(declared) if declared is not None and declared.isdigit() else None)
+        if refused is not None:  # refused at once, before the client sends it
+            self._write(refused, message)
+            return
+        if payload is EMPTY_PAYLOAD:
+            raw = b""
+        elif payload.is_eof() and payload.exception() is None:
+            raw = payload.read_nowait(-1)  # it came with its head (nearly always)
+            refused = pending.over(len(raw))  # a chunked body (no Content-Length), read whole
+            if refused is not None:
+                self._write(refused, message)
+                return
+        else:
+            if message.headers.get("Expect", "").lower() == "100-continue" and message.version >= HttpVersion11:
+                transport.write(CONTINUE)  # the client waits for a go-ahead before the body
+            self._busy = self._loop.create_task(self._read_then_serve(pending, message, payload))
+            return
+        served = pending.serve(raw, self)
+        if isinstance(served, Answer):
+            self._write(served, message)
+        else:
+            self._busy = self._loop.create_task(self._finish(served, message))
+
+    async def _read_then_serve(self, pending: Pending, message: RawRequestMessage, payload: StreamReader) -> None:
+        try:
+            raw = await pending.read(payload)
+            if isinstance(raw, Answer):  # over --max-body
+                answer = raw
+            else:
+                served = pending.serve(raw, self)
+                answer = served if isinstance(served, Answer) else await served
+        except ReadTimeout as exc:
+            answer = pending.refuse(error_reply(408, str(exc)))
+        except web.RequestPayloadError:  # a broken chunked encoding, gzip that does not inflate
+            answer = pending.refuse(error_reply(400, unreadable(message.headers)))
+        except ConnectionError:  # the client left mid-body: recorded, nothing to answer
+            pending.refuse(error_reply(499, GONE))
+            answer = Answer(None)
+        except Exception as exc:  # a plantstub bug: a JSON 500, and this connection ends; the stub keeps serving
+            log.exception("plantstub: internal error on %s %s", message.method, message.path)
+            answer = Answer(error_reply(500, internal_error(exc)), close=True)
+        await self._answered(answer, message)
+
+    async def _finish(self, served: Awaitable[Answer], message: RawRequestMessage) -> None:
+        try:
+            answer = await served
+        except Exception as exc:  # a plantstub bug: a JSON 500, and this connection ends; the stub keeps serving
+            log.exception("plantstub: internal error on %s %s", message.method, message.path)
+            answer = Answer(error_reply(500, internal_error(exc)), close=True)
+        await self._answered(answer, message)
+
+    async def _answered(self, answer: Answer, message: RawRequestMessage) -> None:
+        try:
+            if isinstance(answer.out, Streamed):
+                await self._stream(answer, answer.out, message)
+            else:
+                self._write(answer, message)
+        finally:
+            self._busy = None
+        self._next()
+
+    # -- writing ------------------------------------------------------------------------------------------
+    def _connection(self, answer: Answer, message: RawRequestMessage | None) -> str | None:
+        """The Connection header of an answer (None: none); the connection ends after it when it says close."""
+        if message is None or answer.close or message.should_close or message.upgrade or self.stopping:
+            self._ending = True
+            return "close"
+        return None if message.version >= HttpVersion11 else "keep-alive"
+
+    def _write(self, answer: Answer, message: RawRequestMessage | None) -> None:
+        transport = self.transport
+        out = answer.out
+        if transport is None or out is None:
+            return
+        if answer.fault is not None and answer.fault is not Fault.MALFORMED_BODY:
+            self._misbehave(answer.fault)
+            return
+        if isinstance(out, Streamed):  # an admin answer written as it is made: only ever from a task
+            raise TypeError("a streamed answer is written by _stream()")
+        connection = self._connection(answer, message)
+        head_only = message is not None and message.method == "HEAD"
+        if answer.fault is Fault.MALFORMED_BODY:
+            out = Outgoing(out.status, MALFORMED, MALFORMED, "application/json")
+        data = None if connection is not None or head_only else usual(out, answer.origin)
+        if data is None:
+            try:
+                data = answer_bytes(out, answer.origin, head_only, connection)
+            except BadHeader as exc:
+                log.error("plantstub: internal error: an answer's header cannot be written: %s", exc)
+                data = answer_bytes(error_reply(500, internal_error(exc)), None, head_only, connection)
+        transport.write(data)
+        if self._ending:
+            self._end()
+        elif not self._reading:
+            self._arm()  # idle from now on
+
+    def _end(self) -> None:
+        """The last answer is written: the connection closes once it has gone out."""
+        self._ending = True
+        self._queue.clear()
+        if self.transport is not None:
+            self.transport.close()
+
+    async def _stream(self, answer: Answer, out: Streamed, message: RawRequestMessage) -> None:
+        """A streamed admin answer: its head, then its body chunk by chunk as each is made (chunked framing; an
+        HTTP/1.0 client reads to the close)."""
+        transport = self.transport
+        if transport is None:
+            return
+        connection = self._connection(answer, message)
+        if message.version < HttpVersion11:
+            connection = "close"
+            self._ending = True
+        chunked = connection != "close"
+        transport.write(head(out.status, out.headers.items(), None, connection))
+        if message.method != "HEAD":
+            try:
+                async for data in chunks(out):
+                    if self.transport is None:
+                        return
+                    self.transport.write(chunk(data) if chunked else data)
+                    await self._drain()
+            except Exception:  # half an answer is sent: no 500 can follow it, so the connection is cut
+                log.exception("plantstub: internal error on admin route %s %s", message.method, message.path)
+                if self.transport is not None:
+                    self.transport.abort()
+                return
+            if chunked and self.transport is not None:
+                self.transport.write(chunk(b""))
+        if self._ending:
+            self._end()
+        elif not self._reading:
+            self._arm()
+
+    def _misbehave(self, fault: Fault) -> None:
+        """A reply's fault on the socket: reset (RST, ECONNRESET on the client) or closed without a byte (FIN)."""
+        transport = self.transport
+        assert transport is not None  # the caller checked
+        self._ending = True
+        if fault is Fault.CONNECTION_RESET:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:  # SO_LINGER 0: close() sends RST instead of FIN
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        else:  # empty_reply
+            transport.close()
+
+
+class _Closed:
+    """The parser of a connection that reads no more: whatever comes is dropped."""
+
+    def feed_data(self, data: bytes) -> tuple[tuple[()], bool, bytes]:
+        return (), False, b""

@@ -13,8 +13,9 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
+from plantstub._json import JSON
+from plantstub.contract.outgoing import Outgoing
+from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import Record, dumps_call, iso_time
 from plantstub.server.admin_json import error, reply
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from plantstub.server.session import Session
 
-    Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+    Handler = Callable[[IncomingRequest], Awaitable[Outgoing]]
 
 DEFAULT_ROWS = 200  # what the page shows at once: enough to scroll, few enough to render at once
 MAX_ROWS = 500
@@ -33,8 +34,8 @@ ROW_FILTERS = ("since", "before", "limit", "wait", "epoch", "path", "status", "v
 _STATUS = re.compile(r"[1-5](?:[0-9]{2}|xx|XX)")
 _INTEGER = re.compile(r"[0-9]{1,18}")
 # The page loads nothing from anywhere: scripts and styles are inline, requests go to the stub itself.
+PAGE_TYPE = "text/html; charset=utf-8"
 PAGE_HEADERS = {
-    "Content-Type": "text/html; charset=utf-8",
     "Content-Security-Policy": ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                                 "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
                                 "frame-ancestors 'none'"),
@@ -131,8 +132,9 @@ class PageRoutes:
     def routes(self) -> list[tuple[str, str, Handler]]:
         return [("GET", "", self.page), ("GET", "calls/rows", self.rows), ("GET", "calls/{id}", self.call)]
 
-    async def page(self, request: web.BaseRequest) -> web.Response:
-        return web.Response(body=page_html(), headers=PAGE_HEADERS)
+    async def page(self, request: IncomingRequest) -> Outgoing:
+        html = page_html()
+        return Outgoing(200, html, html, PAGE_TYPE, PAGE_HEADERS)
 
     def who(self, record: Record) -> str:
         """Who answered: a scenario's rule, a rule from code, the request check, Prefer, the store, the default."""
@@ -160,11 +162,11 @@ class PageRoutes:
             "rule": record.rule, "scenario": record.scenario,
         }
 
-    async def rows(self, request: web.BaseRequest) -> web.Response:
+    async def rows(self, request: IncomingRequest) -> Outgoing:
         """The newest matching calls as rows (at most `limit`, before `before`); with `since` and `wait`, held until
         a call newer than `since` arrives (or the journal is cleared), at most `wait` seconds."""
         try:
-            wanted = RowFilter.from_query(request.query)
+            wanted = RowFilter.from_query(request.query_first())
         except ValueError as exc:
             return error(400, str(exc))
         journal = self.session.journal
@@ -199,7 +201,7 @@ class PageRoutes:
             journal.unlisten(wake)
         return journal.records()
 
-    async def call(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def call(self, request: IncomingRequest) -> Outgoing:
         """One kept call in full, as `GET calls` shows each."""
         given = request.path.rsplit("/", 1)[1]
         if not _INTEGER.fullmatch(given):
@@ -210,4 +212,5 @@ class PageRoutes:
         if at == len(records) or records[at].seq != seq:
             kept = f"#{records[0].seq} to #{records[-1].seq}" if records else "none"
             return error(404, f"path: no call #{seq} is kept (kept: {kept})")
-        return web.Response(body=dumps_call(records[at].view()), content_type="application/json")
+        shown = dumps_call(records[at].view())
+        return Outgoing(200, shown, shown, JSON)

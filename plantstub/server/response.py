@@ -1,16 +1,12 @@
-"""What goes back on the wire: an Outgoing as an aiohttp response, or the fault a reply asked for."""
+"""The words of the answers every transport gives on its own (413, 408, 500, a body it cannot read), and the headers a
+call records as sent."""
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import struct
-
-from aiohttp import web
+from collections.abc import Mapping
 
 from plantstub._json import NO_BODY
 from plantstub.contract.outgoing import Outgoing
-from plantstub.scenarios.model import Fault
 
 
 def too_large(limit: int) -> str:
@@ -44,45 +40,6 @@ def sent_headers(out: Outgoing) -> dict[str, str]:
 _TYPE_ONLY: dict[str, dict[str, str]] = {}
 
 
-def closing(out: Outgoing) -> web.Response:
-    """`out` as the last answer on its connection (the request was not read in full, or not at all)."""
-    response = to_response(out, False)
-    response.force_close()
-    return response
-
-
-def to_response(out: Outgoing, head: bool) -> web.Response:
-    """`out` as an aiohttp response; a HEAD request gets the headers without the body.
-
-    Content-Type goes in as a header, as written: aiohttp's `content_type=` refuses parameters
-    (`application/json; charset=utf-8`), which specs and rules may well declare.
-    """
-    headers = sent_headers(out)
-    if out.body is NO_BODY or head:
-        return web.Response(status=out.status, headers=headers)
-    return web.Response(status=out.status, body=out.payload, headers=headers)
-
-
-async def send_fault(request: web.BaseRequest, fault: Fault, out: Outgoing | None) -> web.StreamResponse:
-    """Misbehave as asked. The call is still recorded by the caller's `finally`."""
-    transport = request.transport
-    if fault is Fault.MALFORMED_BODY:
-        status = out.status if out is not None else 200
-        # Valid HTTP, broken JSON: the client's parser, not its socket, must cope.
-        return web.Response(status=status, body=b'{"name": "Fern", "tag": ', content_type="application/json")
-    if transport is not None:
-        if fault is Fault.CONNECTION_RESET:
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                # SO_LINGER 0: close() sends RST instead of FIN, so the client sees ECONNRESET.
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            transport.abort()
-        else:  # empty_reply: FIN without a byte of response
-            transport.close()
-    # Nothing may be written now; cancelling ends this connection's handler quietly.
-    raise asyncio.CancelledError
-
-
 def internal_error(exc: BaseException | None) -> str:
     """The 500 message of a plantstub bug, in every answer that reports one (the pipeline, the admin API, a
     connection aiohttp could not serve)."""
@@ -90,9 +47,9 @@ def internal_error(exc: BaseException | None) -> str:
     return said if exc is None else f"{said}: {type(exc).__name__}: {exc}"
 
 
-def unreadable(request: web.BaseRequest) -> str:
-    """Why aiohttp could not read a body: its Content-Encoding, or its chunked framing."""
-    encoding = request.headers.get("Content-Encoding")
+def unreadable(headers: Mapping[str, str]) -> str:
+    """Why a body could not be read: its Content-Encoding, or its chunked framing."""
+    encoding = headers.get("Content-Encoding")
     if encoding:
         return f"body: cannot be read: it does not decode as its Content-Encoding ({encoding[:50]}) says"
     return "body: cannot be read: its chunked framing is broken"

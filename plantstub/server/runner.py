@@ -1,40 +1,23 @@
-"""Run the stub on a socket with aiohttp's low-level server; start and stop."""
+"""Run the stub on a socket: plantstub's own connections (server/connection.py) on aiohttp's parser, or, when that
+parser is not one plantstub was proven on (server/parser.py), aiohttp's own low-level server; start and stop."""
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+import sys
 from typing import Any
 
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
 
-from plantstub.server.app import lean_handler, start_watch, stop_watch
-from plantstub.server.connection import Connection, ErrorLog
-from plantstub.server.pipeline import make_refusal
+from plantstub.server.app import aiohttp_handler, start_watch, stop_watch
+from plantstub.server.connection import Connection
+from plantstub.server.errorlog import ErrorLog
+from plantstub.server.front import Front
+from plantstub.server.parser import self_test
 from plantstub.server.table import Sessions
 
-
-class _LeanServer(web.Server):
-    """aiohttp's low-level server: no Application, no router, no middlewares between a request and
-    the pipeline; each connection is a `Connection` (read timeout, JSON answers to what cannot be
-    parsed), bodies are bounded by --max-body."""
-
-    def __init__(self, sessions: Sessions, errors: ErrorLog) -> None:
-        handler, self._quick = lean_handler(sessions)
-        super().__init__(handler, request_factory=self._request, access_log=None)
-        settings = sessions.runtime.settings
-        self._max_body = settings.max_body
-        self._read_timeout = settings.read_timeout
-        self._refuse = make_refusal(sessions.default)
-        self._errors = errors
-
-    def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
-        return web.BaseRequest(message, payload, protocol, writer, task, self._loop, client_max_size=self._max_body)
-
-    def __call__(self) -> RequestHandler:
-        return Connection(self, loop=self._loop, read_timeout=self._read_timeout, refuse=self._refuse,
-                          errors=self._errors, quick=self._quick, **self._kwargs)
+SHUTDOWN = 1.0  # seconds the answers being made get to go out when the stub stops
 
 
 def url_for(host: str, port: int, scheme: str = "http") -> str:
@@ -42,30 +25,52 @@ def url_for(host: str, port: int, scheme: str = "http") -> str:
     return f"{scheme}://{shown}:{port}"
 
 
+class Listener:
+    """The stub's listening socket: makes a Connection for each client and keeps them, to close them at stop."""
+
+    def __init__(self, front: Front, loop: asyncio.AbstractEventLoop, scheme: str) -> None:
+        settings = front.sessions.runtime.settings
+        self.front = front
+        self.loop = loop
+        self.scheme = scheme
+        self.read_timeout = settings.read_timeout
+        self.connections: set[Connection] = set()
+
+    def __call__(self) -> Connection:
+        return Connection(self)
+
+    async def shutdown(self, timeout: float) -> None:
+        """Close idle connections now; give the answers being made `timeout` seconds, then cut them."""
+        for connection in list(self.connections):
+            connection.stopping = True
+        busy = [c.busy for c in self.connections if c.busy is not None]
+        if busy:
+            await asyncio.wait(busy, timeout=timeout)
+        for task in busy:
+            task.cancel()
+        if busy:
+            await asyncio.wait(busy, timeout=timeout)
+        for connection in list(self.connections):
+            connection.close(abort=self.scheme == "https")
+
+
 class Running:
     """A stub listening on a socket; `stop()` ends it and closes what it holds (the journal file)."""
 
-    def __init__(self, sessions: Sessions, runner: web.ServerRunner, url: str, watch: asyncio.Task[None] | None,
-                 handler: Any = None, tls: bool = False) -> None:
+    def __init__(self, sessions: Sessions, url: str, stop: Any, watch: asyncio.Task[None] | None,
+                 handler: Any = None) -> None:
         self.sessions = sessions
         self.url = url
-        self._runner = runner
+        self._stop = stop
         self._watch = watch
         self._handler = handler  # the event loop's exception handler before start
-        self._tls = tls
         self.unsent = 0  # webhook deliveries not sent: pending when the grace at stop ended, or at a session's end
 
     async def stop(self) -> None:
         """Stop listening, then give pending deliveries their grace (GRACE seconds) and close what the stub holds."""
         await stop_watch(self._watch)
-        server = self._runner.server
-        # A TLS connection's close waits for the client's close_notify, which a kept-alive client never sends: the
-        # stub stopping waits for nobody, and leaves no socket open behind it.
-        held = [h.transport for h in server.connections if h.transport is not None] if self._tls and server else []
         try:
-            await self._runner.cleanup()
-            for transport in held:
-                transport.abort()
+            await self._stop()
         finally:
             asyncio.get_running_loop().set_exception_handler(self._handler)
             self.unsent = await self.sessions.close()
@@ -76,20 +81,37 @@ async def start(sessions: Sessions, host: str, port: int, context: ssl.SSLContex
     port."""
     loop = asyncio.get_running_loop()
     errors = ErrorLog(loop)
-    server = _LeanServer(sessions, errors)
-    runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024, ssl_context=context)
-    try:
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        raise
-    real_port = runner.addresses[0][1]
-    sessions.outbox.own.listen(runner.addresses)  # a callback a request names never comes back here
+    front = Front(sessions)
+    scheme = "https" if context else "http"
+    refused = self_test()
+    if refused is None:
+        listener = Listener(front, loop, scheme)
+        # The TLS handshake counts within --read-timeout: a client that sends nothing holds no socket longer.
+        server = await loop.create_server(listener, host, port, reuse_address=True, backlog=1024, ssl=context,
+                                          ssl_handshake_timeout=sessions.runtime.settings.read_timeout if context
+                                          else None)
+        addresses = [sock.getsockname() for sock in server.sockets]
+
+        async def stop() -> None:
+            server.close()
+            await listener.shutdown(SHUTDOWN)
+            await server.wait_closed()
+    else:
+        print(f"plantstub: {refused}; serving through aiohttp's own server instead", file=sys.stderr, flush=True)
+        runner = web.ServerRunner(web.Server(aiohttp_handler(front, go_ahead=True), access_log=None),
+                                  handle_signals=False, shutdown_timeout=SHUTDOWN)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024, ssl_context=context)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        addresses = list(runner.addresses)
+        stop = runner.cleanup
+    sessions.outbox.own.listen(addresses)  # a callback a request names never comes back here
     # A flood of connections beyond the open-file limit makes asyncio log each refused accept with a
     # traceback (18 MB in 12 s): a few lines instead.
     before = loop.get_exception_handler()
     loop.set_exception_handler(errors.loop_handler)
-    return Running(sessions, runner, url_for(host, real_port, "https" if context else "http"), start_watch(sessions), before,
-                   tls=context is not None)
+    return Running(sessions, url_for(host, addresses[0][1], scheme), stop, start_watch(sessions), before)
