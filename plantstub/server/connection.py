@@ -186,14 +186,16 @@ class Connection(asyncio.Protocol):
         if not data:  # the parser taking up what it held back (a body reader read what it had)
             self._feed(data)
             return
-        if not self._reading and not self._last:  # the first byte of a request: its time starts
-            self._reading = True
-            self._arm()
+        if not self._reading and not self._last:  # the first byte of a request
             end = data.find(b"\r\n\r\n") + 4
             if end >= 4 and (end == len(data) or _one_request(data, end)):
-                self._head = data[:HEAD_KEPT]
-                self._feed(data)  # the usual read: one whole request and nothing after it, fed as it came
+                # The usual read: one whole request and nothing after it, fed as it came; once answered, the
+                # connection's idle time starts (_write()).
+                self._head = data
+                self._feed(data)
                 return
+            self._reading = True  # its time starts
+            self._arm()
         elif not self._reading:
             self._reading = True
             self._arm()
@@ -248,13 +250,12 @@ class Connection(asyncio.Protocol):
             self._stop_reading()
 
     def _complete(self) -> None:
-        """A request arrived in full: the timer now waits for the connection to go idle."""
+        """A request arrived in full (its answer, once written, starts the idle time)."""
         self._reading = False
         self._open = None
         self._body_left = 0
         self._head = b""
         self._last = b""
-        self._arm()
 
     def _unparsable(self, exc: HttpProcessingError) -> None:
         """The parser failed: a body still arriving fails its reader (answered 400 by its task); else the request that
@@ -278,7 +279,7 @@ class Connection(asyncio.Protocol):
 
     def _why(self, exc: HttpProcessingError) -> str:
         if isinstance(exc, LineTooLong):
-            if 0 <= self._head.find(b"\n") <= LINE_LIMIT + 1:
+            if 0 <= self._head.find(b"\n", 0, HEAD_KEPT) <= LINE_LIMIT + 1:
                 return f"headers: a header is longer than {LINE_LIMIT} bytes"
             return f"request: the request line is longer than {LINE_LIMIT} bytes"
         if self._head.startswith(b"\x16\x03"):  # a TLS record: a ClientHello
@@ -288,7 +289,7 @@ class Connection(asyncio.Protocol):
 
     def _request_line(self) -> tuple[str, str]:
         """The method and target of the request that broke, as far as they arrived; `""` for unknown."""
-        method, _, rest = self._head.split(b"\n", 1)[0].rstrip(b"\r").partition(b" ")
+        method, _, rest = self._head[:HEAD_KEPT].split(b"\n", 1)[0].rstrip(b"\r").partition(b" ")
         if not _TOKEN.fullmatch(method):
             return "", ""
         return method.decode("ascii"), rest.split(b" ", 1)[0].decode("utf-8", "replace")
@@ -327,20 +328,20 @@ class Connection(asyncio.Protocol):
         if isinstance(pending, Answer):
             self._write(pending, message)
             return
-        declared = message.headers.get("Content-Length")
-        refused = pending.over(int(declared) if declared is not None and declared.isdigit() else None)
-        if refused is not None:  # refused at once, before the client sends it
-            self._write(refused, message)
-            return
         if payload is EMPTY_PAYLOAD:
             raw = b""
         elif payload.is_eof() and payload.exception() is None:
             raw = payload.read_nowait(-1)  # it came with its head (nearly always)
-            refused = pending.over(len(raw))  # a chunked body (no Content-Length), read whole
+            refused = pending.over(len(raw))
             if refused is not None:
                 self._write(refused, message)
                 return
         else:
+            declared = message.headers.get("Content-Length")
+            refused = pending.over(int(declared) if declared is not None and declared.isdigit() else None)
+            if refused is not None:  # refused at once, before the client sends it
+                self._write(refused, message)
+                return
             if message.headers.get("Expect", "").lower() == "100-continue" and message.version >= HttpVersion11:
                 transport.write(CONTINUE)  # the client waits for a go-ahead before the body
             self._busy = self._loop.create_task(self._read_then_serve(pending, message, payload))
@@ -399,22 +400,25 @@ class Connection(asyncio.Protocol):
 
     def _write(self, answer: Answer, message: RawRequestMessage | None) -> None:
         transport = self.transport
-        out = answer.out
+        out, fault, origin, _ = answer
         if transport is None or out is None:
-            return
-        if answer.fault is not None and answer.fault is not Fault.MALFORMED_BODY:
-            self._misbehave(answer.fault)
             return
         if isinstance(out, Streamed):  # an admin answer written as it is made: only ever from a task
             raise TypeError("a streamed answer is written by _stream()")
-        connection = self._connection(answer, message)
-        head_only = message is not None and message.method == "HEAD"
-        if answer.fault is Fault.MALFORMED_BODY:
+        if fault is not None:
+            if fault is not Fault.MALFORMED_BODY:
+                self._misbehave(fault)
+                return
             out = Outgoing(out.status, MALFORMED, MALFORMED, "application/json")
-        data = None if connection is not None or head_only else usual(out, answer.origin)
+        if message is not None and message.version == HttpVersion11 and not message.should_close \
+                and not answer.close and not message.upgrade and not self.stopping:
+            connection, head_only = None, message.method == "HEAD"  # kept alive, the usual case
+        else:
+            connection, head_only = self._connection(answer, message), message is not None and message.method == "HEAD"
+        data = None if connection is not None or head_only else usual(out, origin)
         if data is None:
             try:
-                data = answer_bytes(out, answer.origin, head_only, connection)
+                data = answer_bytes(out, origin, head_only, connection)
             except BadHeader as exc:
                 log.error("plantstub: internal error: an answer's header cannot be written: %s", exc)
                 data = answer_bytes(error_reply(500, internal_error(exc)), None, head_only, connection)

@@ -50,11 +50,17 @@ def choose_session(target: str, headers: Headers) -> Choice | Outgoing:
         if named is not None and named != sid:
             return error_reply(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the path "
                                     f"({sid!r}); send one of them")
-        return Choice(sid, "/" + rest)
+        return Choice(sid, joined("/" + rest))
     if named is None or target.startswith(SESSIONS_ROUTE):  # opening or ending the session it names: the default's
         return Choice(None, target)  # admin routes, on the replica a balancer hashes it to
     problem = session_id_problem(named, f"headers.{SESSION_HEADER}")
     return error_reply(400, problem) if problem is not None else Choice(named, target)
+
+
+def joined(target: str) -> str:
+    """A target with a doubled slash at its start read as one: a base URL ends with '/' (a session's, the fixture's),
+    so `url + "/plants"` sends `//plants`. Only there: `/plants//1` stays what it is."""
+    return target[1:] if target.startswith("//") else target
 
 
 def _shown(value: str) -> str:
@@ -94,8 +100,8 @@ class Front:
              scheme: str, parsed: Any = None) -> Pending | Answer:
         """A request whose head has arrived: what will serve it once its body is read, or the answer refusing it now.
         `parsed`: the transport's reading of the target (yarl's URL), when it has one."""
-        if raw_target.startswith("//"):  # a base URL ending in '/' + "/plants": the doubled slash read as one
-            raw_target, parsed = raw_target[1:], None
+        if raw_target.startswith("//"):
+            raw_target, parsed = joined(raw_target), None
         choice = choose_session(raw_target, headers) if raw_target.startswith("/__") or SESSION_HEADER in headers \
             else None
         if isinstance(choice, Outgoing):

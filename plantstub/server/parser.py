@@ -44,6 +44,12 @@ class Flow(BaseProtocol):
     def data_received(self, data: bytes) -> None:  # aiohttp's resume_reading() re-parses what the parser held
         self._feed(data)
 
+    def resume_reading(self, *args: bool, **kwargs: bool) -> None:
+        """A body reader that read what it had resumes reading (aiohttp >= 3.13: each time); the parser holds
+        nothing back unless reading was paused, so there is nothing to take up then."""
+        if self._reading_paused:
+            super().resume_reading(*args, **kwargs)
+
 
 def request_parser(flow: Flow, loop: asyncio.AbstractEventLoop) -> Any:
     """A parser of requests for one connection, whose body readers are paused and resumed through `flow`."""

@@ -182,3 +182,15 @@ def test_plantstub_health_asks_over_https_when_the_stub_serves_it(serve, certifi
     assert (asked.returncode, asked.stderr) == (0, "")
     plain = subprocess.run(health, capture_output=True, text=True, timeout=30, env={**os.environ, "PLANTSTUB_PORT": port})
     assert plain.returncode == 1 and plain.stderr.startswith(f"plantstub: http://127.0.0.1:{port} is not healthy: ")
+
+
+@pytest.mark.parametrize("sent", [b"", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"], ids=["nothing", "half-a-hello"])
+def test_a_tls_client_that_never_finishes_its_handshake_is_closed_after_the_read_timeout(sent):
+    import socket
+
+    with Stub(tls=True, read_timeout=1) as stub:
+        host, port = stub.url.removeprefix("https://").split(":")
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(sent)
+            sock.settimeout(30)  # asyncio's own bound on a handshake is 60 s; --read-timeout is 1 s
+            assert sock.recv(1024) == b""  # closed by the stub, not timed out here
