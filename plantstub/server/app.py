@@ -24,10 +24,10 @@ from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.cors import allow_origin
 from plantstub.server.front import Front
 from plantstub.server.pipeline import GONE
-from plantstub.server.response import internal_error, sent_headers, unreadable
+from plantstub.server.response import FORBIDDEN, internal_error, sent_headers, unreadable
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
-from plantstub.server.wire import FORBIDDEN, MALFORMED
+from plantstub.server.wire import MALFORMED
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 SESSIONS_KEY = web.AppKey("sessions", Sessions)

@@ -23,7 +23,7 @@ import struct
 from collections import deque
 from collections.abc import Awaitable
 from http import HTTPStatus
-from typing import Any, NamedTuple
+from typing import NamedTuple, Protocol, cast
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError, HttpVersion11, RawRequestMessage
@@ -37,7 +37,7 @@ from plantstub.server.front import Front, Pending
 from plantstub.server.parser import LINE_LIMIT, Flow, request_parser
 from plantstub.server.pipeline import GONE
 from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
-from plantstub.server.wire import CONTINUE, MALFORMED, BadHeader, answer_bytes, chunk, head, usual
+from plantstub.server.wire import CHUNKED, CONTINUE, MALFORMED, BadHeader, answer_bytes, chunk, head, usual
 
 log = logging.getLogger("plantstub")
 HEAD_KEPT = LINE_LIMIT + 2  # bytes of a request's head kept to name one that breaks: a whole request line
@@ -62,15 +62,25 @@ class Broken(NamedTuple):
 Item = tuple[RawRequestMessage, StreamReader] | Broken
 
 
+class Listening(Protocol):
+    """What a connection reads of the socket it was accepted on (server/runner.py's Listener)."""
+
+    front: Front
+    loop: asyncio.AbstractEventLoop
+    read_timeout: float
+    scheme: str
+    connections: set[Connection]
+
+
 class Connection(asyncio.Protocol):
     """One client's connection to the stub (see the module's docstring)."""
 
-    def __init__(self, server: Any) -> None:
-        self._server = server  # server/runner.py's Listener: the front, the settings, the connections
-        self._front: Front = server.front
-        self._loop: asyncio.AbstractEventLoop = server.loop
-        self._read_timeout: float = server.read_timeout
-        self._scheme: str = server.scheme
+    def __init__(self, server: Listening) -> None:
+        self._server = server
+        self._front = server.front
+        self._loop = server.loop
+        self._read_timeout = server.read_timeout
+        self._scheme = server.scheme
         self.transport: asyncio.Transport | None = None
         self._flow = Flow(self._loop, self.data_received)
         self._parser = request_parser(self._flow, self._loop)
@@ -91,7 +101,7 @@ class Connection(asyncio.Protocol):
 
     # -- the connection's life ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # a stream server's: an asyncio.Transport
+        self.transport = cast(asyncio.Transport, transport)  # a stream server's
         self._flow.connection_made(transport)  # TCP_NODELAY, and the transport the parser's readers pause
         self._server.connections.add(self)
         self._arm()  # a connection that never sends a byte is idle too
@@ -195,6 +205,7 @@ class Connection(asyncio.Protocol):
                 self._feed(data)
                 return
             self._reading = True  # its time starts
+            self._head = b""
             self._arm()
         elif not self._reading:
             self._reading = True
@@ -238,12 +249,16 @@ class Connection(asyncio.Protocol):
             return
         for message, payload in messages:
             if payload.is_eof():
-                self._complete()
+                if self._reading:
+                    self._complete()
             else:  # its body still to come
                 self._open = payload
                 if not message.chunked:
                     self._body_left = int(message.headers.get("Content-Length") or 0)
-            self._arrived((message, payload))
+            if self._busy is None and not self._queue and not self._paused:  # its turn: served now
+                self._start((message, payload))
+            else:
+                self._queue.append((message, payload))
         if not messages and self._open is not None and self._open.is_eof():
             self._complete()
         if upgraded:  # CONNECT or a protocol switch: answered (then the connection ends), nothing more is parsed
@@ -307,17 +322,16 @@ class Connection(asyncio.Protocol):
 
     def _start(self, item: Item) -> None:
         """Serve `item` now: answered at once, or in a task that answers it in its turn."""
-        if self.transport is None or self._ending:
+        transport = self.transport
+        if transport is None or self._ending:
             return
         try:
-            self._serve(item)
+            self._serve(item, transport)
         except Exception as exc:  # a plantstub bug: a JSON 500, and this connection ends; the stub keeps serving
             log.exception("plantstub: internal error on a connection")
             self._write(Answer(error_reply(500, internal_error(exc)), close=True), None)
 
-    def _serve(self, item: Item) -> None:
-        transport = self.transport
-        assert transport is not None  # _start() checked
+    def _serve(self, item: Item, transport: asyncio.Transport) -> None:
         if isinstance(item, Broken):
             self._front.refuse_unread(item.method, item.target, item.out)
             self._write(Answer(item.out, close=True), None)
@@ -332,7 +346,7 @@ class Connection(asyncio.Protocol):
             raw = b""
         elif payload.is_eof() and payload.exception() is None:
             raw = payload.read_nowait(-1)  # it came with its head (nearly always)
-            refused = pending.over(len(raw))
+            refused = pending.over(len(raw))  # a chunked body, read whole
             if refused is not None:
                 self._write(refused, message)
                 return
@@ -446,7 +460,7 @@ class Connection(asyncio.Protocol):
             connection = "close"
             self._ending = True
         chunked = connection != "close"
-        transport.write(head(out.status, out.headers.items(), None, connection))
+        transport.write(head(out.status, out.headers.items(), CHUNKED, connection))
         if message.method != "HEAD":
             try:
                 async for data in chunks(out):

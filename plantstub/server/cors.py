@@ -10,12 +10,19 @@ from collections.abc import Mapping
 
 from plantstub.contract.outgoing import Outgoing
 from plantstub.contract.router import Router
+from plantstub.server.response import FORBIDDEN
 
 MAX_AGE = "600"  # seconds a browser may reuse a preflight answer
 SHOWN = 1000  # the longest list of request headers echoed back
 # Headers a page can always read; the others are exposed by name.
 _SAFELISTED = frozenset({"cache-control", "content-language", "content-length", "content-type", "expires",
                          "last-modified", "pragma"})
+
+
+def origin_of(headers: Mapping[str, str]) -> str | None:
+    """The Origin to let read an answer: the request's, when it can be written back as a header."""
+    origin = headers.get("Origin")
+    return None if origin is None or FORBIDDEN.search(origin) is not None else origin
 
 
 def is_preflight(method: str, headers: Mapping[str, str]) -> bool:

@@ -12,7 +12,7 @@ from plantstub.incoming import IncomingRequest
 from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.answer import Answer
-from plantstub.server.cors import is_preflight, preflight
+from plantstub.server.cors import is_preflight, origin_of, preflight
 from plantstub.server.decide import Decision
 from plantstub.server.pipeline import Arrival, Client, Pipeline
 from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX
@@ -114,14 +114,15 @@ class Front:
                 return found
             desk, target, parsed = found, choice.target, None
         read = read_target(target, parsed)
-        if isinstance(read, Outgoing):  # recorded (the client sent it); what follows it is not read
-            return Pending(self, desk, False, method, Target(target, target, {}, ""), headers, raw_headers, scheme,
-                           None).refuse(read)
-        admin = read.path.startswith(ADMIN_PREFIX)
-        origin = headers.get("Origin") if self.cors and not admin else None
+        if isinstance(read, Outgoing):  # refused: recorded (the client sent it); what follows it is not read
+            return Pending(self, desk, desk.pipeline.arrive(), method, Target(target, target, {}, ""), headers,
+                           raw_headers, scheme, None).refuse(read)
+        if read.path.startswith(ADMIN_PREFIX):
+            return Pending(self, desk, None, method, read, headers, raw_headers, scheme, None)
+        origin = origin_of(headers) if self.cors else None
         if origin is not None and is_preflight(method, headers):  # --cors: a browser asks before it sends
             return Answer(preflight(headers, read.raw_path, self.router))
-        return Pending(self, desk, admin, method, read, headers, raw_headers, scheme, origin)
+        return Pending(self, desk, desk.pipeline.arrive(), method, read, headers, raw_headers, scheme, origin)
 
     def refuse_unread(self, method: str, target: str, out: Outgoing) -> None:
         """Record a request that could not be read (it cannot be parsed, or did not arrive in time) in the default
@@ -166,25 +167,20 @@ class Front:
         return None
 
 
-class Pending:
-    """A request whose head has arrived, to be served once its body is read (or refused when it cannot be)."""
+class Pending(NamedTuple):
+    """A request whose head has arrived, to be served once its body is read (or refused when it cannot be). `arrival`:
+    numbered and attributed on arrival, before the body is read (a late answer still belongs to this epoch); None for
+    the admin API."""
 
-    __slots__ = ("admin", "arrival", "desk", "front", "headers", "method", "origin", "raw_headers", "scheme",
-                 "target")
-
-    def __init__(self, front: Front, desk: Desk, admin: bool, method: str, target: Target, headers: Headers,
-                 raw_headers: Sequence[tuple[bytes, bytes]], scheme: str, origin: str | None) -> None:
-        self.front = front
-        self.desk = desk
-        self.admin = admin
-        self.method = method
-        self.target = target
-        self.headers = headers
-        self.raw_headers = raw_headers
-        self.scheme = scheme
-        self.origin = origin
-        # Numbered and attributed on arrival, before the body is read: a late answer still belongs to this epoch.
-        self.arrival: Arrival | None = None if admin else desk.pipeline.arrive()
+    front: Front
+    desk: Desk
+    arrival: Arrival | None
+    method: str
+    target: Target
+    headers: Headers
+    raw_headers: Sequence[tuple[bytes, bytes]]
+    scheme: str
+    origin: str | None
 
     def incoming(self, raw: bytes = b"") -> IncomingRequest:
         target = self.target
@@ -193,10 +189,13 @@ class Pending:
 
     def serve(self, raw: bytes, client: Client) -> Answer | Awaitable[Answer]:
         """The answer to this request with its body `raw`: now, or once it is ready."""
-        if self.admin:
+        arrival = self.arrival
+        if arrival is None:
             return self._admin(raw)
-        assert self.arrival is not None  # not the admin API: numbered on arrival
-        served = self.desk.pipeline.serve(self.incoming(raw), self.arrival, client)
+        target = self.target
+        served = self.desk.pipeline.serve(
+            IncomingRequest(self.method, target.path, target.query, self.headers, raw, target.raw_path,
+                            target.raw_query, self.scheme, self.raw_headers), arrival, client)
         if isinstance(served, Decision):
             return Answer(served.out, served.fault, self.origin)
         return self._later(served)

@@ -3,10 +3,13 @@ call records as sent."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from plantstub._json import NO_BODY
 from plantstub.contract.outgoing import Outgoing
+
+FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what may not be in a header: it would end the line or the head
 
 
 def too_large(limit: int) -> str:

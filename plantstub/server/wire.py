@@ -4,7 +4,6 @@ type and --cors origin and goes out in one write; every other answer has its hea
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from http import HTTPStatus
 
@@ -14,10 +13,9 @@ from plantstub._clock import http_date
 from plantstub._json import NO_BODY
 from plantstub.contract.outgoing import Outgoing
 from plantstub.server.cors import allow_origin
-from plantstub.server.response import sent_headers
+from plantstub.server.response import FORBIDDEN, sent_headers
 
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
-FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what may not be in a header: it would end the line or the head
 # Headers the writer sets itself: a reply's own are left out (the framing is ours to say).
 _FRAMING = frozenset({"content-length", "transfer-encoding", "connection", "date", "server"})
 _NO_BODY_STATUS = frozenset({204, 304})
@@ -57,23 +55,26 @@ def usual(out: Outgoing, origin: str | None) -> bytes | None:
         return None
     key = (out.status, out.content_type, origin)
     head = _heads.get(key)
-    if head is None:
-        cors = "" if origin is None else (f"Access-Control-Allow-Origin: {origin}\r\n"
-                                          "Access-Control-Allow-Credentials: true\r\nVary: Origin\r\n")
-        text = f"{_status_line(out.status)}Content-Type: {out.content_type}\r\n{cors}Content-Length: "
+    if head is None:  # made once per status, type and origin
+        headers = {"Content-Type": out.content_type}
+        pairs = headers.items() if origin is None else allow_origin(origin, headers)
+        text = _status_line(out.status) + "".join(f"{name}: {value}\r\n" for name, value in pairs)
         if FORBIDDEN.search(text[:-2].replace("\r\n", "")) is not None:
             return None
-        head = text.encode("latin-1", "replace")
+        head = (text + "Content-Length: ").encode("latin-1", "replace")
         if len(_heads) < _MOST_HEADS:
             _heads[key] = head
     payload = out.payload
     return b"%s%d%s%s" % (head, len(payload), _date_server(), payload)
 
 
+CHUNKED = -1  # head()'s length of a body sent in chunks (or, on a connection that closes after it, to the close)
+
+
 def head(status: int, headers: Iterable[tuple[str, str]], length: int | None, connection: str | None) -> bytes:
-    """A head: the status line, `headers` (the framing ones left out), Content-Length `length` (None: chunked; the
-    framing is said by `connection` when it is "close"), Connection, Date and Server. BadHeader when a header holds
-    what would break it."""
+    """A head: the status line, `headers` (the framing ones left out), Content-Length `length` (None: no body, as a
+    204's; CHUNKED: chunked framing, or none when `connection` is "close"), Connection, Date and Server. BadHeader when
+    a header holds what would break it."""
     lines = [_status_line(status)]
     for name, value in headers:
         if name.lower() not in _FRAMING:
@@ -81,10 +82,11 @@ def head(status: int, headers: Iterable[tuple[str, str]], length: int | None, co
     text = "".join(lines[1:])
     if FORBIDDEN.search(text.replace("\r\n", "")) is not None:
         raise BadHeader("a header holds a line break or a control character")
-    if length is not None:
+    if length == CHUNKED:
+        if connection != "close":
+            lines.append("Transfer-Encoding: chunked\r\n")
+    elif length is not None:
         lines.append(f"Content-Length: {length}\r\n")
-    elif connection != "close":
-        lines.append("Transfer-Encoding: chunked\r\n")
     if connection is not None:
         lines.append(f"Connection: {connection}\r\n")
     return "".join(lines).encode("latin-1", "replace")[:-2] + _date_server()
