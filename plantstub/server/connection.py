@@ -75,6 +75,10 @@ class Listening(Protocol):
 class Connection(asyncio.Protocol):
     """One client's connection to the stub (see the module's docstring)."""
 
+    __slots__ = ("_body_left", "_busy", "_deadline", "_drained", "_ending", "_flow", "_front", "_head", "_last",
+                 "_left", "_loop", "_open", "_parser", "_paused", "_queue", "_read_timeout", "_reading", "_scheme",
+                 "_server", "_timer", "stopping", "transport")
+
     def __init__(self, server: Listening) -> None:
         self._server = server
         self._front = server.front

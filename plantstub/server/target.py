@@ -12,7 +12,9 @@ from yarl import URL
 from plantstub.contract.outgoing import Outgoing, error_reply
 
 _DOT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?=/|$)")  # a `.` or `..` segment, its dots as sent or escaped
-_PLAIN = re.compile(r"/[^%?#]*")  # a target that is its own path: no escape, query or fragment
+
+
+_NO_QUERY: dict[str, list[str]] = {}  # a target's query when it has none (never changed: IncomingRequest reads it)
 
 
 class Target(NamedTuple):
@@ -33,8 +35,8 @@ def not_a_path(target: str) -> Outgoing:
 def read_target(target: str, url: URL | None = None) -> Target | Outgoing:
     """`target` (the request line's, or a path within a session's prefix) as the stub reads it, or the 400 refusing it.
     `url`: the parser's reading of it, when at hand (yarl reads escapes and queries)."""
-    if _PLAIN.fullmatch(target) and "/." not in target:  # nearly every request: nothing to decode or remove
-        return Target(target, target, {}, "")
+    if target[:1] == "/" and "%" not in target and "?" not in target and "#" not in target and "/." not in target:
+        return Target(target, target, _NO_QUERY, "")  # nearly every request: its own path, nothing to decode
     if not target.startswith("/") and "://" not in target:  # `host:443` (CONNECT), `*` (OPTIONS)
         return not_a_path(target)
     if url is None:
@@ -55,7 +57,7 @@ def read_target(target: str, url: URL | None = None) -> Target | Outgoing:
         return error_reply(400, f"path: {target[:200]!r} hides a dot segment behind an escaped slash (%2F); send "
                                 "the path without it")
     if not url.raw_query_string:
-        return Target(path, raw_path, {}, "")
+        return Target(path, raw_path, _NO_QUERY, "")
     query = {name: url.query.getall(name) for name in url.query}
     return Target(path, raw_path, query, url.raw_query_string if query else "")
 
