@@ -55,16 +55,20 @@ def create_app(settings: Settings | None = None, **options: Any) -> web.Applicat
     return app
 
 
-class _Unknown:
-    """A client under aiohttp's own server: whether it left is seen only when its answer is written."""
+class _Client:
+    """A client under aiohttp's own server: whether it left is seen only when asked (its request's transport)."""
 
+    __slots__ = ("_request",)
     stopping = False
+
+    def __init__(self, request: web.BaseRequest) -> None:
+        self._request = request
 
     def lost(self) -> None:
         return None
 
-
-_CLIENT = _Unknown()
+    def left(self) -> bool:
+        return self._request.transport is None
 
 
 def aiohttp_handler(front: Front, go_ahead: bool = False) -> Handler:
@@ -90,7 +94,7 @@ def aiohttp_handler(front: Front, go_ahead: bool = False) -> Handler:
             raise
         if isinstance(raw, Answer):  # over --max-body
             return await respond(request, raw)
-        served = pending.serve(raw, _CLIENT)
+        served = pending.serve(raw, _Client(request))
         return await respond(request, served if isinstance(served, Answer) else await served)
 
     return handle

@@ -37,7 +37,7 @@ from plantstub.server.front import Front, Pending
 from plantstub.server.parser import LINE_LIMIT, Flow, request_parser
 from plantstub.server.pipeline import GONE
 from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
-from plantstub.server.wire import CHUNKED, CONTINUE, MALFORMED, BadHeader, answer_bytes, chunk, head, usual
+from plantstub.server.wire import CHUNKED, CONTINUE, MALFORMED, TO_CLOSE, BadHeader, answer_bytes, chunk, head, usual
 
 log = logging.getLogger("plantstub")
 HEAD_KEPT = LINE_LIMIT + 2  # bytes of a request's head kept to name one that breaks: a whole request line
@@ -114,6 +114,10 @@ class Connection(asyncio.Protocol):
         self.transport = None
         self._flow.connection_lost(exc)
         self._server.connections.discard(self)
+        # The parser and its protocol point back here: let them go now rather than at the next collection.
+        self._flow.release()
+        self._parser = _Closed()
+        self._head = self._last = b""
         if self._open is not None:  # a body still arriving: its reader learns the client left
             self._open.set_exception(ConnectionResetError(GONE))
         if self._left is not None and not self._left.done():
@@ -124,6 +128,10 @@ class Connection(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
         self._queue.clear()
+
+    def left(self) -> bool:
+        """Whether the client has closed the connection."""
+        return self.transport is None
 
     def lost(self) -> asyncio.Future[None]:
         """A future done once the client has closed the connection (an answer that waits stops waiting then)."""
@@ -330,45 +338,42 @@ class Connection(asyncio.Protocol):
         if transport is None or self._ending:
             return
         try:
-            self._serve(item, transport)
+            if isinstance(item, Broken):
+                self._front.refuse_unread(item.method, item.target, item.out)
+                self._write(Answer(item.out, close=True), None)
+                return
+            message, payload = item
+            pending = self._front.open(message.method, message.path, message.headers, message.raw_headers, self._scheme,
+                                       message.url)
+            if isinstance(pending, Answer):
+                self._write(pending, message)
+                return
+            if payload is EMPTY_PAYLOAD:
+                raw = b""
+            elif payload.is_eof() and payload.exception() is None:
+                raw = payload.read_nowait(-1)  # it came with its head (nearly always)
+                refused = pending.over(len(raw))  # a chunked body, read whole
+                if refused is not None:
+                    self._write(refused, message)
+                    return
+            else:
+                declared = message.headers.get("Content-Length")
+                refused = pending.over(int(declared) if declared is not None and declared.isdigit() else None)
+                if refused is not None:  # refused at once, before the client sends it
+                    self._write(refused, message)
+                    return
+                if message.headers.get("Expect", "").lower() == "100-continue" and message.version >= HttpVersion11:
+                    transport.write(CONTINUE)  # the client waits for a go-ahead before the body
+                self._busy = self._loop.create_task(self._read_then_serve(pending, message, payload))
+                return
+            served = pending.serve(raw, self)
+            if isinstance(served, Answer):
+                self._write(served, message)
+            else:
+                self._busy = self._loop.create_task(self._finish(served, message))
         except Exception as exc:  # a plantstub bug: a JSON 500, and this connection ends; the stub keeps serving
             log.exception("plantstub: internal error on a connection")
             self._write(Answer(error_reply(500, internal_error(exc)), close=True), None)
-
-    def _serve(self, item: Item, transport: asyncio.Transport) -> None:
-        if isinstance(item, Broken):
-            self._front.refuse_unread(item.method, item.target, item.out)
-            self._write(Answer(item.out, close=True), None)
-            return
-        message, payload = item
-        pending = self._front.open(message.method, message.path, message.headers, message.raw_headers, self._scheme,
-                                   message.url)
-        if isinstance(pending, Answer):
-            self._write(pending, message)
-            return
-        if payload is EMPTY_PAYLOAD:
-            raw = b""
-        elif payload.is_eof() and payload.exception() is None:
-            raw = payload.read_nowait(-1)  # it came with its head (nearly always)
-            refused = pending.over(len(raw))  # a chunked body, read whole
-            if refused is not None:
-                self._write(refused, message)
-                return
-        else:
-            declared = message.headers.get("Content-Length")
-            refused = pending.over(int(declared) if declared is not None and declared.isdigit() else None)
-            if refused is not None:  # refused at once, before the client sends it
-                self._write(refused, message)
-                return
-            if message.headers.get("Expect", "").lower() == "100-continue" and message.version >= HttpVersion11:
-                transport.write(CONTINUE)  # the client waits for a go-ahead before the body
-            self._busy = self._loop.create_task(self._read_then_serve(pending, message, payload))
-            return
-        served = pending.serve(raw, self)
-        if isinstance(served, Answer):
-            self._write(served, message)
-        else:
-            self._busy = self._loop.create_task(self._finish(served, message))
 
     async def _read_then_serve(self, pending: Pending, message: RawRequestMessage, payload: StreamReader) -> None:
         try:
@@ -460,11 +465,11 @@ class Connection(asyncio.Protocol):
         if transport is None:
             return
         connection = self._connection(answer, message)
-        if message.version < HttpVersion11:
+        chunked = message.version >= HttpVersion11  # an HTTP/1.0 client reads it to the close
+        if not chunked:
             connection = "close"
             self._ending = True
-        chunked = connection != "close"
-        transport.write(head(out.status, out.headers.items(), CHUNKED, connection))
+        transport.write(head(out.status, out.headers.items(), CHUNKED if chunked else TO_CLOSE, connection))
         if message.method != "HEAD":
             try:
                 async for data in chunks(out):

@@ -23,6 +23,7 @@ from plantstub.server.table import SessionLimit, Sessions
 from plantstub.server.target import Target, not_a_path, read_target
 
 Headers = Mapping[str, str]
+_new = tuple.__new__  # a NamedTuple made from a tuple: no frame of its __new__, on every request
 
 
 class BodyReader(Protocol):
@@ -93,6 +94,7 @@ class Front:
         for method, name, route in SessionAdmin(sessions).routes():
             admin.add(method, name, route)
         self.default = Desk(sessions.default, admin)
+        self._session_admin = AdminRoutes(sessions.default)  # a session's admin routes, to refuse as it would
         self._desks: dict[str, Desk] = {}
         sessions.when_ended(lambda sid: self._desks.pop(sid, None))  # an ended session's pipeline (its journal) goes
 
@@ -122,7 +124,11 @@ class Front:
         origin = origin_of(headers) if self.cors else None
         if origin is not None and is_preflight(method, headers):  # --cors: a browser asks before it sends
             return Answer(preflight(headers, read.raw_path, self.router))
-        return Pending(self, desk, desk.pipeline.arrive(), method, read, headers, raw_headers, scheme, origin)
+        return _new(Pending, (self, desk, desk.pipeline.arrive(), method, read, headers, raw_headers, scheme, origin))
+
+    def too_large(self, size: int | None) -> bool:
+        """Whether a body of `size` bytes (declared, or read) is over --max-body: the one home of that rule."""
+        return size is not None and size > self.max_body
 
     def refuse_unread(self, method: str, target: str, out: Outgoing) -> None:
         """Record a request that could not be read (it cannot be parsed, or did not arrive in time) in the default
@@ -153,8 +159,11 @@ class Front:
         """The answer to a request naming a session not live yet that is refused, as the session would give it; None
         when it will be answered in the session (which is then opened)."""
         path = target.partition("?")[0]
-        if path.startswith(ADMIN_PREFIX):  # what the admin routes refuse: the guard, a route or method it lacks
-            refused = self.default.admin.refused(method, path, headers)
+        if path.startswith(ADMIN_PREFIX):  # what the admin routes refuse: the guard, a route or method it lacks,
+            declared = headers.get("Content-Length", "")  # a body over --max-body
+            if declared.isdigit() and self.too_large(int(declared)):
+                return Answer(error_reply(413, too_large(self.max_body)), close=True)
+            refused = self._session_admin.refused(method, path, headers)
             return None if refused is None else Answer(refused)
         if is_preflight(method, headers):  # a browser asks before it sends: answered, but it opens nothing
             if self.cors and "Origin" in headers:
@@ -192,12 +201,12 @@ class Pending(NamedTuple):
         arrival = self.arrival
         if arrival is None:
             return self._admin(raw)
-        target = self.target
-        served = self.desk.pipeline.serve(
-            IncomingRequest(self.method, target.path, target.query, self.headers, raw, target.raw_path,
-                            target.raw_query, self.scheme, self.raw_headers), arrival, client)
+        path, raw_path, query, raw_query = self.target
+        served = self.desk.pipeline.serve(_new(IncomingRequest, (self.method, path, query, self.headers, raw, raw_path,
+                                                                 raw_query, self.scheme, self.raw_headers)),
+                                          arrival, client)
         if isinstance(served, Decision):
-            return Answer(served.out, served.fault, self.origin)
+            return _new(Answer, (served.out, served.fault, self.origin, False))
         return self._later(served)
 
     async def _admin(self, raw: bytes) -> Answer:
@@ -217,7 +226,7 @@ class Pending(NamedTuple):
     def over(self, size: int | None) -> Answer | None:
         """The 413 when a body of `size` bytes (declared, or read) is over --max-body, else None: the connection
         then closes, the rest of the body is not read."""
-        return None if size is None or size <= self.front.max_body else self._too_large()
+        return self._too_large() if self.front.too_large(size) else None
 
     def _too_large(self) -> Answer:
         return self.refuse(error_reply(413, too_large(self.front.max_body)))
@@ -231,6 +240,6 @@ class Pending(NamedTuple):
             if not part:
                 return b"".join(parts)
             size += len(part)
-            if size > self.front.max_body:
+            if self.front.too_large(size):
                 return self._too_large()
             parts.append(part)

@@ -44,11 +44,20 @@ class Flow(BaseProtocol):
     def data_received(self, data: bytes) -> None:  # aiohttp's resume_reading() re-parses what the parser held
         self._feed(data)
 
+    def release(self) -> None:
+        """The connection is gone: let go of its parser and of the connection (they point back here)."""
+        self._parser = None
+        self._feed = _nothing
+
     def resume_reading(self, *args: bool, **kwargs: bool) -> None:
         """A body reader that read what it had resumes reading (aiohttp >= 3.13: each time); the parser holds
         nothing back unless reading was paused, so there is nothing to take up then."""
         if self._reading_paused:
             super().resume_reading(*args, **kwargs)
+
+
+def _nothing(data: bytes) -> None:
+    """What a released Flow feeds: nothing."""
 
 
 def request_parser(flow: Flow, loop: asyncio.AbstractEventLoop) -> Any:

@@ -29,7 +29,10 @@ class Client(Protocol):
     """What the pipeline asks of the connection a request came on, while its answer waits."""
 
     def lost(self) -> asyncio.Future[None] | None:
-        """A future done once the client has left (None: the transport cannot tell until it writes)."""
+        """A future done once the client has left (None: the transport tells only when asked, `left()`)."""
+
+    def left(self) -> bool:
+        """Whether the client has left."""
 
     @property
     def stopping(self) -> bool:
@@ -46,6 +49,7 @@ class Arrival(NamedTuple):
 
 
 Served = Decision | Coroutine[Any, Any, Decision | None]  # decided now, or once its wait is over (None: unsent)
+_new = tuple.__new__  # a NamedTuple made from a tuple: no frame of its __new__, on every request
 
 
 class Pipeline:
@@ -62,7 +66,7 @@ class Pipeline:
         """Number a request on arrival (a late answer still belongs to this epoch) and attribute it to the scenario
         active then, before its body is read."""
         seq, epoch = self.journal.arrive()
-        return Arrival(seq, epoch, time.time(), self.session.active)
+        return _new(Arrival, (seq, epoch, time.time(), self.session.active))
 
     def serve(self, incoming: IncomingRequest, arrival: Arrival, client: Client) -> Served:
         """The Decision for `incoming`, recorded; a coroutine when its answer must wait."""
@@ -109,8 +113,8 @@ class Pipeline:
                 if not await _waited(client, decision.delay_ms):
                     self.record(incoming, arrival, decision.unsent(_unsent(client, decision.delay_ms)))
                     return None
-        except asyncio.CancelledError:  # the stub stopping
-            self.record(incoming, arrival, decision.unsent(_unsent(client, decision.delay_ms, True)))
+        except asyncio.CancelledError:  # the stub stopping, or aiohttp's own server cancelling for a client that left
+            self.record(incoming, arrival, decision.unsent(_unsent(client, decision.delay_ms)))
             raise
         except Exception as exc:  # a plantstub bug: answered as one, the stub keeps serving
             log.exception("plantstub: internal error on %s %s", incoming.method, incoming.path)
@@ -158,17 +162,17 @@ _GONE = error_reply(499, "client went away before the answer")
 async def _waited(client: Client, delay_ms: int) -> bool:
     """Wait out a reply's delay; False as soon as the client closes the connection (then nobody is waiting)."""
     lost = client.lost()
-    if lost is None:  # an aiohttp Application of the user's: a client that left is seen when the answer is written
+    if lost is None:  # aiohttp's own server: a client that left is seen once the delay is over
         await asyncio.sleep(delay_ms / 1000)
-        return True
+        return not client.left()
     if not lost.done():
         await asyncio.wait((lost,), timeout=delay_ms / 1000)
     return not lost.done()
 
 
-def _unsent(client: Client, delay_ms: int, cancelled: bool = False) -> str:
+def _unsent(client: Client, delay_ms: int) -> str:
     """Why a delayed reply never went out: the stub stopping (closing its connections), or the client leaving."""
-    why = "the stub stopped" if cancelled or client.stopping else "the client closed the connection"
+    why = "the client closed the connection" if client.left() and not client.stopping else "the stub stopped"
     if not delay_ms:
         return f"request: {why} before the answer was sent; no answer went out"
     return f"request: {why} before the reply delayed {delay_ms} ms (delay_ms) was sent; no answer went out"

@@ -14,6 +14,7 @@ from plantstub.contract.outgoing import Outgoing, error_reply
 _DOT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?=/|$)")  # a `.` or `..` segment, its dots as sent or escaped
 
 
+_new = tuple.__new__  # a NamedTuple made from a tuple: no frame of its __new__, on every request
 _NO_QUERY: dict[str, list[str]] = {}  # a target's query when it has none (never changed: IncomingRequest reads it)
 
 
@@ -36,7 +37,7 @@ def read_target(target: str, url: URL | None = None) -> Target | Outgoing:
     """`target` (the request line's, or a path within a session's prefix) as the stub reads it, or the 400 refusing it.
     `url`: the parser's reading of it, when at hand (yarl reads escapes and queries)."""
     if target[:1] == "/" and "%" not in target and "?" not in target and "#" not in target and "/." not in target:
-        return Target(target, target, _NO_QUERY, "")  # nearly every request: its own path, nothing to decode
+        return _new(Target, (target, target, _NO_QUERY, ""))  # nearly every request: its own path, nothing to decode
     if not target.startswith("/") and "://" not in target:  # `host:443` (CONNECT), `*` (OPTIONS)
         return not_a_path(target)
     if url is None:

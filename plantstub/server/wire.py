@@ -68,13 +68,14 @@ def usual(out: Outgoing, origin: str | None) -> bytes | None:
     return b"%s%d%s%s" % (head, len(payload), _date_server(), payload)
 
 
-CHUNKED = -1  # head()'s length of a body sent in chunks (or, on a connection that closes after it, to the close)
+CHUNKED = -1  # head()'s length of a body sent in chunks
+TO_CLOSE = -2  # head()'s length of a body that ends when the connection closes (to an HTTP/1.0 client)
 
 
 def head(status: int, headers: Iterable[tuple[str, str]], length: int | None, connection: str | None) -> bytes:
     """A head: the status line, `headers` (the framing ones left out), Content-Length `length` (None: no body, as a
-    204's; CHUNKED: chunked framing, or none when `connection` is "close"), Connection, Date and Server. BadHeader when
-    a header holds what would break it."""
+    204's; CHUNKED: chunked framing; TO_CLOSE: none, the body ends with the connection), Connection, Date and Server.
+    BadHeader when a header holds what would break it."""
     lines = [_status_line(status)]
     for name, value in headers:
         if name.lower() not in _FRAMING:
@@ -83,9 +84,8 @@ def head(status: int, headers: Iterable[tuple[str, str]], length: int | None, co
     if FORBIDDEN.search(text.replace("\r\n", "")) is not None:
         raise BadHeader("a header holds a line break or a control character")
     if length == CHUNKED:
-        if connection != "close":
-            lines.append("Transfer-Encoding: chunked\r\n")
-    elif length is not None:
+        lines.append("Transfer-Encoding: chunked\r\n")
+    elif length is not None and length >= 0:
         lines.append(f"Content-Length: {length}\r\n")
     if connection is not None:
         lines.append(f"Connection: {connection}\r\n")

@@ -105,7 +105,7 @@ def test_serve_answers_unparsable_request_in_json(serve):
         while chunk := conn.recv(65536):
             data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.0 400 ")  # aiohttp answers 1.0 when it cannot read the version
+    assert head.startswith(b"HTTP/1.1 400 ")
     assert b"Content-Type: application/json" in head
     answer = json.loads(body)
     assert answer["error"] == 400
