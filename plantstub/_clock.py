@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import time
 from datetime import datetime, timezone
-from email.utils import formatdate
 from typing import Any
 
 
@@ -24,18 +22,3 @@ def iso_time(started: float) -> str:
 
 
 _second: list[Any] = [None, ""]  # the last second iso_time() wrote, and its date and time
-
-
-class _HttpDate:
-    """The last second http_date() wrote, and its text."""
-
-    second = -1
-    text = ""
-
-
-def http_date() -> str:
-    """Now as an HTTP Date header writes it (RFC 9110 IMF-fixdate), made once a second."""
-    second = int(time.time())
-    if _HttpDate.second != second:
-        _HttpDate.second, _HttpDate.text = second, formatdate(second, usegmt=True)
-    return _HttpDate.text

@@ -226,7 +226,9 @@ class Pending(NamedTuple):
     def over(self, size: int | None) -> Answer | None:
         """The 413 when a body of `size` bytes (declared, or read) is over --max-body, else None: the connection
         then closes, the rest of the body is not read."""
-        return self._too_large() if self.front.too_large(size) else None
+        if size is None or size <= self.front.max_body:  # Front.too_large(), inline: on every request
+            return None
+        return self._too_large()
 
     def _too_large(self) -> Answer:
         return self.refuse(error_reply(413, too_large(self.front.max_body)))

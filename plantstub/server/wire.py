@@ -4,12 +4,13 @@ type and --cors origin and goes out in one write; every other answer has its hea
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
+from email.utils import formatdate
 from http import HTTPStatus
 
 from aiohttp.http import SERVER_SOFTWARE
 
-from plantstub._clock import http_date
 from plantstub._json import NO_BODY
 from plantstub.contract.outgoing import Outgoing
 from plantstub.server.cors import allow_origin
@@ -27,9 +28,9 @@ _MOST_HEADS = 1024  # heads kept; a client sending ever new origins gets its hea
 
 
 class _Tail:
-    """The date the tail was made for, and Date and Server with the blank line that ends a head."""
+    """The second the tail was made for, and Date and Server with the blank line that ends a head."""
 
-    date = ""
+    second = -1
     data = b""
 
 
@@ -39,9 +40,10 @@ class BadHeader(ValueError):
 
 def _date_server() -> bytes:
     """Date and Server and the blank line that ends the head; the date made once a second."""
-    date = http_date()
-    if _Tail.date is not date:
-        _Tail.date, _Tail.data = date, f"\r\nDate: {date}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n".encode()
+    second = int(time.time())
+    if _Tail.second != second:  # the Date header as RFC 9110 writes it (IMF-fixdate)
+        date = formatdate(second, usegmt=True)
+        _Tail.second, _Tail.data = second, f"\r\nDate: {date}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n".encode()
     return _Tail.data
 
 
