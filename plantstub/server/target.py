@@ -50,7 +50,7 @@ def read_target(target: str, url: URL | None = None) -> Target | Outgoing:
     raw_path = url.raw_path
     if not raw_path.startswith("/"):  # an absolute target with no path: `http://host`
         raw_path = "/" + raw_path
-    if "." in raw_path and _DOT.search(raw_path):
+    if ("." in raw_path or "%2" in raw_path) and _DOT.search(raw_path):
         raw_path = remove_dot_segments(raw_path)
         url = URL.build(path=raw_path, query_string=url.raw_query_string, encoded=True)
     path = url.path
