@@ -139,6 +139,10 @@ def _health(args: argparse.Namespace) -> int:
         print(f"plantstub: {url} is not healthy: {exc}", file=sys.stderr)
         return 1
     status = answer.get("status") if isinstance(answer, dict) else None
+    if isinstance(answer, dict) and status is None and isinstance(answer.get("message"), str):  # an Error record
+        print(f"plantstub: {url} is not healthy: it answered {answer.get('error')}: {answer['message']}",
+              file=sys.stderr)
+        return 1
     if status != "ok":
         problems = answer.get("problems") if isinstance(answer, dict) else None
         detail = "".join(f"\n  {_problem(p)}" for p in problems) if isinstance(problems, list) else ""

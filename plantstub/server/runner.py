@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import ssl
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -16,6 +18,7 @@ from plantstub.server.errorlog import ErrorLog
 from plantstub.server.front import Front
 from plantstub.server.parser import self_test
 from plantstub.server.table import Sessions
+from plantstub.server.tls_door import TlsDoor
 
 SHUTDOWN = 1.0  # seconds the answers being made get to go out when the stub stops
 
@@ -35,12 +38,20 @@ class Listener:
         self.scheme = scheme
         self.read_timeout = settings.read_timeout
         self.connections: set[Connection] = set()
+        self.doors: set[TlsDoor] = set()
 
     def __call__(self) -> Connection:
         return Connection(self)
 
+    def door(self, context: ssl.SSLContext) -> TlsDoor:
+        """The protocol of a new connection to an HTTPS stub: its first byte looked at before TLS starts."""
+        return TlsDoor(self, context, self.front, self.read_timeout, self.doors)
+
     async def shutdown(self, timeout: float) -> None:
-        """Close idle connections now; give the answers being made `timeout` seconds, then cut them."""
+        """Give the answers being made `timeout` seconds, then cut them; close every connection (at once for TLS, whose
+        close would wait for the client's close_notify, which a kept-alive client never sends)."""
+        for door in list(self.doors):
+            door.abort()
         for connection in list(self.connections):
             connection.stopping = True
         busy = [c.busy for c in self.connections if c.busy is not None]
@@ -52,6 +63,12 @@ class Listener:
             await asyncio.wait(busy, timeout=timeout)
         for connection in list(self.connections):
             connection.close(abort=self.scheme == "https")
+        for _ in range(int(timeout / 0.05)):  # a client that reads nothing keeps its answer in the buffer: cut then
+            if not self.connections:
+                break
+            await asyncio.sleep(0.05)
+        for connection in list(self.connections):
+            connection.close(abort=True)
 
 
 class Running:
@@ -86,10 +103,10 @@ async def start(sessions: Sessions, host: str, port: int, context: ssl.SSLContex
     refused = self_test()
     if refused is None:
         listener = Listener(front, loop, scheme)
-        # The TLS handshake counts within --read-timeout: a client that sends nothing holds no socket longer.
-        server = await loop.create_server(listener, host, port, reuse_address=True, backlog=1024, ssl=context,
-                                          ssl_handshake_timeout=sessions.runtime.settings.read_timeout if context
-                                          else None)
+        # HTTPS: the first byte is looked at before TLS starts (plain HTTP gets a 400 saying so), and the handshake
+        # counts within --read-timeout: a client that sends nothing holds no socket longer.
+        make: Callable[[], asyncio.Protocol] = listener if context is None else partial(listener.door, context)
+        server = await loop.create_server(make, host, port, reuse_address=True, backlog=1024)
         addresses = [sock.getsockname() for sock in server.sockets]
 
         async def stop() -> None:

@@ -181,7 +181,8 @@ def test_plantstub_health_asks_over_https_when_the_stub_serves_it(serve, certifi
                            env={**os.environ, **env, "PLANTSTUB_PORT": port})
     assert (asked.returncode, asked.stderr) == (0, "")
     plain = subprocess.run(health, capture_output=True, text=True, timeout=30, env={**os.environ, "PLANTSTUB_PORT": port})
-    assert plain.returncode == 1 and plain.stderr.startswith(f"plantstub: http://127.0.0.1:{port} is not healthy: ")
+    assert (plain.returncode, plain.stderr) == (1, f"plantstub: http://127.0.0.1:{port} is not healthy: it answered 400: "
+                                                "request: this is plain HTTP on an HTTPS port; use https://\n")
 
 
 @pytest.mark.parametrize("sent", [b"", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"], ids=["nothing", "half-a-hello"])
@@ -194,3 +195,21 @@ def test_a_tls_client_that_never_finishes_its_handshake_is_closed_after_the_read
             sock.sendall(sent)
             sock.settimeout(30)  # asyncio's own bound on a handshake is 60 s; --read-timeout is 1 s
             assert sock.recv(1024) == b""  # closed by the stub, not timed out here
+
+
+def test_plain_http_sent_to_an_https_stub_is_told_so_and_recorded():
+    import socket
+
+    with Stub(tls=True) as stub:
+        host, port = stub.url.removeprefix("https://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(b"POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head
+        assert json.loads(body) == {"error": 400, "message": "request: this is plain HTTP on an HTTPS port; use https://"}
+        [call] = stub.calls
+        assert (call.method, call.path, call.response["status"]) == ("POST", "/plants", 400)
+        assert post(stub.url, stub.ca_file) == (200, {"name": "Fern"})  # and HTTPS is served as before
