@@ -18,6 +18,7 @@ from plantstub._json import NO_BODY, is_json
 from plantstub.contract.model import Operation
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.incoming import IncomingRequest
+from plantstub.recording.answered import CHECK, CLIENT_LEFT
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
@@ -74,7 +75,7 @@ def make_refusal(session: Session) -> Callable[[str, str, Outgoing], None]:
         seq, epoch = keeper.journal.arrive()
         record = Record.of(
             seq, time.time(), method, target, "", (), b"", NO_BODY, False, (out.body["message"],),
-            None, None, out.status, sent_headers(out), out.payload, True, None,
+            None, None, out.status, sent_headers(out), out.payload, True, None, answerer=CHECK,
         )
         keeper.keep(record, epoch, NO_BODY, out.body, None)
 
@@ -297,7 +298,7 @@ class Pipeline:
         assert self.runtime.forwarder is not None and decision.op is not None  # decide() forwards only then
         out, upstream, response = await self.runtime.forwarder.forward(request, incoming,
                                                                        self.runtime.served[decision.op])
-        return decision._replace(out=out, upstream=upstream), response
+        return decision.forwarded(out, upstream), response
 
     async def _misbehave(self, request: web.BaseRequest, incoming: IncomingRequest,
                          decision: Decision) -> web.StreamResponse:
@@ -320,7 +321,7 @@ class Pipeline:
             out = error_reply(400, unreadable(request))
         else:
             out = error_reply(499, "request: the client closed the connection before sending the whole body")
-            return decision.refused(out), None
+            return decision.refused(out, CLIENT_LEFT), None
         return decision.refused(out), closing(out)
 
     def _pend(self, seq: int, epoch: int, started: float, request: web.BaseRequest, path: str,
@@ -353,4 +354,5 @@ class Pipeline:
             seq, started, request.method, path, raw_query,
             request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
             status, headers, payload, payload_json, fault, decision.stub_errors, decision.upstream,
+            decision.answerer if decision.out is not None else CLIENT_LEFT,  # no answer: the client left (_GONE)
         )
