@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from plantstub.plugin.report_html import render
+from plantstub.plugin.report_html import call_problems, render
 from plantstub.plugin.summary import COVERAGE_KEY
+from plantstub.recording.answered import answered_text
 
 if TYPE_CHECKING:
     from plantstub.recording.call import Call
@@ -30,13 +31,15 @@ def _text(value: Any) -> str:
 
 
 def call_entry(call: Call) -> dict[str, Any]:
-    """What the report keeps of one call: plain data (an xdist worker sends it to the controller)."""
+    """What the report keeps of one call: plain data (an xdist worker sends it to the controller). Its verdict and
+    problems by whom are the call's own (recording/verdict.py), who answered is its `answered_by`."""
     response = call.response or {}
+    problems = call.problems
     return {
         "seq": call.seq, "time": call.time, "method": call.method, "path": call.path,
         "query": "&".join(f"{k}={v}" for k, v in call.query.items()), "outcome": str(call.outcome),
-        "valid": call.valid, "errors": list(call.errors), "stub_errors": list(call.stub_errors),
-        "scenario": call.scenario, "rule": call.rule,
+        "verdict": call.verdict, "problems": problems, "answered_by": call.answered_by,
+        "who": answered_text(call.answered_by), "scenario": call.scenario, "rule": call.rule,
         "headers": "\n".join(f"{k}: {v}" for k, v in call.headers.items()), "body": _text(call.body),
         "answer_headers": "\n".join(f"{k}: {v}" for k, v in (response.get("headers") or {}).items()),
         "answer_body": _text(response.get("body")),
@@ -101,14 +104,9 @@ class Report:
             terminalreporter.write_line(f"plantstub: report written to {self.path}")
 
 
-def problems(test: dict[str, Any]) -> int:
-    """The contract problems among a test's calls (the consumer's and the stub's)."""
-    return sum(len(c["errors"]) + len(c["stub_errors"]) for c in test.get("calls") or ())
-
-
 def ordered(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tests with contract problems first, then failures, then the rest; the run's order within each."""
-    return sorted(tests, key=lambda t: (0 if problems(t) else ORDER.get(t["outcome"], 2)))
+    return sorted(tests, key=lambda t: (0 if call_problems(t.get("calls")) else ORDER.get(t["outcome"], 2)))
 
 
 def start_report(config: pytest.Config) -> None:

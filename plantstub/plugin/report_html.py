@@ -17,7 +17,7 @@ table { border-collapse: collapse; } th, td { text-align: left; padding: 2px 8px
 details.test { border: 1px solid #ddd; border-radius: 4px; margin: 6px 0; padding: 4px 8px; }
 details.test > summary { cursor: pointer; font-weight: 600; }
 .o-failed, .o-error { color: #b00020; } .o-passed, .o-xpassed { color: #1b6e2a; } .o-skipped, .o-xfailed { color: #777; }
-.invalid { color: #b00020; font-weight: 600; } .stub { color: #a05a00; font-weight: 600; }
+.invalid, .upstream { color: #b00020; font-weight: 600; } .stub { color: #a05a00; font-weight: 600; }
 pre { background: #f4f4f4; padding: 6px; white-space: pre-wrap; word-break: break-all; max-height: 30em; overflow: auto; }
 td.hit { background: #bfe5c4; } td.miss { background: #f6c6c6; } td.none { background: #f0f0f0; }
 td.extra { background: #ffe3a8; } .totals td { padding-right: 16px; } li.problem { color: #b00020; }
@@ -56,21 +56,27 @@ def coverage_grid(tally: Tally) -> str:
     return "".join(rows)
 
 
-def _who(call: dict[str, Any]) -> str:
-    rule = call["rule"]
-    if rule is None:
-        return "check" if not call["valid"] else "default"
-    return f"scenario {call['scenario']} {rule}" if rule.startswith("rules[") else f"rule {rule}"
+# A call's verdict (recording/verdict.py) as the report says it
+VERDICT_TEXT = {"invalid": "breaks the contract", "stub": "the stub's answer broke it",
+                "upstream": "the real service broke it"}
+# Before a problem's text: whose it is, when not the request's
+BLAME_TEXT = {"invalid": "", "stub": "", "upstream": "the real service: "}
+
+
+def call_problems(calls: list[dict[str, Any]] | None) -> int:
+    """The contract problems among calls (the consumer's, the stub's and the real service's), as their entries hold
+    them (`problems`, by whom)."""
+    return sum(len(texts) for c in calls or () for texts in c["problems"].values())
 
 
 def _call(call: dict[str, Any]) -> str:
-    problems = [*call["errors"], *call["stub_errors"]]
-    verdict = ("<span class='invalid'>breaks the contract</span>" if not call["valid"] else
-               "<span class='stub'>the stub's answer broke it</span>" if call["stub_errors"] else "ok")
+    shown = VERDICT_TEXT.get(call["verdict"])
+    verdict = "ok" if shown is None else f"<span class='{_e(call['verdict'])}'>{shown}</span>"
     target = call["path"] + (f"?{call['query']}" if call["query"] else "")
     head = (f"<tr><td>#{call['seq']}</td><td>{_e(call['time'][11:23])}</td><td>{_e(call['method'])}</td>"
-            f"<td>{_e(target)}</td><td>{_e(call['outcome'])}</td><td>{verdict}</td><td>{_e(_who(call))}</td></tr>")
-    listed = "".join(f"<li class='problem'>{_e(p)}</li>" for p in problems)
+            f"<td>{_e(target)}</td><td>{_e(call['outcome'])}</td><td>{verdict}</td><td>{_e(call['who'])}</td></tr>")
+    listed = "".join(f"<li class='problem' data-by='{_e(by)}'>{_e(BLAME_TEXT.get(by, ''))}{_e(p)}</li>"
+                     for by, texts in call["problems"].items() for p in texts)
     inner = (f"<tr><td></td><td colspan='6'>{f'<ul>{listed}</ul>' if listed else ''}<details><summary>request and "
              f"answer</summary><pre>{_e(call['method'])} {_e(target)}\n{_e(call['headers'])}</pre>"
              f"<pre>{_e(call['body'] or '(no body)')}</pre><pre>{_e(call['outcome'])}\n{_e(call['answer_headers'])}"
@@ -80,7 +86,7 @@ def _call(call: dict[str, Any]) -> str:
 
 def _test(test: dict[str, Any]) -> str:
     calls = test.get("calls")
-    problems = sum(len(c["errors"]) + len(c["stub_errors"]) for c in calls or ())
+    problems = call_problems(calls)
     failed = test["outcome"] in ("failed", "error")
     said = [f"<span class='o-{_e(test['outcome'])}'>{_e(test['outcome'])}</span>", _e(test["nodeid"])]
     if calls is None:
@@ -107,7 +113,8 @@ def _test(test: dict[str, Any]) -> str:
 
 
 def totals(tests: list[dict[str, Any]], tally: Tally) -> dict[str, Any]:
-    """The run's figures: tests by outcome, calls, those breaking the contract, the stub's own problems, coverage."""
+    """The run's figures: tests by outcome, calls, those breaking the contract (by whom: the request, the stub's
+    answer, the real service's answer), coverage."""
     outcomes: dict[str, int] = {}
     for test in tests:
         outcomes[test["outcome"]] = outcomes.get(test["outcome"], 0) + 1
@@ -115,8 +122,9 @@ def totals(tests: list[dict[str, Any]], tally: Tally) -> dict[str, Any]:
     covered = figures(tally)
     return {"tests": len(tests), "outcomes": outcomes,
             "calls": sum(len(t.get("calls") or ()) + t.get("more", 0) for t in tests),
-            "invalid": sum(not c["valid"] for c in calls), "stub": sum(bool(c["stub_errors"]) for c in calls),
-            "with_problems": sum(1 for t in tests if any(not c["valid"] or c["stub_errors"] for c in t.get("calls") or ())),
+            "invalid": sum("invalid" in c["problems"] for c in calls), "stub": sum("stub" in c["problems"] for c in calls),
+            "upstream": sum("upstream" in c["problems"] for c in calls),
+            "with_problems": sum(1 for t in tests if call_problems(t.get("calls"))),
             "coverage": f"{covered.covered} of {covered.total} ({covered.percent:.1f}%)" if tally else "none"}
 
 
@@ -126,7 +134,9 @@ def render(tests: list[dict[str, Any]], tally: Tally) -> str:
     outcomes = ", ".join(f"{n} {name}" for name, n in sorted(figures_["outcomes"].items())) or "none"
     rows = [("tests", f"{figures_['tests']} ({outcomes})"), ("tests with contract problems", figures_["with_problems"]),
             ("calls", figures_["calls"]), ("calls that break the contract", figures_["invalid"]),
-            ("calls the stub answered off contract", figures_["stub"]), ("contract coverage", figures_["coverage"])]
+            ("calls the stub answered off contract", figures_["stub"]),
+            ("calls the real service answered off contract", figures_["upstream"]),
+            ("contract coverage", figures_["coverage"])]
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return "".join([
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",

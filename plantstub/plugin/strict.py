@@ -26,9 +26,11 @@ def _service(call: Call) -> str:
 def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery] = ()) -> list[str]:
     """Strict mode's complaints about one test: the consumer's broken requests, the stub's own faults, then the
     real service's answers (--proxy) that broke it, then the consumer's webhook receivers that answered a status the
-    webhook does not declare."""
+    webhook does not declare. Who broke the contract on a call is the call's verdict (`Call.problems`), as the live
+    page and the report show it."""
     found = []
-    bad = [c for c in calls if not c.valid]
+    judged = [(c, c.problems) for c in calls]
+    bad = [c for c, problems in judged if "invalid" in problems]
     if bad:
         n = len(bad)
         found.append(
@@ -36,7 +38,7 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
             f"contract: {_listed(bad, lambda c: c.errors)}. If that was the point of the test, mark it "
             "@pytest.mark.plantstub(strict=False)."
         )
-    faulty = [c for c in calls if c.stub_errors]
+    faulty = [c for c, problems in judged if "stub" in problems]
     if faulty:
         n = len(faulty)
         found.append(
@@ -44,8 +46,7 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
             f"{_listed(faulty, lambda c: c.stub_errors)}. A scenario rule named here must be fixed (or say "
             "`off_contract: true`); an internal error is a plantstub bug."
         )
-    broken = [c for c in calls if c.upstream is not None and c.upstream["status"] is not None
-              and not c.upstream["valid"]]
+    broken = [c for c, problems in judged if "upstream" in problems]
     if broken:
         n = len(broken)
         services = ", ".join(dict.fromkeys(_service(c) for c in broken))

@@ -67,7 +67,8 @@ def har_entry(call: Call, base: str) -> dict[str, Any]:
         "startedDateTime": call.time, "time": 0, "request": request, "response": response, "cache": {},
         "timings": {"send": 0, "wait": 0, "receive": 0},
         "_plantstub": {"seq": call.seq, "valid": call.valid, "errors": list(call.errors), "proxied": call.proxied,
-                       "upstream": call.upstream, **({"fault": answer["fault"]} if answer.get("fault") else {})},
+                       "upstream": call.upstream, "answered_by": call.answered_by,
+                       **({"fault": answer["fault"]} if answer.get("fault") else {})},
     }
 
 

@@ -20,6 +20,8 @@ from yarl import URL
 
 from plantstub._clock import iso_time
 from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
+from plantstub.recording.answered import DEFAULT, PLAIN_JSON, AnsweredBy, Answerer, answered_json
+from plantstub.recording.verdict import Verdict, contract_problems, verdict_of
 
 # What Python objects cost besides the bytes they carry (CPython 64-bit, calibrated with tracemalloc: see
 # tests/recording/test_journal.py): a record with its fixed fields (the tuple, numbers, path, bodies' objects and a
@@ -58,6 +60,18 @@ class Call(NamedTuple):
     pending: bool = False  # arrived, its reply not sent yet (a delay)
     proxied: bool = False  # --proxy: the real service answered
     upstream: dict[str, Any] | None = None  # then its verdict: `url`, `status`, `valid`, `errors`
+    answered_by: AnsweredBy | None = None  # who answered (recording/answered.py); None from a stub without it
+
+    @property
+    def problems(self) -> dict[Verdict, list[str]]:
+        """Who broke the contract on this call and how, in the order of blame (recording/verdict.py)."""
+        return contract_problems(self.errors, self.stub_errors, self.upstream)
+
+    @property
+    def verdict(self) -> Verdict:
+        """`invalid` (the request broke the contract), `stub` (the stub's reply did), `upstream` (the real service's
+        answer did), else `ok`."""
+        return verdict_of(self.problems)
 
     @property
     def status(self) -> int | None:
@@ -84,7 +98,8 @@ class Call(NamedTuple):
         return cls(data["seq"], started, data["method"], data["path"], data["query"],
                    CIMultiDictProxy(CIMultiDict(data["headers"])), data["body"], data["valid"], tuple(data["errors"]),
                    data["scenario"], data["rule"], data["response"], tuple(data.get("stub_errors", ())),
-                   bool(data.get("pending", False)), bool(data.get("proxied", False)), data.get("upstream"))
+                   bool(data.get("pending", False)), bool(data.get("proxied", False)), data.get("upstream"),
+                   data.get("answered_by"))
 
     def to_dict(self) -> dict[str, Any]:
         """The call as the admin API and the journal file show it."""
@@ -105,6 +120,7 @@ class Call(NamedTuple):
             "pending": self.pending,
             "proxied": self.proxied,
             "upstream": self.upstream,
+            "answered_by": self.answered_by,
         }
 
 
@@ -138,6 +154,7 @@ class Record(NamedTuple):
     size: int  # the bytes of memory the record holds, as Record.of() counted them
     proxied: bool = False  # --proxy: the real service answered (or failed to)
     upstream: dict[str, Any] | None = None  # then its verdict: url, status, valid, errors
+    answerer: Answerer = DEFAULT  # who answered: its JSON form is the call's `answered_by`
 
     @classmethod
     def of(
@@ -145,7 +162,7 @@ class Record(NamedTuple):
         header_pairs: Sequence[tuple[bytes, bytes]], raw: bytes, parsed: Any, valid: bool, errors: tuple[str, ...],
         scenario: str | None, rule: str | None, status: int | None, response_headers: dict[str, str],
         payload: bytes, payload_json: bool, fault: str | None, stub_errors: tuple[str, ...] = (),
-        upstream: dict[str, Any] | None = None,
+        upstream: dict[str, Any] | None = None, answerer: Answerer = DEFAULT,
     ) -> Record:
         """A record of one call, `header_pairs` as aiohttp received them (`request.raw_headers`), its size counted
         by arithmetic on lengths (nothing is walked but the few errors and reply headers)."""
@@ -168,9 +185,11 @@ class Record(NamedTuple):
             size += RECORD_OVERHEAD + _text_bytes(upstream["url"]) + _texts_bytes(tuple(upstream["errors"]))
         if parsed is not NO_BODY:  # a form read into a dict: Python objects, counted as the worst case
             size += PARSED_FACTOR * len(raw)
+        if answerer.id is not None:  # a rule from code's answerer, made per call (the others are shared)
+            size += OBJECT_OVERHEAD
         return _new_record(cls, (seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario,
                                  rule, status, response_headers, payload, payload_json, fault, stub_errors, size,
-                                 upstream is not None, upstream))
+                                 upstream is not None, upstream, answerer))
 
     @property
     def headers(self) -> CIMultiDictProxy[str]:
@@ -191,6 +210,20 @@ class Record(NamedTuple):
         return iso_time(self.started)
 
     @property
+    def answered_by(self) -> AnsweredBy:
+        """Who answered, as the call's JSON shows it."""
+        return answered_json(self.answerer, self.fault, self.upstream)
+
+    @property
+    def problems(self) -> dict[Verdict, list[str]]:
+        """Who broke the contract on this call and how (recording/verdict.py), as `Call.problems`."""
+        return contract_problems(self.errors, self.stub_errors, self.upstream)
+
+    @property
+    def verdict(self) -> Verdict:
+        return verdict_of(self.problems)
+
+    @property
     def pending(self) -> bool:
         """Whether the reply is still to be sent: every answer has a status, or else a fault (`Journal.pend()`)."""
         return self.status is None and self.fault is None
@@ -208,13 +241,15 @@ class Record(NamedTuple):
             response = {"status": self.status, "headers": {}, "body": None, "fault": self.fault}
         elif self.status is None:
             return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
-                        self.errors, self.scenario, self.rule, None, self.stub_errors, True)
+                        self.errors, self.scenario, self.rule, None, self.stub_errors, True, False, None,
+                        self.answered_by)
         if self.upstream is not None:
             return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                         self.errors, self.scenario, self.rule, response, self.stub_errors, False, True,
-                        dict(self.upstream, errors=list(self.upstream["errors"])))
+                        dict(self.upstream, errors=list(self.upstream["errors"])), self.answered_by)
         return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
-                    self.errors, self.scenario, self.rule, response, self.stub_errors)
+                    self.errors, self.scenario, self.rule, response, self.stub_errors, False, False, None,
+                    self.answered_by)
 
 
 # -- the compact forms and their sizes -------------------------------------------------------------------------
@@ -298,7 +333,9 @@ def dumps_record(record: Record, body: Any = NO_BODY, response_body: Any = NO_BO
         "query": record.query, "headers": _header_dict(record.raw_headers), "body": body, "valid": record.valid,
         "errors": list(record.errors), "scenario": record.scenario, "rule": record.rule, "response": response,
         "stub_errors": list(record.stub_errors), "pending": response is None,
-        "proxied": record.proxied, "upstream": record.upstream, **more,
+        "proxied": record.proxied, "upstream": record.upstream,
+        "answered_by": PLAIN_JSON.get(id(record.answerer)) or answered_json(record.answerer, fault, record.upstream),
+        **more,
     })
 
 

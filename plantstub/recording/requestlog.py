@@ -28,7 +28,7 @@ class RequestLogger:
                 "time": call.time, "seq": call.seq, "method": call.method, "path": call.path,
                 "status": status, "fault": call.fault, "scenario": call.scenario,
                 "rule": call.rule, "valid": call.valid, "errors": list(call.errors),
-                "stub_errors": list(call.stub_errors),
+                "stub_errors": list(call.stub_errors), "answered_by": call.answered_by,
             })
         else:
             verdict = "valid" if call.valid else "INVALID: " + "; ".join(call.errors)
@@ -36,6 +36,9 @@ class RequestLogger:
             line = f"plantstub: #{call.seq} {call.method} {call.path} -> {shown} [{rule}] {verdict}"
             if call.stub_errors:
                 line += " STUB ERROR: " + "; ".join(call.stub_errors)
+            service = call.problems.get("upstream") if call.upstream is not None else None
+            if service:  # --proxy: the real service's answer broke the contract (recording/verdict.py)
+                line += " REAL SERVICE BROKE THE CONTRACT: " + "; ".join(service)
             line = line.translate(_ESCAPED)
         stream.write(line + "\n")
         stream.flush()

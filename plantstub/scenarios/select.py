@@ -106,6 +106,7 @@ class RuleIndex:
         self.field = max(counts, key=lambda name: counts[name]) if counts else None
         self._routes: dict[tuple[str, str], tuple[dict[Any, list[Rule]], list[Rule]]] = {}
         self.templates: dict[int, Any] = {}  # compiled reply templates; dropped with the scenario set
+        self.answerers: dict[tuple[int, int], Any] = {}  # who answered, per (rule, reply): decide()'s, kept alike
         self.regex = any(uses_regex(rule) for rule in scenario.rules)  # whether trying its rules needs a RegexBudget
 
     def _pinned(self, rule: Rule) -> Any:

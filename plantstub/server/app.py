@@ -18,6 +18,7 @@ from aiohttp import ClientConnectionError, web
 from plantstub.config import Settings, build_settings
 from plantstub.contract.model import Spec
 from plantstub.contract.outgoing import error_reply
+from plantstub.recording.answered import CLIENT_LEFT
 from plantstub.scenarios.model import Fault
 from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.answer import Answer, Streamed, chunks
@@ -90,7 +91,7 @@ def aiohttp_handler(front: Front, go_ahead: bool = False) -> Handler:
         except web.RequestPayloadError:  # a broken chunked encoding, gzip that does not inflate
             return await respond(request, pending.refuse(error_reply(400, unreadable(request.headers))))
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError):
-            pending.refuse(error_reply(499, GONE))  # the client left mid-body: recorded, nothing to answer
+            pending.refuse(error_reply(499, GONE), by=CLIENT_LEFT)  # the client left mid-body: recorded, nothing to answer
             raise
         if isinstance(raw, Answer):  # over --max-body
             return await respond(request, raw)

@@ -31,6 +31,7 @@ from aiohttp.http_exceptions import LineTooLong
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
 from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.recording.answered import CLIENT_LEFT
 from plantstub.scenarios.model import Fault
 from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.front import Front, Pending
@@ -388,7 +389,7 @@ class Connection(asyncio.Protocol):
         except web.RequestPayloadError:  # a broken chunked encoding, gzip that does not inflate
             answer = pending.refuse(error_reply(400, unreadable(message.headers)))
         except ConnectionError:  # the client left mid-body: recorded, nothing to answer
-            pending.refuse(error_reply(499, GONE))
+            pending.refuse(error_reply(499, GONE), by=CLIENT_LEFT)
             answer = Answer(None)
         except Exception as exc:  # a plantstub bug: a JSON 500, and this connection ends; the stub keeps serving
             log.exception("plantstub: internal error on %s %s", message.method, message.path)

@@ -1,5 +1,6 @@
 """The request pipeline's decision, without I/O: route, pick the scenario, check, then Prefer / rule from code /
-scenario rule / store (--stateful) / default answer; and whether the answer sends webhooks.
+scenario rule / store (--stateful) / default answer; and whether the answer sends webhooks. Who answered is decided
+here too, once (`Decision.answerer`, recording/answered.py), and kept in the call's record.
 
 `decide(runtime, session, incoming)` reads no aiohttp type and returns a frozen Decision; server/app.py adapts
 aiohttp to it and back.
@@ -20,6 +21,18 @@ from plantstub.contract.schema import Violation
 from plantstub.contract.webhooks import RequestValues
 from plantstub.errors import UnknownScenario
 from plantstub.incoming import IncomingRequest
+from plantstub.recording.answered import (
+    CHECK,
+    CLIENT_LEFT,
+    CRASH,
+    DEFAULT,
+    PREFER,
+    PROXY,
+    STORE,
+    Answerer,
+    code_rule,
+    scenario_rule,
+)
 from plantstub.scenarios.model import Fault, Rule, Scenario
 from plantstub.scenarios.replies import rule_reply, rule_webhooks
 from plantstub.scenarios.select import select_rule
@@ -54,20 +67,28 @@ class Decision(NamedTuple):
     # --proxy: nothing here answers; the pipeline forwards the request to the real service (plantstub/proxy/)
     forward: bool = False
     upstream: dict[str, Any] | None = None  # the real service's answer as recorded: url, status, valid, errors
+    answerer: Answerer = DEFAULT  # who answered (a shared constant but for rules): the call's `answered_by`
 
-    def refused(self, out: Outgoing) -> Decision:
-        """This decision answered by a refusal instead (its message is the call's error)."""
+    def refused(self, out: Outgoing, answerer: Answerer = CHECK) -> Decision:
+        """This decision answered by a refusal instead (its message is the call's error): the request check's, or
+        `answerer`'s (Prefer's that cannot be met; a client that left mid-body)."""
         return self._replace(out=out, errors=(out.ours if out.ours is not None else out.body["message"],), fault=None,
-                             sends=False)
+                             sends=False, answerer=answerer)
 
     def unsent(self, message: str) -> Decision:
         """This decision's answer never went out (the client left, the stub stopped): a 499 saying so is recorded; the
         request keeps its verdict, nothing is covered and no webhook is sent."""
-        return self._replace(out=error_reply(499, message), op=None, fault=None, sends=False)
+        return self._replace(out=error_reply(499, message), op=None, fault=None, sends=False, answerer=CLIENT_LEFT)
 
     def crashed(self, message: str) -> Decision:
         """This decision answered by a plantstub bug's 500 (the stub's error: the client is not to blame)."""
-        return self._replace(out=error_reply(500, message), fault=None, stub_errors=(message,), sends=False)
+        return self._replace(out=error_reply(500, message), fault=None, stub_errors=(message,), sends=False,
+                             answerer=CRASH)
+
+    def forwarded(self, out: Outgoing, upstream: dict[str, Any], left: bool = False) -> Decision:
+        """This forwarded decision answered by the real service (`upstream`: its verdict), or by a 502 of ours when
+        it could not; `left`: the client left before it answered (`out` a 499 saying so), recorded as such."""
+        return self._replace(out=out, upstream=upstream, answerer=CLIENT_LEFT if left else PROXY)
 
 
 UNANSWERED = Decision()
@@ -115,9 +136,9 @@ def _decide(session: Session, served: ServedOperation, op: Operation, params: di
     violations, body = served.check.violations(incoming, params)
     errors = tuple(map(str, violations)) if violations else ()
     base = _new(Decision, (None, op, params, body, None, errors, (), scenario and scenario.name,
-                           None, None, 0, None, False, False, None))
+                           None, None, 0, None, False, False, None, DEFAULT))
     if violations and (scenario is None or scenario.validate_requests):
-        return _answered(base, _violation_reply(op, violations, errors))
+        return _new(Decision, (_violation_reply(op, violations, errors), *base[1:-1], CHECK))
     decision = _answer(session, served, scenario, incoming, base)
     if (decision.hooks is not None or op in session.webhooks.watched) and decision.fault is None:
         return decision._replace(sends=_sends(incoming, decision))
@@ -139,7 +160,7 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
     if prefer:
         out, problem = preferred(served, prefer, base.body)
         if out is not None:  # a Prefer that cannot be met answers its refusal
-            return base.refused(out) if problem is not None else base._replace(out=out)
+            return base.refused(out, PREFER) if problem is not None else base._replace(out=out, answerer=PREFER)
     declared = session.declared
     if declared.rules or scenario is not None:
         if not declared.regex and (scenario is None or not session.scenarios.indexes[scenario.name].regex):
@@ -162,9 +183,10 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
             # No body sent (an optional one): the record starts empty; None is a body that was sent but not read.
             out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
             if out is not None:  # with the response headers its status requires (our refusals: own() in decide())
-                return base._replace(out=served.headed(out) if served.heads else out, created=store.created)
+                return base._replace(out=served.headed(out) if served.heads else out, created=store.created,
+                                     answerer=STORE)
     if session.runtime.forwarder is not None:  # --proxy: the real service answers instead
-        return base._replace(forward=True)
+        return base._replace(forward=True, answerer=PROXY)
     return _answered(base, served.default(base.body, not base.errors))
 
 
@@ -178,23 +200,34 @@ def _by_rule(runtime: Runtime, session: Session, scenario: Scenario | None, inco
         if declared is not None:
             from_code, at = declared
             label = from_code.label(at)
-            return _rule_answer(runtime, from_code.rule, at, incoming, base._replace(rule=label),
-                                session.declared.templates, f"rule {label} ({from_code.source})")
+            answerer = code_rule(from_code.id, label, from_code.source)
+            return _rule_answer(runtime, from_code.rule, at, incoming, base._replace(rule=label, answerer=answerer),
+                                session.declared.templates)
     if scenario is not None:
         index = session.scenarios.indexes[scenario.name]
         chosen = select_rule(index, session.counters, incoming, base.body, operation)
         if chosen is not None:
             rule, at = chosen
-            label = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
-            return _rule_answer(runtime, rule, at, incoming, base._replace(rule=label), index.templates,
-                                f"scenario {scenario.name!r} {label} ({scenario.file}:{rule.replies[at].line})")
+            by: Answerer | None = index.answerers.get((rule.index, at))
+            if by is None:  # made once per reply, kept (and dropped) with the scenario's index
+                label = rule.label if len(rule.replies) == 1 else f"{rule.label}.replies[{at}]"
+                by = index.answerers[(rule.index, at)] = scenario_rule(scenario.name, label, scenario.file,
+                                                                       rule.replies[at].line)
+            return _rule_answer(runtime, rule, at, incoming, base._replace(rule=by.rule, answerer=by), index.templates)
     return None
 
 
+def _who(answerer: Answerer) -> str:
+    """The rule that sent a reply, as its `stub_errors` name it."""
+    if answerer.kind == "rule":
+        return f"rule {answerer.rule} ({answerer.at})"
+    return f"scenario {answerer.scenario!r} {answerer.rule} ({answerer.at})"
+
+
 def _rule_answer(runtime: Runtime, rule: Rule, at: int, incoming: IncomingRequest, base: Decision,
-                 templates: dict[int, Any], who: str) -> Decision:
+                 templates: dict[int, Any]) -> Decision:
     """The answer of a rule's reply `at` (a rule from code or a scenario's); a rendered body that breaks the contract
-    is the rule's fault, not the consumer's: recorded apart from `errors`, naming `who` sent it."""
+    is the rule's fault, not the consumer's: recorded apart from `errors`, naming the rule that sent it."""
     reply = rule.replies[at]
     hooks = rule_webhooks(rule, incoming, base.body, templates) if rule.webhooks is not None else None
     out, fault = rule_reply(reply, incoming, base.body, templates)
@@ -206,7 +239,9 @@ def _rule_answer(runtime: Runtime, rule: Rule, at: int, incoming: IncomingReques
             out = served.headed(out)
         if out.body is not NO_BODY:
             broken = runtime.contract.rendered_violations(base.op, reply, out.body)
-            stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
+            if broken:
+                who = _who(base.answerer)
+                stub_errors = tuple(f"{who} sent a reply that breaks the contract: {v}" for v in broken)
     return base._replace(out=out, fault=fault, delay_ms=reply.delay_ms, hooks=hooks, stub_errors=stub_errors)
 
 

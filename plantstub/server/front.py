@@ -9,6 +9,7 @@ from typing import Any, NamedTuple, Protocol
 
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.incoming import IncomingRequest
+from plantstub.recording.answered import CHECK, Answerer
 from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.answer import Answer
@@ -216,11 +217,11 @@ class Pending(NamedTuple):
         decision = await served
         return Answer(None) if decision is None else Answer(decision.out, decision.fault, self.origin)
 
-    def refuse(self, out: Outgoing, close: bool = True) -> Answer:
-        """`out` instead of an answer (the body too big, late, broken, or never sent whole); recorded unless it is an
-        admin request. `close`: the connection ends after it (what follows it cannot be read)."""
+    def refuse(self, out: Outgoing, close: bool = True, by: Answerer = CHECK) -> Answer:
+        """`out` instead of an answer (the body too big, late, broken, or never sent whole: then `by` is CLIENT_LEFT);
+        recorded unless it is an admin request. `close`: the connection ends after it (what follows cannot be read)."""
         if self.arrival is not None:
-            self.desk.pipeline.refuse(self.incoming(), self.arrival, out)
+            self.desk.pipeline.refuse(self.incoming(), self.arrival, out, by)
         return Answer(out, None, self.origin, close)
 
     def over(self, size: int | None) -> Answer | None:

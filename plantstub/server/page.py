@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from plantstub._json import JSON
 from plantstub.contract.outgoing import Outgoing
 from plantstub.incoming import IncomingRequest
+from plantstub.recording.answered import answered_text
 from plantstub.recording.call import Record, dumps_call, iso_time
+from plantstub.recording.verdict import VERDICTS, verdict_of
 from plantstub.server.admin_json import error, reply
 
 if TYPE_CHECKING:
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
 DEFAULT_ROWS = 200  # what the page shows at once: enough to scroll, few enough to render at once
 MAX_ROWS = 500
 MAX_WAIT = 30.0  # seconds a long poll is held open at most
-VERDICTS = ("ok", "invalid", "stub")
 ROW_FILTERS = ("since", "before", "limit", "wait", "epoch", "path", "status", "verdict")
 _STATUS = re.compile(r"[1-5](?:[0-9]{2}|xx|XX)")
 _INTEGER = re.compile(r"[0-9]{1,18}")
@@ -98,7 +99,7 @@ class RowFilter:
             shown = "" if record.status is None else str(record.status)
             if not (shown == self.status or (self.status.endswith("xx") and shown[:1] == self.status[0])):
                 return False
-        return not self.verdict or verdict(record) == self.verdict
+        return not self.verdict or record.verdict == self.verdict
 
     def window(self, records: list[Record]) -> tuple[list[Record], bool]:
         """The matching records, newest first, at most `limit`; and whether older ones match too."""
@@ -116,13 +117,6 @@ class RowFilter:
         return found, False
 
 
-def verdict(record: Record) -> str:
-    """`invalid`: the request broke the contract; `stub`: the stub's answer did; else `ok`."""
-    if not record.valid:
-        return "invalid"
-    return "stub" if record.stub_errors else "ok"
-
-
 class PageRoutes:
     """The page and its admin routes over one session."""
 
@@ -136,30 +130,17 @@ class PageRoutes:
         html = page_html()
         return Outgoing(200, html, html, PAGE_TYPE, PAGE_HEADERS)
 
-    def who(self, record: Record) -> str:
-        """Who answered: a scenario's rule, a rule from code, the request check, Prefer, the store, the default."""
-        rule = record.rule
-        if rule is not None:
-            return "scenario" if rule.startswith("rules[") else "rule"
-        if not record.valid:
-            known = self.session.scenarios.scenarios.get(record.scenario) if record.scenario else None
-            if known is None or known.validate_requests:
-                return "check"
-        prefer = record.headers.get("Prefer", "") if record.raw_headers else ""
-        if ("code=" in prefer or "example=" in prefer) and record.valid:  # Prism's way of asking for an answer
-            return "prefer"
-        if self.session.store is not None:
-            route = self.session.runtime.router.route(record.method, record.path)
-            if route.operation is not None and route.operation in self.session.actions:
-                return "store"
-        return "default"
-
-    def row(self, record: Record) -> dict[str, Any]:
+    @staticmethod
+    def row(record: Record) -> dict[str, Any]:
+        """A call's short row: its verdict and problem count (recording/verdict.py), who answered as the record says
+        (`answered_by`, and `who`: that in a few words)."""
+        problems = record.problems
+        answered = record.answered_by
         return {
             "seq": record.seq, "time": iso_time(record.started), "method": record.method, "path": record.path,
-            "status": record.status, "fault": record.fault, "pending": record.pending, "verdict": verdict(record),
-            "problems": len(record.errors) + len(record.stub_errors), "who": self.who(record),
-            "rule": record.rule, "scenario": record.scenario,
+            "status": record.status, "fault": record.fault, "pending": record.pending,
+            "verdict": verdict_of(problems), "problems": sum(map(len, problems.values())),
+            "answered_by": answered, "who": answered_text(answered), "rule": record.rule, "scenario": record.scenario,
         }
 
     async def rows(self, request: IncomingRequest) -> Outgoing:
@@ -212,5 +193,8 @@ class PageRoutes:
         if at == len(records) or records[at].seq != seq:
             kept = f"#{records[0].seq} to #{records[-1].seq}" if records else "none"
             return error(404, f"path: no call #{seq} is kept (kept: {kept})")
-        shown = dumps_call(records[at].view())
+        record = records[at]  # as GET calls shows it, with what the page says of it: verdict, problems by whom, who
+        problems = record.problems
+        shown = dumps_call(record.view(), verdict=verdict_of(problems), problems=problems,
+                           who=answered_text(record.answered_by))
         return Outgoing(200, shown, shown, JSON)

@@ -14,6 +14,7 @@ from plantstub._json import NO_BODY, is_json
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.forward import ClientLeft
+from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
 from plantstub.server.decide import UNANSWERED, Decision, decide, send_webhooks
@@ -79,9 +80,10 @@ class Pipeline:
             return self._later(incoming, arrival, decision, client)
         return self._done(incoming, arrival, decision)
 
-    def refuse(self, incoming: IncomingRequest, arrival: Arrival, out: Outgoing) -> Decision:
-        """Record a request refused before it was decided (its body too big, late, broken, or never sent whole)."""
-        decision = UNANSWERED.refused(out)
+    def refuse(self, incoming: IncomingRequest, arrival: Arrival, out: Outgoing, by: Answerer = CHECK) -> Decision:
+        """Record a request refused before it was decided (its body too big, late, broken, or never sent whole: then
+        `by` is CLIENT_LEFT)."""
+        decision = UNANSWERED.refused(out, by)
         self.record(incoming, arrival, decision)
         return decision
 
@@ -105,9 +107,9 @@ class Pipeline:
                     out, upstream = await self.runtime.forwarder.forward(incoming, self.runtime.served[decision.op],
                                                                          client.lost())
                 except ClientLeft as left:
-                    self.record(incoming, arrival, decision._replace(out=left.out, upstream=left.upstream))
+                    self.record(incoming, arrival, decision.forwarded(left.out, left.upstream, left=True))
                     return None
-                decision = decision._replace(out=out, upstream=upstream)
+                decision = decision.forwarded(out, upstream)
             else:  # listed at once, answered once the delay is over
                 self._pend(incoming, arrival, decision)
                 if not await _waited(client, decision.delay_ms):
@@ -153,6 +155,7 @@ class Pipeline:
             arrival.seq, arrival.started, incoming.method, incoming.path, incoming.raw_query,
             incoming.raw_headers, incoming.raw, parsed, not decision.errors, decision.errors, decision.scenario,
             decision.rule, status, headers, payload, payload_json, fault, decision.stub_errors, decision.upstream,
+            decision.answerer if decision.out is not None else CLIENT_LEFT,  # no answer: the client left (_GONE)
         )
 
 

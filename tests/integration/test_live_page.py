@@ -1,6 +1,6 @@
 """The live page GET /__plantstub/ in a real browser (chromium, headless): calls appear as they arrive, a click
 shows the contract problem, filters, the token prompt, a session's own page, coverage and the scenario switcher,
-and 10,000 calls in the journal."""
+10,000 calls in the journal, and a proxied call whose real service broke the contract shown red with its problem."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from plantstub import Stub
 from tests.browser import start_chromium, until
-from tests.helpers import call
+from tests.helpers import JSON_AUTH, Upstream, call, raw_call
 
 pytestmark = pytest.mark.slow  # a browser and its driver are processes
 
@@ -58,6 +58,35 @@ def test_page_shows_calls_as_they_arrive(browser: Any, stub: Stub) -> None:
     assert call(base, "POST", "/plants", {"id": "x", "name": "Fern"})[0] == 400
     seen = until(lambda: len(rows(browser)) == 2 and rows(browser), what="the second row")
     assert seen[0][0] == "2" and seen[0][4:] == ["400", "invalid (1)", "check"]  # newest first
+
+
+def test_a_proxied_call_the_real_service_answered_off_contract_is_red_with_its_problem(browser: Any) -> None:
+    with Upstream() as upstream, Stub(proxy=upstream.url) as stub:
+        base = stub.url.rstrip("/")
+        assert raw_call(base, "POST", "/plants", json.dumps({"id": 1, "name": "Broken"}).encode(), JSON_AUTH)[0] == 200
+        assert raw_call(base, "POST", "/plants", json.dumps(NEW_PLANT).encode(), JSON_AUTH)[0] == 200
+        open_page(browser, base + "/__plantstub/")
+        seen = until(lambda: len(rows(browser)) == 2 and rows(browser), what="the two proxied calls")
+        service = f"real service {upstream.url}/plants"
+        assert seen[1][2:] == ["POST", "/plants", "200", "real service broke it (1)", service]
+        assert seen[0][2:] == ["POST", "/plants", "200", "ok", service]  # the one it answered as promised
+        verdict = browser.find_elements("css selector", "#calls tbody tr")[1].find_elements("css selector", "td")[5]
+        assert verdict.get_attribute("class") == "v-upstream"
+        assert verdict.value_of_css_property("color") in ("rgba(176, 0, 32, 1)", "rgb(176, 0, 32)")  # red
+        browser.find_elements("css selector", "#calls tbody tr")[1].click()
+        problems = until(lambda: browser.find_elements("css selector", "#problems li"), what="the problems")
+        assert [p.text for p in problems] == ["response.body.name: 42 is not of type 'string'"]
+        heading = browser.find_element("css selector", "#problems h2")
+        assert (heading.text, heading.get_attribute("data-by")) == ("The real service's answer broke the contract",
+                                                                    "upstream")
+        detail = browser.find_element("id", "detail").text
+        assert browser.find_element("id", "answered-by").text == "Answered by: " + service
+        assert "No contract problem" not in detail and '"name": 42' in detail  # the answer as the service sent it
+        browser.find_elements("css selector", "#calls tbody tr")[0].click()  # the good one: no problem
+        until(lambda: "No contract problem" in browser.find_element("id", "detail").text, what="the good call")
+        browser.execute_script("const s = document.getElementById('f-verdict'); s.value = 'upstream';"
+                               "s.dispatchEvent(new Event('input'))")
+        until(lambda: [r[0] for r in rows(browser)] == ["1"], what="the filter on the real service's breaks")
 
 
 def test_click_shows_the_request_answer_and_problem(browser: Any, stub: Stub) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import Upstream
+
 SUITE = '''
 import json
 import urllib.error
@@ -47,6 +49,14 @@ def test_fails(plantstub):
 def test_no_stub():
     pass
 '''
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with Upstream() as running:
+        yield running
+
+
 TAG_LINK = r"<[a-zA-Z][^>]*\s(src|href)="  # an attribute of a tag, not text that reads `href=`
 SUMMARY = re.compile(r"<details class='test'( open)? data-outcome='(\w+)' data-problems='(\d+)'><summary>"
                      r"<span[^>]*>\w+</span> · ([^ ]+) · ")
@@ -90,11 +100,11 @@ def test_report_of_a_run(pytester, serve, tmp_path, how):
                                                 "test_good", "test_no_stub"]
 
     broken = section(html, "test_broken_request")
-    assert "<li class='problem'>body.id: &#x27;x&#x27; is not of type &#x27;integer&#x27;</li>" in broken
+    assert "<li class='problem' data-by='invalid'>body.id: &#x27;x&#x27; is not of type &#x27;integer&#x27;</li>" in broken
     assert "plantstub: test_broken_request sent 1 request that breaks the contract" in broken  # its failure
     assert "<td>POST</td><td>/plants</td><td>400</td><td><span class='invalid'>breaks the contract</span>" in broken
     on_purpose = section(html, "test_broken_on_purpose")
-    assert "<li class='problem'>body: &#x27;id&#x27; is a required property</li>" in on_purpose
+    assert "<li class='problem' data-by='invalid'>body: &#x27;id&#x27; is a required property</li>" in on_purpose
     good = section(html, "test_good")
     assert "<td>POST</td><td>/plants</td><td>200</td><td>ok</td><td>default</td>" in good
     assert "&quot;name&quot;: &quot;Fern&quot;" in good  # the request's body, pretty
@@ -104,6 +114,7 @@ def test_report_of_a_run(pytester, serve, tmp_path, how):
     assert "<td>tests</td><td id='total-0'>5 (2 failed, 3 passed)</td>" in html
     assert "<td id='total-1'>2</td>" in html  # tests with contract problems
     assert "<td id='total-2'>4</td>" in html and "<td id='total-3'>2</td>" in html  # calls; breaking the contract
+    assert "<td id='total-4'>0</td>" in html and "<td id='total-5'>0</td>" in html  # by the stub; the real service
     assert "title='POST /plants 200: reached 2 times'>2</td>" in html  # the coverage grid
     assert "title='POST /plants 400: reached 2 times'>2</td>" in html
     assert "2 of 2 declared responses reached (100.0%)" in html
@@ -147,3 +158,58 @@ def test_a_report_that_cannot_be_written_fails_the_run(pytester):
                                            "taken/report.html")
     assert result.ret == 1
     result.stdout.fnmatch_lines([f"plantstub: FAIL: the report could not be written to {pytester.path}/taken/report.html: *"])
+
+
+PROXIED = '''
+import json
+import urllib.request
+
+
+def post(stub, name):
+    request = urllib.request.Request(stub.url.rstrip("/") + "/plants", method="POST",
+                                     data=json.dumps({"id": 1, "name": name}).encode(),
+                                     headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.status
+
+
+def test_service_breaks_it(plantstub):
+    assert post(plantstub, "Broken") == 200
+
+
+def test_service_keeps_it(plantstub):
+    assert post(plantstub, "Fern") == 200
+'''
+
+
+@pytest.mark.parametrize("how", ["option", "marker"])
+def test_a_proxied_call_the_real_service_broke_is_counted_and_listed(pytester, upstream, how):
+    """The bug found as a new user: strict mode failed the test for the real service's answer, and the report said
+    "ok", "answered by default" and 0 contract problems. Now it counts the call, lists its problem under the test."""
+    suite = PROXIED
+    args = ["-p", "no:cacheprovider", "--plantstub-report", "report.html"]
+    if how == "option":
+        args.append(f"--plantstub-proxy={upstream.url}")
+    else:
+        suite = suite.replace("def test_", f"@pytest.mark.plantstub(proxy={upstream.url!r})\ndef test_")
+        suite = "import pytest\n" + suite
+    pytester.makepyfile(test_suite=suite)
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1, failed=1)  # strict mode: the real service broke the contract
+    result.stdout.fnmatch_lines(["*the real service (*) broke the contract on 1 proxied call*"])
+    html = (pytester.path / "report.html").read_text(encoding="utf-8")
+
+    assert sections(html) == [("test_service_breaks_it", "failed", 1, True),  # contract problems first
+                              ("test_service_keeps_it", "passed", 0, False)]
+    broken = section(html, "test_service_breaks_it")
+    service = f"real service {upstream.url}/plants"
+    assert ("<td>POST</td><td>/plants</td><td>200</td><td><span class='upstream'>the real service broke it</span>"
+            f"</td><td>{service}</td>") in broken
+    assert ("<li class='problem' data-by='upstream'>the real service: response.body.name: 42 is not of type "
+            "&#x27;string&#x27;</li>") in broken
+    kept = section(html, "test_service_keeps_it")
+    assert f"<td>POST</td><td>/plants</td><td>200</td><td>ok</td><td>{service}</td>" in kept
+    assert "<td id='total-1'>1</td>" in html  # tests with contract problems
+    assert "<td id='total-2'>2</td>" in html and "<td id='total-3'>0</td>" in html  # calls; the requests broke none
+    assert "<td id='total-4'>0</td>" in html  # the stub broke none
+    assert "<td>calls the real service answered off contract</td><td id='total-5'>1</td>" in html

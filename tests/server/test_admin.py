@@ -34,8 +34,11 @@ async def test_calls_show_every_field(client):
     assert [c["seq"] for c in calls] == [1, 2, 3, 4]
     first = calls[0]
     assert set(first) == {"seq", "time", "method", "path", "query", "headers", "body", "valid", "errors",
-                          "scenario", "rule", "response", "stub_errors", "pending", "proxied", "upstream"}
+                          "scenario", "rule", "response", "stub_errors", "pending", "proxied", "upstream",
+                          "answered_by"}
     assert first["pending"] is False
+    assert [c["answered_by"] for c in calls] == [{"kind": "default"}, {"kind": "check"}, {"kind": "check"},
+                                                 {"kind": "check"}]
     assert first["proxied"] is False and first["upstream"] is None  # no --proxy: the stub answered
     assert first["time"].endswith("Z") and first["time"][10] == "T"
     assert (first["method"], first["path"], first["body"], first["valid"], first["errors"]) == (

@@ -37,7 +37,7 @@ async def test_page_is_one_html_file_that_loads_nothing_from_elsewhere(client):
     assert "http://" not in text and "https://" not in text
 
 
-async def test_rows_newest_first_with_verdict_and_who_answered(client):
+async def test_rows_newest_first_with_verdict_and_who_answered(client, tmp_path):
     await client.post("/plants", data=FERN, headers=JSON_AUTH)
     await client.post("/plants", data=BROKEN, headers=JSON_AUTH)
     await client.get("/nope")
@@ -50,9 +50,15 @@ async def test_rows_newest_first_with_verdict_and_who_answered(client):
     await client.post("/plants", data=b'{"id": 5, "name": "Moss"}', headers={**JSON_AUTH, "Prefer": "return=minimal"})
     data = await rows(client, "?before=7")
     shown = [(r["seq"], r["status"], r["verdict"], r["problems"], r["who"], r["rule"]) for r in data["calls"]]
-    assert shown == [(6, 400, "ok", 0, "prefer", None), (5, 400, "ok", 0, "rule", "r1"),
-                     (4, 200, "ok", 0, "scenario", "rules[0]"), (3, 404, "invalid", 1, "check", None),
-                     (2, 400, "invalid", 1, "check", None), (1, 200, "ok", 0, "default", None)]
+    cactus = f"{tmp_path / 'cactus.yaml'}:3"  # the reply's line
+    assert shown == [(6, 400, "ok", 0, "prefer", None), (5, 400, "ok", 0, "rule r1 (POST /__plantstub/rules)", "r1"),
+                     (4, 200, "ok", 0, f"scenario cactus rules[0] ({cactus})", "rules[0]"),
+                     (3, 404, "invalid", 1, "check", None), (2, 400, "invalid", 1, "check", None),
+                     (1, 200, "ok", 0, "default", None)]
+    assert [r["answered_by"] for r in data["calls"]] == [
+        {"kind": "prefer"}, {"kind": "rule", "id": "r1", "rule": "r1", "at": "POST /__plantstub/rules"},
+        {"kind": "scenario", "scenario": "cactus", "rule": "rules[0]", "at": cactus}, {"kind": "check"},
+        {"kind": "check"}, {"kind": "default"}]
     assert (data["recorded"], data["kept"], data["more"], data["epoch"]) == (7, 7, False, 0)
     assert (await rows(client, "?limit=1"))["calls"][0]["who"] == "default"  # a Prefer that asks for no answer
 
@@ -85,7 +91,7 @@ async def test_rows_say_when_older_calls_match(client):
     ("?wait=forever", "query.wait: 'forever' is not 0 to 30 seconds"),
     ("?wait=nan", "query.wait: 'nan' is not 0 to 30 seconds"),
     ("?status=600", "query.status: '600' is not a status (404) or a class (4xx)"),
-    ("?verdict=bad", "query.verdict: 'bad' is not one of ok, invalid, stub"),
+    ("?verdict=bad", "query.verdict: 'bad' is not one of ok, invalid, stub, upstream"),
 ])
 async def test_rows_refuse_bad_queries_in_our_words(client, query, message):
     response = await client.get("/__plantstub/calls/rows" + query)
@@ -127,6 +133,9 @@ async def test_one_call_in_full(client):
     call = await response.json()
     assert call["errors"] == ["body.id: 'x' is not of type 'integer'"]
     assert call["response"]["status"] == 400 and call["body"] == {"id": "x", "name": "Fern"}
+    # what the page says of it, from the record: its verdict, its problems by whom, who answered
+    assert (call["verdict"], call["problems"], call["answered_by"], call["who"]) == (
+        "invalid", {"invalid": ["body.id: 'x' is not of type 'integer'"]}, {"kind": "check"}, "check")
 
 
 @pytest.mark.parametrize(("path", "status", "message"), [
