@@ -1,0 +1,455 @@
+"""A scenario rule turned into the request it makes a claim about: method, path, query, headers and body from its
+`match:` where it gives values, its matchers met by values built for them (`name: {$regex: "^Cact"}` sends a name
+that starts with Cact), the rest from the spec's examples or valid generated values; or why no such request is sent.
+
+A rule's request must keep the contract, unless the rule is made to catch one that breaks it (a 4xx reply to a
+match the contract refuses): then it is that broken request that is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from multidict import CIMultiDict
+
+from plantstub._json import JSON, MISSING, NO_BODY, is_json, json_bytes, pick_json, shown
+from plantstub.contract.compiled import Checks
+from plantstub.contract.flatten import defs_of
+from plantstub.contract.model import Operation, Parameter
+from plantstub.contract.pattern import matching_strings
+from plantstub.contract.samples import sample
+from plantstub.incoming import IncomingRequest
+from plantstub.matching import as_text, is_matcher, matcher_mismatches
+from plantstub.scenarios.contract import ScenarioContract
+from plantstub.scenarios.model import Criteria, Rule, Scenario
+from plantstub.scenarios.placeholder_types import schema_at
+
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+NOT_SENT = "not_sent"
+NOT_VERIFIABLE = "not_verifiable"
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"  # what a literal path of a scenario keeps as written
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """The request a rule is verified with. `headers` are the rule's and the spec's (--header's are the client's)."""
+
+    method: str
+    path: str  # percent-decoded, as the rule matches it
+    raw_path: str  # percent-encoded, appended to --against
+    query: tuple[tuple[str, str], ...]
+    headers: tuple[tuple[str, str], ...]
+    body: Any  # a JSON value, or NO_BODY
+    op: Operation
+    breaks: tuple[str, ...] = ()  # the request's own contract problems, when the rule is made to catch them
+    withheld: frozenset[str] = frozenset()  # --header names (lower case) not sent: the rule wants them absent
+
+    @property
+    def raw_query(self) -> str:
+        return urlencode(self.query, quote_via=quote)
+
+    @property
+    def target(self) -> str:
+        """Path and query as sent (percent-encoded)."""
+        return self.raw_path + (f"?{self.raw_query}" if self.query else "")
+
+    @property
+    def shown(self) -> str:
+        """`GET /plants?limit=2`: how a line names it."""
+        query = "&".join(f"{name}={value}" for name, value in self.query)
+        return f"{self.method} {self.path}" + (f"?{query}" if query else "")
+
+    @property
+    def raw(self) -> bytes:
+        return b"" if self.body is NO_BODY else json_bytes(self.body)
+
+    def incoming(self, extra: Iterable[tuple[str, str]] = ()) -> IncomingRequest:
+        """The request as the stub reads one: for the contract check, the rule's match and its reply's templates."""
+        query: dict[str, list[str]] = {}
+        for name, value in self.query:
+            query.setdefault(name, []).append(value)
+        return IncomingRequest(self.method, self.path, query, CIMultiDict(sent_headers(self, extra)), self.raw,
+                               self.raw_path, self.raw_query)
+
+
+def sent_headers(request: Request, extra: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers a request goes with: --header's (`extra`), but those the rule's request sets or leaves out."""
+    own = {name.lower() for name, _ in request.headers} | request.withheld
+    return [*((n, v) for n, v in extra if n.lower() not in own), *request.headers]
+
+
+@dataclass(frozen=True, slots=True)
+class Unsent:
+    """A rule that is not sent: `outcome` (not_sent, not_verifiable), why, and the request when one was built."""
+
+    outcome: str
+    reason: str
+    label: str  # `POST /plants`: the request, else the rule's method and path
+    request: Request | None = None
+
+
+class _NoValue(Exception):
+    """No value meets a matcher at `where` (or fits the schema there)."""
+
+    def __init__(self, where: str, why: str) -> None:
+        super().__init__(f"{where}: {why}")
+
+
+def _label(match: Criteria) -> str:
+    return f"{match.method or '*'} {match.path or '*'}"
+
+
+def why_not_verifiable(rule: Rule) -> str | None:
+    """Why a rule makes no claim a single request can check: call order, faults, delays, deliberate breaks."""
+    if rule.off_contract:
+        return "`off_contract: true`: the rule breaks the contract on purpose; that is no claim about the service"
+    if rule.times is not None:
+        return f"`times: {rule.times}`: whether it answers depends on the calls before"
+    if len(rule.replies) > 1:
+        return f"{len(rule.replies)} replies in sequence: which one answers depends on the calls before"
+    reply = rule.replies[0]
+    if reply.fault is not None:
+        return f"`fault: {reply.fault.value}`: the stub failing on purpose is no claim about the service"
+    if reply.delay_ms:
+        return f"`delay_ms: {reply.delay_ms}`: the stub waiting on purpose is no claim about the service"
+    return None
+
+
+def plan(rule: Rule, scenario: Scenario, contract: ScenarioContract, extra: tuple[tuple[str, str], ...],
+         allow_writes: bool) -> Request | Unsent:
+    """The request `rule` is verified with, or why it is not sent. `extra`: the --header pairs."""
+    label = _label(rule.match)
+    why = why_not_verifiable(rule)
+    if why is not None:
+        return Unsent(NOT_VERIFIABLE, why, label)
+    ops, what, problem = contract.operations(rule.match)
+    if rule.answers is not None:
+        ops = [op for op in ops if op.label in rule.answers]
+    if not ops:
+        return Unsent(NOT_VERIFIABLE, f"its match.{what}: {problem}", label)
+    if rule.match.body is not NO_BODY:
+        ops = [op for op in ops if op.body] or ops
+    op = ops[0]  # a rule without `method:` is verified with the first operation it answers, in the spec's order
+    try:
+        request = _Builder(op, contract.served[op].samples, rule.match, extra).request()
+    except _NoValue as exc:
+        return Unsent(NOT_VERIFIABLE, f"no request meets its match: {exc}", f"{op.method} {rule.match.path or op.path}")
+    checked = _checked(request, rule, scenario, contract, extra)
+    if isinstance(checked, Unsent):
+        return checked
+    if checked.method in WRITES and not allow_writes:
+        return Unsent(NOT_SENT, f"{checked.method} changes the service's state; --allow-writes sends it",
+                      checked.shown, checked)
+    return checked
+
+
+def _checked(request: Request, rule: Rule, scenario: Scenario, contract: ScenarioContract,
+             extra: tuple[tuple[str, str], ...]) -> Request | Unsent:
+    """`request` if it matches the rule and keeps the contract, or breaks it only where the rule's match says and
+    the rule is made to catch that; else why it is not sent."""
+    incoming = request.incoming(extra)
+    route = contract.router.route(request.method, request.raw_path)
+    if route.operation is not request.op:
+        other = route.operation.label if route.operation is not None else "no operation"
+        return Unsent(NOT_VERIFIABLE, f"the path built for {request.op.label}, {request.path}, is {other}'s",
+                      request.shown, request)
+    violations, body = contract.served[request.op].check.violations(incoming, route.path_params)
+    misses = rule.match.mismatches(request.method, request.path, incoming.headers, incoming.query,
+                                   request.body if body is None else body)
+    if misses:
+        return Unsent(NOT_VERIFIABLE, f"the request built does not match it ({misses[0]})", request.shown, request)
+    if not violations:
+        return request
+    places = _constrained(rule.match)
+    unmeant = [v for v in violations if not _within(v.where, places)]
+    credentials = [v for v in unmeant if v.status == 401]
+    if credentials:
+        return Unsent(NOT_SENT, f"{request.op.label} needs credentials ({credentials[0]}); give them with "
+                                "--header 'NAME: VALUE' or PLANTSTUB_HEADER", request.shown, request)
+    if unmeant:
+        return Unsent(NOT_VERIFIABLE, f"no valid value found where the rule says nothing ({unmeant[0]})",
+                      request.shown, request)
+    status = rule.replies[0].status
+    if 400 <= status < 500 or not scenario.validate_requests:
+        return Request(**{**_fields(request), "breaks": tuple(map(str, violations))})
+    return Unsent(NOT_VERIFIABLE, f"a request it matches breaks the contract ({violations[0]}), and the stub answers "
+                                  f"such a request 400 before any rule, not {status}", request.shown, request)
+
+
+def _fields(request: Request) -> dict[str, Any]:
+    return {name: getattr(request, name) for name in Request.__dataclass_fields__}
+
+
+def _constrained(match: Criteria) -> list[str]:
+    """The places the rule's match says something about, in the location notation (`body.name`, `query.limit`)."""
+    places = [f"query.{name}" for name in match.query] + [f"headers.{name.lower()}" for name in match.headers]
+    if match.body is not NO_BODY:
+        places.extend(_leaves(match.body, "body"))
+    return places
+
+
+def _leaves(value: Any, where: str) -> Iterable[str]:
+    if isinstance(value, dict) and value and not is_matcher(value):
+        for key, item in value.items():
+            yield from _leaves(item, f"{where}.{key}")
+    else:
+        yield where
+
+
+def _within(where: str, places: list[str]) -> bool:
+    """Whether a violation at `where` lies on a place the match constrains (above it, at it, or under it)."""
+    where = where.lower() if where.startswith("headers.") else where
+    return any(p == where or p.startswith((where + ".", where + "[")) or where.startswith((p + ".", p + "["))
+               for p in places)
+
+
+class _Builder:
+    """The parts of one rule's request for one operation."""
+
+    def __init__(self, op: Operation, samples: Checks, match: Criteria, extra: tuple[tuple[str, str], ...]) -> None:
+        self.op = op
+        self.samples = samples
+        self.match = match
+        self.extra = extra
+        self.params = {(p.location, p.name.lower()): p for p in op.parameters}
+
+    def request(self) -> Request:
+        path, raw_path = self.path()
+        body = self.body()
+        headers = self.headers(body)
+        withheld = frozenset(name.lower() for name, _ in self.extra if _absent(self.match.headers.get(name.lower())))
+        return Request(self.op.method, path, raw_path, tuple(self.query()), tuple(headers), body, self.op,
+                       withheld=withheld)
+
+    # -- values from a schema ----------------------------------------------------------------------------------
+    def sample(self, schema: Any, defs: dict[str, Any] | None = None) -> Any:
+        """A valid value of `schema` (its example when it has a valid one), MISSING when none is found."""
+        if not isinstance(schema, dict):
+            return MISSING
+        try:
+            value = sample(schema, defs, checks=self.samples)
+        except (RecursionError, ValueError, TypeError):
+            return MISSING
+        return MISSING if value is None and not self.samples.valid(None, schema, defs or defs_of(schema)) else value
+
+    def text(self, param: Parameter | None, where: str) -> str:
+        value = self.sample(param.schema) if param is not None else MISSING
+        text = as_text(value) if value is not MISSING else "x"
+        if text is None:
+            raise _NoValue(where, f"{param.name if param else where} is a list or an object; verify builds text")
+        return text
+
+    def meet_text(self, matcher: dict[str, Any], param: Parameter | None, where: str) -> str | None:
+        """Text meeting a header's or query value's matcher (None: `$absent`)."""
+        if matcher.get("$absent") is True or matcher.get("$present") is False:
+            return None
+        base = self.sample(param.schema) if param is not None else MISSING
+        found = [c for c in [*_candidates(matcher), base] if c is not MISSING and as_text(c) is not None]
+        for candidate in found:
+            text = as_text(candidate)
+            if not matcher_mismatches(matcher, text, where):
+                return text
+        raise _NoValue(where, f"no text found that meets {shown(matcher)}")
+
+    # -- the parts ---------------------------------------------------------------------------------------------
+    def path(self) -> tuple[str, str]:
+        """(decoded, encoded): the match's literal path as written, else the spec's template with each parameter
+        from the match's literal segments, the spec's example, or a generated value."""
+        mine = self.match.path if self.match.path is not None else self.op.path
+        if "{" not in mine:
+            return mine, quote(mine, safe=_PATH_SAFE)
+        decoded, encoded = [], []
+        for own, spec in zip(mine.split("/"), self.op.path.split("/"), strict=False):
+            if "{" not in own:
+                decoded.append(own)
+                encoded.append(quote(own, safe=_PATH_SAFE))
+                continue
+            plain, coded = spec, spec
+            for name in _names(spec):
+                text = self.text(self.params.get(("path", name.lower())), f"path.{name}")
+                plain = plain.replace(f"{{{name}}}", text)
+                coded = coded.replace(f"{{{name}}}", quote(text, safe=""))
+            decoded.append(plain)
+            encoded.append(coded)
+        return "/".join(decoded), "/".join(encoded)
+
+    def query(self) -> list[tuple[str, str]]:
+        pairs: list[tuple[str, str]] = []
+        for name, want in self.match.query.items():
+            param = self.params.get(("query", name.lower()))
+            pairs.extend((name, text) for text in self.values(want, param, f"query.{name}"))
+        for param in self.op.parameters:
+            if param.location == "query" and param.required and param.name not in self.match.query:
+                pairs.extend((param.name, text) for text in self.param_texts(param))
+        return pairs
+
+    def values(self, want: Any, param: Parameter | None, where: str) -> list[str]:
+        """The texts of one header or query name the match gives: a text, a matcher's, or each of a list."""
+        if isinstance(want, list):
+            return [text for i, item in enumerate(want) for text in self.values(item, param, f"{where}[{i}]")]
+        if isinstance(want, dict):
+            text = self.meet_text(want, param, where)
+            return [] if text is None else [text]
+        return [want]
+
+    def param_texts(self, param: Parameter) -> list[str]:
+        """A required parameter the match says nothing of: its example or a generated value, as text(s)."""
+        value = self.sample(param.schema)
+        if isinstance(value, list) and param.location == "query":
+            texts = [as_text(v) for v in value]
+            if any(t is None for t in texts):
+                raise _NoValue(f"query.{param.name}", "an array of lists or objects; verify builds text")
+            return [t for t in texts if t is not None] if param.explode else [",".join(t or "" for t in texts)]
+        return [self.text(param, f"{param.location}.{param.name}")]
+
+    def headers(self, body: Any) -> list[tuple[str, str]]:
+        given = {name.lower(): value for name, value in self.extra}
+        headers: list[tuple[str, str]] = []
+        for name, want in self.match.headers.items():
+            param = self.params.get(("header", name))
+            if name in given and not _misses(want, given[name], name):
+                continue  # the --header value meets the rule: it is sent as given
+            shown_name = param.name if param is not None else name
+            headers.extend((shown_name, text) for text in self.values(want, param, f"headers.{name}"))
+        named = {name.lower() for name, _ in headers} | set(given)
+        for param in self.op.parameters:
+            if param.location == "header" and param.required and param.name.lower() not in named:
+                headers.append((param.name, self.text(param, f"headers.{param.name}")))
+        if body is not NO_BODY and "content-type" not in named:
+            headers.append(("Content-Type", JSON))
+        return headers
+
+    def body(self) -> Any:
+        name = pick_json(self.op.body or {})
+        media = self.op.body[name] if self.op.body and name is not None and is_json(name) else None
+        schema = media.schema if media is not None else None
+        base = MISSING
+        if media is not None:  # the spec's own example of the request body, when it keeps the schema
+            given = [media.example, *media.examples.values()]
+            base = next((v for v in given if v is not MISSING and (not isinstance(schema, dict)
+                                                                     or self.samples.valid(v, schema, defs_of(schema)))),
+                        MISSING)
+            if base is MISSING:
+                base = self.sample(schema)
+        if self.match.body is not NO_BODY:
+            return _Filler(schema, self.samples, self).fill(self.match.body, (), base, "body")
+        if not (self.op.body and self.op.body_required):
+            return NO_BODY
+        if media is None:
+            raise _NoValue("body", f"{self.op.label} takes {', '.join(self.op.body)} bodies; verify sends JSON")
+        if base is MISSING:
+            raise _NoValue("body", "no value of the request body's schema found")
+        return base
+
+
+def _names(segment: str) -> list[str]:
+    out, rest = [], segment
+    while "{" in rest and "}" in rest:
+        start = rest.index("{")
+        end = rest.index("}", start)
+        out.append(rest[start + 1:end])
+        rest = rest[end + 1:]
+    return out
+
+
+def _absent(want: Any) -> bool:
+    """Whether a header criterion wants the header absent (`{$absent: true}`, `{$present: false}`)."""
+    return isinstance(want, dict) and (want.get("$absent") is True or want.get("$present") is False)
+
+
+def _misses(want: Any, actual: str, name: str) -> bool:
+    """Whether a header value given with --header fails the rule's criterion for that header."""
+    if isinstance(want, dict) and want and is_matcher(want):
+        return bool(matcher_mismatches(want, actual, f"headers.{name}"))
+    return want != actual
+
+
+def _candidates(matcher: Mapping[str, Any]) -> list[Any]:
+    """Values that may meet a matcher, in the order they are tried (each one is checked)."""
+    found: list[Any] = []
+    if "$eq" in matcher:
+        found.append(matcher["$eq"])
+    pattern = matcher.get("$regex")
+    if isinstance(pattern, str):
+        for text in matching_strings(pattern, 0):
+            found.append(text)
+            scalar = _scalar(text)
+            if scalar is not MISSING:
+                found.append(scalar)
+    wanted = matcher.get("$contains")
+    if isinstance(wanted, str):
+        found.append(wanted)
+    return found
+
+
+def _scalar(text: str) -> Any:
+    """`text` read as a JSON number or boolean (a `$regex` also meets one, read as text), else MISSING."""
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return MISSING
+    return number if number == number and number not in (float("inf"), float("-inf")) else MISSING
+
+
+class _Filler:
+    """A request body from the match's partial body: each value it gives kept, each matcher met, the rest of every
+    object it names filled from the request schema's sample there."""
+
+    def __init__(self, schema: Any, samples: Checks, builder: _Builder) -> None:
+        self.schema = schema
+        self.defs = defs_of(schema)
+        self.samples = samples
+        self.builder = builder
+
+    def at(self, steps: tuple[str | int, ...]) -> Any:
+        if self.schema is None:
+            return None
+        return schema_at(self.schema, steps)[0] if steps else self.schema
+
+    def sample(self, steps: tuple[str | int, ...]) -> Any:
+        return self.builder.sample(self.at(steps), self.defs)
+
+    def valid(self, value: Any, steps: tuple[str | int, ...]) -> bool:
+        schema = self.at(steps)
+        return schema is None or self.samples.valid(value, schema, self.defs)
+
+    def fill(self, want: Any, steps: tuple[str | int, ...], base: Any, where: str) -> Any:
+        if isinstance(want, dict) and want and is_matcher(want):
+            return self.meet(want, steps, base, where)
+        if isinstance(want, dict):
+            if not isinstance(base, dict):
+                base = self.sample(steps)
+            out = dict(base) if isinstance(base, dict) else {}
+            for key, item in want.items():
+                value = self.fill(item, (*steps, key), out.get(key, MISSING), f"{where}.{key}")
+                if value is MISSING:
+                    out.pop(key, None)
+                else:
+                    out[key] = value
+            return out
+        if isinstance(want, list):
+            return [self.fill(item, (*steps, i), MISSING, f"{where}[{i}]") for i, item in enumerate(want)]
+        return want
+
+    def meet(self, matcher: dict[str, Any], steps: tuple[str | int, ...], base: Any, where: str) -> Any:
+        """A value meeting `matcher` at `steps`: valid against the schema there when one is found."""
+        if matcher.get("$absent") is True or matcher.get("$present") is False:
+            return MISSING
+        found = _candidates(matcher)
+        wanted = matcher.get("$contains")
+        if wanted is not None and not isinstance(wanted, str):
+            found.append([self.fill(wanted, (*steps, 0), MISSING, f"{where}[0]")])
+        found += [base, self.sample(steps)]
+        meeting = [c for c in found if c is not MISSING and not matcher_mismatches(matcher, c, where)]
+        if not meeting:
+            raise _NoValue(where, f"no value found that meets {shown(matcher)}")
+        return next((c for c in meeting if self.valid(c, steps)), meeting[0])
