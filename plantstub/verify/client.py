@@ -72,7 +72,7 @@ class Sender:
         # connect and sock_read inside the deadline; asyncio.wait_for (send()) bounds the whole exchange, a
         # service dripping its answer a byte at a time included.
         self._client = ClientSession(
-            connector=TCPConnector(limit=8, ssl=ssl.create_default_context()),
+            connector=TCPConnector(limit=8),  # https: aiohttp's own context of the system's CAs, made once
             timeout=ClientTimeout(total=None, connect=self.timeout, sock_read=self.timeout),
             cookie_jar=DummyCookieJar(), auto_decompress=True,
             headers={"User-Agent": f"plantstub-verify/{__version__}"},
