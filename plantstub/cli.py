@@ -339,18 +339,17 @@ def _verify_parser(sub: argparse._SubParsersAction) -> None:
 def _verify(args: argparse.Namespace) -> int:
     from plantstub.verify.options import verify_settings
     from plantstub.verify.run import verify
+    from plantstub.verify.secrets import credential
 
     options = {k: v for k, v in vars(args).items() if k != "command"}
     settings = verify_settings(options)
-    if args.header and any(_secret_header(h) for h in args.header):
+    if args.header and any(credential(text.partition(":")[0].strip()) for text in args.header):
         print(HEADER_ON_COMMAND_LINE, file=sys.stderr, flush=True)
-    return verify(settings)
-
-
-def _secret_header(text: str) -> bool:
-    from plantstub.proxy.record import secret
-
-    return secret(text.partition(":")[0].strip())
+    try:
+        return verify(settings)
+    except KeyboardInterrupt:  # not the 0 that serve's Ctrl-C gives: a job stopped half-way has verified nothing
+        print("plantstub: verify interrupted; exit status 130", file=sys.stderr)
+        return 130
 
 
 HEADER_ON_COMMAND_LINE = (f"plantstub: a --header with credentials is visible in the process list (ps) to other users "

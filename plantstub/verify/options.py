@@ -43,6 +43,7 @@ class VerifySettings:
     spec_cache: Path | bool = True
     scenario: str | None = None
     paths: tuple[Path, ...] = ()  # scenario files and folders
+    named: bool = True  # whether PATHs were given (else `paths` is the scenarios folder, which may not exist)
     junit: Path | None = None
     json: bool = False
     record: Path | None = None
@@ -122,11 +123,12 @@ def verify_settings(explicit: Mapping[str, Any], env: Mapping[str, str] | None =
     shared = build_settings({field: explicit.get(field) for field in ("spec", "spec_root", "scenario")},
                             env={env_name(f): env[env_name(f)] for f in SHARED if env_name(f) in env})
     paths = tuple(Path(p) for p in explicit.get("paths") or ())
-    if not paths:
+    named = bool(paths)
+    if not named:
         paths = (shared.scenarios or DEFAULT_SCENARIOS,)
     headers = values.pop("header", ())
     return VerifySettings(**values, headers=headers, spec=shared.spec, spec_root=shared.spec_root,
-                          spec_cache=shared.spec_cache, scenario=shared.scenario, paths=paths,
+                          spec_cache=shared.spec_cache, scenario=shared.scenario, paths=paths, named=named,
                           junit=_path(explicit.get("junit")), json=bool(explicit.get("json")),
                           record=_path(explicit.get("record")))
 

@@ -42,11 +42,14 @@ class Loaded:
     errors: list[str] = field(default_factory=list)
 
 
-def load_paths(paths: tuple[Path, ...], contract: ScenarioContract, only: str | None) -> Loaded:
+def load_paths(paths: tuple[Path, ...], contract: ScenarioContract, only: str | None, named: bool = True) -> Loaded:
     """The scenarios of the files and folders given (a folder's files sorted); with `only`, that one scenario, from
-    them or else among the built-in ones."""
+    them or else among the built-in ones. `named`: the paths were given (not the default folder, which a run
+    naming a built-in scenario may lack)."""
     loaded = Loaded()
     for given in paths:
+        if not named and only is not None and not given.exists():
+            continue
         if given.is_dir():
             if not scenario_files(given):
                 loaded.errors.append(f"{given}: no scenario files here (*.yaml, *.yml)")
@@ -121,7 +124,7 @@ def verify(settings: VerifySettings) -> int:
     spec = load_spec(settings.spec, root=settings.spec_root, cache=settings.spec_cache)
     served = serve(spec)
     contract = ScenarioContract(spec, served, Router(spec))
-    loaded = load_paths(settings.paths, contract, settings.scenario)
+    loaded = load_paths(settings.paths, contract, settings.scenario, settings.named)
     for error in loaded.errors:
         print(error, file=sys.stderr)
     secrets = Secrets(settings.headers)
@@ -137,7 +140,9 @@ def verify(settings: VerifySettings) -> int:
     else:
         for line in lines(outcomes, secrets):
             print(line)
-        print(summary(outcomes, len(loaded.scenarios), against, seconds))
+        said = summary(outcomes, len(loaded.scenarios), against, seconds)
+        errors = len(loaded.errors)
+        print(said + (f"; {errors} load error{'s' if errors != 1 else ''} (on stderr)" if errors else ""))
     if not outcomes and not loaded.errors:
         print(f"plantstub: no scenario rules to verify in {', '.join(map(str, settings.paths))}", file=sys.stderr)
         status = 1

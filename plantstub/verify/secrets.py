@@ -14,6 +14,11 @@ from plantstub.proxy.record import REDACTED, redacted, secret
 MIN_HIDDEN = 4
 
 
+def credential(name: str) -> bool:
+    """Whether a header of this name carries a secret (Authorization, Cookie, a name with token, key...)."""
+    return secret(name)
+
+
 class Secrets:
     """The --header values of one run, and how to hide them (and secret fields) in what verify prints or writes."""
 
@@ -51,5 +56,5 @@ class Secrets:
 
     def headers(self, pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
         """Request headers as shown: a --header's and a secret one's (Authorization, Cookie, *token*...) REDACTED."""
-        return {name: REDACTED if name.lower() in self.names or secret(name) else self.text(value)
+        return {name: REDACTED if name.lower() in self.names or credential(name) else self.text(value)
                 for name, value in pairs}

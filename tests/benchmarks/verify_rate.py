@@ -46,7 +46,7 @@ def run(folder: Path, url: str, n: int, kind: str) -> float:
                            "--allow-writes", str(path)], capture_output=True, text=True, env=env, check=False)
     seconds = time.perf_counter() - started
     last = done.stdout.splitlines()[-1] if done.stdout else done.stderr
-    if done.returncode != 0 or f" {n} agree" not in last and f" {n} agrees" not in last:
+    if done.returncode != 0 or (f" {n} agree" not in last and f" {n} agrees" not in last):
         raise SystemExit(f"verify failed: {last}")
     return seconds
 

@@ -73,7 +73,9 @@ def test_what_cannot_be_verified_fails_the_run_saying_why(tmp_path, monkeypatch,
     write(tmp_path / "scenarios", "good.yaml", "rules: []\n")
     write(tmp_path, "broken.yaml", "rules:\n  - match: {method: GET, path: /plants}\n    reply: {status: 418}\n")
     status = main(["verify", "--against", free_port_url(), "--spec", "plant-store-full", *args])
-    assert (status, capsys.readouterr().err.splitlines()[0]) == (1, error)
+    out, err = capsys.readouterr()
+    assert (status, err.splitlines()[0]) == (1, error)
+    assert out.splitlines()[-1].endswith("; 1 load error (on stderr)")
 
 
 def test_no_rule_at_all_fails_the_run(tmp_path, monkeypatch, capsys):
@@ -127,3 +129,13 @@ def test_junit_holds_any_text_a_service_sends_as_valid_xml(tmp_path: Path):
     failure = case.find("failure")
     assert failure is not None and failure.text == "body: stub an object, service 'a\ufffd\ufffd<&>\ufffd'"
     assert lines([outcome], secrets)[0] == "s.yaml:3 GET /plants: stub 200, service 200: differs (shape)"
+
+
+def test_a_built_in_scenario_needs_no_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    url = free_port_url()
+    status = main(["verify", "--against", url, "--scenario", "dropped-connection"])
+    out, err = capsys.readouterr()
+    assert (status, err) == (0, "")
+    assert out.splitlines()[0].endswith("dropped-connection.yaml:6 POST /plants: not verifiable: `fault: "
+                                        "connection_reset`: the stub failing on purpose is no claim about the service")
