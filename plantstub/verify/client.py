@@ -5,27 +5,16 @@ bounded in size. Every failure comes back as a sentence in our words."""
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 from dataclasses import dataclass
 
-from aiohttp import (
-    ClientConnectorCertificateError,
-    ClientConnectorError,
-    ClientError,
-    ClientPayloadError,
-    ClientResponseError,
-    ClientSession,
-    ClientTimeout,
-    DummyCookieJar,
-    ServerDisconnectedError,
-    TCPConnector,
-)
+from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector
 from multidict import CIMultiDict
 from yarl import URL
 
 from plantstub._version import __version__
 from plantstub.config import shown_url
+from plantstub.proxy.forward import failure
 from plantstub.verify.build import Request, sent_headers
 
 MAX_ANSWER = 16 * 1024 * 1024  # bytes of one answer read; a bigger one is a failure, not a memory problem
@@ -120,27 +109,11 @@ class Sender:
             return answer.status, CIMultiDict(answer.headers), b"".join(parts)
 
     def _failure(self, exc: BaseException, shown: str) -> str:
-        """What went wrong, in our words."""
+        """What went wrong, in our words (the proxy's, for what the way to the service can do)."""
         if isinstance(exc, _TooBig):
             return f"the answer of {shown} is larger than {MAX_ANSWER} bytes; not read"
         if isinstance(exc, asyncio.TimeoutError):
             return f"{shown} did not answer in full within {self.timeout:g} s (--request-timeout)"
         if isinstance(exc, ValueError):
             return str(exc)
-        if isinstance(exc, ClientConnectorCertificateError):
-            return f"TLS with {shown} failed: its certificate does not verify"
-        if isinstance(exc, (ssl.SSLError,)):
-            return f"TLS with {shown} failed ({getattr(exc, 'reason', None) or type(exc).__name__})"
-        if isinstance(exc, ClientConnectorError):
-            if isinstance(exc.os_error, ConnectionRefusedError):
-                return f"{shown} refused the connection; is the service running?"
-            return f"{shown} cannot be reached: {exc.os_error.strerror or type(exc.os_error).__name__}"
-        if isinstance(exc, ServerDisconnectedError):
-            return f"{shown} closed the connection without answering"
-        if isinstance(exc, ClientResponseError):
-            return f"the answer of {shown} could not be read as HTTP"
-        if isinstance(exc, ClientPayloadError):
-            return f"the answer of {shown} broke off before its body was complete"
-        if isinstance(exc, (ClientError, OSError)):
-            return f"{shown} cannot be reached: {type(exc).__name__}"
-        return f"sending to {shown} failed: {type(exc).__name__}"
+        return failure(exc, shown, trust="") or f"sending to {shown} failed: {type(exc).__name__}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plantstub.config import DEFAULT_SCENARIOS, build_settings, env_name, proxy_url, shown_default
+from plantstub.config import DEFAULT_SCENARIOS, _bool, _seconds, build_settings, env_name, proxy_url, shown_default
 from plantstub.errors import ConfigError
 
 COMPARE = ("status", "class", "shape", "body")
@@ -76,27 +76,6 @@ def _compare(name: str, value: Any) -> str:
     return text
 
 
-def _flag(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ConfigError(f"{name}={value!r}: not a boolean (expected 1/0, true/false, yes/no, on/off)")
-
-
-def _seconds(name: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not 0 < number <= 3600:  # NaN too
-        raise ConfigError(f"{name}={value!r}: not a number of seconds (expected a number above 0, at most 3600)")
-    return number
-
-
 def _against(name: str, value: Any) -> str:
     try:
         return proxy_url(value)
@@ -105,7 +84,8 @@ def _against(name: str, value: Any) -> str:
                           ) from None
 
 
-_CONVERTERS = {"against": _against, "header": _headers, "compare": _compare, "allow_writes": _flag,
+# config.py's converters where a setting is read as the stub's are: one wording of what was expected.
+_CONVERTERS = {"against": _against, "header": _headers, "compare": _compare, "allow_writes": _bool,
                "request_timeout": _seconds}
 
 

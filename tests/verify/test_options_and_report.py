@@ -25,7 +25,7 @@ from tests.helpers import free_port_url, write
     ({"against": "http://x", "compare": "exact"}, {}, "--compare='exact': unknown comparison (expected status, class, "
                                                       "shape, body)"),
     ({"against": "http://x"}, {"PLANTSTUB_REQUEST_TIMEOUT": "0"},
-     "PLANTSTUB_REQUEST_TIMEOUT='0': not a number of seconds (expected a number above 0, at most 3600)"),
+     "PLANTSTUB_REQUEST_TIMEOUT='0': not a number of seconds (expected a number above 0, at most 86400)"),
     ({"against": "http://x", "header": ["Bearer hunter2-secret"]}, {},
      "--header: expected 'NAME: VALUE' (a header name, a colon, its value); the value given is not shown, as it may be "
      "a credential"),
@@ -57,7 +57,7 @@ def test_a_service_that_is_down_is_a_rule_with_no_answer(tmp_path, monkeypatch, 
     status = main(["verify", "--against", url, "--spec", "plant-store-full", "--header", "Authorization: Bearer abcd"])
     out, _ = capsys.readouterr()
     assert out.splitlines()[:2] == ["scenarios/closed.yaml:2 GET /plants: stub 200, service no answer: differs (no answer)",
-                                    f"    {url}/plants refused the connection; is the service running?"]
+                                    f"    {url}/plants refused the connection; is the real service running?"]
     assert status == 1
 
 
