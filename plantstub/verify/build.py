@@ -8,94 +8,21 @@ match the contract refuses): then it is that broken request that is sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
-from multidict import CIMultiDict
-
-from plantstub._json import JSON, MISSING, NO_BODY, is_json, json_bytes, pick_json, shown
+from plantstub._json import JSON, MISSING, NO_BODY, is_json, pick_json, shown
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.model import Operation, Parameter
-from plantstub.contract.pattern import matching_strings
-from plantstub.contract.samples import sample
-from plantstub.incoming import IncomingRequest
 from plantstub.matching import as_text, is_matcher, matcher_mismatches
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.model import Criteria, Rule, Scenario
-from plantstub.scenarios.placeholder_types import schema_at
+from plantstub.verify.request import NOT_SENT, NOT_VERIFIABLE, WRITES, Request, Unsent
+from plantstub.verify.values import Filler, NoValue, absent, candidates, misses, sample_of
 
-WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-NOT_SENT = "not_sent"
-NOT_VERIFIABLE = "not_verifiable"
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"  # what a literal path of a scenario keeps as written
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """The request a rule is verified with. `headers` are the rule's and the spec's (--header's are the client's)."""
-
-    method: str
-    path: str  # percent-decoded, as the rule matches it
-    raw_path: str  # percent-encoded, appended to --against
-    query: tuple[tuple[str, str], ...]
-    headers: tuple[tuple[str, str], ...]
-    body: Any  # a JSON value, or NO_BODY
-    op: Operation
-    breaks: tuple[str, ...] = ()  # the request's own contract problems, when the rule is made to catch them
-    withheld: frozenset[str] = frozenset()  # --header names (lower case) not sent: the rule wants them absent
-
-    @property
-    def raw_query(self) -> str:
-        return urlencode(self.query, quote_via=quote)
-
-    @property
-    def target(self) -> str:
-        """Path and query as sent (percent-encoded)."""
-        return self.raw_path + (f"?{self.raw_query}" if self.query else "")
-
-    @property
-    def shown(self) -> str:
-        """`GET /plants?limit=2`: how a line names it."""
-        query = "&".join(f"{name}={value}" for name, value in self.query)
-        return f"{self.method} {self.path}" + (f"?{query}" if query else "")
-
-    @property
-    def raw(self) -> bytes:
-        return b"" if self.body is NO_BODY else json_bytes(self.body)
-
-    def incoming(self, extra: Iterable[tuple[str, str]] = ()) -> IncomingRequest:
-        """The request as the stub reads one: for the contract check, the rule's match and its reply's templates."""
-        query: dict[str, list[str]] = {}
-        for name, value in self.query:
-            query.setdefault(name, []).append(value)
-        return IncomingRequest(self.method, self.path, query, CIMultiDict(sent_headers(self, extra)), self.raw,
-                               self.raw_path, self.raw_query)
-
-
-def sent_headers(request: Request, extra: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The headers a request goes with: --header's (`extra`), but those the rule's request sets or leaves out."""
-    own = {name.lower() for name, _ in request.headers} | request.withheld
-    return [*((n, v) for n, v in extra if n.lower() not in own), *request.headers]
-
-
-@dataclass(frozen=True, slots=True)
-class Unsent:
-    """A rule that is not sent: `outcome` (not_sent, not_verifiable), why, and the request when one was built."""
-
-    outcome: str
-    reason: str
-    label: str  # `POST /plants`: the request, else the rule's method and path
-    request: Request | None = None
-
-
-class _NoValue(Exception):
-    """No value meets a matcher at `where` (or fits the schema there)."""
-
-    def __init__(self, where: str, why: str) -> None:
-        super().__init__(f"{where}: {why}")
 
 
 def _label(match: Criteria) -> str:
@@ -135,7 +62,7 @@ def plan(rule: Rule, scenario: Scenario, contract: ScenarioContract, extra: tupl
     op = ops[0]  # a rule without `method:` is verified with the first operation it answers, in the spec's order
     try:
         request = _Builder(op, contract.served[op].samples, rule.match, extra).request()
-    except _NoValue as exc:
+    except NoValue as exc:
         return Unsent(NOT_VERIFIABLE, f"no request meets its match: {exc}", f"{op.method} {rule.match.path or op.path}")
     checked = _checked(request, rule, scenario, contract, extra)
     if isinstance(checked, Unsent):
@@ -220,39 +147,32 @@ class _Builder:
         path, raw_path = self.path()
         body = self.body()
         headers = self.headers(body)
-        withheld = frozenset(name.lower() for name, _ in self.extra if _absent(self.match.headers.get(name.lower())))
+        withheld = frozenset(name.lower() for name, _ in self.extra if absent(self.match.headers.get(name.lower())))
         return Request(self.op.method, path, raw_path, tuple(self.query()), tuple(headers), body, self.op,
                        withheld=withheld)
 
     # -- values from a schema ----------------------------------------------------------------------------------
     def sample(self, schema: Any, defs: dict[str, Any] | None = None) -> Any:
-        """A valid value of `schema` (its example when it has a valid one), MISSING when none is found."""
-        if not isinstance(schema, dict):
-            return MISSING
-        try:
-            value = sample(schema, defs, checks=self.samples)
-        except (RecursionError, ValueError, TypeError):
-            return MISSING
-        return MISSING if value is None and not self.samples.valid(None, schema, defs or defs_of(schema)) else value
+        return sample_of(schema, self.samples, defs)
 
     def text(self, param: Parameter | None, where: str) -> str:
         value = self.sample(param.schema) if param is not None else MISSING
         text = as_text(value) if value is not MISSING else "x"
         if text is None:
-            raise _NoValue(where, f"{param.name if param else where} is a list or an object; verify builds text")
+            raise NoValue(where, f"{param.name if param else where} is a list or an object; verify builds text")
         return text
 
     def meet_text(self, matcher: dict[str, Any], param: Parameter | None, where: str) -> str | None:
         """Text meeting a header's or query value's matcher (None: `$absent`)."""
-        if matcher.get("$absent") is True or matcher.get("$present") is False:
+        if absent(matcher):
             return None
         base = self.sample(param.schema) if param is not None else MISSING
-        found = [c for c in [*_candidates(matcher), base] if c is not MISSING and as_text(c) is not None]
+        found = [c for c in [*candidates(matcher), base] if c is not MISSING and as_text(c) is not None]
         for candidate in found:
             text = as_text(candidate)
             if not matcher_mismatches(matcher, text, where):
                 return text
-        raise _NoValue(where, f"no text found that meets {shown(matcher)}")
+        raise NoValue(where, f"no text found that meets {shown(matcher)}")
 
     # -- the parts ---------------------------------------------------------------------------------------------
     def path(self) -> tuple[str, str]:
@@ -301,7 +221,7 @@ class _Builder:
         if isinstance(value, list) and param.location == "query":
             texts = [as_text(v) for v in value]
             if any(t is None for t in texts):
-                raise _NoValue(f"query.{param.name}", "an array of lists or objects; verify builds text")
+                raise NoValue(f"query.{param.name}", "an array of lists or objects; verify builds text")
             return [t for t in texts if t is not None] if param.explode else [",".join(t or "" for t in texts)]
         return [self.text(param, f"{param.location}.{param.name}")]
 
@@ -310,7 +230,7 @@ class _Builder:
         headers: list[tuple[str, str]] = []
         for name, want in self.match.headers.items():
             param = self.params.get(("header", name))
-            if name in given and not _misses(want, given[name], name):
+            if name in given and not misses(want, given[name], name):
                 continue  # the --header value meets the rule: it is sent as given
             shown_name = param.name if param is not None else name
             headers.extend((shown_name, text) for text in self.values(want, param, f"headers.{name}"))
@@ -335,13 +255,13 @@ class _Builder:
             if base is MISSING:
                 base = self.sample(schema)
         if self.match.body is not NO_BODY:
-            return _Filler(schema, self.samples, self).fill(self.match.body, (), base, "body")
+            return Filler(schema, self.samples).fill(self.match.body, (), base, "body")
         if not (self.op.body and self.op.body_required):
             return NO_BODY
         if media is None:
-            raise _NoValue("body", f"{self.op.label} takes {', '.join(self.op.body)} bodies; verify sends JSON")
+            raise NoValue("body", f"{self.op.label} takes {', '.join(self.op.body)} bodies; verify sends JSON")
         if base is MISSING:
-            raise _NoValue("body", "no value of the request body's schema found")
+            raise NoValue("body", "no value of the request body's schema found")
         return base
 
 
@@ -355,101 +275,3 @@ def _names(segment: str) -> list[str]:
     return out
 
 
-def _absent(want: Any) -> bool:
-    """Whether a header criterion wants the header absent (`{$absent: true}`, `{$present: false}`)."""
-    return isinstance(want, dict) and (want.get("$absent") is True or want.get("$present") is False)
-
-
-def _misses(want: Any, actual: str, name: str) -> bool:
-    """Whether a header value given with --header fails the rule's criterion for that header."""
-    if isinstance(want, dict) and want and is_matcher(want):
-        return bool(matcher_mismatches(want, actual, f"headers.{name}"))
-    return want != actual
-
-
-def _candidates(matcher: Mapping[str, Any]) -> list[Any]:
-    """Values that may meet a matcher, in the order they are tried (each one is checked)."""
-    found: list[Any] = []
-    if "$eq" in matcher:
-        found.append(matcher["$eq"])
-    pattern = matcher.get("$regex")
-    if isinstance(pattern, str):
-        for text in matching_strings(pattern, 0):
-            found.append(text)
-            scalar = _scalar(text)
-            if scalar is not MISSING:
-                found.append(scalar)
-    wanted = matcher.get("$contains")
-    if isinstance(wanted, str):
-        found.append(wanted)
-    return found
-
-
-def _scalar(text: str) -> Any:
-    """`text` read as a JSON number or boolean (a `$regex` also meets one, read as text), else MISSING."""
-    if text in ("true", "false"):
-        return text == "true"
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        return MISSING
-    return number if number == number and number not in (float("inf"), float("-inf")) else MISSING
-
-
-class _Filler:
-    """A request body from the match's partial body: each value it gives kept, each matcher met, the rest of every
-    object it names filled from the request schema's sample there."""
-
-    def __init__(self, schema: Any, samples: Checks, builder: _Builder) -> None:
-        self.schema = schema
-        self.defs = defs_of(schema)
-        self.samples = samples
-        self.builder = builder
-
-    def at(self, steps: tuple[str | int, ...]) -> Any:
-        if self.schema is None:
-            return None
-        return schema_at(self.schema, steps)[0] if steps else self.schema
-
-    def sample(self, steps: tuple[str | int, ...]) -> Any:
-        return self.builder.sample(self.at(steps), self.defs)
-
-    def valid(self, value: Any, steps: tuple[str | int, ...]) -> bool:
-        schema = self.at(steps)
-        return schema is None or self.samples.valid(value, schema, self.defs)
-
-    def fill(self, want: Any, steps: tuple[str | int, ...], base: Any, where: str) -> Any:
-        if isinstance(want, dict) and want and is_matcher(want):
-            return self.meet(want, steps, base, where)
-        if isinstance(want, dict):
-            if not isinstance(base, dict):
-                base = self.sample(steps)
-            out = dict(base) if isinstance(base, dict) else {}
-            for key, item in want.items():
-                value = self.fill(item, (*steps, key), out.get(key, MISSING), f"{where}.{key}")
-                if value is MISSING:
-                    out.pop(key, None)
-                else:
-                    out[key] = value
-            return out
-        if isinstance(want, list):
-            return [self.fill(item, (*steps, i), MISSING, f"{where}[{i}]") for i, item in enumerate(want)]
-        return want
-
-    def meet(self, matcher: dict[str, Any], steps: tuple[str | int, ...], base: Any, where: str) -> Any:
-        """A value meeting `matcher` at `steps`: valid against the schema there when one is found."""
-        if matcher.get("$absent") is True or matcher.get("$present") is False:
-            return MISSING
-        found = _candidates(matcher)
-        wanted = matcher.get("$contains")
-        if wanted is not None and not isinstance(wanted, str):
-            found.append([self.fill(wanted, (*steps, 0), MISSING, f"{where}[0]")])
-        found += [base, self.sample(steps)]
-        meeting = [c for c in found if c is not MISSING and not matcher_mismatches(matcher, c, where)]
-        if not meeting:
-            raise _NoValue(where, f"no value found that meets {shown(matcher)}")
-        return next((c for c in meeting if self.valid(c, steps)), meeting[0])

@@ -15,7 +15,7 @@ from yarl import URL
 from plantstub._version import __version__
 from plantstub.config import shown_url
 from plantstub.proxy.forward import failure
-from plantstub.verify.build import Request, sent_headers
+from plantstub.verify.request import Request, sent_headers
 
 MAX_ANSWER = 16 * 1024 * 1024  # bytes of one answer read; a bigger one is a failure, not a memory problem
 _CHUNK = 64 * 1024

@@ -14,8 +14,8 @@ from plantstub.matching import json_equal
 from plantstub.proxy.verdict import header_problems, judge
 from plantstub.scenarios.model import Rule
 from plantstub.scenarios.replies import rule_reply
-from plantstub.verify.build import Request
 from plantstub.verify.client import Answer, NoAnswer
+from plantstub.verify.request import Request
 
 MAX_DETAILS = 10  # differences listed for one rule; the rest are counted
 

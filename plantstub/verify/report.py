@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from plantstub._json import NO_BODY
-from plantstub.verify.build import NOT_SENT, NOT_VERIFIABLE, Request, sent_headers
 from plantstub.verify.judge import Verdict
+from plantstub.verify.request import NOT_SENT, NOT_VERIFIABLE, Request, sent_headers
 from plantstub.verify.secrets import Secrets
 
 AGREE, DIFFER, BROKE = "agree", "differ", "broke_contract"

@@ -26,11 +26,12 @@ from plantstub.scenarios.load import (
     scenario_files,
 )
 from plantstub.scenarios.model import Scenario
-from plantstub.verify.build import Request, Unsent, plan
+from plantstub.verify.build import plan
 from plantstub.verify.client import Answer, NoAnswer, Sender
 from plantstub.verify.judge import Verdict, verdict
 from plantstub.verify.options import VerifySettings
 from plantstub.verify.report import FAILING, Outcome, counted, json_report, junit, lines, outcome_of, summary
+from plantstub.verify.request import Request, Unsent
 from plantstub.verify.secrets import Secrets
 
 

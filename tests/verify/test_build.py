@@ -15,7 +15,8 @@ from plantstub.contract.router import Router
 from plantstub.matching import matcher_mismatches
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.load import load_scenario_file
-from plantstub.verify.build import NOT_SENT, NOT_VERIFIABLE, Request, Unsent, plan
+from plantstub.verify.build import plan
+from plantstub.verify.request import NOT_SENT, NOT_VERIFIABLE, Request, Unsent
 from tests.helpers import write
 
 AUTH = (("Authorization", "Bearer t0ken-value"),)
