@@ -9,6 +9,7 @@ match the contract refuses): then it is that broken request that is sent.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -16,7 +17,7 @@ from plantstub._json import JSON, MISSING, NO_BODY, is_json, pick_json, shown
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.model import Operation, Parameter
-from plantstub.matching import as_text, is_matcher, matcher_mismatches
+from plantstub.matching import as_text, is_matcher, matcher_mismatches, template_names
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.model import Criteria, Rule, Scenario
 from plantstub.verify.request import NOT_SENT, NOT_VERIFIABLE, WRITES, Request, Unsent
@@ -84,10 +85,10 @@ def _checked(request: Request, rule: Rule, scenario: Scenario, contract: Scenari
         return Unsent(NOT_VERIFIABLE, f"the path built for {request.op.label}, {request.path}, is {other}'s",
                       request.shown, request)
     violations, body = contract.served[request.op].check.violations(incoming, route.path_params)
-    misses = rule.match.mismatches(request.method, request.path, incoming.headers, incoming.query,
+    missed = rule.match.mismatches(request.method, request.path, incoming.headers, incoming.query,
                                    request.body if body is None else body)
-    if misses:
-        return Unsent(NOT_VERIFIABLE, f"the request built does not match it ({misses[0]})", request.shown, request)
+    if missed:
+        return Unsent(NOT_VERIFIABLE, f"the request built does not match it ({missed[0]})", request.shown, request)
     if not violations:
         return request
     places = _constrained(rule.match)
@@ -101,13 +102,10 @@ def _checked(request: Request, rule: Rule, scenario: Scenario, contract: Scenari
                       request.shown, request)
     status = rule.replies[0].status
     if 400 <= status < 500 or not scenario.validate_requests:
-        return Request(**{**_fields(request), "breaks": tuple(map(str, violations))})
+        return replace(request, breaks=tuple(map(str, violations)))
     return Unsent(NOT_VERIFIABLE, f"a request it matches breaks the contract ({violations[0]}), and the stub answers "
-                                  f"such a request 400 before any rule, not {status}", request.shown, request)
-
-
-def _fields(request: Request) -> dict[str, Any]:
-    return {name: getattr(request, name) for name in Request.__dataclass_fields__}
+                                  f"such a request {violations[0].status} before any rule, not {status}", request.shown,
+                  request)
 
 
 def _constrained(match: Criteria) -> list[str]:
@@ -188,7 +186,7 @@ class _Builder:
                 encoded.append(quote(own, safe=_PATH_SAFE))
                 continue
             plain, coded = spec, spec
-            for name in _names(spec):
+            for name in template_names(spec):
                 text = self.text(self.params.get(("path", name.lower())), f"path.{name}")
                 plain = plain.replace(f"{{{name}}}", text)
                 coded = coded.replace(f"{{{name}}}", quote(text, safe=""))
@@ -263,15 +261,4 @@ class _Builder:
         if base is MISSING:
             raise NoValue("body", "no value of the request body's schema found")
         return base
-
-
-def _names(segment: str) -> list[str]:
-    out, rest = [], segment
-    while "{" in rest and "}" in rest:
-        start = rest.index("{")
-        end = rest.index("}", start)
-        out.append(rest[start + 1:end])
-        rest = rest[end + 1:]
-    return out
-
 
