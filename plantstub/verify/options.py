@@ -87,6 +87,7 @@ def _against(name: str, value: Any) -> str:
 # config.py's converters where a setting is read as the stub's are: one wording of what was expected.
 _CONVERTERS = {"against": _against, "header": _headers, "compare": _compare, "allow_writes": _bool,
                "request_timeout": _seconds}
+ENV = tuple(env_name(field) for field in _CONVERTERS)  # the variables verify reads besides the stub's own
 
 
 def verify_settings(explicit: Mapping[str, Any], env: Mapping[str, str] | None = None) -> VerifySettings:
