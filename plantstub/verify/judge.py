@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from plantstub._json import MISSING, NO_BODY, shown
+from plantstub._json import MISSING, NO_BODY, cut, shown
 from plantstub.contract.operations import ServedOperation
 from plantstub.matching import json_equal
 from plantstub.proxy.verdict import header_problems, judge
@@ -109,8 +109,8 @@ def body_differences(expected: Any, actual: Any, where: str) -> list[str]:
         found: list[str] = []
         for key, item in expected.items():
             found.extend(body_differences(item, actual.get(key, MISSING), f"{where}.{key}"))
-        found.extend(f"{where}.{key}: stub absent, service {shown(item)}" for key, item in actual.items()
-                     if key not in expected)
+        found.extend(f"{where}.{cut(str(key))}: stub absent, service {shown(item)}" for key, item in actual.items()
+                     if key not in expected)  # the service's own key: cut short
         return found
     if isinstance(expected, list) and isinstance(actual, list):
         found = [] if len(expected) == len(actual) else [f"{where}: stub {_items(expected)}, service {_items(actual)}"]

@@ -22,6 +22,7 @@ FAILING = (DIFFER, BROKE)
 # The summary's words for each outcome: (one rule, several rules).
 _WORDS = {AGREE: ("agrees", "agree"), DIFFER: ("differs", "differ"), BROKE: ("broke the contract",) * 2,
           NOT_SENT: ("not sent",) * 2, NOT_VERIFIABLE: ("not verifiable",) * 2}
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # what XML 1.0 cannot hold
 
 
@@ -84,12 +85,18 @@ def summary(outcomes: list[Outcome], scenarios: int, against: str, seconds: floa
     return f"plantstub: {rules} against {against}: {parts} ({seconds:.2f} s)"
 
 
+def _printable(text: str) -> str:
+    """A line as a terminal or CI log shows it: control characters (a service's key may hold a line break or an
+    escape sequence) written as `\\x1b`, so no line of ours is split or recoloured."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def lines(outcomes: list[Outcome], secrets: Secrets) -> list[str]:
     """One line per rule, the details of those that do not agree indented under it."""
     out: list[str] = []
     for o in outcomes:
-        out.append(secrets.text(f"{o.where} {o.label}: {o.said}"))
-        out.extend(secrets.text(f"    {detail}") for detail in o.details())
+        out.append(_printable(secrets.text(f"{o.where} {o.label}: {o.said}")))
+        out.extend(_printable(secrets.text(f"    {detail}")) for detail in o.details())
     return out
 
 

@@ -139,3 +139,11 @@ def test_a_built_in_scenario_needs_no_folder(tmp_path, monkeypatch, capsys):
     assert (status, err) == (0, "")
     assert out.splitlines()[0].endswith("dropped-connection.yaml:6 POST /plants: not verifiable: `fault: "
                                         "connection_reset`: the stub failing on purpose is no claim about the service")
+
+
+def test_a_line_holds_no_control_character_a_service_sent():
+    verdict = Verdict(200, {"a": 1}, 200, {"a": 1, "x\n\x1b[31m": 2}, ("body",),
+                      tuple(body_differences({"a": 1}, {"a": 1, "x\n\x1b[31m": 2}, "body")), (), 0.01)
+    outcome = Outcome("s", "s.yaml", 3, "rules[0]", "GET /plants", DIFFER, verdict=verdict)
+    assert lines([outcome], Secrets([])) == ["s.yaml:3 GET /plants: stub 200, service 200: differs (body)",
+                                             "    body.x\\x0a\\x1b[31m: stub absent, service 2"]
