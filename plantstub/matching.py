@@ -251,7 +251,7 @@ def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
     if actual is MISSING:
         return False
     if op == "$eq":
-        return _json_equal(wanted, actual)
+        return json_equal(wanted, actual)
     if op == "$regex":
         text = as_text(actual)
         if text is None or not isinstance(wanted, str):
@@ -266,12 +266,12 @@ def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
     return f"{op!r} is not a matcher (known: {', '.join(MATCHERS)})"
 
 
-def _json_equal(a: Any, b: Any) -> bool:
+def json_equal(a: Any, b: Any) -> bool:
     """Deep JSON equality: as ==, but true and 1 differ."""
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_json_equal(v, b[k]) for k, v in a.items())
+        return isinstance(b, dict) and a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
     if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+        return isinstance(b, list) and len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     return _same(a, b)
 
 

@@ -257,17 +257,20 @@ def jsonschema_rs_compiles(pattern: str) -> bool:
 
 class Upstream:
     """A real service for --proxy (tests/upstream_app.py) in a subprocess on 127.0.0.1: `url` from its listening
-    line; `cert` and `key` make it serve HTTPS. Stopped by its PID."""
+    line; `cert` and `key` make it serve HTTPS. Stopped by its PID. `script` and `args` run another service of the
+    tests' (tests/plant_store_app.py, whose line says `plant store listening on`)."""
 
-    def __init__(self, cert: Path | None = None, key: Path | None = None) -> None:
+    def __init__(self, cert: Path | None = None, key: Path | None = None, script: str = "upstream_app.py",
+                 args: tuple[str, ...] = ()) -> None:
         tls = [str(cert), str(key)] if cert is not None and key is not None else []
-        self.proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "upstream_app.py"), *tls],
+        self.proc = subprocess.Popen([sys.executable, str(REPO / "tests" / script), *args, *tls],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline() if self.proc.stdout else ""
-        if not line.startswith("upstream listening on "):
+        ready = re.match(r"(upstream|plant store) listening on (\S+)$", line.strip())
+        if ready is None:
             self.close()
             raise AssertionError(f"the upstream did not start: {line!r}")
-        self.url = line.strip().removeprefix("upstream listening on ")
+        self.url = ready.group(2)
 
     def close(self) -> None:
         if self.proc.poll() is None:

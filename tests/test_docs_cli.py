@@ -8,6 +8,7 @@ import pytest
 
 from plantstub import config
 from plantstub.cli import build_parser, main
+from plantstub.verify.options import OWN_DEFAULTS
 from tests.helpers import REPO
 
 CLI_DOC = REPO / "docs" / "cli.md"
@@ -47,14 +48,15 @@ def documented_defaults() -> dict[str, str]:
 
 
 def config_default(flag: str) -> str:
-    """What config.py says a flag defaults to."""
+    """What config.py (or verify's settings, for verify's own flags) says a flag defaults to."""
     health = {"--timeout": f"{config.HEALTH_TIMEOUT:g}",
               "--url": f"http://127.0.0.1:${config.env_name('port')}, port {config.Settings().port} when unset",
               "--json": "off", "--fail-under": "none"}  # health's and coverage's own
-    return health.get(flag) or config.shown_default(flag[2:].replace("-", "_"))
+    field = flag[2:].replace("-", "_")
+    return health.get(flag) or (OWN_DEFAULTS[field] if field in OWN_DEFAULTS else config.shown_default(field))
 
 
-@pytest.mark.parametrize("command", ["serve", "check", "health", "coverage"])
+@pytest.mark.parametrize("command", ["serve", "check", "health", "coverage", "verify"])
 def test_every_option_default_is_the_same_in_help_docs_and_config(command, capsys):
     shown = help_defaults(command, capsys)
     expected = {flag: config_default(flag) for flag in shown}

@@ -212,27 +212,34 @@ class Forwarder:
             return f"the answer of {shown} is larger than the limit of {self.max_body} bytes (--max-body)"
         if isinstance(exc, asyncio.TimeoutError):
             return f"{shown} did not answer within {self.timeout:g} s (--proxy-timeout); timed out"
-        if isinstance(exc, ClientConnectorCertificateError):
-            cert = exc.certificate_error
-            why = getattr(cert, "verify_message", None) or getattr(cert, "reason", None) or _reason(cert)
-            return (f"TLS with {shown} failed: its certificate does not verify ({why}); if it is signed by your own "
-                    "CA, trust that with --proxy-ca FILE")
-        if isinstance(exc, (ClientSSLError, ssl.SSLError)):
-            cause = exc.os_error if isinstance(exc, ClientSSLError) else exc
-            return f"TLS with {shown} failed ({getattr(cause, 'reason', None) or _reason(cause)})"
-        if isinstance(exc, ClientConnectorError):
-            if isinstance(exc.os_error, ConnectionRefusedError):
-                return f"{shown} refused the connection; is the real service running?"
-            return f"{shown} cannot be reached: {_reason(exc.os_error)}"
-        if isinstance(exc, ServerDisconnectedError):
-            return f"{shown} closed the connection without answering"
-        if isinstance(exc, ClientResponseError):
-            return f"the answer of {shown} could not be read as HTTP (a header over 8190 bytes, or malformed)"
-        if isinstance(exc, ClientPayloadError):
-            return f"the answer of {shown} broke off before its body was complete"
-        if isinstance(exc, (ClientError, OSError)):
-            return f"{shown} cannot be reached: {_reason(exc)}"
-        return f"forwarding to {shown} failed: {type(exc).__name__}: {_reason(exc)}"
+        return failure(exc, shown) or f"forwarding to {shown} failed: {type(exc).__name__}: {_reason(exc)}"
+
+
+def failure(exc: BaseException, shown: str, trust: str = "; if it is signed by your own CA, trust that with --proxy-ca "
+            "FILE") -> str | None:
+    """How a request to the real service at `shown` failed on its way, in our words: TLS, refused, unreachable, closed,
+    unreadable, broken off (`plantstub verify` words its own the same). None: for the caller to word (a timeout, a
+    limit, anything else). `trust`: what to do about a certificate that does not verify."""
+    if isinstance(exc, ClientConnectorCertificateError):
+        cert = exc.certificate_error
+        why = getattr(cert, "verify_message", None) or getattr(cert, "reason", None) or _reason(cert)
+        return f"TLS with {shown} failed: its certificate does not verify ({why}){trust}"
+    if isinstance(exc, (ClientSSLError, ssl.SSLError)):
+        cause = exc.os_error if isinstance(exc, ClientSSLError) else exc
+        return f"TLS with {shown} failed ({getattr(cause, 'reason', None) or _reason(cause)})"
+    if isinstance(exc, ClientConnectorError):
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            return f"{shown} refused the connection; is the real service running?"
+        return f"{shown} cannot be reached: {_reason(exc.os_error)}"
+    if isinstance(exc, ServerDisconnectedError):
+        return f"{shown} closed the connection without answering"
+    if isinstance(exc, ClientResponseError):
+        return f"the answer of {shown} could not be read as HTTP (a header over 8190 bytes, or malformed)"
+    if isinstance(exc, ClientPayloadError):
+        return f"the answer of {shown} broke off before its body was complete"
+    if isinstance(exc, (ClientError, OSError)):
+        return f"{shown} cannot be reached: {_reason(exc)}"
+    return None
 
 
 def _json_body(incoming: IncomingRequest) -> Any:

@@ -3,11 +3,13 @@ notation (`response.status`, `response.headers.Content-Type`, `response.body.nam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from plantstub._json import BodyError, decode_json, essence, is_json, match_media
 from plantstub.contract.model import Operation
 from plantstub.contract.operations import ServedOperation
+from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck
 
 
@@ -53,3 +55,26 @@ def judge(served: ServedOperation, status: int, content_type: str | None, payloa
     if isinstance(check, SchemaCheck):
         problems.extend(map(str, check.errors(body, "response.body")))
     return problems, body
+
+
+def header_problems(served: ServedOperation, status: int, headers: Mapping[str, str]) -> list[str]:
+    """The problems of an answer's headers (`headers`: case-insensitive) against its declared response: a header it
+    marks `required` missing, a declared header whose value (read by its schema's types) breaks its schema."""
+    response = served.op.response_for(status)
+    if response is None:
+        return []
+    named = f"{served.op.label} response {response.status}"
+    problems = [f"response.headers.{name}: missing; {named} marks it required"
+                for name in response.required_headers if headers.get(name) is None]
+    for name, schema in response.headers.items():
+        text = headers.get(name)
+        if text is None or not isinstance(schema, dict) or name.lower() == "content-type":
+            continue
+        try:
+            check = served.samples.check(schema)
+        except Exception:  # noqa: BLE001 - a header schema jsonschema-rs cannot compile says nothing of the answer
+            continue
+        value = read_scalar(text, schema_types(schema))
+        if not check.is_valid(value):
+            problems.extend(f"{v} ({named})" for v in check.errors(value, f"response.headers.{name}"))
+    return problems

@@ -221,9 +221,9 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
     return None, sorted(errors, key=_order), None
 
 
-def load_scenario_file(path: Path, spec: Spec) -> Scenario:
+def load_scenario_file(path: Path, spec: Spec, _contract: ScenarioContract | None = None) -> Scenario:
     """Load and check one scenario file against `spec`; raises ScenarioLoadError with every problem."""
-    scenario, errors, _ = _load(Path(path), str(path), ScenarioContract(spec))
+    scenario, errors, _ = _load(Path(path), str(path), _contract or ScenarioContract(spec))
     if scenario is None:
         raise ScenarioLoadError(errors)
     return scenario

@@ -81,8 +81,9 @@ def test_readme_docker_instructions_match_the_dockerfile():
     assert f":{env['PLANTSTUB_SCENARIOS']}" in README  # the documented mount target
     from plantstub.config import FIELDS, env_name
     from plantstub.plugin.options import URL_ENV, WAIT_ENV
+    from plantstub.verify.options import ENV
 
-    known = {env_name(f) for f in FIELDS} | {URL_ENV, WAIT_ENV}  # the plugin's --plantstub-url and -session-wait too
+    known = {env_name(f) for f in FIELDS} | {URL_ENV, WAIT_ENV} | set(ENV)  # the plugin's and verify's too
     mentioned = set(re.findall(r"PLANTSTUB_[A-Z_]+", README))
     assert mentioned <= known, f"README or docs/ name unknown variables: {sorted(mentioned - known)}"
     assert {k for k in env if k.startswith("PLANTSTUB_")} <= known
