@@ -4,6 +4,7 @@ the verdict of the contract on it (`upstream` in the call). One aiohttp client p
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from typing import Any
 
@@ -24,13 +25,13 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
-from plantstub._json import JSON, NO_BODY, BodyError, decode_json, is_json
+from plantstub._json import JSON, NO_BODY
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.errors import ConfigError
 from plantstub.incoming import IncomingRequest
-from plantstub.proxy.record import Exchange, Recorder
+from plantstub.proxy.record import Recorder
 from plantstub.proxy.verdict import judge
 
 # RFC 9110 7.6.1: meant for one connection, never passed on (and what the connection's own framing sets).
@@ -43,10 +44,31 @@ _NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
 _OURS = "x-plantstub-"
 _CHUNK = 64 * 1024
 _TLS_CLOSE = 0.25  # seconds the TLS connections to the real service get to close at stop (aiohttp's own advice)
+# What no header may hold, as our own answers' headers cannot (aiohttp refuses to write them): a control character
+# but tab. Checked on the service's headers before any is sent on.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 class _TooBig(Exception):
     """The upstream's body is over --max-body."""
+
+
+class _Unsendable(Exception):
+    """The upstream's answer has a header that cannot be sent on; the message says which and why."""
+
+
+def unsendable(headers: Any) -> str | None:
+    """Why one of the service's answer headers cannot be sent on to the client (a control character in its value, a
+    name that is not a token), or None when each can."""
+    for name, value in headers.items():
+        if _TOKEN.fullmatch(name) is None:
+            return f"a header whose name {name[:60]!r} is not a token (RFC 9110 5.1)"
+        found = _CONTROL.search(value)
+        if found is not None:
+            return (f"the header {name[:60]}, whose value holds a control character ({found.group()!r} at "
+                    f"{found.start()}), which no HTTP header may carry")
+    return None
 
 
 def _connection_named(headers: Any) -> set[str]:
@@ -83,8 +105,6 @@ class Forwarder:
         self.broke = 0  # answers that broke the contract
         self.failed = 0  # no answer: refused, unreachable, timed out, TLS, unreadable, too big
         self._client: ClientSession | None = None
-        self.recorder = (Recorder(settings.record, self.shown, settings.record_secrets != "keep")
-                         if settings.record is not None else None)
 
     def figures(self) -> dict[str, Any]:
         return {"url": self.shown, "forwarded": self.forwarded, "broke_contract": self.broke, "failed": self.failed}
@@ -121,9 +141,10 @@ class Forwarder:
             if self.url.startswith("https:"):  # the TLS connections' shutdown ends on the loop (aiohttp's graceful
                 await asyncio.sleep(_TLS_CLOSE)  # shutdown): else a socket is left for the collector (aiohttp 3.11)
 
-    async def forward(self, request: web.BaseRequest, incoming: IncomingRequest,
-                      served: ServedOperation) -> tuple[Outgoing, dict[str, Any], web.StreamResponse]:
-        """Send `incoming` on; the answer as recorded, the upstream's verdict, and the response to send."""
+    async def forward(self, request: web.BaseRequest, incoming: IncomingRequest, served: ServedOperation,
+                      recorder: Recorder | None = None) -> tuple[Outgoing, dict[str, Any], web.StreamResponse]:
+        """Send `incoming` on; the answer as recorded, the upstream's verdict, and the response to send. `recorder`:
+        the session's (--record), given the exchange."""
         query = f"?{incoming.raw_query}" if incoming.raw_query else ""
         target = f"{self.url}{incoming.raw_path or incoming.path}{query}"
         shown = f"{self.shown}{incoming.raw_path or incoming.path}{query}"
@@ -142,6 +163,8 @@ class Forwarder:
                     sending.cancel()
                     message = (f"request: the client closed the connection before {shown} answered; the forwarded "
                                "request was cancelled and no answer went out")
+                    if recorder is not None:
+                        recorder.failed(incoming, message)
                     gone = error_reply(499, message)
                     return gone, {"url": shown, "status": None, "valid": False, "errors": [message]}, web.Response(
                         status=499, body=gone.payload, headers={"Content-Type": JSON})
@@ -151,8 +174,8 @@ class Forwarder:
             message = f"upstream: {self._failure(exc, shown)}"
             out = error_reply(502, message)
             verdict: dict[str, Any] = {"url": shown, "status": None, "valid": False, "errors": [message]}
-            if self.recorder is not None:
-                self.recorder.add(Exchange(incoming.method, incoming.path, None, None, None, None, (message,)))
+            if recorder is not None:  # a message written to a file carries no query string
+                recorder.failed(incoming, f"upstream: {self._failure(exc, shown.partition('?')[0])}")
             response = web.Response(status=502, body=None if head else out.payload, headers={"Content-Type": JSON})
             return out, verdict, response
         content_type = headers.get("Content-Type")
@@ -160,9 +183,8 @@ class Forwarder:
         if problems:
             self.broke += 1
         verdict = {"url": shown, "status": status, "valid": not problems, "errors": problems}
-        if self.recorder is not None:
-            self.recorder.add(Exchange(incoming.method, incoming.path, _json_body(incoming), status, content_type, body,
-                                       tuple(f"broke the contract: {problem}" for problem in problems)))
+        if recorder is not None:
+            recorder.add(incoming, status, content_type, payload, body, problems)
         recorded = {name: value for name, value in headers.items() if name.lower() != "content-type"}
         out = Outgoing(status, body if payload else NO_BODY, payload, content_type if payload else None, recorded)
         bodyless = head or status in (204, 304) or not payload
@@ -175,7 +197,11 @@ class Forwarder:
         async with self._session().request(method, url, headers=headers, data=raw or None,
                                            allow_redirects=False) as answer:
             payload = await self._read(answer)
-            return answer.status, answer.reason, brought_back(answer.headers), payload
+            headers = brought_back(answer.headers)
+            refused = unsendable(headers)
+            if refused is not None:
+                raise _Unsendable(refused)
+            return answer.status, answer.reason, headers, payload
 
     async def _read(self, answer: Any) -> bytes:
         """The upstream's body, decoded, refused past --max-body (before it is read when its length says so)."""
@@ -197,6 +223,8 @@ class Forwarder:
         """What went wrong, in our words: refused, unreachable, timed out, TLS, an answer that cannot be read."""
         if isinstance(exc, _TooBig):
             return f"the answer of {shown} is larger than the limit of {self.max_body} bytes (--max-body)"
+        if isinstance(exc, _Unsendable):
+            return f"the answer of {shown} has {exc}; it is not sent on"
         if isinstance(exc, asyncio.TimeoutError):
             return f"{shown} did not answer within {self.timeout:g} s (--proxy-timeout); timed out"
         if isinstance(exc, ClientConnectorCertificateError):
@@ -220,16 +248,6 @@ class Forwarder:
         if isinstance(exc, (ClientError, OSError)):
             return f"{shown} cannot be reached: {_reason(exc)}"
         return f"forwarding to {shown} failed: {type(exc).__name__}: {_reason(exc)}"
-
-
-def _json_body(incoming: IncomingRequest) -> Any:
-    """The request's body when it is JSON (what a recorded rule matches on), else None."""
-    if not incoming.raw or not is_json(incoming.headers.get("Content-Type")):
-        return None
-    try:
-        return decode_json(incoming.raw)
-    except BodyError:
-        return None
 
 
 def _reason(exc: BaseException | None) -> str:

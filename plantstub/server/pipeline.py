@@ -296,7 +296,8 @@ class Pipeline:
         """The real service's answer to a request nothing else answered, and the decision recording it."""
         assert self.runtime.forwarder is not None and decision.op is not None  # decide() forwards only then
         out, upstream, response = await self.runtime.forwarder.forward(request, incoming,
-                                                                       self.runtime.served[decision.op])
+                                                                       self.runtime.served[decision.op],
+                                                                       self.session.recorder)
         return decision._replace(out=out, upstream=upstream), response
 
     async def _misbehave(self, request: web.BaseRequest, incoming: IncomingRequest,
