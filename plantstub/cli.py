@@ -9,6 +9,7 @@ import gc
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from plantstub._gc import collector_paused
 from plantstub._version import __version__
@@ -28,6 +29,7 @@ from plantstub.server.table import Sessions
 from plantstub.server.tls import Throwaway, server_context
 from plantstub.webhooks.outbox import GRACE
 
+COVERAGE_DEADLINE = 30.0  # seconds `plantstub coverage` gives each stub to answer, the whole answer
 # Never the token itself: this line goes to logs.
 TOKEN_ON_COMMAND_LINE = ("plantstub: --admin-token is visible in the process list (ps) to other users of this "
                          f"machine; set {env_name('admin_token')} in the environment instead")
@@ -279,17 +281,28 @@ def _coverage(args: argparse.Namespace) -> int:
     import json
     import os
 
-    from plantstub.recording.coverage import coverage_rows, sum_reports, tally_of
-    from plantstub.server.remote import AdminClient
+    from plantstub.recording.coverage import coverage_rows, report_problem, sum_reports, tally_of
+    from plantstub.server.remote import AdminClient, message_of
 
     token = os.environ.get(env_name("admin_token")) or None
-    reports = []
+    reports: list[dict[str, Any]] = []
     for url in args.urls:
+        said: str | None = None
         try:
-            reports.append(AdminClient(url, token).expect("GET", "coverage?total=true"))
+            client = AdminClient(url, token)
+            status, report = client.send("GET", "coverage?total=true", deadline=COVERAGE_DEADLINE)
         except PlantstubError as exc:
             print(f"plantstub: coverage of {url}: {exc}", file=sys.stderr)
             return 1
+        if status != 200:
+            said = f"GET {client.url}/__plantstub/coverage?total=true answered {status}: {message_of(report)}"
+        else:
+            problem = report_problem(report)
+            said = None if problem is None else f"not a plantstub coverage report: {problem}"
+        if said is not None:
+            print(f"plantstub: coverage of {url}: {said}", file=sys.stderr)
+            return 1
+        reports.append(report)
     report = sum_reports(reports)
     if args.json:
         print(json.dumps({**report, "stubs": list(args.urls)}, indent=2))
