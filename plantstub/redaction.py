@@ -37,7 +37,8 @@ WORDS = frozenset({
     "passwd", "password", "pin", "pwd", "secret", "session", "sid", "signature", "token",
 })
 PHRASES = frozenset({("card", "number"), ("card", "num"), ("card", "no"), ("security", "code")})
-JOINED = ("token", "secret", "password", "passwd", "passphrase", "credential", "apikey", "sessionid", "cardnumber")
+JOINED = ("token", "secret", "password", "passwd", "passphrase", "credential", "sessionid", "cardnumber", "apikey",
+          "accesskey", "privatekey", "signingkey", "authkey", "masterkey", "clientkey", "encryptionkey")
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _CREDENTIAL = re.compile(r"(?i)(?:bearer|basic) +[A-Za-z0-9\-._~+/]+=*")
 # A URL's query in a message: `?` and what follows, up to a space or a quote.

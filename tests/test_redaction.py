@@ -11,7 +11,7 @@ SECRET = ["password", "passwd", "pwd", "pin", "PIN", "pinCode", "PIN_CODE", "pas
           "otp", "session", "sessionId", "session_id", "sessionid", "sid", "signature", "cvv", "cvv2", "card_number",
           "cardNumber", "cardnumber", "token", "accessToken", "access_token", "refresh-token", "client_secret",
           "secretKey", "key", "api_key", "apiKey", "X-API-Key", "APIKey", "Authorization", "Proxy-Authorization",
-          "Cookie", "Set-Cookie", "cookies", "tokens", "security_code", "credentials"]
+          "Cookie", "Set-Cookie", "cookies", "tokens", "security_code", "credentials", "privatekey", "x-accesskey"]
 NOT_SECRET = ["shipping", "pinned", "spin", "author", "authors", "monkey", "keyboard", "turkey", "name", "id", "tag",
               "card", "number", "sessionless", "sidebar", "considered", "Content-Type", "X-Request-Id", "opinion"]
 

@@ -48,6 +48,7 @@ _TLS_CLOSE = 0.25  # seconds the TLS connections to the real service get to clos
 # but tab. Checked on the service's headers before any is sent on.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKENS = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:\t[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*")  # names joined by tabs
 
 
 class _TooBig(Exception):
@@ -61,6 +62,8 @@ class _Unsendable(Exception):
 def unsendable(headers: Any) -> str | None:
     """Why one of the service's answer headers cannot be sent on to the client (a control character in its value, a
     name that is not a token), or None when each can."""
+    if _CONTROL.search("\t".join(headers.values())) is None and _TOKENS.fullmatch("\t".join(headers.keys())):
+        return None  # the usual answer: two searches at C speed
     for name, value in headers.items():
         if _TOKEN.fullmatch(name) is None:
             return f"a header whose name {name[:60]!r} is not a token (RFC 9110 5.1)"

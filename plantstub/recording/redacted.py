@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from multidict import CIMultiDict
+
 from plantstub._json import essence
 from plantstub.recording.call import Call
 from plantstub.redaction import Redactor
@@ -24,7 +26,7 @@ def redact_call(call: Call) -> tuple[Call, Redactor]:
     """`call` with its secrets redacted (query, headers, body, the answer's headers and body, the messages), and the
     Redactor that took them out (its `scrub` cleans any other text about this call)."""
     redactor = Redactor()
-    headers = redactor.mapping(call.headers)
+    headers = CIMultiDict(redactor.pairs(call.headers.items()))  # a repeated header stays repeated
     query = redactor.mapping(call.query)
     body = _body(redactor, call.body, call.headers.get("Content-Type"))
     response = call.response

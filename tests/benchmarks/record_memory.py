@@ -9,8 +9,8 @@ Run by hand from the repository's root (pytest does not collect it); Linux only 
 answer is a list of `{}` objects (it breaks the contract: a plant needs a name); `plants`: of `{"name":"p"}` (it keeps
 the contract, but holds more values than a scenario file may: it can never become a rule); `long`: one plant whose
 name is `--size` bytes (it can). Prints the stub's resident memory growth (VmRSS) per
-exchange, health's memory figures, the save's duration and the longest health answer during it, and what the save
-wrote.
+exchange, health's memory figures, the save's duration and the longest health answer during it, what the save
+wrote, and the peak RSS while `GET calls?format=har` sends the journal.
 """
 
 from __future__ import annotations
@@ -99,6 +99,25 @@ def during_save(stub: Stub) -> tuple[float, float, Any]:
     return took, longest[0], (status, json.loads(body) if body else None)
 
 
+def har_peak(stub: Stub) -> tuple[int, int, int]:
+    """(RSS before `GET calls?format=har`, the highest RSS seen while it was sent, its bytes), RSS read every 5 ms."""
+    before = resident_bytes(stub.proc.pid)
+    done = threading.Event()
+    peak = [before]
+
+    def watch() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], resident_bytes(stub.proc.pid))
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    _, body = stub.request("GET", "/__plantstub/calls?format=har")
+    done.set()
+    watcher.join()
+    return before, peak[0], len(body)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--exchanges", type=int, default=60)
@@ -119,6 +138,7 @@ def main() -> int:
             after = resident_bytes(stub.proc.pid)
             health = stub.json("GET", "/__plantstub/health")
             took, longest, (status, saved) = during_save(stub)
+            har_before, har_high, har_size = har_peak(stub)
         finally:
             err = stub.stop()
     grown = after - before
@@ -135,6 +155,8 @@ def main() -> int:
         left = saved.get("left_out") or []
         print(f"save wrote {saved.get('file')}: {saved.get('rules')} rules, {len(left)} left out"
               + (f" (first: {left[0][:160]})" if left else ""))
+    print(f"HAR export: {har_size / MB:,.1f} MiB sent; peak RSS {har_high / MB:,.1f} MiB, "
+          f"+{(har_high - har_before) / MB:,.1f} MiB over the {har_before / MB:,.1f} MiB before it")
     if err.strip():
         print("stderr:", err.strip()[-400:])
     return 0

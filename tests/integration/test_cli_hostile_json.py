@@ -106,6 +106,9 @@ HOSTILE_HARS = [
                                       "postData": {"mimeType": 5, "text": {"a": 1}}},
                           "response": {"status": True, "content": [], "headers": [None, {"name": 1}]}}]}},
     {"log": {"entries": [{"request": {"url": "https://a.example/plants", "method": "POST",
+                                      "postData": {"mimeType": 5, "text": "{\"id\": 1, \"name\": \"x\"}"}},
+                          "response": {"status": 200}}]}},
+    {"log": {"entries": [{"request": {"url": "https://a.example/plants", "method": "POST",
                                       "postData": {"mimeType": "application/json", "text": "{\"id\": 1, \"name\": \"x\"}",
                                                    "encoding": 5}},
                           "response": {"status": 200, "content": {"mimeType": "application/json", "text": "!!",
@@ -130,12 +133,15 @@ def test_import_har_of_json_nested_past_the_stack(tmp_path, capsys):
 JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20)),
                     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner,
                                                                                          max_size=4)), max_leaves=25)
+TEXT = st.one_of(JSON, st.sampled_from(['{"id": 1, "name": "x"}', '{"name": "x"}', "{}", "[]", "eyJuYW1lIjogIngifQ==",
+                                         "application/json", "text/html"]))
 FIELDS = st.fixed_dictionaries({}, optional={
     "method": st.one_of(JSON, st.sampled_from(["POST", "GET", "post"])),
     "url": st.one_of(JSON, st.sampled_from(["https://a.example/plants", "https://a.example/v1/plants?x=1", "http://[::1"])),
-    "postData": st.one_of(JSON, st.fixed_dictionaries({}, optional={"mimeType": JSON, "text": JSON, "encoding": JSON})),
-    "headers": JSON, "status": st.one_of(JSON, st.integers(100, 599)),
-    "content": st.one_of(JSON, st.fixed_dictionaries({}, optional={"mimeType": JSON, "text": JSON, "encoding": JSON})),
+    "postData": st.one_of(JSON, st.fixed_dictionaries({}, optional={"mimeType": TEXT, "text": TEXT, "encoding": TEXT})),
+    "headers": st.one_of(JSON, st.lists(st.fixed_dictionaries({"name": TEXT, "value": TEXT}), max_size=2)),
+    "status": st.one_of(JSON, st.integers(100, 599)),
+    "content": st.one_of(JSON, st.fixed_dictionaries({}, optional={"mimeType": TEXT, "text": TEXT, "encoding": TEXT})),
 })
 RUNTIME = load(Settings(spec=None))
 

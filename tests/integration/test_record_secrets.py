@@ -146,7 +146,7 @@ def test_the_pytest_report_shows_no_secret(pytester, upstream):
                 urllib.request.urlopen(request)
             assert False, "failing on purpose"
     """)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--plantstub-report=report.html")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--plantstub-report=report.html")
     result.assert_outcomes(passed=1, failed=1)
     text = (pytester.path / "report.html").read_text()
     sent = [*json.loads((pytester.path / "sent.json").read_text()), "SECRET-97", "SECRET-98", "SECRET-99"]
