@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,6 +224,34 @@ class Recorder:
         self._forget(*taken)
         return saved
 
+    async def save_at_end(self, contract: ScenarioContract) -> int:
+        """The save when the stub stops or the session ends, said on stderr; the exchanges it could not write."""
+        try:
+            return self._said(await self.save(contract))
+        except OSError:
+            return self._said(None)
+
+    def save_at_end_here(self, contract: ScenarioContract) -> int:
+        """save_at_end(), on this thread (no event loop runs here)."""
+        try:
+            return self._said(self.save_now(contract))
+        except OSError:
+            return self._said(None)
+
+    def _said(self, saved: Saved | None) -> int:
+        """Say a save at the end on stderr (None: it failed); the exchanges not written (0 when it succeeded)."""
+        if saved is None:
+            lost = len(self.kept)
+            print(f"plantstub: --record: {self.failure}; {lost} recorded exchange{'s' if lost != 1 else ''} not saved",
+                  file=sys.stderr, flush=True)
+            return max(lost, 1)
+        if saved.file is not None:
+            left = len(saved.left_out)
+            print(f"plantstub: recorded {saved.recorded} exchange{'s' if saved.recorded != 1 else ''} in "
+                  f"{saved.rules} rule{'s' if saved.rules != 1 else ''} to {saved.file}"
+                  + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)
+        return 0
+
     def _take(self) -> tuple[list[Exchange], list[str], int, int]:
         return ([exchange for exchange, _ in self.kept], list(self.left), self.left_more, self.dropped)
 
@@ -243,8 +272,8 @@ class Recorder:
         document: Document = build(exchanges, contract, self.redact, self.ignored)
         document.left_out[:0] = left
         if left_more:
-            document.left_out.append(f"{left_more} more exchange{'s' if left_more > 1 else ''} left out, not listed: "
-                                     f"over the {MAX_LEFT:,} lines one save lists; save more often (POST "
+            document.left_out.append(f"{left_more} more line{'s' if left_more > 1 else ''} of what was left out, not "
+                                     f"listed: over the {MAX_LEFT:,} one save lists; save more often (POST "
                                      "/__plantstub/record/save)")
         if dropped:
             document.left_out.append(f"{dropped} exchange{'s' if dropped > 1 else ''} dropped: the memory budget "

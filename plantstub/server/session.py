@@ -5,7 +5,6 @@ another. Its methods are the in-process side of the control surface (plantstub.s
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -342,21 +341,11 @@ class Session:
 
     async def save_at_end(self) -> int:
         """The save when the stub stops or this session ends, said on stderr; the exchanges it could not write."""
-        if self.recorder is None:
-            return 0
-        try:
-            return said(await self.recorder.save(self.runtime.contract), self.recorder)
-        except OSError:
-            return said(None, self.recorder)
+        return 0 if self.recorder is None else await self.recorder.save_at_end(self.runtime.contract)
 
     def save_now(self) -> int:
         """save_at_end(), with no event loop running (the stub stopped before the session ended)."""
-        if self.recorder is None:
-            return 0
-        try:
-            return said(self.recorder.save_now(self.runtime.contract), self.recorder)
-        except OSError:
-            return said(None, self.recorder)
+        return 0 if self.recorder is None else self.recorder.save_at_end_here(self.runtime.contract)
 
     # -- health and the end ---------------------------------------------------------------------
     def problems(self) -> list[dict[str, str]]:
@@ -400,17 +389,3 @@ class Session:
         if self._owns_file:  # a sidecar session shares the stub's journal file
             self.journal.close()
 
-
-def said(saved: Saved | None, recorder: Recorder) -> int:
-    """Say a save at the end on stderr (None: it failed); the exchanges not written (0 when it succeeded)."""
-    if saved is None:
-        lost = len(recorder.kept)
-        print(f"plantstub: --record: {recorder.failure}; {lost} recorded exchange{'s' if lost != 1 else ''} not saved",
-              file=sys.stderr, flush=True)
-        return max(lost, 1)
-    if saved.file is not None:
-        left = len(saved.left_out)
-        print(f"plantstub: recorded {saved.recorded} exchange{'s' if saved.recorded != 1 else ''} in "
-              f"{saved.rules} rule{'s' if saved.rules != 1 else ''} to {saved.file}"
-              + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)
-    return 0

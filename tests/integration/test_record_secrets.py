@@ -152,3 +152,13 @@ def test_the_pytest_report_shows_no_secret(pytester, upstream):
     sent = [*json.loads((pytester.path / "sent.json").read_text()), "SECRET-97", "SECRET-98", "SECRET-99"]
     assert found(text, sent) == []
     assert "REDACTED" in text and "keep-shipping" in text and "keep-tag" in text
+
+
+def test_record_secrets_keep_exports_them_as_sent(upstream):
+    with Stub(proxy=upstream.url, record_secrets="keep") as stub:
+        raw_call(stub.url, "POST", "/plants?api_key=k1", json.dumps({"id": 1, "name": "Fern", "password": "p1"}).encode(),
+                 JSON_AUTH)
+        entry = json.loads(raw_call(stub.url, "GET", "/__plantstub/calls?format=har")[1])["log"]["entries"][0]
+    assert {"name": "Authorization", "value": "Bearer t"} in entry["request"]["headers"]
+    assert json.loads(entry["request"]["postData"]["text"])["password"] == "p1"
+    assert entry["request"]["url"].endswith("/plants?api_key=k1")
