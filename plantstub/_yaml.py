@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
 from collections.abc import Callable, Iterator
-from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
 
-from plantstub._json import MAX_DIGITS, MAX_SHOWN, cut, shown
+from plantstub._json import MAX_DIGITS, MAX_SHOWN, cut, json_nesting, shown
 from plantstub._memo import IdentityMemo
 from plantstub._yaml_events import (
     _SAFE_BASE,
@@ -32,21 +30,13 @@ _MERGE = "tag:yaml.org,2002:merge"
 _KEY_TYPES = (str, int, float, bool, type(None))
 
 
-# JSON's nesting, counted at C speed: escapes dropped, then all but quotes and brackets, then strings; each
-# opening bracket is +1 and each closing one -1 (as a signed byte), and the running sum is the depth.
-_JSON_ESCAPE = re.compile(rb"\\.", re.DOTALL)
-_JSON_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'[]{}"')))
-_JSON_STRING = re.compile(rb'"[^"]*"?')
-_JSON_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 # The slow way, to find the line where the limit is crossed: a string (escapes and all) or a bracket.
 _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
 
 
 def check_json_shape(text: str) -> None:
     """Refuse JSON nested deeper than MAX_DEPTH, as YAML is (the standard library's decoder recurses); DocumentLimit."""
-    structure = _JSON_ESCAPE.sub(b"", text.encode("utf-8", "surrogatepass")).translate(None, _JSON_NOT_STRUCTURE)
-    steps = array("b", _JSON_STRING.sub(b"", structure).translate(_JSON_STEPS))
-    if max(accumulate(steps), default=0) <= MAX_DEPTH:
+    if json_nesting(text.encode("utf-8", "surrogatepass")) <= MAX_DEPTH:
         return
     depth = 0
     for match in _JSON_TOKEN.finditer(text):
@@ -148,6 +138,32 @@ for _tag in ("int", "float", "bool", "timestamp"):
     JsonSafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _scalar(JsonSafeLoader.yaml_constructors[f"tag:yaml.org,2002:{_tag}"]))
 JsonSafeLoader.add_constructor(_MERGE, yaml.SafeLoader.construct_scalar)  # `<<` as a value, not a key
 JsonSafeLoader.add_constructor(None, JsonSafeLoader.construct_undefined)
+
+
+class JsonSafeDumper(yaml.SafeDumper):
+    """PyYAML's safe emitter, quoting every text that YAML 1.1 or the loader above (YAML 1.2's core schema) would read
+    as something else (`yes`, `1e3`, `0o17`): a file it writes reads back as the data it was given."""
+
+    def analyze_scalar(self, scalar: str) -> Any:
+        """A text holding NEL, U+2028 or U+2029 double-quoted (written `\\N`, `\\L`, `\\P`): PyYAML writes them as they
+        are in other styles, where a reader folds them into a space."""
+        analysis = super().analyze_scalar(scalar)
+        if "\x85" in scalar or "\u2028" in scalar or "\u2029" in scalar:
+            analysis.allow_flow_plain = analysis.allow_block_plain = False
+            analysis.allow_single_quoted = analysis.allow_block = False
+        return analysis
+
+
+JsonSafeDumper.yaml_implicit_resolvers = {  # its own: PyYAML's are shared by every loader and dumper
+    first: [*yaml.SafeDumper.yaml_implicit_resolvers.get(first, []), *JsonSafeLoader.yaml_implicit_resolvers.get(first, [])]
+    for first in {*yaml.SafeDumper.yaml_implicit_resolvers, *JsonSafeLoader.yaml_implicit_resolvers}
+}
+
+
+def dump_yaml(data: Any) -> str:
+    """`data` (JSON values) as a block-style YAML document, keys in their order: the one way plantstub writes YAML."""
+    return yaml.dump(data, Dumper=JsonSafeDumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
+                     width=120)
 
 
 def parse_text(text: str, name: str, *, quote: bool = True) -> Any:

@@ -9,6 +9,7 @@ import gc
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from plantstub._gc import collector_paused
 from plantstub._version import __version__
@@ -28,6 +29,7 @@ from plantstub.server.table import Sessions
 from plantstub.server.tls import Throwaway, server_context
 from plantstub.webhooks.outbox import GRACE
 
+COVERAGE_DEADLINE = 30.0  # seconds `plantstub coverage` gives each stub to answer, the whole answer
 # Never the token itself: this line goes to logs.
 TOKEN_ON_COMMAND_LINE = ("plantstub: --admin-token is visible in the process list (ps) to other users of this "
                          f"machine; set {env_name('admin_token')} in the environment instead")
@@ -58,7 +60,10 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         ("--proxy-ca", "FILE", "a CA certificate (PEM) trusted besides the system's when forwarding to https://"),
         ("--record", "DIR", "with --proxy: write the real service's exchanges to a scenario file in DIR at stop (and on "
                             "POST /__plantstub/record/save)"),
-        ("--record-secrets", "MODE", "redact: secrets in recorded files become REDACTED; keep: written as they came"),
+        ("--record-secrets", "MODE", "redact: secrets in recorded files and HAR exports become REDACTED; keep: written "
+                                     "as they came"),
+        ("--record-ignore-query", "NAMES", "query parameters recorded rules do not match on (a timestamp, a nonce), "
+                                           "separated by commas"),
         ("--tls-cert", "FILE", "serve HTTPS with this certificate (PEM, chain included); needs --tls-key"),
         ("--tls-key", "FILE", "the private key (PEM) of --tls-cert"),
         ("--max-bytes", "BYTES", "memory what clients send may take (calls, records, rules, deliveries), all sessions together"),
@@ -198,6 +203,9 @@ def _import_har_parser(sub: argparse._SubParsersAction) -> None:
                    help="a path prefix the service is served under (/v1), taken off each URL (default: none)")
     p.add_argument("--record-secrets", metavar="MODE",
                    help=_help("redact: secrets become REDACTED; keep: written as they came", "record_secrets"))
+    p.add_argument("--record-ignore-query", metavar="NAMES",
+                   help=_help("query parameters the rules do not match on (a timestamp, a nonce), separated by commas",
+                              "record_ignore_query"))
 
 
 def _import_har(args: argparse.Namespace) -> int:
@@ -205,23 +213,29 @@ def _import_har(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from plantstub.proxy.har import HarError, read_har
-    from plantstub.proxy.record import build
+    from plantstub.proxy.recorded_file import build
 
-    settings = build_settings({"spec": args.spec, "spec_root": args.spec_root, "record_secrets": args.record_secrets})
+    settings = build_settings({"spec": args.spec, "spec_root": args.spec_root, "record_secrets": args.record_secrets,
+                               "record_ignore_query": args.record_ignore_query})
+    redact = settings.record_secrets != "keep"
     runtime = load(settings)
     try:
         data = json.loads(Path(args.file).read_bytes())
-        exchanges, skipped = read_har(data, runtime.router, runtime.served, args.base)
+        read = read_har(data, runtime.router, runtime.served, args.base, redact)
     except OSError as exc:
         print(f"plantstub: {args.file}: cannot read ({exc.strerror or exc})", file=sys.stderr)
+        return 1
+    except RecursionError:  # JSON nested deeper than Python's stack
+        print(f"plantstub: {args.file}: not a HAR log: nested too deep to read", file=sys.stderr)
         return 1
     except (ValueError, HarError) as exc:  # JSON that does not parse is a ValueError too
         print(f"plantstub: {args.file}: {exc}", file=sys.stderr)
         return 1
-    document = build(exchanges, runtime.contract, settings.record_secrets != "keep")
-    document.left_out[:0] = skipped
+    document = build(read.exchanges, runtime.contract, redact, settings.record_ignore_query)
+    document.left_out[:0] = read.left_out
     if not document.rules:
-        print(f"plantstub: {args.file}: no entry could become a rule; nothing written. Left out:"
+        advice = f" {read.advice[0].upper()}{read.advice[1:]}." if read.advice else ""
+        print(f"plantstub: {args.file}: no entry could become a rule; nothing written.{advice} Left out:"
               + "".join(f"\n  {line}" for line in document.left_out), file=sys.stderr)
         return 1
     try:
@@ -271,17 +285,28 @@ def _coverage(args: argparse.Namespace) -> int:
     import json
     import os
 
-    from plantstub.recording.coverage import coverage_rows, sum_reports, tally_of
-    from plantstub.server.remote import AdminClient
+    from plantstub.recording.coverage import coverage_rows, report_problem, sum_reports, tally_of
+    from plantstub.server.remote import AdminClient, message_of
 
     token = os.environ.get(env_name("admin_token")) or None
-    reports = []
+    reports: list[dict[str, Any]] = []
     for url in args.urls:
+        said: str | None = None
         try:
-            reports.append(AdminClient(url, token).expect("GET", "coverage?total=true"))
+            client = AdminClient(url, token)
+            status, report = client.send("GET", "coverage?total=true", deadline=COVERAGE_DEADLINE)
         except PlantstubError as exc:
             print(f"plantstub: coverage of {url}: {exc}", file=sys.stderr)
             return 1
+        if status != 200:
+            said = f"GET {client.url}/__plantstub/coverage?total=true answered {status}: {message_of(report)}"
+        else:
+            problem = report_problem(report)
+            said = None if problem is None else f"not a plantstub coverage report: {problem}"
+        if said is not None:
+            print(f"plantstub: coverage of {url}: {said}", file=sys.stderr)
+            return 1
+        reports.append(report)
     report = sum_reports(reports)
     if args.json:
         print(json.dumps({**report, "stubs": list(args.urls)}, indent=2))
@@ -440,6 +465,10 @@ async def _serve_with(settings: Settings) -> int:
     if running.unsent:
         print(f"plantstub: {_deliveries(running.unsent)} not sent (still pending when the {GRACE:g} s "
               "grace at stop or at their session's end ran out); exit status 1", file=sys.stderr)
+        status = 1
+    if sessions.unsaved:
+        print(f"plantstub: {_count(sessions.unsaved, 'recorded exchange')} could not be saved to {settings.record} "
+              "(--record); exit status 1", file=sys.stderr)
         status = 1
     lost = sessions.default.figures()["journal"]["file_lost"]
     if lost:

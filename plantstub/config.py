@@ -75,6 +75,7 @@ class Settings:
     tls: bool = False  # Stub(tls=True), --plantstub-tls: serve HTTPS with a throwaway CA's certificate (trustme)
     record: Path | None = None  # --record DIR: the proxied exchanges become scenario files there
     record_secrets: str = "redact"  # --record-secrets keep: write secrets as they came
+    record_ignore_query: tuple[str, ...] = ()  # query names recorded rules do not match on (a timestamp, a nonce)
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -84,7 +85,7 @@ _DEFAULT_WORDS = {
     "spec_cache": "$XDG_CACHE_HOME/plantstub, else ~/.cache/plantstub", "scenario": "none", "journal": "none",
     "admin_token": "none", "webhook": "none", "watch": "off", "cors": "off", "stateful": "off", "dynamic": "off",
     "seed": "a random one, which --dynamic prints at start", "proxy": "none", "proxy_ca": "none",
-    "tls_cert": "none", "tls_key": "none", "tls": "off", "record": "none",
+    "tls_cert": "none", "tls_key": "none", "tls": "off", "record": "none", "record_ignore_query": "none",
 }
 
 
@@ -182,6 +183,16 @@ def _record_secrets(name: str, value: Any) -> str:
     if text not in ("redact", "keep"):
         raise ConfigError(f"{name}={value!r}: unknown mode (expected redact or keep)")
     return text
+
+
+def _names(name: str, value: Any) -> tuple[str, ...]:
+    """A list of query parameter names: separated by commas or spaces (a list or tuple as it is)."""
+    items = value.replace(",", " ").split() if isinstance(value, str) else [str(item) for item in value]
+    for item in items:
+        if not item or any(ord(c) < 0x21 or ord(c) == 0x7F for c in item) or len(item) > 200:
+            raise ConfigError(f"{name}: {item[:60]!r} is not a query parameter name (expected names separated by "
+                              "commas, e.g. _,timestamp)")
+    return tuple(dict.fromkeys(items))
 
 
 def _token(name: str, value: Any) -> str | None:
@@ -302,6 +313,7 @@ _CONVERTERS = {
     "tls": _bool,
     "record": _path,
     "record_secrets": _record_secrets,
+    "record_ignore_query": _names,
 }
 FIELDS = tuple(_CONVERTERS)
 

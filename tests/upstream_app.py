@@ -5,11 +5,18 @@ By the request body's `name`: Broken (a Plant with an integer name), Teapot (418
 JSON), Html (text/html), Slow (answers after 5 s), Big (a 10 MB valid Plant), HugeHeader (a 20 kB header), Gzip (a
 compressed answer), Drop (closes the connection unanswered), Secret (secret fields), Braces (`{{` in the body); anything else gets the Plant back, with hop-by-hop
 headers that must not reach the client. `GET /__seen` shows the last request it got.
+
+`GET .../plants` answers `limit` plants (2 without it), `[{"name": "plant 0"}, ...]`. Whatever the body, a request with `X-Answer: BASE64` gets those bytes as a JSON answer (status `X-Answer-Status`, 200 by
+default), and one with `X-Raw-Answer: BASE64` gets those bytes written on the socket as the whole answer (a header no
+server library would send). `GET ...?bulk=N` answers a list of about N bytes: of `{}` objects (`&shape=empty`,
+~330,000 values a MB), of `{"name":"p"}` plants (`&shape=plants`, ~150,000 values a MB) or of one plant whose name is
+N bytes long (`&shape=long`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 import sys
 
@@ -23,6 +30,25 @@ async def plants(request: web.Request) -> web.StreamResponse:
     seen.clear()
     seen.update(method=request.method, path=request.path, query=request.query_string,
                 headers=dict(request.headers.items()), body=raw.decode("utf-8", "replace"))
+    if "X-Raw-Answer" in request.headers:
+        assert request.transport is not None
+        request.transport.write(base64.b64decode(request.headers["X-Raw-Answer"]))
+        request.transport.close()
+        await asyncio.sleep(1)
+        return web.json_response({})
+    if "X-Answer" in request.headers:
+        return web.Response(body=base64.b64decode(request.headers["X-Answer"]), content_type="application/json",
+                            status=int(request.headers.get("X-Answer-Status", "200")))
+    if request.query.get("bulk"):
+        size = int(request.query["bulk"])
+        if request.query.get("shape") == "long":
+            return web.Response(body=b'[{"name": "%s"}]' % (b"x" * size), content_type="application/json")
+        if request.query.get("shape") == "plants":
+            return web.Response(body=b"[" + b'{"name":"p"},' * (size // 13) + b'{"name":"p"}]',
+                                content_type="application/json")
+        return web.Response(body=b"[" + b"{}," * (size // 3) + b"{}]", content_type="application/json")
+    if request.method == "GET" and request.path.endswith("/plants"):  # as many plants as `limit` says (2 without)
+        return web.json_response([{"name": f"plant {i}"} for i in range(int(request.query.get("limit", "2")))])
     if request.method != "POST":
         return web.json_response({"name": "Listed", "method": request.method})
     try:

@@ -99,7 +99,8 @@ class Answer:
         self.base = made.value  # shared by the answers of one schema: never changed in place
         if made.problem is not None:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
-            self.problem = f"{found} the schema of its response {key} ({self.media.name}): {made.problem}"
+            self.problem = (f"the schema of its response {key} ({self.media.name}) {made.problem}" if made.large else
+                            f"{found} the schema of its response {key} ({self.media.name}): {made.problem}")
             return
         flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:

@@ -4,7 +4,8 @@ random values that keep its schema, the request's echo kept, from a seed so that
 Each declared response draws from a random stream of its own, seeded by (seed, operation, response): the n-th
 dynamic answer of one response depends on the seed and n only, not on the calls to other operations between.
 Every value is checked against the response schema; one that breaks it is drawn again (TRIES), then the fixed
-answer is sent, which keeps the contract.
+answer is sent, which keeps the contract. A value that would take more than DRAW bytes (arrays of arrays) stops being
+drawn at once: that answer is fixed from then on (and the fixed one is bounded by MAX_GENERATED, contract/samples.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from plantstub.contract.answers import Answer, sends_no_body
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.outgoing import Outgoing, json_reply
-from plantstub.contract.random_values import NONE, Planned, RandomValues
+from plantstub.contract.random_values import DRAW, NONE, Planned, RandomValues
+from plantstub.contract.sample_values import Room, TooLarge
 from plantstub.contract.schema import SchemaCheck
 
 TRIES = 3  # random values drawn for one answer before the fixed one is sent
@@ -51,7 +53,12 @@ class Dynamic:
         if misses < MISSES:  # a schema the walker reads wrong (an allOf beside `additionalProperties: false`)
             values = RandomValues(self.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
             for _ in range(TRIES):
-                value = values.value(schema)
+                values.room = Room(DRAW)
+                try:
+                    value = values.value(schema)
+                except TooLarge:  # this schema's values are all that big: its answers are fixed from now on
+                    misses = MISSES - 1
+                    break
                 if value is not NONE and check.is_valid(value):
                     self._misses[id(answer)] = 0
                     return value

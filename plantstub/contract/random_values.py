@@ -12,11 +12,12 @@ import random
 from decimal import Decimal
 from typing import Any
 
+from plantstub._json import json_bytes
 from plantstub._memo import IdentityMemo
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import marked, types_of
 from plantstub.contract.random_strings import FORMATS, random_match, words
-from plantstub.contract.sample_values import NONE, admits, kind_of, number, of, strings
+from plantstub.contract.sample_values import MAX_GENERATED, NONE, Room, admits, kind_of, number, of, strings
 from plantstub.contract.samples import sample
 
 MAX_DEPTH = 8  # past it, the fixed value
@@ -26,6 +27,7 @@ NULL = 0.15  # chance of null where the schema allows it beside another type
 SPREAD = 3  # array items past minItems, at most
 PATTERN_TRIES = 4
 LONGEST = 256  # a minLength or minItems above it: the fixed value (made once, not per call)
+DRAW = MAX_GENERATED // 16  # bytes one random value may take (arrays of arrays add up): past it, the fixed answer
 NEAR = 10_000  # the span most numbers are drawn from when the schema's is wider
 # Keywords whose meaning the walker does not build: a schema holding one gets the fixed value.
 _UNREAD = frozenset((
@@ -90,12 +92,17 @@ class RandomValues:
         self.checks = checks
         self.defs = defs
         self.plans = plans  # by schema, kept by the stub's Dynamic
-        self.fixes = fixes  # by schema and depth, likewise
+        self.fixes = fixes  # by schema and depth, likewise: each fixed value with its size in bytes
+        self.room = Room(DRAW)  # what the value being drawn may still take (the caller gives each draw its own)
 
     def fixed(self, schema: Any, depth: int) -> Any:
         """The value contract/samples.py makes (the one a plain default answer holds), made once per place and depth
-        (never changed: a body holding it is only written out)."""
-        return self.fixes.make(schema, lambda: sample(schema, self.defs, depth, self.checks), depth)
+        (never changed: a body holding it is only written out); its bytes charged to the draw.
+
+        :raises TooLarge: the draw has no room for it."""
+        value, size = self.fixes.make(schema, lambda: _sized(sample(schema, self.defs, depth, self.checks)), depth)
+        self.room.take(size, "a fixed value")
+        return value
 
     def value(self, schema: Any, depth: int = 0, path: tuple[str, ...] = ()) -> Any:
         kept = self.plans.get(schema)
@@ -189,6 +196,7 @@ class RandomValues:
         count = self.rng.randint(low, low + SPREAD) if depth < 3 else low
         if high is not None:
             count = min(count, int(high))
+        self.room.take(2 * count + 2, "arrays")  # `x,` each at least
         if items is False:
             return [] if low == 0 else self.fixed(schema, depth)
         unique = flat.get("uniqueItems") is True
@@ -277,6 +285,12 @@ class RandomValues:
         high = flat["maxLength"] if isinstance(flat.get("maxLength"), int) else None
         if low > LONGEST:  # made once, not per call
             return None
+        text = self._string(flat, low, high)
+        if text is not None:
+            self.room.take(len(text) + 3, "texts")
+        return text
+
+    def _string(self, flat: dict[str, Any], low: int, high: int | None) -> str | None:
         pattern, fmt = flat.get("pattern"), flat.get("format")
         if isinstance(pattern, str):
             for _ in range(PATTERN_TRIES):
@@ -289,6 +303,10 @@ class RandomValues:
             text = made(self.rng) if made is not None else strings(flat)[0]
             return text if low <= len(text) <= (high if high is not None else len(text)) else None
         return words(self.rng, low, high)
+
+
+def _sized(value: Any) -> tuple[Any, int]:
+    return value, len(json_bytes(value))
 
 
 def _span(low: float | None, high: float | None) -> tuple[float, float]:

@@ -13,6 +13,8 @@ import pytest
 from plantstub.plugin.report_html import call_problems, render
 from plantstub.plugin.summary import COVERAGE_KEY
 from plantstub.recording.answered import answered_text
+from plantstub.recording.redacted import redact_call
+from plantstub.redaction import Redactor
 
 if TYPE_CHECKING:
     from plantstub.recording.call import Call
@@ -31,8 +33,14 @@ def _text(value: Any) -> str:
 
 
 def call_entry(call: Call) -> dict[str, Any]:
-    """What the report keeps of one call: plain data (an xdist worker sends it to the controller). Its verdict and
-    problems by whom are the call's own (recording/verdict.py), who answered is its `answered_by`."""
+    """What the report keeps of one call: plain data (an xdist worker sends it to the controller), its secrets
+    redacted (plantstub/redaction.py): the report is a CI artifact."""
+    return _entry(redact_call(call)[0])
+
+
+def _entry(call: Call) -> dict[str, Any]:
+    """One call's entry. Its verdict and problems by whom are the call's own (recording/verdict.py), who answered is
+    its `answered_by`."""
     response = call.response or {}
     problems = call.problems
     return {
@@ -57,9 +65,14 @@ class Report:
         self.failure: str | None = None  # why the file could not be written
 
     def add_calls(self, nodeid: str, calls: list[Call]) -> None:
-        """A test's calls, at its fixture's teardown."""
-        self.calls[nodeid] = {"calls": [call_entry(c) for c in calls[:MAX_CALLS]],
-                              "more": max(0, len(calls) - MAX_CALLS)}
+        """A test's calls, at its fixture's teardown; and the secrets taken out of them, which its failure text (the
+        test's source, an assertion's values) must not show either."""
+        entries, hidden = [], set()
+        for call in calls[:MAX_CALLS]:
+            shown, redactor = redact_call(call)
+            entries.append(_entry(shown))
+            hidden |= redactor.found
+        self.calls[nodeid] = {"calls": entries, "more": max(0, len(calls) - MAX_CALLS), "hidden": sorted(hidden)}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         test = self.tests.setdefault(report.nodeid, {"outcome": "passed", "duration": 0.0, "failure": ""})
@@ -84,6 +97,11 @@ class Report:
             return
         tests = [{"nodeid": nodeid, **test, **self.calls.get(nodeid, {"calls": None, "more": 0})}
                  for nodeid, test in self.tests.items()]
+        for test in tests:
+            if test.get("hidden") and test["failure"]:
+                redactor = Redactor()
+                redactor.found.update(test["hidden"])
+                test["failure"] = redactor.scrub(test["failure"])
         text = render(ordered(tests), self.config.stash.get(COVERAGE_KEY, {}))
         partial = self.path.with_name(self.path.name + ".part")
         try:

@@ -4,6 +4,7 @@ the verdict of the contract on it (`upstream` in the call). One aiohttp client p
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from typing import Any
 
@@ -23,13 +24,13 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
-from plantstub._json import NO_BODY, BodyError, decode_json, is_json
+from plantstub._json import NO_BODY
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.errors import ConfigError
 from plantstub.incoming import IncomingRequest
-from plantstub.proxy.record import Exchange, Recorder
+from plantstub.proxy.record import Recorder
 from plantstub.proxy.verdict import judge
 
 # RFC 9110 7.6.1: meant for one connection, never passed on (and what the connection's own framing sets).
@@ -42,6 +43,11 @@ _NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
 _OURS = "x-plantstub-"
 _CHUNK = 64 * 1024
 _TLS_CLOSE = 0.25  # seconds the TLS connections to the real service get to close at stop (aiohttp's own advice)
+# What no header may hold, as our own answers' headers cannot (aiohttp refuses to write them): a control character
+# but tab. Checked on the service's headers before any is sent on.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKENS = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:\t[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*")  # names joined by tabs
 
 
 class _TooBig(Exception):
@@ -56,6 +62,25 @@ class ClientLeft(Exception):
         super().__init__(out.body["message"])
         self.out = out
         self.upstream = upstream
+
+
+class _Unsendable(Exception):
+    """The upstream's answer has a header that cannot be sent on; the message says which and why."""
+
+
+def unsendable(headers: Any) -> str | None:
+    """Why one of the service's answer headers cannot be sent on to the client (a control character in its value, a
+    name that is not a token), or None when each can."""
+    if _CONTROL.search("\t".join(headers.values())) is None and _TOKENS.fullmatch("\t".join(headers.keys())):
+        return None  # the usual answer: two searches at C speed
+    for name, value in headers.items():
+        if _TOKEN.fullmatch(name) is None:
+            return f"a header whose name {name[:60]!r} is not a token (RFC 9110 5.1)"
+        found = _CONTROL.search(value)
+        if found is not None:
+            return (f"the header {name[:60]}, whose value holds a control character ({found.group()!r} at "
+                    f"{found.start()}), which no HTTP header may carry")
+    return None
 
 
 def _connection_named(headers: Any) -> set[str]:
@@ -92,8 +117,6 @@ class Forwarder:
         self.broke = 0  # answers that broke the contract
         self.failed = 0  # no answer: refused, unreachable, timed out, TLS, unreadable, too big
         self._client: ClientSession | None = None
-        self.recorder = (Recorder(settings.record, self.shown, settings.record_secrets != "keep")
-                         if settings.record is not None else None)
 
     def figures(self) -> dict[str, Any]:
         return {"url": self.shown, "forwarded": self.forwarded, "broke_contract": self.broke, "failed": self.failed}
@@ -130,10 +153,11 @@ class Forwarder:
             if self.url.startswith("https:"):  # the TLS connections' shutdown ends on the loop (aiohttp's graceful
                 await asyncio.sleep(_TLS_CLOSE)  # shutdown): else a socket is left for the collector (aiohttp 3.11)
 
-    async def forward(self, incoming: IncomingRequest, served: ServedOperation,
-                      lost: asyncio.Future[None] | None) -> tuple[Outgoing, dict[str, Any]]:
+    async def forward(self, incoming: IncomingRequest, served: ServedOperation, lost: asyncio.Future[None] | None,
+                      recorder: Recorder | None = None) -> tuple[Outgoing, dict[str, Any]]:
         """Send `incoming` on: the answer (as recorded and as it is sent back) and the upstream's verdict. `lost`: done
-        once the client leaves (None: the transport cannot tell), which cancels the forwarded request (ClientLeft)."""
+        once the client leaves (None: the transport cannot tell), which cancels the forwarded request (ClientLeft).
+        `recorder`: the session's (--record), given the exchange."""
         query = f"?{incoming.raw_query}" if incoming.raw_query else ""
         target = f"{self.url}{incoming.raw_path or incoming.path}{query}"
         shown = f"{self.shown}{incoming.raw_path or incoming.path}{query}"
@@ -149,6 +173,8 @@ class Forwarder:
                     sending.cancel()
                     message = (f"request: the client closed the connection before {shown} answered; the forwarded "
                                "request was cancelled and no answer went out")
+                    if recorder is not None:
+                        recorder.failed(incoming, message)
                     raise ClientLeft(error_reply(499, message),
                                      {"url": shown, "status": None, "valid": False, "errors": [message]})
                 status, headers, payload = sending.result()
@@ -159,17 +185,16 @@ class Forwarder:
             message = f"upstream: {self._failure(exc, shown)}"
             out = error_reply(502, message)
             verdict: dict[str, Any] = {"url": shown, "status": None, "valid": False, "errors": [message]}
-            if self.recorder is not None:
-                self.recorder.add(Exchange(incoming.method, incoming.path, None, None, None, None, (message,)))
+            if recorder is not None:  # a message written to a file carries no query string
+                recorder.failed(incoming, f"upstream: {self._failure(exc, shown.partition('?')[0])}")
             return out, verdict
         content_type = headers.get("Content-Type")
         problems, body = judge(served, status, content_type, payload)
         if problems:
             self.broke += 1
         verdict = {"url": shown, "status": status, "valid": not problems, "errors": problems}
-        if self.recorder is not None:
-            self.recorder.add(Exchange(incoming.method, incoming.path, _json_body(incoming), status, content_type, body,
-                                       tuple(f"broke the contract: {problem}" for problem in problems)))
+        if recorder is not None:
+            recorder.add(incoming, status, content_type, payload, body, problems)
         recorded: dict[str, str] = {}
         repeated: list[tuple[str, str]] = []  # a name the answer sends more than once (Set-Cookie): each line kept
         for name, value in headers.items():
@@ -188,7 +213,11 @@ class Forwarder:
         async with self._session().request(method, url, headers=headers, data=raw or None,
                                            allow_redirects=False) as answer:
             payload = await self._read(answer)
-            return answer.status, brought_back(answer.headers), payload
+            headers = brought_back(answer.headers)
+            refused = unsendable(headers)
+            if refused is not None:
+                raise _Unsendable(refused)
+            return answer.status, headers, payload
 
     async def _read(self, answer: Any) -> bytes:
         """The upstream's body, decoded, refused past --max-body (before it is read when its length says so)."""
@@ -210,6 +239,8 @@ class Forwarder:
         """What went wrong, in our words: refused, unreachable, timed out, TLS, an answer that cannot be read."""
         if isinstance(exc, _TooBig):
             return f"the answer of {shown} is larger than the limit of {self.max_body} bytes (--max-body)"
+        if isinstance(exc, _Unsendable):
+            return f"the answer of {shown} has {exc}; it is not sent on"
         if isinstance(exc, asyncio.TimeoutError):
             return f"{shown} did not answer within {self.timeout:g} s (--proxy-timeout); timed out"
         return failure(exc, shown) or f"forwarding to {shown} failed: {type(exc).__name__}: {_reason(exc)}"
@@ -240,16 +271,6 @@ def failure(exc: BaseException, shown: str, trust: str = "; if it is signed by y
     if isinstance(exc, (ClientError, OSError)):
         return f"{shown} cannot be reached: {_reason(exc)}"
     return None
-
-
-def _json_body(incoming: IncomingRequest) -> Any:
-    """The request's body when it is JSON (what a recorded rule matches on), else None."""
-    if not incoming.raw or not is_json(incoming.headers.get("Content-Type")):
-        return None
-    try:
-        return decode_json(incoming.raw)
-    except BodyError:
-        return None
 
 
 def _reason(exc: BaseException | None) -> str:

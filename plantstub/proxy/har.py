@@ -6,18 +6,21 @@ from __future__ import annotations
 import base64
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
-from plantstub._json import BodyError, decode_json, essence, is_json
+from plantstub._json import BodyError, decode_json, essence, is_json, json_bytes
 from plantstub._version import __version__
 from plantstub.contract.model import Operation
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.router import Router
-from plantstub.proxy.record import Exchange
+from plantstub.proxy.recorded_file import Exchange
 from plantstub.proxy.verdict import judge
-from plantstub.recording.call import Call
+from plantstub.recording.call import Call, Record
+from plantstub.recording.redacted import redact_call
+from plantstub.redaction import Redactor
 
 HTTP = "HTTP/1.1"
 
@@ -72,10 +75,16 @@ def har_entry(call: Call, base: str) -> dict[str, Any]:
     }
 
 
-def har_log(calls: Iterable[Call], base: str) -> dict[str, Any]:
-    """The calls as a HAR 1.2 document."""
-    return {"log": {"version": "1.2", "creator": {"name": "plantstub", "version": __version__},
-                    "entries": [har_entry(call, base) for call in calls]}}
+def har_pieces(records: Iterable[Record], base: str, redact: bool = True) -> Iterator[bytes]:
+    """The calls as a HAR 1.2 document, written one entry at a time (an admin answer streams it: nothing but the entry
+    being written is held). `redact`: secrets REDACTED, by the rule of plantstub/redaction.py."""
+    creator = json_bytes({"name": "plantstub", "version": __version__})
+    yield b'{"log":{"version":"1.2","creator":%s,"entries":[' % creator
+    for i, record in enumerate(records):
+        call = record.view()
+        entry = har_entry(redact_call(call)[0] if redact else call, base)
+        yield json_bytes(entry) if i == 0 else b"," + json_bytes(entry)
+    yield b"]}}"
 
 
 # -- reading a HAR file ---------------------------------------------------------------------------------------
@@ -117,56 +126,100 @@ def _header(headers: Any, name: str) -> str | None:
     return None
 
 
-def read_har(data: Any, router: Router, served: Mapping[Operation, ServedOperation],
-             base: str = "") -> tuple[list[Exchange], list[str]]:
+@dataclass
+class HarRead:
+    """What a HAR log gives a scenario: the exchanges that can become rules, the entries left out (with why), and
+    advice when none of its paths is the spec's (`--base` to pass)."""
+
+    exchanges: list[Exchange] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    advice: str | None = None
+
+
+def _prefix(read: list[tuple[int, str, str, str, dict[str, Any], dict[str, Any]]], router: Router) -> str | None:
+    """The path prefix most entries are served under when taking it off makes them the spec's (`/v1`), or None."""
+    found: Counter[str] = Counter()
+    for _, method, _, path, _, _ in read:
+        parts = path.split("/")
+        for cut in range(2, min(len(parts), 5)):
+            rest = "/" + "/".join(parts[cut:])
+            if router.route(method, rest).operation is not None:
+                found["/".join(parts[:cut])] += 1
+                break
+    return found.most_common(1)[0][0] if found else None
+
+
+def read_har(data: Any, router: Router, served: Mapping[Operation, ServedOperation], base: str = "",
+             redact: bool = True) -> HarRead:
     """The exchanges of a HAR log that a scenario of this spec can answer, and the entries left out with why: the
     ones to hosts other than the one most entries of the spec's paths went to, paths the spec does not have,
-    bodies that are not JSON. `base`: a path prefix the service is served under (`/v1`), taken off."""
+    bodies that are not JSON, answers that broke the contract. `base`: a path prefix the service is served under
+    (`/v1`), taken off. `redact`: the messages left out carry no secret (plantstub/redaction.py)."""
     entries = _entries(data)
     read: list[tuple[int, str, str, str, dict[str, Any], dict[str, Any]]] = []
-    left_out: list[str] = []
+    result = HarRead()
     for i, entry in enumerate(entries):
         request = entry.get("request") if isinstance(entry, dict) else None
         response = entry.get("response") if isinstance(entry, dict) else None
         if not isinstance(request, dict) or not isinstance(response, dict) or not isinstance(request.get("url"), str):
-            left_out.append(f"entries[{i}]: not a HAR entry (request.url and response are needed)")
+            result.left_out.append(f"entries[{i}]: not a HAR entry (request.url and response are needed)")
             continue
-        parts = urlsplit(request["url"])
+        try:
+            parts = urlsplit(request["url"])
+        except ValueError as exc:  # `http://[::1` and such
+            result.left_out.append(f"entries[{i}]: request.url is not a URL ({exc})")
+            continue
         path = parts.path or "/"
         if base and (path == base or path.startswith(base.rstrip("/") + "/")):
             path = path[len(base.rstrip("/")):] or "/"
-        read.append((i, str(request.get("method", "GET")).upper(), parts.netloc, path, request, response))
+        method = request.get("method", "GET")
+        read.append((i, method.upper() if isinstance(method, str) else "?", parts.netloc, path, request, response))
     routed = Counter(host for _, method, host, path, _, _ in read if router.route(method, path).operation is not None)
     host = routed.most_common(1)[0][0] if routed else None
-    exchanges: list[Exchange] = []
+    if host is None and read:
+        prefix = _prefix(read, router)
+        result.advice = (f"no entry's path is one of the spec's; they are served under {prefix}: pass --base {prefix}"
+                         if prefix is not None else "no entry's path is one of the spec's (is it the right --spec? "
+                         "a service served under a prefix such as /v1 needs --base /v1)")
     for i, method, netloc, path, request, response in read:
         label = f"entries[{i}] {method} {path}"
         route = router.route(method, path)
-        if netloc != host:
-            left_out.append(f"{label}: another host ({netloc or 'none'}; the spec's calls went to {host})")
+        if host is not None and netloc != host:
+            result.left_out.append(f"{label}: another host ({netloc or 'none'}; the spec's calls went to {host})")
             continue
         if route.operation is None:
-            left_out.append(f"{label}: not an operation of the spec")
+            result.left_out.append(f"{label}: not an operation of the spec")
             continue
         post = request.get("postData")
         sent = _body_text(post)
         ok, body = _json(sent)
-        if sent and (not ok or (isinstance(post, dict) and post.get("mimeType") and not is_json(post["mimeType"]))):
-            left_out.append(f"{label}: its request body is not JSON")
+        if sent and (not ok or (isinstance(post, dict) and post.get("mimeType") and not is_json(str(post["mimeType"])))):
+            result.left_out.append(f"{label}: its request body is not JSON")
             continue
         content = response.get("content")
         mime = content.get("mimeType") if isinstance(content, dict) else None
         mime = _header(response.get("headers"), "content-type") or (str(mime) if mime else None)
         text = _body_text(content)
         if text and not is_json(mime):
-            left_out.append(f"{label}: its answer is not JSON ({essence(mime) or 'no media type'})")
+            result.left_out.append(f"{label}: its answer is not JSON ({essence(mime) or 'no media type'})")
             continue
         status = response.get("status")
-        if not isinstance(status, int) or not 100 <= status <= 599:
-            left_out.append(f"{label}: no status (the browser got no answer)")
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            result.left_out.append(f"{label}: no status (the browser got no answer)")
             continue
-        payload = (text or "").encode("utf-8")
+        payload = (text or "").encode("utf-8", "surrogatepass")
+        query = tuple(parse_qsl(urlsplit(request["url"]).query, keep_blank_values=True))
         problems, answer = judge(served[route.operation], status, mime, payload)
-        exchanges.append(Exchange(method, unquote(path), body, status, mime if payload else None, answer,
-                                  tuple(f"broke the contract: {p}" for p in problems)))
-    return exchanges, left_out
+        if problems:
+            redactor = Redactor()
+            if redact:
+                redactor.value(body)
+                redactor.value(answer)
+                redactor.pairs(query)
+            said = f"{method} {unquote(path)} -> {status}: broke the contract"  # as --record says it
+            result.left_out.extend(redactor.scrub(f"{said}: {problem}") for problem in problems)
+            continue
+        raw = (sent or "").encode("utf-8", "surrogatepass") if isinstance(body, dict) else b""
+        result.exchanges.append(Exchange(method, unquote(path), query, raw, status, mime if payload else None, payload))
+    return result
+

@@ -1,189 +1,311 @@
-"""--record DIR: the real service's exchanges turned into one scenario file per save, by the rules `import-har`
-follows too: a rule per request (method, path, the request body's fields), repeats as `replies:` in order, secrets
-redacted, answers that broke the contract left out and listed in the file's leading comment."""
+"""--record DIR: a session's exchanges with the real service, kept as the bytes that came within the session's memory
+budget, and written as one scenario file per save (`recorded-001.yaml`; a sidecar session's `recorded-ID-001.yaml`).
+
+An exchange that can never become a rule (an answer that broke the contract, a 502, a body holding `{{`, one larger
+than a scenario file may hold) is not kept: its line for the file's leading comment is written as it arrives. What
+the budget has no room for is dropped, counted, and said in health and in the file. A save builds the file off the
+event loop (recorded_file.py) and forgets what it wrote only once the file is written: a failed save loses nothing.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from plantstub.errors import ScenarioError
+from plantstub._budget import Budget, shown_bytes
+from plantstub._json import BodyError, decode_json, is_json, json_nesting
+from plantstub.incoming import IncomingRequest
+from plantstub.proxy.recorded_file import FILE_VALUES, Document, Exchange, build, matchable
+from plantstub.redaction import Redactor
 from plantstub.scenarios.contract import ScenarioContract
-from plantstub.scenarios.load import load_rule
+from plantstub.scenarios.document import MAX_VALUES
+from plantstub.scenarios.load import MAX_RULE_DEPTH
 
-REDACTED = "REDACTED"
-SECRET_HEADERS = frozenset({"authorization", "cookie", "set-cookie", "proxy-authorization"})
-_SECRET_NAME = re.compile(r"token|secret|password|key", re.I)
-MAX_EXCHANGES = 10_000  # kept between saves; beyond, each is counted as left out
+KIND = "recording"  # the memory budget's kind
+MAX_EXCHANGES = 10_000  # kept between saves; beyond, each is dropped and counted
+MAX_LEFT = 1_000  # left-out lines kept between saves; beyond, counted
+EXCHANGE_BYTES = 400  # an exchange's own objects (its tuple, strings, the list's slot), about
+BODY_DEPTH = MAX_RULE_DEPTH - 4  # a body's nesting a rule can hold (rule, reply(ies), [i], body)
+RULE_VALUES = 20  # a rule's values besides its bodies (match, method, path, reply, status, headers...), about
 _PLACEHOLDER = "{{"
+_PLACEHOLDER_BYTES = (b"{{", b"\\u007b", b"\\u007B")  # `{` may come escaped in JSON
 
 
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One request and the real service's answer, as a rule needs them. `problems`: why the answer cannot be
-    recorded (it broke the contract, the service failed); empty when it can."""
+@dataclass
+class Saved:
+    """What one save wrote: the file (None: nothing was recorded since the last save), its rules, what was left out
+    (with why) and the exchanges its rules answer."""
 
-    method: str
-    path: str
-    body: Any  # the request's JSON body; None: none, or not JSON
-    status: int | None
-    content_type: str | None
-    answer: Any  # the answer's body: parsed JSON, else text; None when empty
-    problems: tuple[str, ...] = ()
+    file: Path | None
+    rules: int = 0
+    left_out: list[str] = field(default_factory=list)
+    recorded: int = 0
 
-    @property
-    def label(self) -> str:
-        return f"{self.method} {self.path} -> {self.status if self.status is not None else 'no answer'}"
+    def answer(self) -> dict[str, Any]:
+        """As `POST /__plantstub/record/save` answers."""
+        return {"file": None if self.file is None else str(self.file), "rules": self.rules, "left_out": self.left_out}
 
 
-def secret(name: object) -> bool:
-    """Whether a header or field of this name holds a secret (redacted unless --record-secrets keep)."""
-    return isinstance(name, str) and (name.lower() in SECRET_HEADERS or _SECRET_NAME.search(name) is not None)
+def _values(value: Any, most: int) -> int:
+    """How many values a scenario file counts for `value` (itself and all inside), counted up to `most` + 1."""
+    count, todo = 0, [value]
+    while todo and count <= most:
+        item = todo.pop()
+        count += 1
+        if isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return count
 
 
-def redacted(value: Any) -> Any:
-    """`value` with every field whose name says secret replaced by REDACTED, at any depth."""
-    if isinstance(value, dict):
-        return {k: REDACTED if secret(k) else redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redacted(v) for v in value]
-    return value
-
-
-def _matchable(value: Any, redact: bool) -> Any:
-    """A request body as a rule matches it: secret fields left out when redacting (the rule then matches whatever
-    secret a client sends), and keys starting with `$` left out (a match reads them as matchers)."""
-    if isinstance(value, dict):
-        return {k: _matchable(v, redact) for k, v in value.items()
-                if not (isinstance(k, str) and k.startswith("$")) and not (redact and secret(k))}
-    if isinstance(value, list):
-        return [_matchable(v, redact) for v in value]
-    return value
+def _separators(raw: bytes) -> int:
+    """At least as many as the values of JSON text `raw` (each but the first follows `,` or `:`, or opens a list)."""
+    return raw.count(b",") + raw.count(b":") + raw.count(b"[") + 1
 
 
 def _templated(value: Any) -> bool:
     """Whether a value holds `{{`, which a reply would read as a placeholder."""
-    if isinstance(value, str):
-        return _PLACEHOLDER in value
-    if isinstance(value, dict):
-        return any(_templated(k) or _templated(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_templated(v) for v in value)
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if _PLACEHOLDER in item:
+                return True
+        elif isinstance(item, dict):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
     return False
 
 
-def _reply(exchange: Exchange, redact: bool) -> dict[str, Any]:
-    reply: dict[str, Any] = {"status": exchange.status}
-    if exchange.content_type:
-        reply["headers"] = {"Content-Type": exchange.content_type}
-    if exchange.answer is not None:
-        reply["body"] = redacted(exchange.answer) if redact else exchange.answer
-    return reply
+def _request_body(incoming: IncomingRequest) -> Any:
+    """The request's body when it is a JSON object (what a recorded rule matches on), else None."""
+    if not incoming.raw or not is_json(incoming.headers.get("Content-Type")):
+        return None
+    try:
+        value = decode_json(incoming.raw)
+    except BodyError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
-@dataclass
-class Document:
-    """A scenario made of exchanges: its rules, what was left out and why, and the YAML text."""
-
-    rules: list[dict[str, Any]] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)
-    recorded: int = 0  # exchanges the rules answer
-
-    def text(self, source: str) -> str:
-        head = [f"# Recorded by plantstub from {source}: {self.recorded} exchange{'s' if self.recorded != 1 else ''} "
-                f"in {len(self.rules)} rule{'s' if len(self.rules) != 1 else ''}."]
-        if self.left_out:
-            head.append(f"# Left out ({len(self.left_out)}):")
-            head.extend(f"#   {line}" for line in self.left_out)
-        data = {"description": f"Recorded from {source}.", "rules": self.rules}
-        body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
-        return "\n".join(head) + "\n" + body
-
-
-def build(exchanges: Iterable[Exchange], contract: ScenarioContract, redact: bool = True) -> Document:
-    """The scenario of `exchanges`: one rule per distinct request (method, path, body fields), its answers in the
-    order they came (`replies:` when more than one); each rule checked as a scenario file's, so the file passes
-    `plantstub check`. Rules go the most specific first (more body fields), so a partial match cannot shadow one."""
-    document = Document()
-    groups: dict[tuple[str, str, str], tuple[dict[str, Any], list[Exchange]]] = {}
-    for exchange in exchanges:
-        if exchange.problems:
-            document.left_out.extend(f"{exchange.label}: {problem}" for problem in exchange.problems)
-            continue
-        answer = redacted(exchange.answer) if redact else exchange.answer
-        if _templated(answer):
-            document.left_out.append(f"{exchange.label}: its body holds '{{{{', which a scenario reads as a "
-                                     "placeholder")
-            continue
-        match: dict[str, Any] = {"method": exchange.method, "path": exchange.path}
-        if isinstance(exchange.body, dict):
-            body = _matchable(exchange.body, redact)
-            if body:
-                match["body"] = body
-        key = (exchange.method, exchange.path, yaml.safe_dump(match.get("body"), sort_keys=True))
-        groups.setdefault(key, (match, []))[1].append(exchange)
-    ordered = sorted(groups.items(), key=lambda item: (item[0][0], item[0][1], -_fields(item[1][0].get("body")),
-                                                       item[0][2]))
-    for _, (match, group) in ordered:
-        replies = [_reply(exchange, redact) for exchange in group]
-        rule = {"match": match, **({"reply": replies[0]} if len(replies) == 1 else {"replies": replies})}
-        try:
-            load_rule(rule, contract, "recording")
-        except ScenarioError as exc:  # a redacted value the schema refuses, a path the spec does not serve...
-            said = str(exc).replace("\n", "; ")
-            document.left_out.append(f"{group[0].label}: not recorded: {said}")
-            continue
-        document.rules.append(rule)
-        document.recorded += len(group)
-    return document
-
-
-def _fields(body: Any) -> int:
-    if isinstance(body, dict):
-        return sum(1 + _fields(v) for v in body.values())
-    if isinstance(body, list):
-        return sum(_fields(v) for v in body)
-    return 0
+def _query(query: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, value) for name, values in query.items()
+                 for value in (values if isinstance(values, list) else [values]))
 
 
 class Recorder:
-    """The exchanges of a stub forwarding with --record, kept until the next save; each save writes the next
-    `recorded-NNN.yaml` of the folder."""
+    """The exchanges of one session of a stub forwarding with --record, kept until a save writes them; each save
+    writes the next `recorded-NNN.yaml` (`recorded-NAME-NNN.yaml` for session NAME) of the folder."""
 
-    def __init__(self, folder: Path, source: str, redact: bool = True) -> None:
+    def __init__(self, folder: Path, source: str, memory: Budget, redact: bool = True, ignored: Sequence[str] = (),
+                 name: str | None = None) -> None:
         self.folder = folder
         self.source = source
+        self.memory = memory
         self.redact = redact
-        self.exchanges: list[Exchange] = []
-        self.over = 0  # exchanges beyond MAX_EXCHANGES since the last save
+        self.ignored = tuple(ignored)
+        self.stem = "recorded" if name is None else f"recorded-{name}"
+        self.kept: list[tuple[Exchange, int]] = []  # each with the bytes it holds of the budget
+        self.held = 0
+        self.left: list[str] = []
+        self.left_more = 0  # left-out lines past MAX_LEFT since the last save
+        self.dropped = 0  # exchanges dropped for lack of memory (or past MAX_EXCHANGES) since the last save
+        self.saves = 0  # files written
+        self.failure: str | None = None  # why the last save failed; None once one succeeds
+        self.saving = False  # a save is being written (off the event loop)
+        self._lock: asyncio.Lock | None = None
 
-    def add(self, exchange: Exchange) -> None:
-        if len(self.exchanges) < MAX_EXCHANGES:
-            self.exchanges.append(exchange)
+    # -- as exchanges arrive (on the event loop) ---------------------------------------------------------------
+    def add(self, incoming: IncomingRequest, status: int, content_type: str | None, payload: bytes, answer: Any,
+            problems: Sequence[str]) -> None:
+        """An exchange forwarded and answered: kept, or (when it can never become a rule) listed as left out.
+        `answer` is the body as the verdict parsed it; `problems`, how it broke the contract."""
+        label = f"{incoming.method} {incoming.path} -> {status}"
+        if problems:
+            self._leave(label, [f"broke the contract: {problem}" for problem in problems], incoming, answer)
+            return
+        body = _request_body(incoming)
+        raw = incoming.raw if body is not None else b""
+        why = self._unfit(body, answer, payload, raw)
+        if why is not None:
+            self._leave(label, [why], incoming, answer)
+            return
+        query = _query(incoming.query)
+        exchange = Exchange(incoming.method, incoming.path, query, raw, status, content_type if payload else None,
+                            payload)
+        size = (EXCHANGE_BYTES + len(raw) + len(payload) + len(incoming.path) + len(content_type or "")
+                + sum(len(name) + len(value) for name, value in query))
+        if not self.memory.fits(size):
+            self._leave(label, [f"needs {shown_bytes(size)} of memory, more than the memory budget (--max-bytes) "
+                                f"holds"], incoming, answer)
+        elif len(self.kept) >= MAX_EXCHANGES or not self.memory.take(KIND, size):
+            self.dropped += 1
+            self.memory.lost(KIND, size)
         else:
-            self.over += 1
+            self.kept.append((exchange, size))
+            self.held += size
 
-    def save(self, contract: ScenarioContract) -> tuple[Path | None, Document]:
-        """Write what was recorded since the last save (nothing when nothing was: None); the file and its rules.
+    def failed(self, incoming: IncomingRequest, message: str) -> None:
+        """A forwarded request the service did not answer (a 502, a client that left): listed as left out."""
+        self._leave(f"{incoming.method} {incoming.path} -> no answer", [message], incoming, None)
 
-        :raises OSError: the folder cannot be made or written.
+    def _unfit(self, body: Any, answer: Any, payload: bytes, raw: bytes) -> str | None:
+        """Why an answer that kept the contract still cannot become a rule, or None. Counted from the bytes first
+        (at C speed): only a body that may be too big or too deep is walked."""
+        if any(mark in payload for mark in _PLACEHOLDER_BYTES) and _templated(
+                Redactor().value(answer) if self.redact else answer):
+            return "its body holds '{{', which a scenario reads as a placeholder"
+        if max(json_nesting(raw), json_nesting(payload) if isinstance(answer, (dict, list)) else 0) > BODY_DEPTH:
+            return f"nested more than {BODY_DEPTH} levels deep, more than a rule may hold"
+        room = FILE_VALUES - RULE_VALUES
+        if _separators(payload) + _separators(raw) > room:
+            sent = _values(matchable(body, self.redact), room)
+            if sent + _values(answer, room - sent) > room:
+                return f"too large: more than {MAX_VALUES:,} values, more than a scenario file may hold"
+        return None
+
+    def _leave(self, label: str, reasons: list[str], incoming: IncomingRequest, answer: Any) -> None:
+        """List an exchange as left out: its reasons without the request's query and, when redacting, without any
+        value redacted from it."""
+        redactor = Redactor()
+        if self.redact:
+            redactor.value(_request_body(incoming))
+            redactor.value(answer)
+            redactor.pairs(_query(incoming.query))
+            redactor.mapping(incoming.headers)
+        for reason in reasons:
+            if len(self.left) >= MAX_LEFT:
+                self.left_more += 1
+                continue
+            line = redactor.scrub(f"{label}: {reason}")
+            if self.memory.take(KIND, len(line)):
+                self.left.append(line)
+                self.held += len(line)
+            else:
+                self.left_more += 1
+
+    # -- saving --------------------------------------------------------------------------------------------------
+    async def save(self, contract: ScenarioContract) -> Saved:
+        """Write what was recorded since the last save, built off the event loop; one save at a time.
+
+        :raises OSError: the folder cannot be made or written (what was recorded is kept for the next save).
         """
-        exchanges, over = self.exchanges, self.over
-        self.exchanges, self.over = [], 0
-        document = build(exchanges, contract, self.redact)
-        if over:
-            document.left_out.append(f"{over} more exchange{'s' if over > 1 else ''}: over the {MAX_EXCHANGES} one "
-                                     "save keeps; save more often (POST /__plantstub/record/save)")
-        if not exchanges:
-            return None, document
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            taken = self._take()
+            self.saving = True
+            try:
+                saved = await asyncio.to_thread(self._write, contract, *taken)
+            except OSError as exc:
+                self.failure = f"cannot write to {self.folder}: {exc.strerror or exc}"
+                raise
+            finally:
+                self.saving = False
+            self._forget(*taken)
+            return saved
+
+    def save_now(self, contract: ScenarioContract) -> Saved:
+        """save(), on this thread (no event loop runs here: the stub stopped)."""
+        taken = self._take()
+        try:
+            saved = self._write(contract, *taken)
+        except OSError as exc:
+            self.failure = f"cannot write to {self.folder}: {exc.strerror or exc}"
+            raise
+        self._forget(*taken)
+        return saved
+
+    async def save_at_end(self, contract: ScenarioContract) -> int:
+        """The save when the stub stops or the session ends, said on stderr; the exchanges it could not write."""
+        try:
+            return self._said(await self.save(contract))
+        except OSError:
+            return self._said(None)
+
+    def save_at_end_here(self, contract: ScenarioContract) -> int:
+        """save_at_end(), on this thread (no event loop runs here)."""
+        try:
+            return self._said(self.save_now(contract))
+        except OSError:
+            return self._said(None)
+
+    def _said(self, saved: Saved | None) -> int:
+        """Say a save at the end on stderr (None: it failed); the exchanges not written (0 when it succeeded)."""
+        if saved is None:
+            lost = len(self.kept)
+            print(f"plantstub: --record: {self.failure}; {lost} recorded exchange{'s' if lost != 1 else ''} not saved",
+                  file=sys.stderr, flush=True)
+            return max(lost, 1)
+        if saved.file is not None:
+            left = len(saved.left_out)
+            print(f"plantstub: recorded {saved.recorded} exchange{'s' if saved.recorded != 1 else ''} in "
+                  f"{saved.rules} rule{'s' if saved.rules != 1 else ''} to {saved.file}"
+                  + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)
+        return 0
+
+    def _take(self) -> tuple[list[Exchange], list[str], int, int]:
+        return ([exchange for exchange, _ in self.kept], list(self.left), self.left_more, self.dropped)
+
+    def _forget(self, exchanges: list[Exchange], left: list[str], left_more: int, dropped: int) -> None:
+        """What a save wrote, let go (what came meanwhile stays for the next save)."""
+        freed = sum(size for _, size in self.kept[:len(exchanges)]) + sum(map(len, left))
+        del self.kept[:len(exchanges)]
+        del self.left[:len(left)]
+        self.held -= freed
+        self.memory.give(KIND, freed)
+        self.left_more -= left_more
+        self.dropped -= dropped
+        self.failure = None
+
+    def _write(self, contract: ScenarioContract, exchanges: list[Exchange], left: list[str], left_more: int,
+               dropped: int) -> Saved:
+        """Build the file and write it (off the event loop); Saved(None) when there was nothing to write."""
+        document: Document = build(exchanges, contract, self.redact, self.ignored)
+        document.left_out[:0] = left
+        if left_more:
+            document.left_out.append(f"{left_more} more line{'s' if left_more > 1 else ''} of what was left out, not "
+                                     f"listed: over the {MAX_LEFT:,} one save lists; save more often (POST "
+                                     "/__plantstub/record/save)")
+        if dropped:
+            document.left_out.append(f"{dropped} exchange{'s' if dropped > 1 else ''} dropped: the memory budget "
+                                     f"(--max-bytes) or the {MAX_EXCHANGES:,} exchanges one save keeps were full; "
+                                     "save more often (POST /__plantstub/record/save)")
+        if not exchanges and not document.left_out:
+            return Saved(None)
         self.folder.mkdir(parents=True, exist_ok=True)
-        number = 1 + max((int(m.group(1)) for p in self.folder.glob("recorded-*.yaml")
-                          if (m := re.fullmatch(r"recorded-(\d+)\.yaml", p.name))), default=0)
-        path = self.folder / f"recorded-{number:03d}.yaml"
-        path.write_text(document.text(self.source), encoding="utf-8")
-        return path, document
+        pattern = re.compile(rf"{re.escape(self.stem)}-(\d+)\.yaml")
+        number = 1 + max((int(m.group(1)) for p in self.folder.glob(f"{self.stem}-*.yaml")
+                          if (m := pattern.fullmatch(p.name))), default=0)
+        path = self.folder / f"{self.stem}-{number:03d}.yaml"
+        partial = path.with_name(path.name + ".part")
+        partial.write_text(document.text(self.source), encoding="utf-8")
+        partial.replace(path)  # whole or not at all
+        self.saves += 1
+        return Saved(path, len(document.rules), document.left_out, document.recorded)
+
+    # -- health --------------------------------------------------------------------------------------------------
+    def figures(self) -> dict[str, Any]:
+        """What health shows: exchanges kept (and their bytes), left out, dropped, files written, a failed save."""
+        return {"kept": len(self.kept), "bytes": self.held, "left_out": len(self.left) + self.left_more,
+                "dropped": self.dropped, "saved_files": self.saves, "saving": self.saving, "failure": self.failure}
+
+    def problems(self) -> list[str]:
+        """Why recorded exchanges are being lost or at risk, `where: what` each (empty when none are)."""
+        found = []
+        if self.dropped:
+            found.append(f"record: {self.dropped} exchange{'s' if self.dropped > 1 else ''} dropped since the last "
+                         "save: the memory budget (--max-bytes) or the 10,000 exchanges one save keeps were full; save "
+                         "(POST /__plantstub/record/save) to let the kept ones go")
+        if self.failure is not None:
+            found.append(f"record: the last save failed: {self.failure}; {len(self.kept)} exchanges are kept until a "
+                         "save succeeds")
+        return found

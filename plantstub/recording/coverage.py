@@ -119,6 +119,30 @@ def tally_of(report: dict[str, Any]) -> Tally:
     }
 
 
+def report_problem(data: Any) -> str | None:
+    """Why `data` is not a coverage report as a stub's `GET coverage` answers it (where and what), or None."""
+    if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
+        return 'expected {"operations": [...], ...}'
+    for i, op in enumerate(data["operations"]):
+        where = f"operations[{i}]"
+        if not isinstance(op, dict) or not isinstance(op.get("operation"), str):
+            return f"{where}.operation: expected the operation's label"
+        if not isinstance(op.get("responses"), list):
+            return f"{where}.responses: expected a list"
+        for j, response in enumerate(op["responses"]):
+            if not isinstance(response, dict) or not isinstance(response.get("status"), str) or not _count(
+                    response.get("calls")):
+                return f"{where}.responses[{j}]: expected {{\"status\": \"200\", \"calls\": N}}"
+        undeclared = op.get("undeclared")
+        if not isinstance(undeclared, dict) or not all(isinstance(k, str) and _count(n) for k, n in undeclared.items()):
+            return f"{where}.undeclared: expected {{\"STATUS\": N, ...}}"
+    return None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def sum_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Coverage reports of several stubs (replicas serving one spec) summed into one, operations in the order first
     seen, each with its operationId."""

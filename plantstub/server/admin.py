@@ -13,7 +13,7 @@ from plantstub._version import __version__
 from plantstub.contract.outgoing import Outgoing, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.incoming import IncomingRequest
-from plantstub.proxy.har import har_log
+from plantstub.proxy.har import har_pieces
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_of
@@ -24,7 +24,6 @@ from plantstub.server.answer import Streamed, streamed
 from plantstub.server.page import PageRoutes
 from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.server.response import internal_error
-from plantstub.server.runtime import save_recording
 from plantstub.server.session import NotStateful, Session
 from plantstub.webhooks.deliveries import Sent
 
@@ -160,7 +159,7 @@ class _Admin:
         found = wanted.apply(self.session.records())  # filters read the compact records: nothing parsed yet
         if shape == "har":  # the same calls as HAR 1.2, their URLs as this client reaches the stub
             base = f"{request.scheme}://{request.host}{request.path.partition(ADMIN_PREFIX)[0]}"
-            return reply(await asyncio.to_thread(lambda: har_log((r.view() for r in found), base)))
+            return await streamed(har_pieces(found, base, self.session.runtime.settings.record_secrets != "keep"))
         figures = self.session.figures()["journal"]
         return await streamed(_listed(found, _call_json), {
             "X-Plantstub-Recorded": str(figures["recorded"]),
@@ -177,12 +176,13 @@ class _Admin:
 
     async def save_record(self, request: IncomingRequest) -> Outgoing:
         try:
-            saved = save_recording(self.session.runtime)
+            saved = await self.session.save_recording()
         except OSError as exc:
-            return error(503, f"record: cannot write to {self.session.runtime.settings.record}: {exc.strerror or exc}")
+            return error(503, f"record: cannot write to {self.session.runtime.settings.record}: {exc.strerror or exc}; "
+                              "what was recorded is kept for the next save")
         if saved is None:
             return error(409, "record: this stub records nothing; start it with --proxy URL --record DIR")
-        return reply({k: saved[k] for k in ("file", "rules", "left_out")})
+        return reply(saved.answer())
 
     async def coverage(self, request: IncomingRequest) -> Outgoing:
         total = _first(request.query, "total")

@@ -105,7 +105,7 @@ class Pipeline:
                 assert self.runtime.forwarder is not None and decision.op is not None  # decide() forwards only then
                 try:
                     out, upstream = await self.runtime.forwarder.forward(incoming, self.runtime.served[decision.op],
-                                                                         client.lost())
+                                                                         client.lost(), self.session.recorder)
                 except ClientLeft as left:
                     self.record(incoming, arrival, decision.forwarded(left.out, left.upstream, left=True))
                     return None

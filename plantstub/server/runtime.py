@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from plantstub._gc import collector_paused
 from plantstub.config import Settings, fresh_seed
@@ -63,32 +61,3 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
     if forwarder is not None:
         forwarder.check()  # a --proxy-ca that cannot be read stops the start
     return Runtime(settings, spec, router, served, contract, folder, seed=seed, forwarder=forwarder)
-
-
-def save_recording(runtime: Runtime) -> dict[str, Any] | None:
-    """--record: write what was recorded since the last save to the next file of the folder; `{"file", "rules",
-    "left_out"}` (file None: nothing was recorded). None when the stub does not record.
-
-    :raises OSError: the folder cannot be made or written.
-    """
-    recorder = runtime.forwarder.recorder if runtime.forwarder is not None else None
-    if recorder is None:
-        return None
-    path, document = recorder.save(runtime.contract)
-    return {"file": None if path is None else str(path), "rules": len(document.rules), "left_out": document.left_out,
-            "recorded": document.recorded}
-
-
-def saved_at_stop(runtime: Runtime) -> None:
-    """The save at stop, said on stderr (a failure too: the stub stops anyway)."""
-    try:
-        saved = save_recording(runtime)
-    except OSError as exc:
-        print(f"plantstub: --record: cannot write to {runtime.settings.record}: {exc.strerror or exc}", file=sys.stderr,
-              flush=True)
-        return
-    if saved is not None and saved["file"] is not None:
-        left = len(saved["left_out"])
-        print(f"plantstub: recorded {saved['recorded']} exchange{'s' if saved['recorded'] != 1 else ''} in "
-              f"{saved['rules']} rule{'s' if saved['rules'] != 1 else ''} to {saved['file']}"
-              + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)

@@ -13,6 +13,7 @@ from plantstub._budget import Budget
 from plantstub.config import Settings
 from plantstub.contract.outgoing import problem
 from plantstub.errors import CallAssertionError, ConfigError, ScenarioError, UnknownScenario
+from plantstub.proxy.record import Recorder, Saved
 from plantstub.recording.call import Call, Record
 from plantstub.recording.coverage import Coverage
 from plantstub.recording.journal import Journal
@@ -91,6 +92,11 @@ class Session:
         self._owns_file = shares_file is None
         # Rules from code (stub.when(...), admin POST rules): tried before the active scenario's; gone on reset.
         self.declared = DeclaredRules(self.memory)
+        # --record: this session's exchanges with the real service, kept until a save writes them (a reset keeps them)
+        forwarder = runtime.forwarder
+        self.recorder = (Recorder(settings.record, forwarder.shown, self.memory, settings.record_secrets != "keep",
+                                  settings.record_ignore_query, sid)
+                         if settings.record is not None and forwarder is not None else None)
         if settings.scenario is not None:
             try:
                 self.use(settings.scenario)
@@ -327,11 +333,27 @@ class Session:
         """How many deliveries of this epoch (since the last reset) are still being sent."""
         return self.webhooks.pending
 
+    # -- recording (--record) -------------------------------------------------------------------
+    async def save_recording(self) -> Saved | None:
+        """Write what this session recorded since the last save to the next file (built off the event loop); None
+        when the stub records nothing. :raises OSError: the file cannot be written (what was recorded is kept)."""
+        return None if self.recorder is None else await self.recorder.save(self.runtime.contract)
+
+    async def save_at_end(self) -> int:
+        """The save when the stub stops or this session ends, said on stderr; the exchanges it could not write."""
+        return 0 if self.recorder is None else await self.recorder.save_at_end(self.runtime.contract)
+
+    def save_now(self) -> int:
+        """save_at_end(), with no event loop running (the stub stopped before the session ended)."""
+        return 0 if self.recorder is None else self.recorder.save_at_end_here(self.runtime.contract)
+
     # -- health and the end ---------------------------------------------------------------------
     def problems(self) -> list[dict[str, str]]:
-        """What makes the stub degraded, `{"at", "message"}` each: a journal file losing calls, deliveries not sent."""
+        """What makes the stub degraded, `{"at", "message"}` each: a journal file losing calls, deliveries not sent,
+        recorded exchanges dropped or not saved."""
         found = []
-        for text in self.journal.problems() + self.webhooks.problems():
+        for text in self.journal.problems() + self.webhooks.problems() + (
+                self.recorder.problems() if self.recorder is not None else []):
             at, _, message = text.partition(": ")  # each reads `where: what`
             found.append(problem(at, message))
         return found
@@ -349,6 +371,7 @@ class Session:
             "webhooks": hooks.figures(),
             **({"store": self.store.figures()} if self.store is not None else {}),
             **({"proxy": self.runtime.forwarder.figures()} if self.runtime.forwarder is not None else {}),
+            **({"recording": self.recorder.figures()} if self.recorder is not None else {}),
             "memory": {"session": self.memory.figures(),
                        "stub": self.memory.parent.figures() if self.memory.parent is not None else None},
         }
@@ -365,3 +388,4 @@ class Session:
         self.memory.release()
         if self._owns_file:  # a sidecar session shares the stub's journal file
             self.journal.close()
+

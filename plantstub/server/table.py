@@ -12,7 +12,7 @@ from typing import Any
 from plantstub._budget import Budget
 from plantstub.recording.coverage import Tally, merge, report_of
 from plantstub.scenarios.library import FolderLoad
-from plantstub.server.runtime import Runtime, saved_at_stop
+from plantstub.server.runtime import Runtime
 from plantstub.server.session import SESSION_SHARE, Limits, Session
 from plantstub.webhooks.outbox import GRACE, Outbox
 
@@ -65,6 +65,7 @@ class Sessions:
         self.ended_tally: Tally = {}  # the coverage of the sessions that ended
         self._closing: set[asyncio.Task[None]] = set()  # ended sessions' webhook senders, stopping
         self._on_end: list[Callable[[str], object]] = []  # told the id of each session that ends
+        self.unsaved = 0  # --record: exchanges a save at stop or at a session's end could not write (exit status 1)
 
     def when_ended(self, callback: Callable[[str], object]) -> None:
         """Call `callback(sid)` whenever a session ends (DELETE, a Stub view's stop, expiry, eviction)."""
@@ -141,18 +142,29 @@ class Sessions:
         session = live.session
         merge(self.ended_tally, session.tally.tally())
         session.close()
-        if session.sends():  # its pending deliveries get the grace, in the background, on the loop
-            try:
-                task = asyncio.get_running_loop().create_task(self._stop_sending(sid, session))
-            except RuntimeError:  # no loop runs here (the stub stopped): its deliveries were counted then
-                pass
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs here (the stub stopped): its deliveries were counted then
+            loop = None
+        if session.recorder is not None:  # --record: what it recorded is saved, on the loop off it, or here
+            if loop is None:
+                self.unsaved += session.save_now()
             else:
-                self._closing.add(task)
-                task.add_done_callback(self._closing.discard)
+                self._later(loop.create_task(self._save(session)))
+        if session.sends() and loop is not None:  # its pending deliveries get the grace, in the background
+            self._later(loop.create_task(self._stop_sending(sid, session)))
         self.ended += 1
         for callback in self._on_end:
             callback(sid)
         return True
+
+    def _later(self, task: asyncio.Task[None]) -> None:
+        """A task of an ended session, awaited at stop."""
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _save(self, session: Session) -> None:
+        self.unsaved += await session.save_at_end()
 
     async def _stop_sending(self, sid: str, session: Session) -> None:
         """An ended session's pending deliveries: sent within the grace, the rest counted in health and logged."""
@@ -225,7 +237,8 @@ class Sessions:
             await self.outbox.close()
             if self.runtime.forwarder is not None:
                 await self.runtime.forwarder.close()
-                saved_at_stop(self.runtime)
+            for session in (self.default, *self.live()):  # --record: what each session recorded, in its own file
+                self.unsaved += await session.save_at_end()
         finally:
             self.default.close()
         return unsent + self.outbox.unsent_at_end

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plantstub._budget import Budget
+from plantstub._json import JSON, NO_BODY, json_bytes
 from plantstub.config import shown_url
 from plantstub.contract.load import load_spec
 from plantstub.contract.operations import serve
 from plantstub.contract.router import Router
-from plantstub.proxy.record import Exchange, Recorder
+from plantstub.incoming import IncomingRequest
+from plantstub.proxy.record import Recorder
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.load import (
     ScenarioLoadError,
@@ -77,16 +80,29 @@ def load_paths(paths: tuple[Path, ...], contract: ScenarioContract, only: str | 
     return loaded
 
 
+RECORDING_BYTES = 256 * 2**20  # what --record may hold of the service's answers before it writes them
+
+
 def _recorded(recorder: Recorder, request: Request, answer: Answer | NoAnswer, judged: Verdict,
               secrets: Secrets) -> None:
-    """The exchange of one rule, for --record (secrets hidden before anything is written)."""
-    body = secrets.value(request.body) if isinstance(request.body, dict) else None
+    """The exchange of one rule, for --record (the recorder redacts by the one rule; --header values, which a service
+    may echo anywhere, are hidden here before anything is kept)."""
+    headers = list(request.headers)
+    raw = b""
+    if request.body is not NO_BODY:
+        raw = json_bytes(secrets.value(request.body))
+        headers.append(("Content-Type", JSON))
+    incoming = IncomingRequest(request.method, request.path, {k: [v] for k, v in request.query}, dict(headers), raw,
+                               request.raw_path, request.raw_query, "https",
+                               tuple((k.encode(), v.encode()) for k, v in headers))
     if isinstance(answer, NoAnswer):
-        recorder.add(Exchange(request.method, request.path, body, None, None, None, (secrets.text(answer.reason),)))
+        recorder.failed(incoming, secrets.text(answer.reason))
         return
-    recorder.add(Exchange(request.method, request.path, body, answer.status, answer.content_type,
-                          secrets.value(judged.service_body),
-                          tuple(secrets.text(f"broke the contract: {p}") for p in judged.broke)))
+    payload = answer.payload
+    if secrets.values:
+        payload = secrets.text(payload.decode("utf-8", "replace")).encode()
+    recorder.add(incoming, answer.status, answer.content_type, payload, secrets.value(judged.service_body),
+                 [secrets.text(p) for p in judged.broke])
 
 
 async def _send_all(settings: VerifySettings, contract: ScenarioContract, scenarios: list[Scenario],
@@ -130,7 +146,8 @@ def verify(settings: VerifySettings) -> int:
         print(error, file=sys.stderr)
     secrets = Secrets(settings.headers)
     against = shown_url(settings.against)
-    recorder = Recorder(settings.record, against) if settings.record is not None else None
+    recorder = (Recorder(settings.record, against, Budget(RECORDING_BYTES)) if settings.record is not None
+                else None)
     outcomes = asyncio.run(_send_all(settings, contract, loaded.scenarios, secrets, recorder))
     seconds = time.perf_counter() - started
     status = 1 if loaded.errors or any(counted(outcomes)[o] for o in FAILING) else 0
@@ -159,16 +176,16 @@ def verify(settings: VerifySettings) -> int:
 
 def _save(recorder: Recorder, contract: ScenarioContract, settings: VerifySettings) -> int:
     try:
-        path, document = recorder.save(contract)
+        saved = recorder.save_now(contract)
     except OSError as exc:
         print(f"plantstub: --record: cannot write to {settings.record}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    if path is None:
+    if saved.file is None:
         print("plantstub: --record: no request was sent; nothing recorded", file=sys.stderr)
         return 0
-    left = len(document.left_out)
-    print(f"plantstub: recorded {document.recorded} exchange{'s' if document.recorded != 1 else ''} in "
-          f"{len(document.rules)} rule{'s' if len(document.rules) != 1 else ''} to {path}"
+    left = len(saved.left_out)
+    print(f"plantstub: recorded {saved.recorded} exchange{'s' if saved.recorded != 1 else ''} in "
+          f"{saved.rules} rule{'s' if saved.rules != 1 else ''} to {saved.file}"
           + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr)
     return 0
 

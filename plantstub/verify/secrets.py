@@ -1,13 +1,12 @@
 """What `plantstub verify` never shows: the values of --header (and the credential inside one), and the answers'
-fields whose name says secret. The one place verify asks the project's redaction rule (proxy/record.py's today),
-so switching that rule is an edit here."""
+fields whose name says secret. The one place verify asks the project's redaction rule (plantstub/redaction.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from plantstub.proxy.record import REDACTED, redacted, secret
+from plantstub.redaction import REDACTED, redacted, secret_name
 
 # Shorter values are not looked for in free text (a value "1" would hide every 1 of the output); as header values
 # they are never shown, whatever their length.
@@ -16,7 +15,7 @@ MIN_HIDDEN = 4
 
 def credential(name: str) -> bool:
     """Whether a header of this name carries a secret (Authorization, Cookie, a name with token, key...)."""
-    return secret(name)
+    return secret_name(name)
 
 
 class Secrets:

@@ -105,6 +105,7 @@ def count(phase, info):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
+    gc.collect()  # the count of new objects starts at 0: pytest's own setup work alone sets off no collection
     gc.callbacks.append(count)
     yield
     gc.callbacks.remove(count)

@@ -216,10 +216,10 @@ def test_a_recording_passes_check_replays_and_verifies_in_turn(service, capsys, 
     capsys.readouterr()
     assert call(service.url, "POST", "/__reset")[0] == 200
     status, lines, _ = verify(service, capsys, "--allow-writes", str(recording))
-    assert [line.split(": ", 1)[1] for line in lines[:-1]] == [  # the recorder's order: by method and path
+    assert [line.split(": ", 1)[1] for line in lines[:-1]] == [  # the recorder's order: by method, path and query
         "stub 204, service 204: agrees", "stub 200, service 200: agrees", "stub 400, service 400: agrees",
-        "stub 200, service 200: agrees", "stub 400, service 400: agrees"]
-    assert lines[1].startswith(f"{recording}:9 GET /plants: ")
+        "stub 400, service 400: agrees", "stub 200, service 200: agrees"]
+    assert lines[1].startswith(f"{recording}:9 GET /plants?limit=2: ")
     assert status == 0
 
 
@@ -233,9 +233,9 @@ def test_an_imported_har_file_verifies_and_names_the_answers_that_changed(servic
     assert main(["import-har", "session.har", "--out", "har.yaml", *SPEC]) == 0
     capsys.readouterr()
     status, lines, _ = verify(service, capsys, "har.yaml")
-    assert lines[0] == "har.yaml:4 GET /plants: stub 200, service 200: agrees" and status == 0
+    assert lines[0] == "har.yaml:4 GET /plants?limit=1: stub 200, service 200: agrees" and status == 0
     status, lines, _ = verify(service, capsys, "--compare", "body", "har.yaml")
-    assert lines[:4] == ["har.yaml:4 GET /plants: stub 200, service 200: differs (body)",
+    assert lines[:4] == ["har.yaml:4 GET /plants?limit=1: stub 200, service 200: differs (body)",
                          "    body: stub 1 item, service 3 items",
                          "    body[0].name: stub 'Rose', service 'Fern'",
                          "    body[0].tag: stub 'red', service 'green'"]
