@@ -22,7 +22,7 @@ from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.cors import is_preflight, preflight
 from plantstub.server.pipeline import Later, Pipeline
 from plantstub.server.prefixes import SESSION_HEADER, SESSION_PREFIX
-from plantstub.server.session import Session
+from plantstub.server.session import Session, seed_key_problem
 from plantstub.server.table import SessionLimit, Sessions
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
@@ -131,7 +131,11 @@ class SessionRouter:
                 return False
             url = _joined("/" + rest, "" if url is None else url.raw_query_string)
         elif named is None:
-            if raw_path.startswith("//") or self._default is None:
+            if raw_path.startswith("//"):  # a base URL + "/plants": read as one slash, as route() does
+                url = _joined(raw_path, "" if url is None else url.raw_query_string)
+                if url.raw_path.startswith("/__"):  # the admin API or a session's prefix: route() sends it on
+                    return False
+            if self._default is None:
                 return False
             return self._default.quick(message, url, raw_path, payload, transport, origin)
         else:
@@ -273,16 +277,20 @@ class SessionRouter:
             return data
         data = {} if data is None else data
         sid = data.get("id") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or set(data) - {"id"} or not isinstance(sid, (str, type(None))):
-            return error(400, 'body: expected nothing, or {"id": "SESSION"}')
+        if not isinstance(data, dict) or set(data) - {"id", "seed_key"} or not isinstance(sid, (str, type(None))):
+            return error(400, 'body: expected nothing, or {"id": "SESSION"} (and "seed_key": "KEY", optional)')
         if sid is not None and not SESSION_ID.fullmatch(sid):
             return error(400, f"body.id: {_shown(sid)} is not a session id (expected {ID_RULE})")
+        seed_key = data.get("seed_key")
+        problem = None if seed_key is None else seed_key_problem(seed_key, "body.seed_key")
+        if problem is not None:
+            return error(400, problem)
         named = _named(request, sid, "body.id")
         if isinstance(named, web.Response):
             return named
         sid = sid or named or new_id()
         try:
-            live = self.sessions.open_entry(sid, by_admin=True)  # the guard let it through: never evicted
+            live = self.sessions.open_entry(sid, by_admin=True, seed_key=seed_key)  # never evicted (guarded)
         except SessionLimit as exc:
             return error(503, str(exc))
         url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}/"  # a base URL: ends with '/'
@@ -296,7 +304,7 @@ class SessionRouter:
         live = self.sessions.entry(sid)
         if live is None or not self.sessions.end(sid):
             return error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
-        return reply({"ended": sid, "instance": live.instance})
+        return reply({"ended": sid, "instance": live.instance, "dynamic_answers": live.session.draws.answers})
 
 
 def _named(request: web.BaseRequest, sid: str | None, where: str) -> str | web.Response | None:

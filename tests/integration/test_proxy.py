@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from plantstub import Stub
-from tests.helpers import JSON_AUTH, Upstream, call, free_port_url, raw_call
+from tests.helpers import JSON_AUTH, Upstream, address, call, free_port_url, raw_call
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +193,7 @@ def test_a_client_that_leaves_while_the_service_thinks_is_recorded_and_the_stub_
     import socket
 
     with Stub(proxy=upstream.url, proxy_timeout=10) as stub:
-        host, port = stub.url.removeprefix("http://").split(":")
+        host, port = address(stub.url)
         body = json.dumps({"id": 1, "name": "Slow"}).encode()
         with socket.create_connection((host, int(port)), timeout=5) as sock:
             sock.sendall(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n"
