@@ -181,7 +181,7 @@ def test_a_bad_proxy_url_stops_the_start(value, message, tmp_path):
 
 def test_a_session_forwards_its_inner_path_without_the_stubs_own_headers(stub, upstream):
     with stub.session() as view:
-        prefixed = view.url.removeprefix(stub.url) + "plants"  # /__session/ID/plants
+        prefixed = "/" + view.url.removeprefix(stub.url) + "plants"  # /__session/ID/plants
         assert post(stub.url, {"id": 1, "name": "Fern"}, path=prefixed)[:2] == (200, b'{"name": "Fern"}')
         assert seen(upstream)["path"] == "/base/plants"
         assert post(stub.url, {"id": 2, "name": "Ivy"}, {"X-Plantstub-Session": view.session_id or ""})[0] == 200

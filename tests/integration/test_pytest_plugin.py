@@ -105,6 +105,7 @@ def count(phase, info):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
+    gc.collect()  # what came before is not the setup's: a collection it left due would fall anywhere in it
     gc.callbacks.append(count)
     yield
     gc.callbacks.remove(count)
