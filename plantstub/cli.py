@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import gc
 import signal
 import sys
@@ -442,10 +443,12 @@ async def _serve_with(settings: Settings) -> int:
     with collector_paused():
         sessions = Sessions(load(settings))
         gc.freeze()  # what is loaded lives as long as the process: no later collection walks a big spec again
+    seed = sessions.runtime.seed
+    said = f"plantstub: dynamic answers, seed {seed} (--seed {seed} gives the same answers to the same calls)"
     if settings.dynamic:  # before the listening line: a failing run's log says how to repeat it
-        seed = sessions.runtime.seed
-        print(f"plantstub: dynamic answers, seed {seed} (--seed {seed} gives the same answers to the same calls)",
-              file=sys.stderr, flush=True)
+        print(said, file=sys.stderr, flush=True)
+    elif settings.seed is None and sessions.runtime.dynamic is not None:  # `Prefer: dynamic=true`: said when first met
+        sessions.runtime.dynamic.first = functools.partial(print, said, file=sys.stderr, flush=True)
     try:
         running = await start(sessions, settings.host, settings.port, context)
     except OSError as exc:

@@ -15,6 +15,7 @@ from plantstub.plugin.options import (
     URL_ENV,
     WAIT_ENV,
     add_options,
+    given_seed,
     run_seed,
     session_wait,
     settings_of,
@@ -22,6 +23,7 @@ from plantstub.plugin.options import (
     with_proxy,
 )
 from plantstub.plugin.pool import StubPool
+from plantstub.plugin.seeds import add_failure_section, merge_worker, note_drawn, seed_key, worker_finished, write_seeds
 from plantstub.plugin.sidecar import check_stateful, end_session, open_session, sidecar_terms
 from plantstub.plugin.strict import settled_deliveries, strict_failures
 from plantstub.plugin.summary import COVERAGE_KEY, session_finished, write_summary
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COVERAGE_KEY", "URL_ENV", "WAIT_ENV", "StubPool"]
 _STUB_OF_TEST = pytest.StashKey["Stub | RemoteStub"]()
+_ON_SIDECAR = pytest.StashKey[bool]()  # the test's stub is its session on a sidecar
+_DRAWN_OF_TEST = pytest.StashKey[int]()  # the dynamic answers the test drew, counted at its fixture's teardown
 _WAIT_KEY = pytest.StashKey[float]()
 REPORT_PLUGIN = "plantstub-report"  # the name plugin/report.py registers the report under
 
@@ -89,7 +93,7 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
 @pytest.fixture(scope="session")
 def plantstub_pool(request: pytest.FixtureRequest) -> Iterator[StubPool]:
     """The session's running stubs, by settings, and its sidecar connections; all stop when the session ends."""
-    pool = StubPool(run_seed(request.config))
+    pool = StubPool(given_seed(request.config))
     try:
         yield pool
     finally:
@@ -151,12 +155,12 @@ def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest
         plantstub_settings = with_proxy(plantstub_settings, options.proxy)
     if sidecar is not None:
         remote, scenario = sidecar
-        stub = view = open_session(remote, request.config.stash[_WAIT_KEY])
+        stub = view = open_session(remote, request.config.stash[_WAIT_KEY], seed_key(request.node))
         stub.watch_default()  # so a failed assertion can say when calls went to the default session instead
     else:
         stub = pooled = plantstub_pool.get(plantstub_settings)
         scenario = pooled.settings.scenario
-        stub.reset()
+        stub.reset(seed_key(request.node))  # this test's dynamic answers: from the seed and its node id
     problem = None
     try:
         stub.use(options.scenario if options.scenario is not None else scenario)
@@ -168,6 +172,7 @@ def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest
         pytest.fail(problem, pytrace=False)
     request.node.stash[OPTIONS_KEY] = options
     request.node.stash[_STUB_OF_TEST] = stub
+    request.node.stash[_ON_SIDECAR] = view is not None
     try:
         yield stub
     finally:
@@ -181,32 +186,49 @@ def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest
                 raise
         finally:
             if view is not None:
-                end_session(view, request.node.name)  # ends this test's session on the sidecar (its subscriptions with it)
+                try:
+                    end_session(view, request.node.name)  # ends this test's session on the sidecar (its subscriptions)
+                finally:
+                    _drawn(request, view, view.ended_answers or 0)
             elif pooled is not None:
+                _drawn(request, pooled, pooled.dynamic_answers)
                 pooled.use(None)
                 pooled.reset_subscriptions()  # a subscription the test made ends with it
 
 
+def _drawn(request: pytest.FixtureRequest, stub: Stub | RemoteStub, drawn: int) -> None:
+    """Keep how many dynamic answers the test drew: for a failure at its teardown, and for the run's summary."""
+    request.node.stash[_DRAWN_OF_TEST] = drawn
+    note_drawn(request.config, stub, request.node.stash.get(_ON_SIDECAR, False), drawn)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    """Strict mode: a test that passed but whose calls broke the contract fails, with the reasons."""
+    """Strict mode: a test that passed but whose calls broke the contract fails, with the reasons. A failed test
+    that drew dynamic answers names their seed."""
     outcome = yield
     report = outcome.get_result()
-    if call.when != "call" or not report.passed or "plantstub" not in getattr(item, "fixturenames", ()):
+    if call.when == "setup" or "plantstub" not in getattr(item, "fixturenames", ()):
         return
     options = item.stash.get(OPTIONS_KEY, None)
     stub = item.stash.get(_STUB_OF_TEST, None)
-    if options is None or stub is None or not options.strict:
+    if stub is None:
         return
-    failures = strict_failures(item.name, stub.calls, settled_deliveries(stub))
-    if failures:
-        report.outcome = "failed"
-        report.longrepr = "\n".join(failures)
+    if call.when == "call" and report.passed and options is not None and options.strict:
+        failures = strict_failures(item.name, stub.calls, settled_deliveries(stub))
+        if failures:
+            report.outcome = "failed"
+            report.longrepr = "\n".join(failures)
+    if report.failed:  # at teardown, the count the fixture kept (a sidecar's session has ended)
+        add_failure_section(report, item, stub, item.stash.get(_ON_SIDECAR, False),
+                            item.stash.get(_DRAWN_OF_TEST, None) if call.when == "teardown" else None)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist installed, pytest must not see it as unknown
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    """pytest-xdist: merge each worker's coverage tally into the controller's."""
+    """pytest-xdist: merge each worker's coverage tally, and its count of tests that drew dynamic answers, into the
+    controller's."""
+    merge_worker(node.config, node)
     data = getattr(node, "workeroutput", {}).get("plantstub_coverage")
     if not data:
         return
@@ -214,8 +236,10 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    worker_finished(session.config)
     session_finished(session)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    write_seeds(terminalreporter, config)
     write_summary(terminalreporter, config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import functools
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +54,9 @@ class _Background:
         self.tls = Throwaway(settings.host) if settings.tls else None
         if self.tls is not None:
             settings = dataclasses.replace(settings, tls_cert=self.tls.cert_file, tls_key=self.tls.key_file)
-        self.ca_file = None if self.tls is None else self.tls.ca_file
+        # A str, not a Path: requests' verify= takes a path only as a str, and httpx reads anything but a str or a
+        # bool as an SSLContext.
+        self.ca_file = None if self.tls is None else str(self.tls.ca_file)
         self.settings = settings
         try:
             self.context = server_context(settings)
@@ -120,8 +123,8 @@ class _Background:
 
         return asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)
 
-    def open(self, sid: str) -> Session:
-        return self.call(self.sessions.open, sid)
+    def open(self, sid: str, seed_key: str | None = None) -> Session:
+        return self.call(functools.partial(self.sessions.open, sid, seed_key=seed_key))
 
     def end(self, sid: str) -> None:
         if self.alive():
@@ -142,7 +145,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
     """A running plantstub, each instance standing alone.
 
     ``with Stub(scenarios="scenarios", scenario="flaky") as stub: ...`` (or ``async with``) starts it
-    on a free port; ``stub.url`` is its base URL.
+    on a free port; ``stub.url`` is its base URL, ending with ``/`` (``http://127.0.0.1:PORT/``).
 
     :param spec: OpenAPI document to serve (default: the bundled Plant Store).
     :param scenarios: folder of scenario files.
@@ -174,7 +177,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
             settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
         self.settings = settings
         self.url = ""
-        self.ca_file: Path | None = None  # tls=True: the throwaway CA's certificate (PEM), for clients to trust
+        self.ca_file: str | None = None  # tls=True: the throwaway CA's certificate (a PEM file's path), for clients
         self.session_id: str | None = None  # a session view's id (`session()`); None: the stub's default session
         self._server: _Background | None = None
         self._session: Session | None = None  # kept once stopped: its calls can still be read
@@ -189,13 +192,14 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         """
         return RemoteStub.connect(url, admin_token)
 
-    def session(self) -> Stub:
+    def session(self, seed_key: str | None = None) -> Stub:
         """An isolated view of this stub: its own journal, counters, scenario and state, and its own `url`
-        (``<url>/__session/<new id>``); leaving its ``with`` block (or ``stop()``) ends the session."""
+        (``<url>__session/<new id>/``); leaving its ``with`` block (or ``stop()``) ends the session. `seed_key`: its
+        dynamic answers are drawn from the stub's seed and this key (default: the session's id)."""
         if self._server is None:
             raise PlantstubError("the stub is not serving; a session is opened on a started stub (`with Stub(...) as "
                                  "stub: stub.session()`)")
-        return _SessionView(self._server, self.settings, self.url.partition(SESSION_PREFIX)[0].rstrip("/"))
+        return _SessionView(self._server, self.settings, self.url.partition(SESSION_PREFIX)[0].rstrip("/"), seed_key)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -209,7 +213,9 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
             return self
         server = _Background(self.settings)
         server.start()
-        self._server, self._session, self.url = server, server.sessions.default, server.url
+        # A base URL: `url + "plants"`, urljoin(url, "plants") and aiohttp's base_url work, as with a session's URL;
+        # so does `url + "/plants"` (the stub reads a doubled slash at the start of a path as one).
+        self._server, self._session, self.url = server, server.sessions.default, server.url + "/"
         self.ca_file = server.ca_file
         return self
 
@@ -257,10 +263,16 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         """Make scenario `name` active (None: no scenario); its rule counters start again."""
         self._call(self._live().use, name)
 
-    def reset(self) -> None:
+    def reset(self, seed_key: str | None = None) -> None:
         """Forget recorded calls, rule counters, rules from code and deliveries; subscriptions are those of the start
-        again."""
-        self._call(self._live().reset)
+        again. Dynamic answers are drawn from the start again: from the seed and `seed_key` when given (the pytest
+        fixture gives each test's node id), else from the key they had."""
+        self._call(self._live().reset, seed_key)
+
+    @property
+    def dynamic_answers(self) -> int:
+        """How many dynamic answers this stub (or session) drew since it started or was last reset."""
+        return self._live().draws.answers
 
     def coverage(self) -> dict[str, Any]:
         return self._call(self._live().coverage)
@@ -342,14 +354,13 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
 class _SessionView(Stub):
     """`Stub.session()`: one more session of a running stub, served by the same thread; stop() ends it."""
 
-    def __init__(self, server: _Background, settings: Settings, root: str) -> None:
+    def __init__(self, server: _Background, settings: Settings, root: str, seed_key: str | None = None) -> None:
         super().__init__(settings=settings)
         self._sid = self.session_id = new_id()
         self._server = server
-        self._session = server.open(self._sid)
-        self.url = f"{root}{SESSION_PREFIX}{self._sid}/"
-        self.ca_file = server.ca_file  # a base URL: aiohttp's base_url needs the '/'
-
+        self._session = server.open(self._sid, seed_key)
+        self.url = f"{root}{SESSION_PREFIX}{self._sid}/"  # a base URL, as the stub's
+        self.ca_file = server.ca_file
 
     def start(self) -> Stub:
         return self

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,13 @@ def post_status(base_url: str, body: bytes, path: str = "/plants") -> int:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return exc.code
+
+
+def address(url: str) -> tuple[str, int]:
+    """(host, port) of a base URL, whatever its shape (`http://127.0.0.1:4010`, `.../`, `.../__session/ID/`)."""
+    parts = urllib.parse.urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None, url
+    return parts.hostname, parts.port
 
 
 def raw_call(url: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None):

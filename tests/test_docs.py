@@ -9,16 +9,24 @@ reader); without one, a block runs as its language's default:
 - `pytest ARGS [(note)]` (default for a python block that defines a `test_` function): the block is a test
   module, run by `pytest ARGS` in a fresh folder (the README's `plant_client.py` beside it, an empty
   `scenarios/`); every test it defines must pass;
+  a block naming `https://staging.example.com/api` (the real service of docs/real-service.md) meets a real one
+  there, tests/upstream_app.py's;
 - `readme-project ARGS [(note)]` (a plain block): the README's consumer project run with `pytest ARGS` prints
   the block's lines, one after the other;
-- `check ARGS [as FILE][, errors below]` (default for yaml): the block saved as FILE (default: the
+- `readme-run [(note)]` (a sh block of one `pytest ARGS` line): the README's consumer project run with that
+  command line; every test passes;
+- `check ARGS [as FILE][, errors below] [(note)]` (default for yaml): the block saved as FILE (default: the
   `# scenarios/NAME.yaml` comment it opens with, else example.yaml) and checked with `plantstub check ARGS FILE`;
   it passes, or prints exactly the lines of the next plain block;
 - `yaml` (a file for another tool: compose, CI): it is read as YAML, nothing more;
-- `shell` (default for sh and console): `plantstub ...` lines are parsed by the real command line, `plantstub
-  serve` starts a Stub with those settings, and `curl` lines are sent to it; a console block's output lines must
-  be what the command prints, and a sh block's requests must not fail;
-- `skip (why)`: a block that cannot run in the suite; the reason shows in the test report.
+- `shell [, with FILE...]` (default for sh and console): the files named (in tests/data/) are put in the folder
+  first; `plantstub ...` lines are parsed by the real command line, `plantstub serve` starts a Stub with those
+  settings, other `plantstub` commands run, and `curl` lines are sent to the stub; a console block's output lines
+  must be what the command prints, and a sh block's commands must not fail;
+- `elsewhere FILE (why)`: a block another test runs (a real nginx, HAProxy): FILE, the tests' module that reads the
+  page, must exist and name the page;
+- `skip (why)`: a block that needs what the suite cannot start (a Docker engine, CI's clean clone); the reason
+  shows in the test report.
 In README.md, the block under `<!-- setup -->` is CI's (`.ci/run` runs it on a clean clone: skipped here), and
 each block under `<!-- example: NAME -->` is file NAME of the consumer project that
 tests/consumer/test_consumer_untouched.py runs (checked here to be among the files it reads).
@@ -44,7 +52,7 @@ import yaml
 from plantstub import Stub
 from plantstub.cli import build_parser, main
 from plantstub.config import build_settings
-from tests.helpers import REPO, Receiver, raw_call
+from tests.helpers import REPO, Receiver, Upstream, raw_call
 
 DOCS = REPO / "docs"
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
@@ -54,6 +62,8 @@ BLOCK = re.compile(r"(?:^ *<!-- (?:docs-test: (?P<directive>.*?)|(?P<readme>setu
                    r"^(?P<indent> *)```(?P<lang>\w*)\n(?P<code>.*?)^(?P=indent)```", re.S | re.M)
 TEST_FUNCTION = re.compile(r"^(?:async )?def test_", re.M)
 DOC_URL = "http://localhost:4010"  # where the docs' examples find a running stub
+STAGING = "https://staging.example.com/api"  # where docs/real-service.md's examples find the real service
+DATA = REPO / "tests" / "data"
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,9 @@ def problems(blocks: list[Block]) -> list[str]:
     for block in blocks:
         if block.kind == "skip" and not re.fullmatch(r"skip \(\w.{8,}\)", block.directive):
             found.append(f"{block.where}: a skip must say why: `<!-- docs-test: skip (why) -->`")
+        elif block.kind == "elsewhere" and not re.fullmatch(r"elsewhere \S+ \(\w.{8,}\)", block.directive):
+            found.append(f"{block.where}: say which tests' module runs it, and how: "
+                         "`<!-- docs-test: elsewhere FILE (why) -->`")
         elif block.kind == "python" and TEST_FUNCTION.search(block.code):
             found.append(f"{block.where}: defines tests that `python` would not run: say `pytest ARGS`")
         elif block.kind not in KINDS:
@@ -113,9 +126,9 @@ def problems(blocks: list[Block]) -> list[str]:
     return found
 
 
-KINDS = ("python", "pytest", "readme-project", "check", "yaml", "shell", "example", "skip")
+KINDS = ("python", "pytest", "readme-project", "readme-run", "check", "yaml", "shell", "example", "elsewhere", "skip")
 BLOCKS = doc_blocks()
-INNER = ("pytest", "readme-project")  # run by an inner pytest session: their own test, marked slow by pytester
+INNER = ("pytest", "readme-project", "readme-run")  # run by an inner pytest session: their own test, marked slow
 
 
 def readme_client() -> str:
@@ -151,7 +164,12 @@ def test_docs_example_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Mon
     elif block.kind == "yaml":
         assert yaml.safe_load(block.code), f"{block.where}: empty YAML"
     elif block.kind == "shell":
-        run_shell(block)
+        run_shell(block, tmp_path, capsys)
+    elif block.kind == "elsewhere":
+        module = REPO / block.directive.split()[1]
+        page = block.where.partition(":")[0]
+        assert module.is_file(), f"{block.where}: no {module.relative_to(REPO)} to run it"
+        assert Path(page).name in module.read_text(encoding="utf-8"), f"{block.where}: {module.name} does not read {page}"
     elif block.kind == "example":  # the consumer test runs the project; here: it is one of the files it reads
         name = block.directive.removeprefix("example: ")
         assert consumer_examples().get(name) == block.code, f"{block.where}: not among the consumer project's files"
@@ -165,23 +183,36 @@ RUN_BY_PYTEST = [block for block in BLOCKS if block.kind in INNER]
 @pytest.mark.parametrize("block", RUN_BY_PYTEST, ids=[block.where for block in RUN_BY_PYTEST])
 def test_docs_example_passes_under_pytest(block: Block, pytester: pytest.Pytester) -> None:
     args = shlex.split(re.sub(r"\(.*\)\s*$", "", block.directive))[1:]
+    if block.kind == "readme-run":
+        line = block.code.strip()
+        assert line.startswith("pytest ") and "\n" not in line, f"{block.where}: not one `pytest ARGS` line"
+        args = shlex.split(line)[1:]
     if block.kind == "pytest":
         files = {"plant_client.py": readme_client(), "test_example.py": block.code}
     else:
         files = consumer_examples()
-    (pytester.path / "scenarios").mkdir()
-    for name, content in files.items():
-        (pytester.path / name).parent.mkdir(parents=True, exist_ok=True)
-        (pytester.path / name).write_text(content, encoding="utf-8")
-    tests = sum(len(TEST_FUNCTION.findall(code)) for name, code in files.items() if Path(name).name.startswith("test_"))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
-    output = result.stdout.str() + result.stderr.str()
+    with contextlib.ExitStack() as stack:
+        if STAGING in files.get("test_example.py", ""):  # the real service of docs/real-service.md, for real
+            upstream = stack.enter_context(Upstream())
+            files["test_example.py"] = files["test_example.py"].replace(STAGING, upstream.url)
+        result, output = inner_run(pytester, files, args)
     assert result.ret == pytest.ExitCode.OK, f"{block.where}: pytest {shlex.join(args)}:\n{output}"
+    tests = sum(len(TEST_FUNCTION.findall(code)) for name, code in files.items() if Path(name).name.startswith("test_"))
     result.assert_outcomes(passed=tests)
     if block.kind == "readme-project":
         wanted, printed = block.code.splitlines(), result.stdout.lines
         assert any(printed[i:i + len(wanted)] == wanted for i in range(len(printed))), \
             f"{block.where}: pytest {shlex.join(args)} printed:\n{output}"
+
+
+def inner_run(pytester: pytest.Pytester, files: dict[str, str], args: list[str]) -> tuple[pytest.RunResult, str]:
+    """`pytest ARGS` in a fresh folder holding `files` and an empty scenarios/: its result and what it printed."""
+    (pytester.path / "scenarios").mkdir()
+    for name, content in files.items():
+        (pytester.path / name).parent.mkdir(parents=True, exist_ok=True)
+        (pytester.path / name).write_text(content, encoding="utf-8")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return result, result.stdout.str() + result.stderr.str()
 
 
 def test_every_block_is_run_or_skipped_with_a_reason() -> None:
@@ -195,7 +226,8 @@ def test_every_block_is_run_or_skipped_with_a_reason() -> None:
     ("<!-- docs-test: python -->\n```python\ndef test_it(plantstub):\n    pass\n```\n",
      "docs/x.md:2: defines tests that `python` would not run"),
     ("<!-- docs-test: run it -->\n```python\nx = 1\n```\n", "docs/x.md:2: unknown docs-test kind 'run'"),
-], ids=["no reason", "empty reason", "tests never run", "unknown kind"])
+    ("<!-- docs-test: elsewhere tests/x.py -->\n```nginx\nx;\n```\n", "docs/x.md:2: say which tests' module runs it"),
+], ids=["no reason", "empty reason", "tests never run", "unknown kind", "elsewhere, no reason"])
 def test_a_block_that_would_pass_unchecked_is_a_problem(page: str, problem: str) -> None:
     (found,) = problems(page_blocks("docs/x.md", page))
     assert found.startswith(problem), found
@@ -227,7 +259,8 @@ def run_python(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def check_scenario(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    found = re.fullmatch(r"check(?P<args>.*?)(?: as (?P<file>\S+))?(?P<errors>, errors below)?", block.directive)
+    found = re.fullmatch(r"check(?P<args>.*?)(?: as (?P<file>\S+))?(?P<errors>, errors below)?(?: \(.*\))?",
+                         block.directive)
     assert found, f"{block.where}: cannot read {block.directive!r}"
     named = re.match(r"# (scenarios/\S+\.ya?ml)\n", block.code)
     file = found["file"] or (named.group(1) if named else "example.yaml")
@@ -242,7 +275,10 @@ def check_scenario(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert (status, err) == (0, ""), f"{block.where}: plantstub check {file}:\n{err}"
 
 
-def run_shell(block: Block) -> None:
+def run_shell(block: Block, folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    given = re.search(r"\bwith (?P<files>[\w./ -]+)", block.directive)
+    for name in given["files"].split() if given else ():
+        (folder / name).write_bytes((DATA / name).read_bytes())
     with contextlib.ExitStack() as stack:
         receiver = stack.enter_context(Receiver())  # stands in for the webhook receivers the docs name
         stub: Stub | None = None
@@ -256,6 +292,13 @@ def run_shell(block: Block) -> None:
                 if args.command == "serve":
                     options = {k: v for k, v in vars(args).items() if k not in ("command", "port")}
                     stub = stack.enter_context(Stub(settings=build_settings(options, env={})))
+                else:  # the command itself: what it prints is the block's, and it succeeds
+                    capsys.readouterr()
+                    status = main(argv[1:])
+                    said = capsys.readouterr()
+                    assert status == 0, f"{block.where}: {command} exited {status}: {said.err}"
+                    if block.lang == "console":
+                        assert (said.out + said.err).rstrip("\n") == expected, f"{block.where}: {command}"
             elif argv[0] == "curl":
                 stub = stub or stack.enter_context(Stub())
                 status, printed = curl(argv, stub.url)

@@ -1,16 +1,21 @@
 """Dynamic answers (--dynamic, `Prefer: dynamic=true`): a declared JSON answer made anew for each call with
 random values that keep its schema, the request's echo kept, from a seed so that a run can be repeated.
 
-Each declared response draws from a random stream of its own, seeded by (seed, operation, response): the n-th
-dynamic answer of one response depends on the seed and n only, not on the calls to other operations between.
-Every value is checked against the response schema; one that breaks it is drawn again (TRIES), then the fixed
-answer is sent, which keeps the contract. A value that would take more than DRAW bytes (arrays of arrays) stops being
-drawn at once: that answer is fixed from then on (and the fixed one is bounded by MAX_GENERATED, contract/samples.py).
+Each session draws from its own `Draws`: a random stream per declared response, seeded by (seed, the session's key,
+operation, response). The n-th dynamic answer of one response in a session depends on those and n only: not on the
+calls to other operations between, nor on other sessions, nor on what the session answered before its last reset.
+The pytest fixture keys each test's draws with its node id (`Draws.restart`), so one test rerun alone with the
+run's seed draws its answers again. Every value is checked against the response schema; one that breaks it is
+drawn again (TRIES), then the fixed answer is sent, which keeps the contract. A value that would take more than DRAW bytes (arrays of arrays)
+stops being drawn at once: that answer is fixed from then on (and the fixed one is bounded by MAX_GENERATED,
+contract/samples.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
+from collections.abc import Callable
 from typing import Any
 
 from plantstub._json import JSON, NO_BODY, is_json
@@ -27,31 +32,62 @@ TRIES = 3  # random values drawn for one answer before the fixed one is sent
 MISSES = 3  # calls of one answer in a row whose every draw broke the schema: it is sent fixed from then on
 
 
-class Dynamic:
-    """The dynamic answers of one stub: its seed and a random stream per declared response."""
+def keyed_seed(seed: int, key: str) -> int:
+    """The seed of the draws keyed `key` under `seed`: a stable hash of both (the same in every process, unlike
+    hash(), which Python salts per process), 64 bits."""
+    return int.from_bytes(hashlib.sha256(f"{seed}\n{key}".encode()).digest()[:8], "big")
 
-    def __init__(self, seed: int, checks: Checks) -> None:
+
+class Draws:
+    """The random streams one session draws its dynamic answers from, one per declared response, and how many
+    answers it drew since it (re)started. `key` None: the stub's own streams, from its seed alone (as a stub
+    without sessions draws them); else from the seed and the key (a sidecar session's id, a test's node id)."""
+
+    __slots__ = ("_streams", "answers", "key", "misses", "seed")
+
+    def __init__(self, seed: int, key: str | None = None) -> None:
         self.seed = seed
-        self.checks = checks
+        self.key = key
+        self.answers = 0  # dynamic answers made since the start or the last restart
         self._streams: dict[int, random.Random] = {}  # by id(answer): an Answer lives as long as its operation
-        self._misses: dict[int, int] = {}  # by id(answer): calls in a row sent fixed
-        self._plans: IdentityMemo[Planned] = IdentityMemo()  # what each schema asks, read once
-        self._fixes: IdentityMemo[Any] = IdentityMemo()  # the fixed value of a place, made once
-        self.fixed = 0  # answers sent fixed because no random value fitted (for tests and figures)
+        self.misses: dict[int, int] = {}  # by id(answer): calls in a row sent fixed
+
+    def restart(self, key: str | None) -> None:
+        """Draw from the start again, keyed `key` (None: from the seed alone)."""
+        self.key = key
+        self.answers = 0
+        self._streams.clear()
+        self.misses.clear()
 
     def stream(self, answer: Answer) -> random.Random:
         rng = self._streams.get(id(answer))
         if rng is None:
-            rng = self._streams[id(answer)] = random.Random(f"{self.seed} {answer.label} {answer.key}")
+            # Random() hashes a string seed with SHA-512: stable across processes and machines.
+            base = self.seed if self.key is None else keyed_seed(self.seed, self.key)
+            rng = self._streams[id(answer)] = random.Random(f"{base} {answer.label} {answer.key}")
         return rng
 
-    def body(self, answer: Answer, check: SchemaCheck) -> Any:
+
+class Dynamic:
+    """The dynamic answers of one stub: its seed, what every session's draws share (the plans of schemas, fixed
+    values), and the draws of callers that bring none."""
+
+    def __init__(self, seed: int, checks: Checks) -> None:
+        self.seed = seed
+        self.checks = checks
+        self.draws = Draws(seed)  # for a caller that gives no draws of its own
+        self._plans: IdentityMemo[Planned] = IdentityMemo()  # what each schema asks, read once
+        self._fixes: IdentityMemo[Any] = IdentityMemo()  # the fixed value of a place, made once
+        self.fixed = 0  # answers sent fixed because no random value fitted (for tests and figures)
+        self.first: Callable[[], object] | None = None  # called once, before the first dynamic answer is made
+
+    def body(self, answer: Answer, check: SchemaCheck, draws: Draws) -> Any:
         """A random value of the answer's schema that passes `check`; else the answer's fixed body."""
         assert answer.media is not None and answer.media.schema is not None
         schema = answer.media.schema
-        misses = self._misses.get(id(answer), 0)
+        misses = draws.misses.get(id(answer), 0)
         if misses < MISSES:  # a schema the walker reads wrong (an allOf beside `additionalProperties: false`)
-            values = RandomValues(self.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
+            values = RandomValues(draws.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
             for _ in range(TRIES):
                 values.room = Room(DRAW)
                 try:
@@ -60,18 +96,24 @@ class Dynamic:
                     misses = MISSES - 1
                     break
                 if value is not NONE and check.is_valid(value):
-                    self._misses[id(answer)] = 0
+                    draws.misses[id(answer)] = 0
                     return value
-            self._misses[id(answer)] = misses + 1
+            draws.misses[id(answer)] = misses + 1
         self.fixed += 1
         return answer.base
 
-    def build(self, answer: Answer, check: SchemaCheck | str, request_body: Any, valid: bool = False) -> Outgoing:
-        """`answer` with a random body (the request's fields echoed in, as the fixed answer does); an answer
-        with no JSON schema, or none that keeps the contract, is the fixed one."""
+    def build(self, answer: Answer, check: SchemaCheck | str, request_body: Any, valid: bool = False,
+              draws: Draws | None = None) -> Outgoing:
+        """`answer` with a random body drawn from `draws` (default: the stub's own), the request's fields echoed in
+        as the fixed answer does; an answer with no JSON schema, or none that keeps the contract, is the fixed one."""
+        if self.first is not None:
+            first, self.first = self.first, None
+            first()
+        draws = self.draws if draws is None else draws
+        draws.answers += 1
         if not isinstance(check, SchemaCheck) or not varies(answer):
             return answer.build(request_body, None, valid)
-        body = self.body(answer, check)
+        body = self.body(answer, check, draws)
         if answer.echo and isinstance(body, dict) and isinstance(request_body, dict) and answer.whole is not None:
             body = answer.echoed(body, request_body, valid)
         return json_reply(answer.status, body, dict(answer.headers), content_type=answer.content_type or JSON)

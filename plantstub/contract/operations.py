@@ -17,7 +17,7 @@ from plantstub._json import NO_BODY
 from plantstub.config import fresh_seed
 from plantstub.contract.answers import UNANSWERABLE, Answer, answer_key
 from plantstub.contract.compiled import Checks, places
-from plantstub.contract.dynamic import Dynamic
+from plantstub.contract.dynamic import Draws, Dynamic
 from plantstub.contract.error_shapes import PROBLEM, ErrorShape, declared_shape, problem_reply
 from plantstub.contract.model import MediaType, Operation, Spec
 from plantstub.contract.outgoing import Outgoing, error_reply
@@ -63,18 +63,19 @@ class ServedOperation:
         key = answer_key(self.op)
         return None if key is None else self.answer(key)
 
-    def default(self, request_body: Any, valid: bool = False) -> Outgoing:
+    def default(self, request_body: Any, valid: bool = False, draws: Draws | None = None) -> Outgoing:
         """What a request gets when nothing else decides: the default answer (an operation that declares no
         responses has 204, contract/load.py); an empty 200 only for an Operation built by hand without any.
-        `valid`: the request passed its schemas (the echo into the answer may then go unchecked, Answer.keeps)."""
+        `valid`: the request passed its schemas (the echo into the answer may then go unchecked, Answer.keeps);
+        `draws`: the session's, which a dynamic answer is drawn from (VariedOperation)."""
         answer = self.default_answer
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body, None, valid)
 
-    def varied(self, key: str, request_body: Any, valid: bool = False) -> Outgoing:
-        """The declared response `key` as a dynamic answer (contract/dynamic.py)."""
+    def varied(self, key: str, request_body: Any, valid: bool = False, draws: Draws | None = None) -> Outgoing:
+        """The declared response `key` as a dynamic answer drawn from `draws` (contract/dynamic.py)."""
         answer = self.answer(key)
         check = self.response_check(key, answer.media) if answer.media is not None else ""
-        return self.dynamic.build(answer, check, request_body, valid)
+        return self.dynamic.build(answer, check, request_body, valid, draws)
 
     def own(self, out: Outgoing) -> Outgoing:
         """Our own 4xx (an Error record of ours) in the error shape this operation declares for its status, if any,
@@ -147,9 +148,10 @@ class VariedOperation(ServedOperation):
 
     varies = True
 
-    def default(self, request_body: Any, valid: bool = False) -> Outgoing:
+    def default(self, request_body: Any, valid: bool = False, draws: Draws | None = None) -> Outgoing:
         answer = self.default_answer
-        return super().default(request_body, valid) if answer is None else self.varied(answer.key, request_body, valid)
+        return (super().default(request_body, valid) if answer is None
+                else self.varied(answer.key, request_body, valid, draws))
 
 
 def serve(spec: Spec, dynamic: bool = False, seed: int | None = None) -> dict[Operation, ServedOperation]:
@@ -189,9 +191,10 @@ def _prefer_tokens(prefer: str) -> dict[str, str]:
     return tokens
 
 
-def preferred(served: ServedOperation, prefer: str, request_body: Any) -> tuple[Outgoing | None, str | None]:
+def preferred(served: ServedOperation, prefer: str, request_body: Any,
+              draws: Draws | None = None) -> tuple[Outgoing | None, str | None]:
     """Answer a `Prefer: code=NNN` / `example=NAME` / `dynamic=true|false` header (as Prism does); (None, None) if
-    it asks nothing.
+    it asks nothing. A dynamic answer is drawn from `draws` (the session's).
 
     Returns (error reply, problem) when it asks for a status or example the operation does not declare.
     """
@@ -208,7 +211,7 @@ def preferred(served: ServedOperation, prefer: str, request_body: Any) -> tuple[
         key = answer_key(op)
         if key is None:
             return ServedOperation.default(served, request_body), None
-        return (served.varied(key, request_body) if varies else served.answer(key).build(request_body)), None
+        return (served.varied(key, request_body, draws=draws) if varies else served.answer(key).build(request_body)), None
     declared = ", ".join(op.responses) or "none"
     if code is not None and not re.fullmatch(r"[1-5][0-9][0-9]", code):
         problem = f"headers.Prefer: code={code!r} is not an HTTP status (100-599)"
@@ -230,7 +233,8 @@ def preferred(served: ServedOperation, prefer: str, request_body: Any) -> tuple[
     if example is not None and example not in answer.examples:
         problem = f"headers.Prefer: example={example!r} is not declared for {op.label} response {key}"
         return error_reply(400, problem), problem
-    out = served.varied(key, request_body) if varies and example is None else answer.build(request_body, example)
+    out = (served.varied(key, request_body, draws=draws) if varies and example is None
+           else answer.build(request_body, example))
     if code is not None and out.status != int(code) and answer.problem is None:  # a 501 says why, as it is
         out = Outgoing(int(code), out.body, out.payload, out.content_type, out.headers)
     return out, None

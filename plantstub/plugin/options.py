@@ -102,6 +102,19 @@ def run_seed(config: pytest.Config) -> int:
     return seed
 
 
+def given_seed(config: pytest.Config) -> int:
+    """The seed the run's stubs draw dynamic answers from, as the header shows it: --plantstub-seed (env
+    PLANTSTUB_SEED, ini plantstub_seed) when given, else the run's own (run_seed)."""
+    from plantstub.errors import PlantstubError
+
+    made = config.stash.get(DEFAULT_SETTINGS, None)
+    try:
+        seed = (made if made is not None else settings_of(config)).seed
+    except PlantstubError:  # a bad setting: said where the fixture is used
+        seed = None
+    return seed if seed is not None else run_seed(config)
+
+
 def sidecar_url(config: pytest.Config) -> str | None:
     """--plantstub-url, else PLANTSTUB_URL, else ini plantstub_url; None: no sidecar."""
     url = config.getoption("plantstub_url") or os.environ.get(URL_ENV) or config.getini("plantstub_url")

@@ -3,6 +3,7 @@ one connection per URL and admin token. Each is made on first use; a failure fai
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -46,13 +47,13 @@ class StubPool:
         try:
             if isinstance(settings, dict):
                 settings = build_settings({"port": 0, **settings}, fallback={"seed": self.seed})
+            elif settings.seed is None and self.seed is not None:  # Settings from code: the run's seed, as a dict's
+                settings = dataclasses.replace(settings, seed=self.seed)
             stub = self.stubs.get(settings)
             if stub is None:
                 problem = self.failures.get(settings)
                 if problem is None:
                     stub = self.stubs[settings] = Stub(settings=settings).start()
-                    # A base URL, as a sidecar session's is: `url + "plants"` and aiohttp's base_url work alike.
-                    stub.url = stub.url.rstrip("/") + "/"
         except PlantstubError as exc:
             problem = f"plantstub: the stub cannot start: {exc}"
             if isinstance(settings, Settings):

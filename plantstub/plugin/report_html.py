@@ -18,7 +18,7 @@ details.test { border: 1px solid #ddd; border-radius: 4px; margin: 6px 0; paddin
 details.test > summary { cursor: pointer; font-weight: 600; }
 .o-failed, .o-error { color: #b00020; } .o-passed, .o-xpassed { color: #1b6e2a; } .o-skipped, .o-xfailed { color: #777; }
 .invalid, .upstream { color: #b00020; font-weight: 600; } .stub { color: #a05a00; font-weight: 600; }
-pre { background: #f4f4f4; padding: 6px; white-space: pre-wrap; word-break: break-all; max-height: 30em; overflow: auto; }
+pre { background: #f4f4f4; padding: 6px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 30em; overflow: auto; }
 td.hit { background: #bfe5c4; } td.miss { background: #f6c6c6; } td.none { background: #f0f0f0; }
 td.extra { background: #ffe3a8; } .totals td { padding-right: 16px; } li.problem { color: #b00020; }
 """

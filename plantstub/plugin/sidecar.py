@@ -73,10 +73,11 @@ def check_stateful(wanted: bool | None, stateful: bool, url: str) -> None:
                     "a sidecar's store is set where it starts (PLANTSTUB_STATEFUL)", pytrace=False)
 
 
-def open_session(remote: RemoteStub, wait: float, clock: Callable[[], float] = time.monotonic,
-                 pause: Callable[[float], None] = time.sleep) -> RemoteStub:
-    """A new session on `remote`; while it serves its --max-sessions, tried again with growing pauses for up to
-    `wait` seconds, then the test fails naming the cap and the option."""
+def open_session(remote: RemoteStub, wait: float, seed_key: str | None = None,
+                 clock: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep) -> RemoteStub:
+    """A new session on `remote`, its dynamic answers drawn from the sidecar's seed and `seed_key`; while it serves
+    its --max-sessions, tried again with growing pauses for up to `wait` seconds, then the test fails naming the cap
+    and the option."""
     from plantstub.errors import PlantstubError
     from plantstub.server.remote import AtCapacity
 
@@ -84,11 +85,11 @@ def open_session(remote: RemoteStub, wait: float, clock: Callable[[], float] = t
     delay = FIRST_PAUSE
     while True:
         try:
-            return remote.session()
+            return remote.session(seed_key)
         except AtCapacity as exc:
             left = deadline - clock()
             if left <= 0:
-                problem = (f"plantstub: no session on the sidecar at {remote.url} after waiting {wait:g} s: {exc}. "
+                problem = (f"plantstub: no session on the sidecar at {remote.admin.url} after waiting {wait:g} s: {exc}. "
                            f"Wait longer with {WAIT_NAMES}, or give the sidecar a higher --max-sessions.")
                 break
         except PlantstubError as exc:

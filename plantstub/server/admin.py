@@ -24,7 +24,7 @@ from plantstub.server.answer import Streamed, streamed
 from plantstub.server.page import PageRoutes
 from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.server.response import internal_error
-from plantstub.server.session import NotStateful, Session
+from plantstub.server.session import NotStateful, Session, seed_key_problem
 from plantstub.webhooks.deliveries import Sent
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ class _Admin:
             "spec": {"title": spec.title, "version": spec.version, "operations": len(spec.operations),
                      **({"warnings": list(spec.warnings)} if spec.warnings else {})},
             "active": self.session.active,
+            "seed": self.session.runtime.seed,  # of dynamic answers; this session's draws are in "dynamic"
             **({"sessions": len(self.sessions), "session_counts": self.sessions.counts()}
                if self.sessions is not None else {}),
             **self.session.figures(),
@@ -171,7 +172,17 @@ class _Admin:
         return reply({"deleted": self.session.clear_calls()})
 
     async def reset(self, request: IncomingRequest) -> Outgoing:
-        self.session.reset()
+        data = await self._body(request, 'nothing, or {"seed_key": "tests/test_shop.py::test_checkout"}')
+        if isinstance(data, Outgoing):
+            return data
+        if data is not None and (not isinstance(data, dict) or set(data) - {"seed_key"}):
+            return error(400, 'body: expected nothing, or {"seed_key": "KEY"} (dynamic answers drawn from the seed '
+                              'and KEY from now on)')
+        seed_key = data.get("seed_key") if data else None
+        problem = None if seed_key is None else seed_key_problem(seed_key, "body.seed_key")
+        if problem is not None:
+            return error(400, problem)
+        self.session.reset(seed_key)
         return reply({"reset": True, "active": self.session.active})
 
     async def save_record(self, request: IncomingRequest) -> Outgoing:

@@ -158,7 +158,7 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
     """Prefer, then a rule from code, a scenario rule, the store (--stateful), else the default answer."""
     prefer = incoming.headers.get("Prefer")
     if prefer:
-        out, problem = preferred(served, prefer, base.body)
+        out, problem = preferred(served, prefer, base.body, session.draws)
         if out is not None:  # a Prefer that cannot be met answers its refusal
             return base.refused(out, PREFER) if problem is not None else base._replace(out=out, answerer=PREFER)
     declared = session.declared
@@ -187,7 +187,7 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
                                      answerer=STORE)
     if session.runtime.forwarder is not None:  # --proxy: the real service answers instead
         return base._replace(forward=True, answerer=PROXY)
-    return _answered(base, served.default(base.body, not base.errors))
+    return _answered(base, served.default(base.body, not base.errors, session.draws))
 
 
 def _by_rule(runtime: Runtime, session: Session, scenario: Scenario | None, incoming: IncomingRequest,

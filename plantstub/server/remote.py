@@ -124,13 +124,15 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
     def __init__(self, url: str, admin_token: str | None = None, *, ends_session: bool = False) -> None:
         self.admin = AdminClient(url, admin_token)
         self.admin_token = admin_token
+        self._given = url  # as the caller wrote it, for the messages of connect()
         self._root, _, sid = self.admin.url.partition(SESSION_PREFIX)
-        # A session's URL ends with '/', so that it works as a base URL (aiohttp's base_url demands it) and
-        # `url + "/plants"` still works (the stub reads the doubled slash where they meet as one).
-        self.url = f"{self.admin.url}/" if sid else self.admin.url
+        # Every URL ends with '/', the stub's as a session's, so that it works as a base URL (aiohttp's base_url
+        # demands it) and `url + "/plants"` still works (the stub reads the doubled slash where they meet as one).
+        self.url = f"{self.admin.url}/"
         self.session_id: str | None = sid or None
         self._ends_session = ends_session
         self.instance: str | None = None  # which opening of the session id this view's is (session())
+        self.ended_answers: int | None = None  # the dynamic answers the session had drawn when it ended (session())
         self._default_seen: tuple[int, int] | None = None  # the default session's (epoch, recorded) at watch_default()
 
     @property
@@ -153,10 +155,10 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         status, data = self.admin.send("GET", "scenarios")
         if status == 401 and isinstance(data, dict) and "--admin-token" in str(data.get("message")):
             given = "no admin token was given" if self.admin_token is None else "the admin token given is not its token"
-            raise PlantstubError(f"Stub.connect({self.url!r}): the stub runs with --admin-token and {given}; pass "
+            raise PlantstubError(f"Stub.connect({self._given!r}): the stub runs with --admin-token and {given}; pass "
                                  f"the token of its --admin-token ({TOKEN_HINT})")
         if status != 200 or not isinstance(data, dict) or "active" not in data or "scenarios" not in data:
-            raise PlantstubError(f"{self.url} answered {status} to GET {ADMIN_PREFIX}scenarios, not as a plantstub "
+            raise PlantstubError(f"{self._given} answered {status} to GET {ADMIN_PREFIX}scenarios, not as a plantstub "
                                  f"does: {message_of(data)}")
         return self
 
@@ -181,6 +183,8 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         if status != 200 or not isinstance(data, dict):
             raise PlantstubError(f"DELETE {self._root}{ADMIN_PREFIX}sessions/{self.session_id} answered {status}: "
                                  f"{message_of(data)}")
+        drawn = data.get("dynamic_answers")
+        self.ended_answers = drawn if isinstance(drawn, int) else None
         if self.instance is not None and data.get("instance") != self.instance:
             return "the stub answering for that id holds another session of it, not the one opened for the test: " \
                    "the test's session ended early (its replica stopped or restarted behind a load balancer, it was " \
@@ -200,16 +204,18 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
     async def __aexit__(self, *exc_info: object) -> None:
         await asyncio.to_thread(self.stop)
 
-    def session(self) -> RemoteStub:
+    def session(self, seed_key: str | None = None) -> RemoteStub:
         """A new isolated session of the stub, with its own `url`; `stop()` or its `with` block ends it.
+        `seed_key`: its dynamic answers are drawn from the stub's seed and this key (default: the session's id).
 
         :raises PlantstubError: when the stub serves --max-sessions already (the message names the cap).
         """
         # The id is chosen here and sent in the header too, so that a load balancer hashing on it (docs/scale.md)
         # opens the session on the replica that will serve its calls.
         sid = secrets.token_urlsafe(12)
+        body = {"id": sid} if seed_key is None else {"id": sid, "seed_key": seed_key}
         status, opened = AdminClient(self._root, self.admin_token).send(
-            "POST", "sessions", {"id": sid}, headers={SESSION_HEADER: sid})
+            "POST", "sessions", body, headers={SESSION_HEADER: sid})
         if status == 503:
             raise AtCapacity(message_of(opened))
         if status != 201:
@@ -277,11 +283,25 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         if status == 404:
             raise UnknownScenario(message_of(data).removeprefix("body.name: "))
         if status != 200:
-            raise PlantstubError(f"PUT {self.url}{ADMIN_PREFIX}scenario answered {status}: {message_of(data)}")
+            raise PlantstubError(f"PUT {self.admin.url}{ADMIN_PREFIX}scenario answered {status}: {message_of(data)}")
 
-    def reset(self) -> None:
-        """Forget recorded calls and rule counters."""
-        self.admin.expect("POST", "reset")
+    def reset(self, seed_key: str | None = None) -> None:
+        """Forget recorded calls and rule counters; dynamic answers are drawn from the start again (from the seed and
+        `seed_key` when given), as in process."""
+        if seed_key is None:
+            self.admin.expect("POST", "reset")
+        else:
+            self.admin.expect("POST", "reset", {"seed_key": seed_key})
+
+    @property
+    def seed(self) -> int:
+        """The stub's seed of dynamic answers (its --seed, else the one it chose at start), as its health says."""
+        return int(self.admin.expect("GET", "health", ok=(200, 503))["seed"])
+
+    @property
+    def dynamic_answers(self) -> int:
+        """How many dynamic answers this session drew since it opened or was last reset."""
+        return int(self.admin.expect("GET", "health", ok=(200, 503))["dynamic"]["answers"])
 
     def coverage(self) -> dict[str, Any]:
         result: dict[str, Any] = self.admin.expect("GET", "coverage")
@@ -317,7 +337,7 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
 
             raise ScenarioLoadError([ScenarioError(file, line, _in_rule(p["at"]), p["message"]) for p in data["problems"]])
         if status != 201:
-            raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}rules answered {status}: {message_of(data)}")
+            raise PlantstubError(f"POST {self.admin.url}{ADMIN_PREFIX}rules answered {status}: {message_of(data)}")
         return str(data["id"])
 
     @property
@@ -347,7 +367,7 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         if status in (422, 507):  # the filters' $regex spent the wait's budget, or no memory for it: as in process
             raise CallAssertionError(f"plantstub: wait_for_calls(): {message_of(data).removeprefix('body: ')}")
         if status != 200:
-            raise PlantstubError(f"POST {self.url}{ADMIN_PREFIX}calls/wait answered {status}: {message_of(data)}")
+            raise PlantstubError(f"POST {self.admin.url}{ADMIN_PREFIX}calls/wait answered {status}: {message_of(data)}")
         if not data["arrived"]:
             raise self._missed(CallAssertionError(data["message"]), expectation)
         return [Call.from_dict(c) for c in data["calls"]]

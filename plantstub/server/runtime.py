@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from plantstub._gc import collector_paused
 from plantstub.config import Settings, fresh_seed
+from plantstub.contract.dynamic import Dynamic
 from plantstub.contract.load import load_spec
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import ServedOperation, serve
@@ -31,6 +32,7 @@ class Runtime:
     folder: ScenarioFolder
     seed: int = 0  # of dynamic answers (--dynamic, `Prefer: dynamic=true`): the one given, else one chosen at load
     forwarder: Forwarder | None = None  # --proxy: what nothing else answers goes to the real service
+    dynamic: Dynamic | None = None  # what every operation's dynamic answers share (None: a spec without operations)
 
 
 def load(settings: Settings, spec: Spec | None = None) -> Runtime:
@@ -60,4 +62,5 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
     forwarder = Forwarder(settings) if settings.proxy is not None else None
     if forwarder is not None:
         forwarder.check()  # a --proxy-ca that cannot be read stops the start
-    return Runtime(settings, spec, router, served, contract, folder, seed=seed, forwarder=forwarder)
+    dynamic = next((s.dynamic for s in served.values()), None)  # serve() gives every operation the same one
+    return Runtime(settings, spec, router, served, contract, folder, seed=seed, forwarder=forwarder, dynamic=dynamic)

@@ -11,6 +11,7 @@ from typing import Any
 
 from plantstub._budget import Budget
 from plantstub.config import Settings
+from plantstub.contract.dynamic import Draws
 from plantstub.contract.outgoing import problem
 from plantstub.errors import CallAssertionError, ConfigError, ScenarioError, UnknownScenario
 from plantstub.proxy.record import Recorder, Saved
@@ -41,6 +42,19 @@ WAITERS = "waiters"  # the memory budget's kind for waits in progress
 WAITER_BYTES = 4096  # a wait's own objects (the waiter, its event, its task), about
 
 
+SEED_KEY_CHARS = 4096  # a seed key's longest (a test's node id, parameters and all)
+
+
+def seed_key_problem(value: object, where: str) -> str | None:
+    """Why `value` (at `where`, e.g. `body.seed_key`) is not a seed key, or None: a string of at most
+    SEED_KEY_CHARS characters."""
+    if not isinstance(value, str):
+        return f"{where}: expected a string (a test's node id, say), not {type(value).__name__}"
+    if len(value) > SEED_KEY_CHARS:
+        return f"{where}: {len(value)} characters; at most {SEED_KEY_CHARS}"
+    return None
+
+
 class NotStateful(LookupError):
     """A state was asked of a stub started without --stateful."""
 
@@ -66,10 +80,11 @@ class Limits:
 class Session:
     """One test's state over `runtime`; `shares_file`: the stub's default session, whose journal file this
     session's calls go to as well (None: this is the default session, which opens the file); `sid`: a sidecar
-    session's id (the journal file's lines name it)."""
+    session's id (the journal file's lines name it); `seed_key`: what its dynamic answers are drawn from besides
+    the stub's seed (default: its id; the default session's, the seed alone)."""
 
     def __init__(self, runtime: Runtime, limits: Limits, stub_memory: Budget, shares_file: Session | None = None,
-                 outbox: Outbox | None = None, sid: str | None = None) -> None:
+                 outbox: Outbox | None = None, sid: str | None = None, seed_key: str | None = None) -> None:
         settings = runtime.settings
         self.runtime = runtime
         self.limits = limits
@@ -85,6 +100,8 @@ class Session:
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
         self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox)
         self.sid = sid  # a sidecar session's id; None for the stub's default session
+        # Dynamic answers (--dynamic, `Prefer: dynamic=true`): this session's own random streams.
+        self.draws = Draws(runtime.seed, seed_key if seed_key is not None else sid)
         self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
                                limits.journal_bytes, settings.journal_flush, self.memory, sid)
         if shares_file is not None:  # one journal file for the stub
@@ -138,9 +155,11 @@ class Session:
             "builtins_left_out": dict(current.unfit_builtins),  # built-ins that do not fit this spec, and why
         }
 
-    def reset(self) -> None:
+    def reset(self, seed_key: str | None = None) -> None:
         """Forget recorded calls, rule counters, rules from code and deliveries; start-up subscriptions come back;
-        the active scenario stays, and its `state:` is restored."""
+        the active scenario stays, and its `state:` is restored. Dynamic answers are drawn from the start again,
+        from the seed and `seed_key` when given (the pytest fixture gives the test's node id), else the key they had."""
+        self.draws.restart(self.draws.key if seed_key is None else seed_key)
         self.webhooks.reset()
         self.journal.clear()
         self.counters.clear()
@@ -369,6 +388,7 @@ class Session:
                 "epoch": journal.epoch,
             },
             "webhooks": hooks.figures(),
+            "dynamic": {"seed_key": self.draws.key, "answers": self.draws.answers},
             **({"store": self.store.figures()} if self.store is not None else {}),
             **({"proxy": self.runtime.forwarder.figures()} if self.runtime.forwarder is not None else {}),
             **({"recording": self.recorder.figures()} if self.recorder is not None else {}),

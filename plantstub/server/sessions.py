@@ -14,6 +14,7 @@ from plantstub.recording.call import iso_time
 from plantstub.server.admin import Handler
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX
+from plantstub.server.session import seed_key_problem
 from plantstub.server.table import SessionLimit, Sessions
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -70,9 +71,13 @@ class SessionAdmin:
             return data
         data = {} if data is None else data
         sid = data.get("id") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or set(data) - {"id"} or not isinstance(sid, (str, type(None))):
-            return error(400, 'body: expected nothing, or {"id": "SESSION"}')
+        if not isinstance(data, dict) or set(data) - {"id", "seed_key"} or not isinstance(sid, (str, type(None))):
+            return error(400, 'body: expected nothing, or {"id": "SESSION"} (and "seed_key": "KEY", optional)')
         problem = None if sid is None else session_id_problem(sid, "body.id")
+        if problem is not None:
+            return error(400, problem)
+        seed_key = data.get("seed_key")
+        problem = None if seed_key is None else seed_key_problem(seed_key, "body.seed_key")
         if problem is not None:
             return error(400, problem)
         named = _named(request, sid, "body.id")
@@ -80,7 +85,7 @@ class SessionAdmin:
             return named
         sid = sid or named or new_id()
         try:
-            live = self.sessions.open_entry(sid, by_admin=True)  # the guard let it through: never evicted
+            live = self.sessions.open_entry(sid, by_admin=True, seed_key=seed_key)  # never evicted (guarded)
         except SessionLimit as exc:
             return error(503, str(exc))
         url = f"{request.scheme}://{request.host}{SESSION_PREFIX}{sid}/"  # a base URL: ends with '/'
@@ -94,7 +99,7 @@ class SessionAdmin:
         live = self.sessions.entry(sid)
         if live is None or not self.sessions.end(sid):
             return error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
-        return reply({"ended": sid, "instance": live.instance})
+        return reply({"ended": sid, "instance": live.instance, "dynamic_answers": live.session.draws.answers})
 
 
 def _named(request: IncomingRequest, sid: str | None, where: str) -> str | Outgoing | None:

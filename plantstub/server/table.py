@@ -82,23 +82,27 @@ class Sessions:
         self._live[sid] = live
         return live
 
-    def open(self, sid: str, *, by_admin: bool = True, now: float | None = None) -> Session:
+    def open(self, sid: str, *, by_admin: bool = True, now: float | None = None, seed_key: str | None = None) -> Session:
         """Session `sid`, created if it is not live, marked used now. `by_admin`: opened by the admin API (or
-        the token), so never evicted; an implicit session opened so is promoted.
+        the token), so never evicted; an implicit session opened so is promoted. `seed_key`: as open_entry's.
 
         :raises SessionLimit: when it is new, --max-sessions are live and the admin API opened every one.
         """
-        return self.open_entry(sid, by_admin=by_admin, now=now).session
+        return self.open_entry(sid, by_admin=by_admin, now=now, seed_key=seed_key).session
 
-    def open_entry(self, sid: str, *, by_admin: bool = True, now: float | None = None) -> Live:
-        """open(), giving the session's entry in the table (its instance with it)."""
+    def open_entry(self, sid: str, *, by_admin: bool = True, now: float | None = None,
+                   seed_key: str | None = None) -> Live:
+        """open(), giving the session's entry in the table (its instance with it). `seed_key`: the session's dynamic
+        answers drawn from the seed and it (default: the id); a live session's draws start again from it."""
         now = time.monotonic() if now is None else now
         self.expire(now)
         live = self._live.pop(sid, None)
         if live is None:
-            live = Live(self._create(sid), now, by_admin)
+            live = Live(self._create(sid, seed_key), now, by_admin)
         else:
             live.used, live.by_admin = now, live.by_admin or by_admin
+            if seed_key is not None:
+                live.session.draws.restart(seed_key)
         self._live[sid] = live
         return live
 
@@ -106,14 +110,14 @@ class Sessions:
         """Live session `sid`'s entry, not marked used; None when it is not live."""
         return self._live.get(sid)
 
-    def _create(self, sid: str) -> Session:
+    def _create(self, sid: str, seed_key: str | None = None) -> Session:
         if len(self._live) >= self.cap and not self._evict():
             raise SessionLimit(
                 f"session {sid!r}: this stub already serves {self.cap} session{'s' if self.cap != 1 else ''}, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
         return Session(self.runtime, self.limits, self.memory, shares_file=self.default, outbox=self.outbox,
-                       sid=sid)
+                       sid=sid, seed_key=seed_key)
 
     def _evict(self) -> bool:
         """End the least recently used implicit session; False when the admin API opened every live one."""

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.helpers import JSON_AUTH, ServeProcess
+from tests.helpers import JSON_AUTH, ServeProcess, address
 from tests.helpers import raw_call as call
 
 PAGE = "http://localhost:3000"
@@ -80,7 +80,7 @@ def test_without_cors_a_preflight_is_an_ordinary_405():
 
 def _head(url: str, origin: str) -> list[str]:
     """The head of a valid POST /plants sent with `origin`, line by line as it came (the Date's value left out)."""
-    host, port = url.split("//")[1].split(":")
+    host, port = address(url)
     body = b'{"id": 1, "name": "Fern"}'
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\n"

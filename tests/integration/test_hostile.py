@@ -9,11 +9,11 @@ import socket
 import pytest
 
 from plantstub import Stub, create_app
-from tests.helpers import JSON_AUTH
+from tests.helpers import JSON_AUTH, address
 
 
 def raw_exchange(url: str, data: bytes, close_early: bool = False) -> bytes:
-    host, port = url.removeprefix("http://").split(":")
+    host, port = address(url)
     with socket.create_connection((host, int(port)), timeout=5) as conn:
         conn.sendall(data)
         if close_early:

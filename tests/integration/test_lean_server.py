@@ -10,6 +10,7 @@ import time
 import pytest
 
 from plantstub import Stub
+from tests.helpers import address
 
 HEADERS = "Authorization: Bearer t\r\nContent-Type: application/json\r\n"
 
@@ -21,7 +22,7 @@ def stub(tmp_path):
 
 
 def raw_exchange(stub: Stub, head: str, body: bytes | None = None, wait_for_continue: bool = False) -> bytes:
-    host, port = stub.url.removeprefix("http://").split(":")
+    host, port = address(stub.url)
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(head.encode())
         received = b""
@@ -57,7 +58,7 @@ def test_expect_100_continue_over_the_limit_is_refused_at_once(stub):
 
 
 def test_head_of_calls_sends_no_body_and_the_connection_stays_usable(stub):
-    host, port = stub.url.removeprefix("http://").split(":")
+    host, port = address(stub.url)
     connection = http.client.HTTPConnection(host, int(port), timeout=5)
     connection.request("POST", "/plants", body=b'{"id": 1, "name": "Fern"}',
                        headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
@@ -71,7 +72,7 @@ def test_head_of_calls_sends_no_body_and_the_connection_stays_usable(stub):
 
 
 def test_a_lone_surrogate_is_echoed_escaped_not_a_500(stub):
-    host, port = stub.url.removeprefix("http://").split(":")
+    host, port = address(stub.url)
     connection = http.client.HTTPConnection(host, int(port), timeout=5)
     connection.request("POST", "/plants", body=b'{"id": 1, "name": "\\ud800"}',
                        headers={"Authorization": "Bearer t", "Content-Type": "application/json"})

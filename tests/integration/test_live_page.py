@@ -14,7 +14,7 @@ import pytest
 
 from plantstub import Stub
 from tests.browser import start_chromium, until
-from tests.helpers import JSON_AUTH, Upstream, call, raw_call
+from tests.helpers import JSON_AUTH, Upstream, address, call, raw_call
 
 pytestmark = pytest.mark.slow  # a browser and its driver are processes
 
@@ -191,7 +191,7 @@ def test_coverage_grid_and_scenario_switcher(browser: Any, stub: Stub) -> None:
 
 def post_many(base: str, n: int) -> None:
     """`n` valid POST /plants on one kept-alive connection."""
-    host, port = base.removeprefix("http://").split(":")
+    host, port = address(base)
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     body = json.dumps(NEW_PLANT)
     headers = {"Authorization": "Bearer t", "Content-Type": "application/json"}

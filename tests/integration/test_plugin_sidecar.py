@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from types import SimpleNamespace
 
 import pytest
 
@@ -64,9 +65,10 @@ class _Capped:
     """A sidecar stand-in whose session() is refused `refusals` times (503 at its cap), then opens."""
 
     def __init__(self, refusals: int) -> None:
-        self.url, self.refusals, self.tries = "http://127.0.0.1:1", refusals, 0
+        self.url, self.refusals, self.tries = "http://127.0.0.1:1/", refusals, 0
+        self.admin = SimpleNamespace(url="http://127.0.0.1:1")
 
-    def session(self):
+    def session(self, seed_key=None):
         self.tries += 1
         if self.tries <= self.refusals:
             raise AtCapacity("session 'x': this stub already serves 1 session, its cap")

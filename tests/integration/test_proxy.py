@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from plantstub import Stub
-from tests.helpers import JSON_AUTH, Upstream, call, free_port_url, raw_call
+from tests.helpers import JSON_AUTH, Upstream, address, call, free_port_url, raw_call
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +181,7 @@ def test_a_bad_proxy_url_stops_the_start(value, message, tmp_path):
 
 def test_a_session_forwards_its_inner_path_without_the_stubs_own_headers(stub, upstream):
     with stub.session() as view:
-        prefixed = view.url.removeprefix(stub.url) + "plants"  # /__session/ID/plants
+        prefixed = "/" + view.url.removeprefix(stub.url) + "plants"  # /__session/ID/plants
         assert post(stub.url, {"id": 1, "name": "Fern"}, path=prefixed)[:2] == (200, b'{"name": "Fern"}')
         assert seen(upstream)["path"] == "/base/plants"
         assert post(stub.url, {"id": 2, "name": "Ivy"}, {"X-Plantstub-Session": view.session_id or ""})[0] == 200
@@ -193,7 +193,7 @@ def test_a_client_that_leaves_while_the_service_thinks_is_recorded_and_the_stub_
     import socket
 
     with Stub(proxy=upstream.url, proxy_timeout=10) as stub:
-        host, port = stub.url.removeprefix("http://").split(":")
+        host, port = address(stub.url)
         body = json.dumps({"id": 1, "name": "Slow"}).encode()
         with socket.create_connection((host, int(port)), timeout=5) as sock:
             sock.sendall(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n"

@@ -15,7 +15,7 @@ import requests
 
 from plantstub import Stub
 from plantstub.errors import ConfigError
-from tests.helpers import write
+from tests.helpers import address, write
 
 HEAD = b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\n"
 BODY = b'{"id": 1, "name": "Fern"}'
@@ -27,7 +27,7 @@ HALF_SENT = [  # half a request line, a head without its end, a body shorter tha
 
 
 def connect(url: str) -> socket.socket:
-    host, port = url.removeprefix("http://").split(":")
+    host, port = address(url)
     return socket.create_connection((host, int(port)), timeout=10)
 
 

@@ -17,7 +17,7 @@ import trustme
 
 from plantstub import Stub
 from plantstub.errors import ConfigError
-from tests.helpers import JSON_AUTH, Upstream
+from tests.helpers import JSON_AUTH, Upstream, address
 
 FERN = json.dumps({"id": 1, "name": "Fern"}).encode()
 
@@ -55,14 +55,15 @@ def tls_upstream(certificates: dict[str, Path]) -> Iterator[Upstream]:
 def test_a_stub_with_tls_serves_https_that_its_ca_file_verifies():
     with Stub(tls=True) as stub:
         assert stub.url.startswith("https://127.0.0.1:")
-        assert stub.ca_file is not None and stub.ca_file.read_text().startswith("-----BEGIN CERTIFICATE-----")
+        assert type(stub.ca_file) is str  # what requests' verify= and ssl.create_default_context(cafile=) take
+        assert Path(stub.ca_file).read_text().startswith("-----BEGIN CERTIFICATE-----")
         assert post(stub.url, stub.ca_file) == (200, {"name": "Fern"})
         with pytest.raises(urllib.error.URLError):  # the throwaway CA is trusted by nobody else
             post(stub.url)
         with stub.session() as view:
             assert (view.url.startswith(stub.url), view.ca_file) == (True, stub.ca_file)
             assert post(view.url.rstrip("/"), view.ca_file) == (200, {"name": "Fern"})
-        folder = stub.ca_file.parent
+        folder = Path(stub.ca_file).parent
     assert not folder.exists()  # the throwaway CA and key are removed at stop
 
 
@@ -156,7 +157,7 @@ def test_a_stub_stops_at_once_over_a_kept_alive_https_connection():
 
     stub = Stub(tls=True).start()
     assert stub.ca_file is not None
-    host, port = stub.url.removeprefix("https://").split(":")
+    host, port = address(stub.url)
     connection = http.client.HTTPSConnection(host, int(port), timeout=5,
                                              context=ssl.create_default_context(cafile=str(stub.ca_file)))
     try:
@@ -175,7 +176,7 @@ def test_plantstub_health_asks_over_https_when_the_stub_serves_it(serve, certifi
 
     env = {"PLANTSTUB_TLS_CERT": str(certificates["cert"]), "PLANTSTUB_TLS_KEY": str(certificates["key"])}
     stub = serve("--port", "0", cwd=tmp_path, env=env)
-    port = stub.url.rsplit(":", 1)[1]
+    port = str(address(stub.url)[1])
     health = [sys.executable, "-m", "plantstub", "health"]
     asked = subprocess.run(health, capture_output=True, text=True, timeout=30,
                            env={**os.environ, **env, "PLANTSTUB_PORT": port})
@@ -190,7 +191,7 @@ def test_a_tls_client_that_never_finishes_its_handshake_is_closed_after_the_read
     import socket
 
     with Stub(tls=True, read_timeout=1) as stub:
-        host, port = stub.url.removeprefix("https://").split(":")
+        host, port = address(stub.url)
         with socket.create_connection((host, int(port))) as sock:
             sock.sendall(sent)
             sock.settimeout(30)  # asyncio's own bound on a handshake is 60 s; --read-timeout is 1 s
@@ -201,7 +202,7 @@ def test_plain_http_sent_to_an_https_stub_is_told_so_and_recorded():
     import socket
 
     with Stub(tls=True) as stub:
-        host, port = stub.url.removeprefix("https://").split(":")
+        host, port = address(stub.url)
         with socket.create_connection((host, int(port)), timeout=10) as sock:
             sock.sendall(b"POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
             data = b""

@@ -10,6 +10,7 @@ import socket
 import pytest
 
 from plantstub import Stub
+from tests.helpers import address
 
 AUTH = b"Authorization: Bearer t\r\nContent-Type: application/json\r\n"
 HOST = b"Host: x\r\nConnection: close\r\n"  # each case is answered, then the connection closes
@@ -24,7 +25,7 @@ def stub():
 
 def exchange(stub: Stub, data: bytes) -> list[tuple[int, dict]]:
     """Send `data`, read until the server closes, and split what came into (status, JSON body) pairs."""
-    host, port = stub.url.removeprefix("http://").split(":")
+    host, port = address(stub.url)
     with socket.create_connection((host, int(port)), timeout=5) as conn:
         conn.sendall(data)
         received = b""
@@ -117,7 +118,7 @@ def test_requests_split_anywhere_are_parsed_as_sent(stub):
     closing = b"POST /plants HTTP/1.1\r\nHost: x\r\n" + AUTH + b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (
         len(VALID), VALID)
     data = post + closing
-    host, port = stub.url.removeprefix("http://").split(":")
+    host, port = address(stub.url)
     for step in (1, 3, 7):
         with socket.create_connection((host, int(port)), timeout=5) as conn:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

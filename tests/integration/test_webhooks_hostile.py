@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import AUTH, JSON_AUTH, SPECS, Receiver, Silent, call, raw_call, resident_bytes, write
+from tests.helpers import AUTH, JSON_AUTH, SPECS, Receiver, Silent, address, call, raw_call, resident_bytes, write
 
 MIB = 2**20
 CALLBACKS = SPECS / "subscriptions-callbacks.openapi.yaml"
@@ -95,7 +95,7 @@ def test_delivery_log_keeps_bodies_as_bytes_and_drops_the_oldest_within_the_budg
 def test_callback_never_reaches_the_stubs_own_admin_api(serve, tmp_path) -> None:
     # D18: a callback URL from a request body named the stub's admin API and reset this session and another.
     stub = serve("--spec", str(CALLBACKS), "--port", "0", cwd=tmp_path)
-    port = stub.url.rsplit(":", 1)[1]
+    port = str(address(stub.url)[1])
     assert call(stub.url, "POST", "/__plantstub/sessions", {"id": "other"})[0] == 201
     assert raw_call(stub.url, "GET", "/__session/other/subscriptions/1", headers=AUTH)[0] in (200, 404)
     targets = [f"http://127.0.0.1:{port}/__plantstub/reset?", f"http://localhost:{port}/__plantstub/reset?",

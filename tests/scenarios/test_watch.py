@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 from plantstub.scenarios.load import builtin_folder
-from tests.helpers import JSON_AUTH, post_status, write
+from tests.helpers import JSON_AUTH, address, post_status, write
 
 SEQUENCE = """\
 description: {description}
@@ -126,7 +126,7 @@ def _many(count: int, name: str) -> str:
 def test_watch_reload_of_5000_rules_never_stalls_traffic(serve, tmp_path):
     many = write(tmp_path, "many.yaml", _many(1, "old"))
     stub = serve("--port", "0", "--scenarios", str(tmp_path), "--scenario", "many", "--watch")
-    host, port = stub.url.removeprefix("http://").split(":")
+    host, port = address(stub.url)
     slowest, answers, stop = [0.0], [], threading.Event()
 
     def health() -> None:

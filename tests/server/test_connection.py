@@ -16,7 +16,7 @@ import pytest
 
 from plantstub import Stub
 from plantstub.server import parser
-from tests.helpers import ServeProcess, call, wait_until
+from tests.helpers import ServeProcess, address, call, wait_until
 
 N = 1000
 PARSERS = [pytest.param({}, id="c-parser"), pytest.param({"AIOHTTP_NO_EXTENSIONS": "1"}, id="python-parser")]
@@ -83,13 +83,13 @@ def test_a_thousand_requests_one_at_a_time_and_pipelined_cut_anywhere_get_the_sa
     one_by_one = ServeProcess("--port", "0", env=env)
     pipelined = ServeProcess("--port", "0", env=env)
     try:
-        host, port = one_by_one.url.removeprefix("http://").split(":")
+        host, port = address(one_by_one.url)
         with socket.create_connection((host, int(port))) as sock:
             first = []
             for request in requests:
                 sock.sendall(request)
                 first.extend(_answers(sock, 1))
-        host, port = pipelined.url.removeprefix("http://").split(":")
+        host, port = address(pipelined.url)
         glued = b"".join(requests)
         cuts = sorted(random.Random(36).sample(range(1, len(glued)), 400))
         with socket.create_connection((host, int(port))) as sock:
@@ -129,7 +129,7 @@ def test_a_client_that_reads_nothing_is_read_no_further_until_it_reads(env):
         body = json.dumps({"id": 1, "name": "x" * 60_000}).encode()
         request = (b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\n"
                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        host, port = served.url.removeprefix("http://").split(":")
+        host, port = address(served.url)
         with socket.create_connection((host, int(port))) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
             sender = threading.Thread(target=lambda: sock.sendall(request * 300), daemon=True)

@@ -67,7 +67,8 @@ async def test_a_header_that_disagrees_is_refused_and_opens_nothing(client, meth
 async def test_ending_by_header_names_the_instance_ended(client):
     opened = await (await client.post("/__plantstub/sessions", json={"id": "t1"}, headers={HEADER: "t1"})).json()
     response = await client.delete("/__plantstub/sessions/t1", headers={HEADER: "t1"})
-    assert (response.status, await response.json()) == (200, {"ended": "t1", "instance": opened["instance"]})
+    assert (response.status, await response.json()) == (200, {"ended": "t1", "instance": opened["instance"],
+                                                                      "dynamic_answers": 0})
     response = await client.delete("/__plantstub/sessions/t1", headers={HEADER: "t1"})
     assert response.status == 404
 

@@ -123,7 +123,8 @@ async def test_sessions_listed_opened_and_ended(client):
     assert (await (await client.get("/__plantstub/health")).json())["sessions"] == 3
     instance = next(s["instance"] for s in listing["sessions"] if s["id"] == "a")
     response = await client.delete("/__plantstub/sessions/a")
-    assert (response.status, await response.json()) == (200, {"ended": "a", "instance": instance})
+    assert (response.status, await response.json()) == (200, {"ended": "a", "instance": instance,
+                                                                      "dynamic_answers": 0})
     response = await client.delete("/__plantstub/sessions/a")
     assert response.status == 404
     assert (await response.json())["message"] == "path: no session 'a' (it ended, or never began)"
@@ -322,9 +323,10 @@ async def test_opening_a_session_with_a_bad_body(aiohttp_client):
     client = await make(aiohttp_client, max_body=64)
     for body, status, message in (
         (b"[NaN]", 400, 'body: not valid JSON: NaN is not valid JSON; send nothing, or {"id": "SESSION"}'),
-        (b'{"id": 7}', 400, 'body: expected nothing, or {"id": "SESSION"}'),
-        (b'{"name": "x"}', 400, 'body: expected nothing, or {"id": "SESSION"}'),
+        (b'{"id": 7}', 400, 'body: expected nothing, or {"id": "SESSION"} (and "seed_key": "KEY", optional)'),
+        (b'{"name": "x"}', 400, 'body: expected nothing, or {"id": "SESSION"} (and "seed_key": "KEY", optional)'),
         (b'{"id": "a b"}', 400, "body.id: 'a b' is not a session id (expected 1 to 64 letters, digits, '_' or '-')"),
+        (b'{"seed_key": 7}', 400, "body.seed_key: expected a string (a test's node id, say), not int"),
     ):
         response = await client.post("/__plantstub/sessions", data=body, headers={"Content-Type": "application/json"})
         assert (response.status, (await response.json())["message"]) == (status, message)

@@ -11,7 +11,7 @@ import pytest
 from plantstub import Stub
 from plantstub.contract.outgoing import Outgoing
 from plantstub.server.target import Target, read_target, remove_dot_segments
-from tests.helpers import Upstream
+from tests.helpers import Upstream, address
 
 
 @pytest.mark.parametrize(("sent", "path", "raw_path", "query"), [
@@ -52,7 +52,7 @@ def test_dot_segments_never_climb_above_the_root():
 
 
 def _get(url: str, target: str) -> tuple[int, dict]:
-    host, port = url.removeprefix("http://").split(":")
+    host, port = address(url)
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     try:  # http.client sends the target as given: no client-side normalising
         connection.request("GET", target, headers={"Authorization": "Bearer t"})

@@ -1,7 +1,7 @@
-"""Replicas behind a real nginx (issue 29): three `plantstub serve` processes, nginx with docs/scale.md's
-configuration in front, a consumer suite with `-n 4 --plantstub-url` through it. Each test sees only its own calls,
-rules and records, and each replica serves sessions; a replica killed mid-run fails exactly its sessions' tests,
-each naming its lost session."""
+"""Replicas behind a real load balancer (issues 29 and 39): three `plantstub serve` processes, nginx or HAProxy in
+front with docs/scale.md's configuration, started by the page's own command line, and a consumer suite with `-n 4
+--plantstub-url` through it. Each test sees only its own calls, rules and records, and each replica serves
+sessions; a replica killed mid-run fails exactly its sessions' tests, each naming its lost session."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from subprocess import PIPE, STDOUT
 
 import pytest
 
+from tests.balancers import RECIPES, Balancer
 from tests.helpers import call, wait_until
-from tests.nginx import Nginx
 
 AUTH = {"Authorization": "Bearer t"}
 TESTS = 24
@@ -79,17 +79,17 @@ def test_gated(plantstub, i):
 '''
 
 
-@pytest.fixture
-def farm(serve, tmp_path):
-    """Three stateful replicas (each with its journal file) and nginx in front, all stopped after the test."""
+@pytest.fixture(params=sorted(RECIPES))
+def farm(request, serve, tmp_path):
+    """Three stateful replicas (each with its journal file) and the balancer in front, all stopped after the test."""
     replicas = [serve("--port", "0", "--spec", "plant-store-full", "--stateful", "--journal",
                       str(tmp_path / f"journal-{n}.jsonl"), "--journal-flush", "call", cwd=tmp_path)
                 for n in range(3)]
-    nginx = Nginx(tmp_path / "nginx", [r.url for r in replicas])
+    balancer = Balancer(RECIPES[request.param], tmp_path / "balancer", [r.url for r in replicas])
     try:
-        yield replicas, nginx
+        yield replicas, balancer
     finally:
-        nginx.stop()
+        balancer.stop()
 
 
 def journal_sessions(path: Path) -> Counter[str]:
@@ -99,12 +99,12 @@ def journal_sessions(path: Path) -> Counter[str]:
 
 
 def test_each_test_sees_only_its_own_session_spread_over_three_replicas(pytester, farm, tmp_path, monkeypatch):
-    replicas, nginx = farm
+    replicas, balancer = farm
     out = tmp_path / "ids"
     out.mkdir()
     monkeypatch.setenv("SCALE_OUT", str(out))
     pytester.makepyfile(test_spread=SPREAD)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "4", f"--plantstub-url={nginx.url}")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "4", f"--plantstub-url={balancer.url}")
     result.assert_outcomes(passed=TESTS)
     ids = {int(p.name): p.read_text() for p in out.iterdir()}
     assert sorted(ids) == list(range(TESTS)) and len(set(ids.values())) == TESTS  # a fresh id per test
@@ -126,13 +126,20 @@ def test_each_test_sees_only_its_own_session_spread_over_three_replicas(pytester
              for op in json.loads(done.stdout)["operations"]}
     posts = sum(i % 3 + 1 for i in range(TESTS))
     assert (calls["POST /plants"]["200"], calls["GET /plants"]["200"]) == (posts, 2 * TESTS)
+    # Requests naming no session share one key: they all reach one replica's default session. A big body goes on as
+    # it came (no temporary file that the balancer's workers, nobody under root, could not write).
+    for n in range(6):
+        name = "x" * 300_000 if n == 0 else f"default-{n}"
+        assert call(balancer.url, "POST", "/plants", {"id": 1000 + n, "name": name})[0] == 200
+    defaults = sorted(journal_sessions(tmp_path / f"journal-{n}.jsonl")[None] for n in range(3))
+    assert defaults == [0, 0, 6]
 
 
-def gated_run(pytester, nginx, out: Path):
-    """The gated suite started through nginx: each of its 4 tests (one per worker) waits for `out/go`."""
+def gated_run(pytester, balancer, out: Path):
+    """The gated suite started through the balancer: each of its 4 tests (one per worker) waits for `out/go`."""
     pytester.makepyfile(test_gated=GATED)
     report = out / "report.xml"
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "4", f"--plantstub-url={nginx.url}",
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "4", f"--plantstub-url={balancer.url}",
             f"--junitxml={report}", "test_gated.py"]
     return pytester.popen(args, stdout=PIPE, stderr=STDOUT, stdin=PIPE), report
 
@@ -148,13 +155,13 @@ def outcomes(report: Path) -> dict[int, str]:
 
 
 def test_a_replica_killed_mid_run_fails_only_its_sessions_tests_naming_them(pytester, farm, tmp_path, monkeypatch):
-    replicas, nginx = farm
+    replicas, balancer = farm
     victim = None
     for attempt in range(4):  # 4 sessions all on one replica (1 run in 27) show no survivors: run again
         out = tmp_path / f"gated-{attempt}"
         out.mkdir()
         monkeypatch.setenv("SCALE_OUT", str(out))
-        proc, report = gated_run(pytester, nginx, out)
+        proc, report = gated_run(pytester, balancer, out)
         try:
             wait_until(lambda out=out, proc=proc: len(list(out.glob("*.id"))) == 4 or proc.poll() is not None,
                        seconds=90)
@@ -184,5 +191,5 @@ def test_a_replica_killed_mid_run_fails_only_its_sessions_tests_naming_them(pyte
             assert f"test_gated[{i}]: session '{sid}' was lost during the test" in found[i], output
         else:
             assert found[i] == "", f"test_gated[{i}] on a live replica failed: {found[i]}"
-    # nginx sent the lost sessions' later calls to the replicas left, which still answer through it.
-    assert call(nginx.url, "GET", "/__plantstub/health")[0] == 200
+    # The balancer sent the lost sessions' later calls to the replicas left, which still answer through it.
+    assert call(balancer.url, "GET", "/__plantstub/health")[0] == 200
