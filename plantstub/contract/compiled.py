@@ -23,8 +23,10 @@ def places(spec: Spec) -> Iterator[Any]:
     for op in spec.operations:
         yield from (p.schema for p in op.parameters)
         yield from (m.schema for m in (op.body or {}).values())
+        yield from (m.item_schema for m in (op.body or {}).values() if m.item_schema is not None)
         for response in op.responses.values():
             yield from (m.schema for m in response.content.values())
+            yield from (m.item_schema for m in response.content.values() if m.item_schema is not None)
             yield from response.headers.values()
 
 

@@ -20,6 +20,7 @@ from plantstub.contract.flatten import defs_of
 from plantstub.contract.outgoing import Outgoing, json_reply
 from plantstub.contract.random_values import NONE, Planned, RandomValues
 from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.streams import streamed
 
 TRIES = 3  # random values drawn for one answer before the fixed one is sent
 MISSES = 3  # calls of one answer in a row whose every draw broke the schema: it is sent fixed from then on
@@ -62,6 +63,15 @@ class Dynamic:
     def build(self, answer: Answer, check: SchemaCheck | str, request_body: Any, valid: bool = False) -> Outgoing:
         """`answer` with a random body (the request's fields echoed in, as the fixed answer does); an answer
         with no JSON schema, or none that keeps the contract, is the fixed one."""
+        if answer.stream and answer.problem is None:  # OpenAPI 3.2: each item of the stream drawn anew
+            assert answer.media is not None
+            schema = answer.media.item_schema
+            values = RandomValues(self.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
+            payload = streamed(answer.media, lambda: values.value(schema), self.checks)
+            if payload is None:
+                self.fixed += 1
+                return answer.build(request_body)
+            return Outgoing(answer.status, payload.decode("utf-8"), payload, answer.content_type, dict(answer.headers))
         if not isinstance(check, SchemaCheck) or not varies(answer):
             return answer.build(request_body, None, valid)
         body = self.body(answer, check)
