@@ -6,7 +6,7 @@ import difflib
 import logging
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urldefrag, urlparse
 
 from plantstub._json import MAX_SHOWN, MISSING, cut, shown
@@ -15,14 +15,15 @@ from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract import oas32
 from plantstub.contract.bundle import Bundler, join
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, Spec, unsent_header
-from plantstub.contract.origins import Origins, Steps
 from plantstub.contract.securities import Securities, expect, suggest
 from plantstub.contract.spec_cache import SpecCache, digest
-from plantstub.contract.swagger2 import Converted, convert
-from plantstub.contract.swagger2_parts import STYLES as SWAGGER_STYLES
 from plantstub.contract.webhooks import read_callbacks, read_webhooks
 from plantstub.errors import SpecError
 from plantstub.matching import template_names
+
+if TYPE_CHECKING:  # imported when a Swagger 2.0 document is met: a 3.x one never pays for the conversion's modules
+    from plantstub.contract.origins import Origins, Steps
+    from plantstub.contract.swagger2 import Converted
 
 log = logging.getLogger("plantstub")
 
@@ -113,6 +114,7 @@ class _Loader:
         self.origins: Origins | None = None  # a Swagger 2.0 document's: where each converted place was written
         self.notes: list[tuple[str, Steps]] = []  # the 2.0 conversion's own warnings, at the 2.0 places
         self.converted: Converted | None = None
+        self.styles = STYLES  # the styles each location allows
         self.v32 = False  # an OpenAPI 3.2 document: its additions are read (contract/oas32.py)
         self.own: str | None = None  # the URI its `$self` gives it
         self.aside: list[str] = []  # the 3.2 fields it holds that plantstub does not serve, each with its place
@@ -195,6 +197,11 @@ class _Loader:
     def swagger(self, doc: dict[str, Any]) -> dict[str, Any]:
         """A Swagger 2.0 document as the OpenAPI 3.0 document it means (contract/swagger2.py): the one `$refs` read
         from now on (its `#/definitions/...` are where they were)."""
+        from plantstub.contract.origins import Origins
+        from plantstub.contract.swagger2 import convert
+        from plantstub.contract.swagger2_parts import STYLES as SWAGGER_STYLES
+
+        self.styles = SWAGGER_STYLES  # 2.0's delimiters that 3.x has no style for
         self.origins = Origins(self.file, str(self.shown))
         self.converted = convert(doc, self.deref, self.uri, self.origins)
         self.notes = self.converted.notes
@@ -436,7 +443,7 @@ class _Loader:
         name = str(raw["name"])
         if location == "header" and name.lower() in IGNORED_HEADERS:
             return None
-        styles = (STYLES if self.origins is None else SWAGGER_STYLES)[location]  # 2.0 has delimiters 3.x has not
+        styles = self.styles[location]
         if self.v32 and location == "cookie":
             styles = ("form", "cookie")
         style = raw.get("style", styles[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import yaml
@@ -26,6 +26,7 @@ Steps = tuple[str | int, ...]  # a location as the keys and indexes leading to i
 _LOCATION = re.compile(r"(?<![\w./\[])(?:paths|components|security)(?:[.\[][^\s]*)?")
 _STEP = re.compile(r"\[(\d+)\]|\.([^.\[]*)")
 _TRAILING = ":,;)'\""
+_LONGEST = 2_000  # characters of a location looked up in the map (the loader cuts what it quotes far shorter)
 _INSIDE = re.compile(r": not valid JSON Schema \([^)]*\) at ((?!\$defs)[^\s:]+)")
 
 
@@ -49,20 +50,28 @@ class Origins:
         self.file = file
         self.shown = shown
         self.places: dict[str, Steps] = {}  # converted location -> the 2.0 location it came from
+        self.pending: list[Callable[[], None]] = []  # what fills `places`, run when a message is first placed
 
     def map(self, converted: str, original: Steps) -> None:
         """`converted` (and every location inside it, unless mapped itself) was written at `original`."""
         self.places[converted] = original
 
+    def later(self, marks: Callable[[], None]) -> None:
+        """`marks()` calls map(); it runs only if some message is to be placed (most loads have none)."""
+        self.pending.append(marks)
+
     def original(self, message: str) -> tuple[str, Steps | None]:
         """`message` with each converted location in it replaced by the 2.0 location it came from, and the first
         location it names (None: none)."""
+        for marks in self.pending:
+            marks()
+        self.pending.clear()
         first: Steps | None = None
         out: list[str] = []
         at = 0
         for match in _LOCATION.finditer(message):
             token = match.group().rstrip(_TRAILING)
-            cut = len(token)
+            cut = len(token) if len(token) <= _LONGEST else 0  # a hostile key's length: not looked up step by step
             while cut > 0 and token[:cut] not in self.places:
                 cut = max(token.rfind(".", 0, cut), token.rfind("[", 0, cut))
             if cut > 0:
@@ -94,11 +103,11 @@ class Origins:
             text = decode_text(read_bytes(self.file, self.shown), self.shown)
         except ValueError:
             return {}  # gone or changed since it was read: the messages keep their locations, without lines
-        prefixes = {steps[:n] for steps in wanted for n in range(len(steps) + 1)}
         try:
-            found = _json_lines(text, prefixes) if self.shown.endswith(".json") else _yaml_lines(text, prefixes)
+            found = _json_lines(text, _Wanted(wanted)) if self.shown.endswith(".json") else \
+                _yaml_lines(text, _Wanted(wanted))
         except yaml.YAMLError:
-            found = _json_lines(text, prefixes)  # JSON that YAML refuses (tabs): read as the loader read it
+            found = _json_lines(text, _Wanted(wanted))  # JSON that YAML refuses (tabs): read as the loader read it
         out = {}
         for steps in wanted:
             depth = len(steps)
@@ -107,6 +116,30 @@ class Origins:
             if depth > 0:
                 out[steps] = found[steps[:depth]]
         return out
+
+
+class _Wanted:
+    """The locations asked about while a document is walked: the line of each of their prefixes met, and whether
+    the walk may stop (every location settled: the collection holding it has ended)."""
+
+    def __init__(self, wanted: set[Steps]) -> None:
+        self.prefixes = {steps[:n] for steps in wanted for n in range(len(steps) + 1)}
+        self.under: dict[Steps, list[Steps]] = {}  # a proper prefix -> the locations inside it
+        for steps in wanted:
+            for n in range(len(steps)):
+                self.under.setdefault(steps[:n], []).append(steps)
+        self.left = set(wanted)
+        self.found: dict[Steps, int] = {}
+
+    def note(self, steps: Steps | None, line: int) -> None:
+        if steps is not None and steps in self.prefixes and steps not in self.found:
+            self.found[steps] = line
+
+    def ended(self, steps: Steps | None) -> bool:
+        """A collection at `steps` ended: True when nothing asked about is left to find."""
+        if steps is not None and steps in self.under:
+            self.left.difference_update(self.under[steps])
+        return not self.left
 
 
 class _Frame:
@@ -135,15 +168,15 @@ class _Frame:
 _NODES = (events.ScalarEvent, events.AliasEvent, events.MappingStartEvent, events.SequenceStartEvent)
 
 
-def _yaml_lines(text: str, prefixes: set[Steps]) -> dict[Steps, int]:
-    """The line of each of `prefixes` the YAML text holds: of a mapping's key, or of a sequence's item."""
-    found: dict[Steps, int] = {}
+def _yaml_lines(text: str, wanted: _Wanted) -> dict[Steps, int]:
+    """The line of each prefix of what is wanted that the YAML text holds: of a mapping's key, or a sequence's item."""
     stack: list[_Frame] = []
     parser = _SAFE_BASE(text)
     try:
         while (event := parser.get_event()) is not None:
             if isinstance(event, (events.MappingEndEvent, events.SequenceEndEvent)):
-                stack.pop()
+                if wanted.ended(stack.pop().steps):
+                    break
                 continue
             if not isinstance(event, _NODES):
                 continue
@@ -154,31 +187,29 @@ def _yaml_lines(text: str, prefixes: set[Steps]) -> dict[Steps, int]:
                     top.key_next = False
                     top.key = event.value if isinstance(event, events.ScalarEvent) else None
                     if top.steps is not None and top.key is not None:
-                        _note(found, prefixes, (*top.steps, top.key), event)
+                        wanted.note((*top.steps, top.key), _line(event))
                     if isinstance(event, (events.MappingStartEvent, events.SequenceStartEvent)):
                         stack.append(_Frame(None, isinstance(event, events.MappingStartEvent)))
                     continue
                 steps = top.child()
-                if steps is not None and not top.mapping:
-                    _note(found, prefixes, steps, event)
+                if not top.mapping:
+                    wanted.note(steps, _line(event))
             if isinstance(event, (events.MappingStartEvent, events.SequenceStartEvent)):
                 stack.append(_Frame(steps, isinstance(event, events.MappingStartEvent)))
     finally:
         parser.dispose()
-    return found
+    return wanted.found
 
 
-def _note(found: dict[Steps, int], prefixes: set[Steps], steps: Steps, event: events.Event) -> None:
-    if steps in prefixes and steps not in found:
-        found[steps] = event.start_mark.line + 1 if event.start_mark is not None else 0
+def _line(event: events.Event) -> int:
+    return event.start_mark.line + 1 if event.start_mark is not None else 0
 
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 
 
-def _json_lines(text: str, prefixes: set[Steps]) -> dict[Steps, int]:
+def _json_lines(text: str, wanted: _Wanted) -> dict[Steps, int]:
     """_yaml_lines() for JSON text, walked token by token."""
-    found: dict[Steps, int] = {}
     stack: list[_Frame] = []
     line, last = 1, 0
     for match in _JSON_TOKEN.finditer(text):
@@ -189,8 +220,8 @@ def _json_lines(text: str, prefixes: set[Steps]) -> dict[Steps, int]:
         line += text.count("\n", last, match.start())
         last = match.start()
         if first in "}]":
-            if stack:
-                stack.pop()
+            if stack and wanted.ended(stack.pop().steps):
+                break
             continue
         steps: Steps | None = ()
         if stack:
@@ -202,13 +233,11 @@ def _json_lines(text: str, prefixes: set[Steps]) -> dict[Steps, int]:
                 except ValueError:
                     top.key = None
                 if top.steps is not None and top.key is not None:
-                    steps = (*top.steps, top.key)
-                    if steps in prefixes and steps not in found:
-                        found[steps] = line
+                    wanted.note((*top.steps, top.key), line)
                 continue
             steps = top.child()
-            if steps is not None and not top.mapping and steps in prefixes and steps not in found:
-                found[steps] = line
+            if not top.mapping:
+                wanted.note(steps, line)
         if first in "{[":
             stack.append(_Frame(steps, first == "{"))
-    return found
+    return wanted.found

@@ -11,9 +11,11 @@ message of the loader names the 2.0 document's location and line.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 from plantstub._json import essence, shown
+from plantstub._memo import IdentityMemo
 from plantstub.contract.bundle import Lookup
 from plantstub.contract.origins import Origins, Steps, shown_at
 from plantstub.contract.securities import expect
@@ -93,6 +95,8 @@ class _Converter:
         self.origins = origins
         self.fixes = SchemaFixes(uri)
         self.notes: list[tuple[str, Steps]] = []
+        self.converted: IdentityMemo[dict[str, Any]] = IdentityMemo()  # a 2.0 parameter -> its 3.0 form
+        self.answers: IdentityMemo[dict[str, Any]] = IdentityMemo()  # a 2.0 response, per media types -> its 3.0 form
         self.at: Steps = ()  # the place being converted: where a refusal is placed
         self.consumes: list[str] = []
         self.produces: list[str] = []
@@ -158,8 +162,7 @@ class _Converter:
                 out[template] = item  # an extension, or a key the loader refuses in its own words
                 continue
             at = self.at = ("paths", template)
-            item, base = self.deref(item, self.uri, shown_at(at))
-            self.origins.map(f"paths.{template}", at)
+            item, base = self.deref(item, self.uri, f"paths.{template}")
             if not isinstance(item, dict):
                 out[template] = item
                 continue
@@ -168,8 +171,9 @@ class _Converter:
                                          if key not in METHODS and key not in ("parameters", "$ref")}
             kept = [p for p in shared if p.raw["in"] not in ("body", "formData")]
             if kept:
-                converted["parameters"] = [self.parameter(p, f"paths.{template}.parameters[{j}]")
-                                           for j, p in enumerate(kept)]
+                converted["parameters"] = [self.parameter(p) for p in kept]
+            # Where each converted place came from is written down only if a message needs it (Origins.later).
+            self.origins.later(partial(_mark_params, self.origins, f"paths.{template}", at, kept))
             for method in METHODS:
                 if method in item:
                     converted[method] = self.operation(item[method], base, template, method, shared)
@@ -179,27 +183,28 @@ class _Converter:
     def params(self, raw: Any, base: str, at: Steps) -> list[_Param]:
         """A `parameters` list, each `$ref` followed; SpecError for one that is no parameter."""
         found = []
-        for i, param in enumerate(expect(list, raw, shown_at((*at, "parameters")), "a list")):
-            here = self.at = (*at, "parameters", i)
-            param, param_base = self.deref(param, base, shown_at(here))
-            param = expect(dict, param, shown_at(here), "a Parameter mapping")
+        listed = f"{shown_at(at)}.parameters"
+        for i, param in enumerate(expect(list, raw, listed, "a list")):
+            here, where = (*at, "parameters", i), f"{listed}[{i}]"
+            self.at = here
+            param, param_base = self.deref(param, base, where)
+            param = expect(dict, param, where, "a Parameter mapping")
             if "name" not in param or "in" not in param:
-                raise SpecError(f"{shown_at(here)}: a parameter needs 'name' and 'in'")
+                raise SpecError(f"{where}: a parameter needs 'name' and 'in'")
             if param["in"] not in _LOCATIONS:
-                raise SpecError(f"{shown_at(here)}: in: {shown(param['in'])} is not one of {', '.join(_LOCATIONS)}")
+                raise SpecError(f"{where}: in: {shown(param['in'])} is not one of {', '.join(_LOCATIONS)}")
             found.append(_Param(param, param_base, here))
         return found
 
-    def parameter(self, param: _Param, converted: str) -> dict[str, Any]:
-        self.origins.map(converted, param.at)
-        self.origins.map(f"{converted}.schema", param.at)  # a 2.0 parameter holds its type itself
-        return parameter(param.raw, self.fixes, param.base, param.at, self.warn)
+    def parameter(self, param: _Param) -> dict[str, Any]:
+        # One conversion per parameter object: a shared one (`#/parameters/...`) is one schema to bundle and compile.
+        return self.converted.make(param.raw, lambda: parameter(param.raw, self.fixes, param.base, param.at, self.warn),
+                                   param.base)
 
     def operation(self, node: Any, base: str, template: str, method: str, shared: list[_Param]) -> Any:
         at = self.at = ("paths", template, method)
         where = f"paths.{template}.{method}"
-        node, base = self.deref(node, base, shown_at(at))
-        self.origins.map(where, at)
+        node, base = self.deref(node, base, where)
         if not isinstance(node, dict):
             return node
         consumes = self.media_list(node["consumes"], (*at, "consumes")) if "consumes" in node else self.consumes
@@ -212,11 +217,12 @@ class _Converter:
                                if key not in ("parameters", "responses", "consumes", "produces", "schemes")}
         kept = [p for p in own if p.raw["in"] not in ("body", "formData")]
         if kept:
-            out["parameters"] = [self.parameter(p, f"{where}.parameters[{j}]") for j, p in enumerate(kept)]
+            out["parameters"] = [self.parameter(p) for p in kept]
         body = self.request_body([p for p in every if p.raw["in"] in ("body", "formData")], consumes, where)
         if body is not None:
             out["requestBody"] = body
         out["responses"] = self.responses(node.get("responses"), base, produces, at, where)
+        self.origins.later(partial(_mark_operation, self.origins, where, at, kept, out["responses"]))
         return out
 
     def request_body(self, params: list[_Param], consumes: list[str], where: str) -> dict[str, Any] | None:
@@ -246,14 +252,10 @@ class _Converter:
             sent = form_encoding(param.raw)
             if sent is not None and sent != {"style": "form", "explode": True}:
                 encoding[name] = sent
-            for media in medias:
-                self.origins.map(f"{where}.requestBody.content.{media}.schema.properties.{name}", param.at)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             schema["required"] = required
-        self.origins.map(f"{where}.requestBody", forms[0].at)
-        for media in medias:
-            self.origins.map(f"{where}.requestBody.content.{media}", forms[0].at)
+        self.origins.later(partial(_mark_form, self.origins, where, forms, medias))
         content = {media: {"schema": schema, **({"encoding": encoding} if encoding else {})} for media in medias}
         return {"content": content, **({"required": True} if required else {})}
 
@@ -261,10 +263,7 @@ class _Converter:
         raw = param.raw
         schema = self.fixes.fix(raw["schema"] if isinstance(raw.get("schema"), (dict, bool)) else {}, param.base)
         medias = consumes or ["application/json"]  # as swagger2openapi reads an operation that consumes nothing
-        self.origins.map(f"{where}.requestBody", param.at)
-        for media in medias:
-            self.origins.map(f"{where}.requestBody.content.{media}", param.at)
-            self.origins.map(f"{where}.requestBody.content.{media}.schema", (*param.at, "schema"))
+        self.origins.later(partial(_mark_body, self.origins, where, param.at, medias))
         out: dict[str, Any] = {"content": {media: {"schema": schema} for media in medias}}
         if "description" in raw:
             out["description"] = raw["description"]
@@ -277,7 +276,7 @@ class _Converter:
         if raw is None:  # required in 2.0; swagger2openapi's conversion declares one default response
             self.warn("no responses declared; read as one `default` response with no body", at)
             return {"default": {"description": "Default response"}}
-        declared = expect(dict, raw, shown_at((*at, "responses")), "a mapping of status codes")
+        declared = expect(dict, raw, f"{where}.responses", "a mapping of status codes")
         out: dict[str, Any] = {}
         for status, value in declared.items():
             status = str(status)
@@ -285,17 +284,52 @@ class _Converter:
                 out[status] = value
                 continue
             here = self.at = (*at, "responses", status)
-            value, response_base = self.deref(value, base, shown_at(here))
-            value = expect(dict, value, shown_at(here), "a Response mapping")
-            converted = response(value, produces, self.fixes, response_base, here, self.warn)
-            self.origins.map(f"{where}.responses.{status}", here)
-            for media in converted.get("content", {}):
-                self.origins.map(f"{where}.responses.{status}.content.{media}", here)
-                self.origins.map(f"{where}.responses.{status}.content.{media}.schema", (*here, "schema"))
-                self.origins.map(f"{where}.responses.{status}.content.{media}.examples.response",
-                                 (*here, "examples", media))
-            for name in converted.get("headers", {}):
-                self.origins.map(f"{where}.responses.{status}.headers.{name}", (*here, "headers", name))
-                self.origins.map(f"{where}.responses.{status}.headers.{name}.schema", (*here, "headers", name))
+            value, response_base = self.deref(value, base, f"{where}.responses.{status}")
+            value = expect(dict, value, f"{where}.responses.{status}", "a Response mapping")
+            # One conversion per response object and media types: a shared one (`#/responses/...`) is bundled once.
+            tag = (response_base, tuple(produces))
+            converted = self.answers.get(value, tag)
+            if converted is None:
+                converted = self.answers.put(value, response(value, produces, self.fixes, response_base, here,
+                                                             self.warn), tag)
             out[status] = converted
         return out
+
+
+# -- where each converted place came from (run only when a message needs it) -----------------------------------
+def _mark_params(origins: Origins, where: str, at: Steps, params: list[_Param]) -> None:
+    origins.map(where, at)
+    for j, param in enumerate(params):
+        origins.map(f"{where}.parameters[{j}]", param.at)
+        origins.map(f"{where}.parameters[{j}].schema", param.at)  # a 2.0 parameter holds its type itself
+
+
+def _mark_operation(origins: Origins, where: str, at: Steps, params: list[_Param], responses: dict[str, Any]) -> None:
+    _mark_params(origins, where, at, params)
+    for status, converted in responses.items():
+        if status.startswith("x-") or not isinstance(converted, dict):
+            continue
+        here, prefix = (*at, "responses", status), f"{where}.responses.{status}"
+        origins.map(prefix, here)
+        for media in converted.get("content", {}):
+            origins.map(f"{prefix}.content.{media}", here)
+            origins.map(f"{prefix}.content.{media}.schema", (*here, "schema"))
+            origins.map(f"{prefix}.content.{media}.examples.response", (*here, "examples", media))
+        for name in converted.get("headers", {}):
+            origins.map(f"{prefix}.headers.{name}", (*here, "headers", name))
+            origins.map(f"{prefix}.headers.{name}.schema", (*here, "headers", name))
+
+
+def _mark_body(origins: Origins, where: str, at: Steps, medias: list[str]) -> None:
+    origins.map(f"{where}.requestBody", at)
+    for media in medias:
+        origins.map(f"{where}.requestBody.content.{media}", at)
+        origins.map(f"{where}.requestBody.content.{media}.schema", (*at, "schema"))
+
+
+def _mark_form(origins: Origins, where: str, forms: list[_Param], medias: list[str]) -> None:
+    origins.map(f"{where}.requestBody", forms[0].at)
+    for media in medias:
+        origins.map(f"{where}.requestBody.content.{media}", forms[0].at)
+        for param in forms:
+            origins.map(f"{where}.requestBody.content.{media}.schema.properties.{param.raw['name']}", param.at)

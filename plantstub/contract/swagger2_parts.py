@@ -61,19 +61,30 @@ class SchemaFixes:
         self.done: IdentityMemo[Any] = IdentityMemo()
 
     def fix(self, node: Any, base: str) -> Any:
+        """`node` fixed (itself when nothing changes); the same object asked again gives the same answer."""
         if not isinstance(node, dict):
             return node
         return self.done.make(node, lambda: self._fix(node, base), base)
 
     def _fix(self, node: dict[str, Any], base: str) -> dict[str, Any]:
-        out = dict(node)
+        # Subschemas first, each fixed without the memo (a tree is walked once); a copy only where one changed.
+        changed: dict[str, Any] = {}
         for key, value in node.items():
             if key in SCHEMA_MAPS and isinstance(value, dict):
-                out[key] = {name: self.fix(sub, base) for name, sub in value.items()}
+                fixed = _changed_map(value, lambda sub: self._fix(sub, base) if isinstance(sub, dict) else sub)
+                if fixed is not value:
+                    changed[key] = fixed
             elif key in SCHEMA_LISTS and isinstance(value, list):
-                out[key] = [self.fix(sub, base) for sub in value]
+                items = [self._fix(sub, base) if isinstance(sub, dict) else sub for sub in value]
+                if any(a is not b for a, b in zip(items, value, strict=True)):
+                    changed[key] = items
             elif key in SCHEMA_ONE and isinstance(value, dict):
-                out[key] = self.fix(value, base)
+                fixed = self._fix(value, base)
+                if fixed is not value:
+                    changed[key] = fixed
+        if not changed and not _wants_fixing(node, base != self.main):
+            return node
+        out = {**node, **changed}
         if base != self.main and isinstance(node.get("$ref"), str):
             out["$ref"] = join(base, node["$ref"])
         if node.get("type") == "file":
@@ -85,15 +96,14 @@ class SchemaFixes:
             out["discriminator"] = {"propertyName": node["discriminator"]}
         for word in ("anyOf", "oneOf"):
             if isinstance(node.get(f"x-{word}"), list) and word not in node:
-                out[word] = [self.fix(sub, base) for sub in out.pop(f"x-{word}")]
+                out[word] = [self._fix(sub, base) if isinstance(sub, dict) else sub for sub in out.pop(f"x-{word}")]
         if isinstance(node.get("x-not"), dict) and "not" not in node:
-            out["not"] = self.fix(out.pop("x-not"), base)
+            out["not"] = self._fix(out.pop("x-not"), base)
         required = node["required"] if isinstance(node.get("required"), list) else []
         if isinstance(node.get("x-required"), list):
             required = [*required, *(name for name in out.pop("x-required") if name not in required)]
         props = out.get("properties")
-        if isinstance(props, dict) and any(isinstance(sub, dict) and isinstance(sub.get("required"), bool)
-                                           for sub in props.values()):
+        if isinstance(props, dict) and _flags(props):
             # `required: true` on a property (a 2.0 habit): the property is required by its object
             required = [*required, *(name for name, sub in props.items() if isinstance(sub, dict)
                                      and sub.get("required") is True and name not in required)]
@@ -104,18 +114,38 @@ class SchemaFixes:
             out["required"] = required
         elif isinstance(node.get("required"), bool):  # not a schema's keyword: a property's flag, read above
             del out["required"]
-        return node if _same(out, node) else out
+        return out
 
 
-def _same(out: dict[str, Any], node: dict[str, Any]) -> bool:
-    """Whether fixing changed nothing (each value the very object it was, or an equal list of names)."""
-    return out.keys() == node.keys() and all(
-        out[key] is node[key] or (key == "required" and out[key] == node[key])
-        or (isinstance(out[key], dict) and isinstance(node[key], dict) and key in SCHEMA_MAPS
-            and out[key].keys() == node[key].keys() and all(out[key][k] is node[key][k] for k in node[key]))
-        or (isinstance(out[key], list) and isinstance(node[key], list) and key in SCHEMA_LISTS
-            and len(out[key]) == len(node[key]) and all(a is b for a, b in zip(out[key], node[key], strict=True)))
-        for key in node)
+_TRIGGERS = ("x-nullable", "x-anyOf", "x-oneOf", "x-not", "x-required")
+
+
+def _wants_fixing(node: dict[str, Any], elsewhere: bool) -> bool:
+    """Whether a schema object itself (not its subschemas) is written in a way 3.0 writes otherwise."""
+    if node.get("type") == "file" or isinstance(node.get("discriminator"), str) or isinstance(node.get("required"), bool):
+        return True
+    if elsewhere and isinstance(node.get("$ref"), str):
+        return True
+    if any(key in node for key in _TRIGGERS):
+        return True
+    props = node.get("properties")
+    return isinstance(props, dict) and _flags(props)
+
+
+def _flags(props: dict[str, Any]) -> bool:
+    return any(isinstance(sub, dict) and isinstance(sub.get("required"), bool) for sub in props.values())
+
+
+def _changed_map(value: dict[str, Any], fix: Callable[[Any], Any]) -> dict[str, Any]:
+    """`value` with each entry fixed: `value` itself when none changed, else a copy."""
+    out: dict[str, Any] | None = None
+    for name, sub in value.items():
+        fixed = fix(sub)
+        if fixed is not sub:
+            if out is None:
+                out = dict(value)
+            out[name] = fixed
+    return value if out is None else out
 
 
 # -- parameters -----------------------------------------------------------------------------------------------
