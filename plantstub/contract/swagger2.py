@@ -261,7 +261,7 @@ class _Converter:
 
     def body(self, param: _Param, consumes: list[str], where: str) -> dict[str, Any]:
         raw = param.raw
-        schema = self.fixes.fix(raw["schema"] if isinstance(raw.get("schema"), (dict, bool)) else {}, param.base)
+        schema = self.fixes.fix({} if raw.get("schema") is None else raw["schema"], param.base)  # the loader checks it
         medias = consumes or ["application/json"]  # as swagger2openapi reads an operation that consumes nothing
         self.origins.later(partial(_mark_body, self.origins, where, param.at, medias))
         out: dict[str, Any] = {"content": {media: {"schema": schema} for media in medias}}

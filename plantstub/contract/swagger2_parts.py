@@ -162,6 +162,8 @@ def simple_schema(raw: dict[str, Any], fixes: SchemaFixes, base: str) -> dict[st
     schema.update((key, raw[key]) for key in _SCHEMA_WORDS if key in raw)
     if isinstance(raw.get("items"), dict):
         schema["items"] = simple_schema(raw["items"], fixes, base)
+    elif "items" in raw:
+        schema["items"] = raw["items"]  # not a 2.0 items object: the loader says what is wrong with it
     elif raw.get("type") == "array":
         schema["items"] = {}
     if isinstance(raw.get("x-nullable"), bool):

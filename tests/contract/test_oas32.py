@@ -361,3 +361,38 @@ paths:
     assert len([r for r in caplog.records if "set aside:" in r.getMessage()]) == 1
     answer = serve(spec)[spec.operations[0]].default(None)
     assert answer.payload == b'{"n":1}'  # the example's dataValue
+
+
+# -- scenario rules against a 3.2 document ------------------------------------------------------------------
+def test_oas32_scenario_stream_reply_is_checked_item_by_item(tmp_path):
+    from plantstub.scenarios.load import ScenarioLoadError, load_scenario_file
+
+    spec = load_spec(OAS32 / "sse.yaml", cache=False)
+    path = write(tmp_path, """\
+rules:
+  - match: {method: GET, path: /events}
+    reply:
+      status: 200
+      headers: {Content-Type: text/event-stream}
+      body: "event: grew\\ndata: a leaf\\n\\nevent: bloomed\\ndata: x\\n\\n"
+""", "events.yaml")
+    with pytest.raises(ScenarioLoadError) as refused:
+        load_scenario_file(path, spec)
+    assert [str(e) for e in refused.value.errors] == [
+        f"{path}:6: rules[0].reply.body[1].event: 'bloomed' is not one of ['grew', 'wilted'] (GET /events response 200)"]
+    path.write_text(path.read_text().replace("bloomed", "wilted"))
+    assert load_scenario_file(path, spec).rules[0].replies[0].status == 200
+
+
+def test_oas32_scenario_rule_on_query_and_additional_operations(tmp_path):
+    from plantstub.scenarios.load import load_scenario_file
+
+    spec = load_spec(OAS32 / "query.yaml", cache=False)
+    path = write(tmp_path, """\
+rules:
+  - match: {method: QUERY, path: /plants, body: {tag: fern}}
+    reply: {status: 200, body: [{id: 1, name: Fern}]}
+  - match: {method: COPY, path: /plants/1}
+    reply: {status: 201, body: {id: 2, name: Fern}}
+""", "query.yaml")
+    assert [r.replies[0].status for r in load_scenario_file(path, spec).rules] == [200, 201]

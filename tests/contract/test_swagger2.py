@@ -415,3 +415,57 @@ paths:
         f"{path}:5: paths./a.post: no responses declared; read as one `default` response with no body",
         f"{path}:13: paths./b.get: no responses declared; read as one `default` response with no body",
     )
+
+
+# -- hostile documents: a clear refusal or a load, never another exception ----------------------------------
+HOSTILE = {
+    "parameters-not-a-list": HEAD + "paths:\n  /a:\n    get:\n      parameters: {a: 1}\n      responses: {}\n",
+    "parameter-not-a-mapping": HEAD + "paths:\n  /a:\n    get:\n      parameters: [3]\n      responses: {}\n",
+    "parameter-ref-loop": HEAD + "parameters:\n  a: {$ref: '#/parameters/b'}\n  b: {$ref: '#/parameters/a'}\n"
+                                 "paths:\n  /a:\n    get:\n      parameters: [{$ref: '#/parameters/a'}]\n",
+    "response-not-a-mapping": HEAD + "paths:\n  /a:\n    get:\n      responses: {'200': [1]}\n",
+    "responses-a-list": HEAD + "paths:\n  /a:\n    get:\n      responses: [1]\n",
+    "path-item-a-list": HEAD + "paths:\n  /a: [get]\n",
+    "operation-a-string": HEAD + "paths:\n  /a:\n    get: nothing\n",
+    "definitions-a-list": HEAD + "definitions: [1]\npaths: {}\n",
+    "security-definitions-odd": HEAD + "securityDefinitions: {a: 3, b: {type: oauth2, flow: sideways}}\n"
+                                       "security: [{a: []}, {b: []}]\npaths: {}\n",
+    "schema-a-list": HEAD + "paths:\n  /a:\n    post:\n      parameters: [{name: b, in: body, schema: [1]}]\n"
+                            "      responses: {'200': {description: ok}}\n",
+    "items-a-list": HEAD + "paths:\n  /a:\n    get:\n      parameters: [{name: q, in: query, type: array,"
+                           " items: [1]}]\n      responses: {'200': {description: ok}}\n",
+    "consumes-odd": HEAD + "paths:\n  /a:\n    post:\n      consumes: [3]\n      responses: {}\n",
+    "long-key": json.dumps({"swagger": "2.0", "info": {"title": "t", "version": "1"}, "paths": {
+        "/" + "a." * 5000: {"get": {"parameters": [{"in": "x", "name": "y"}]}}}}),
+    "discriminator-and-nullable-odd": HEAD + "definitions:\n  A: {discriminator: 3, x-nullable: maybe, x-oneOf: 4,"
+                                             " properties: {b: {required: 3}}}\npaths: {}\n",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_swagger2_hostile_document_is_refused_clearly_or_loaded(tmp_path, name):
+    path = write(tmp_path, HOSTILE[name], "api.json" if name == "long-key" else "api.yaml")
+    try:
+        spec = load_spec(path, cache=False)
+    except SpecError as exc:
+        text = str(exc)
+        assert text.startswith(f"cannot use spec {path}:") and "Traceback" not in text, text
+    else:
+        assert spec.openapi == "2.0"
+
+
+def test_swagger2_spec_cache_gives_the_spec_and_its_placed_warnings(tmp_path, monkeypatch):
+    from plantstub.contract import spec_cache
+    from plantstub.contract.spec_json import encode
+
+    monkeypatch.setattr(spec_cache, "MIN_CACHED", 0)
+    path = write(tmp_path, BROKEN.replace("{type: {}}", "{type: string}"))
+    loaded = load_spec(path, cache=tmp_path / "cache")
+
+    def refuse(self):
+        raise AssertionError("the document was read: not a cache hit")
+
+    monkeypatch.setattr(_Loader, "read_spec", refuse)
+    cached = load_spec(path, cache=tmp_path / "cache")
+    assert encode(cached) == encode(loaded) and cached.openapi == "2.0"
+    assert cached.warnings[0].startswith(f"{path}:8: paths./plants.post.parameters[0]: ")
