@@ -13,7 +13,7 @@ from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.samples import generate
 from plantstub.contract.schema import SchemaCheck
-from plantstub.contract.streams import is_sequential, stream_answer
+from plantstub.contract.streams import is_stream, stream_answer
 
 UNANSWERABLE = 501  # the status of an answer the spec makes impossible (the Error record says why)
 _CLASSES = "2d345"  # which declared response answers a request with no scenario: 2xx, default, 3xx, 4xx, 5xx
@@ -78,7 +78,7 @@ class Answer:
         if self.status < 200:
             self.problem = f"its response {key} is informational (1xx), which cannot end an exchange"
             return
-        if self.media is not None and self.media.item_schema is not None and is_sequential(self.media.name):
+        if self.media is not None and is_stream(self.media):
             self.stream = True  # OpenAPI 3.2: a short stream of items (contract/streams.py)
             if not sends_no_body(self.status):
                 self.base, self.problem = stream_answer(self.media, self.examples, samples)

@@ -65,7 +65,7 @@ class Dynamic:
         with no JSON schema, or none that keeps the contract, is the fixed one."""
         if answer.stream and answer.problem is None:  # OpenAPI 3.2: each item of the stream drawn anew
             assert answer.media is not None
-            schema = answer.media.item_schema
+            schema = answer.media.item_schema if answer.media.item_schema is not None else answer.media.schema
             values = RandomValues(self.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
             payload = streamed(answer.media, lambda: values.value(schema), self.checks)
             if payload is None:

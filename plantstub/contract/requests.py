@@ -13,7 +13,7 @@ from plantstub.contract.model import Operation, SecurityScheme
 from plantstub.contract.params import ParameterCheck
 from plantstub.contract.querystring import QuerystringCheck
 from plantstub.contract.schema import LARGE, SchemaCheck, Violation
-from plantstub.contract.streams import StreamCheck, is_sequential
+from plantstub.contract.streams import StreamCheck, is_stream
 from plantstub.incoming import IncomingRequest
 
 
@@ -108,7 +108,7 @@ class RequestCheck:
         self.forms: dict[str, FormFields] = {}
         self.streams: dict[str, StreamCheck] = {}  # OpenAPI 3.2: a sequential media type's items, each checked
         for name, media in (op.body or {}).items():
-            if media.item_schema is not None and is_sequential(name):
+            if is_stream(media):
                 item = _compiled(media.item_schema, f"{op.label} requestBody {name} itemSchema", checks)
                 self.streams[name.lower()] = StreamCheck(name, item, _compiled(media.schema, name, checks))
             elif media.schema is not None and not is_json(name):

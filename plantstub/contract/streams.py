@@ -16,6 +16,7 @@ from typing import Any
 
 from plantstub._json import BodyError, decode_json, essence, json_bytes
 from plantstub.contract.compiled import Checks
+from plantstub.contract.flatten import defs_of, types_of
 from plantstub.contract.model import MediaType
 from plantstub.contract.sample_values import NONE
 from plantstub.contract.samples import generate
@@ -43,6 +44,15 @@ def is_sequential(media: str) -> bool:
     """Whether a media type is one of the sequential types plantstub reads and writes item by item."""
     kind = essence(media)
     return kind in _JSON_LINES or kind == _SSE or kind == "application/json-seq" or kind.endswith("+json-seq")
+
+
+def is_stream(media: MediaType) -> bool:
+    """Whether a declared media type is read and answered as a stream: a sequential type with an `itemSchema`, or
+    with a `schema` of an array, which OpenAPI 3.2 holds the items to as one array (a schema of anything else, as
+    3.0 documents wrote for each line of NDJSON, is left as it was: not checked, as any other media type)."""
+    if not is_sequential(media.name):
+        return False
+    return media.item_schema is not None or "array" in (types_of(media.schema, defs_of(media.schema)) or ())
 
 
 def read_items(raw: bytes, media: str) -> list[Any]:
@@ -176,9 +186,9 @@ def stream_problem(items: list[Any], media: str, check: SchemaCheck | None) -> t
 
 def stream_answer(media: MediaType, examples: dict[str, Any], samples: Checks | None) -> tuple[str, str | None]:
     """A default answer in a sequential media type: a declared example whose items all keep the item schema (as
-    written: the serialized stream, or a list of its items), else ITEMS items generated from it. Returns the text
-    to send and why no stream keeps the contract (None: it does)."""
-    assert media.item_schema is not None
+    written: the serialized stream, or a list of its items), else ITEMS items generated from it (or, with a
+    `schema` of the whole array only, its generated array). Returns the text to send and why no stream keeps the
+    contract (None: it does)."""
     checks = samples if samples is not None else Checks()
     check = checks.check(media.item_schema) if isinstance(media.item_schema, dict) else None
     whole = checks.check(media.schema) if isinstance(media.schema, dict) else None
@@ -189,14 +199,17 @@ def stream_answer(media: MediaType, examples: dict[str, Any], samples: Checks | 
             continue
         if isinstance(items, list) and items and _fit(items, check, whole):
             return value if isinstance(value, str) else write_items(items, media.name).decode("utf-8"), None
-    made = checks.generated(media.item_schema, generate)
+    kind = "itemSchema" if media.item_schema is not None else "schema"
+    made = checks.generated(media.item_schema if media.item_schema is not None else media.schema, generate)
     if made.problem is not None:
         found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
-        return "", f"{found} the itemSchema of its {essence(media.name)} stream: {made.problem}"
-    items = [made.value] * ITEMS
+        return "", f"{found} the {kind} of its {essence(media.name)} stream: {made.problem}"
+    items = [made.value] * ITEMS if media.item_schema is not None else made.value
+    if not isinstance(items, list):
+        return "", f"the schema of its {essence(media.name)} stream takes a value that is no array of items"
     payload, problem = stream_problem(items, media.name, check)
     if problem is None and whole is not None and not whole.is_valid(items):
-        problem = f"{ITEMS} items of its itemSchema break the stream's own schema"
+        problem = f"{len(items)} items of its itemSchema break the stream's own schema"
     return payload.decode("utf-8"), problem
 
 
@@ -206,8 +219,12 @@ def _fit(items: list[Any], check: SchemaCheck | None, whole: SchemaCheck | None)
 
 def streamed(media: MediaType, draw: Callable[[], Any], checks: Checks) -> bytes | None:
     """A dynamic stream: ITEMS items each drawn by `draw()` (a few tries each) and checked, written in `media`; None
-    when no draw fits (the fixed answer is sent instead)."""
-    assert media.item_schema is not None
+    when no draw fits (the fixed answer is sent instead). With no item schema, `draw()` gives the whole array."""
+    if media.item_schema is None:
+        whole = draw()
+        if not isinstance(whole, list) or not isinstance(media.schema, dict) or not checks.check(media.schema).is_valid(whole):
+            return None
+        return write_items(whole, media.name)
     check = checks.check(media.item_schema) if isinstance(media.item_schema, dict) else None
     items = []
     for _ in range(ITEMS):

@@ -9,7 +9,7 @@ from plantstub._json import BodyError, decode_json, essence, is_json, match_medi
 from plantstub.contract.model import Operation
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.schema import SchemaCheck
-from plantstub.contract.streams import StreamCheck, is_sequential
+from plantstub.contract.streams import StreamCheck, is_stream
 
 
 def _declared(op: Operation) -> str:
@@ -51,9 +51,9 @@ def judge(served: ServedOperation, status: int, content_type: str | None, payloa
     if problems:  # not JSON where JSON was said: no schema to hold it to
         return problems, body
     declared = response.content[media]
-    if declared.item_schema is not None and is_sequential(media):  # OpenAPI 3.2: each item of the stream
+    if is_stream(declared):  # OpenAPI 3.2: each item of the stream
         checks = served.samples
-        found, _ = StreamCheck(media, checks.check(declared.item_schema),
+        found, _ = StreamCheck(media, None if declared.item_schema is None else checks.check(declared.item_schema),
                                None if declared.schema is None else checks.check(declared.schema)
                                ).violations(payload, "response.body")
         return [*problems, *map(str, found)], body

@@ -396,3 +396,42 @@ rules:
     reply: {status: 201, body: {id: 2, name: Fern}}
 """, "query.yaml")
     assert [r.replies[0].status for r in load_scenario_file(path, spec).rules] == [200, 201]
+
+
+STREAM_OF_SCHEMA = """\
+paths:
+  /log:
+    post:
+      requestBody:
+        content:
+          application/x-ndjson:
+            schema: {SCHEMA}
+      responses:
+        "200":
+          description: the log
+          content:
+            application/x-ndjson:
+              schema: {SCHEMA}
+"""
+LOG = "{type: array, maxItems: 2, items: {type: object, required: [level], properties: {level: {type: integer}}}}"
+
+
+def test_oas32_stream_with_a_schema_of_the_whole_array(tmp_path):
+    spec = load_spec(write(tmp_path, HEAD + STREAM_OF_SCHEMA.replace("{SCHEMA}", LOG)), cache=False)
+    op = spec.operations[0]
+    sent = {"Content-Type": "application/x-ndjson"}
+    assert violations(op, raw=b'{"level": 1}\n{"level": 2}\n', headers=sent) == []
+    assert violations(op, raw=b'{"level": 1}\n{"level": "x"}\n{}\n', headers=sent) == [
+        "body: [{'level': 1}, {'level': 'x'}, {}] is too long", "body[1].level: 'x' is not of type 'integer'",
+        "body[2]: 'level' is a required property"]
+    out = serve(spec)[op].default(None)
+    items = read_items(out.payload, "application/x-ndjson")
+    schema = op.responses["200"].content["application/x-ndjson"].schema
+    assert out.content_type == "application/x-ndjson" and items
+    jsonschema.validate(items, schema)
+
+
+def test_oas30_ndjson_with_an_object_schema_is_left_as_it_was(tmp_path):
+    text = HEAD.replace("3.2.0", "3.0.3") + STREAM_OF_SCHEMA.replace("{SCHEMA}", "{type: object}")
+    op = load_spec(write(tmp_path, text), cache=False).operations[0]
+    assert violations(op, raw=b'{"level": 1}\n{"level": 2}\n', headers={"Content-Type": "application/x-ndjson"}) == []
