@@ -144,7 +144,7 @@ class _Loader:
             doc = self.swagger(doc)
             version = doc["openapi"]
         if version is None:
-            raise SpecError("no 'openapi' field: this is not an OpenAPI 3.x document")
+            raise SpecError("no 'openapi' field: this is not an OpenAPI 3.x document (nor Swagger 2.0: no 'swagger' field)")
         version = str(version)
         if not version.startswith(("3.0", "3.1", "3.2")):
             raise SpecError(f"openapi: {shown(version)} is not supported (expected 3.0.x, 3.1.x or 3.2.x)")
@@ -438,8 +438,8 @@ class _Loader:
         if location == "querystring" and self.v32:
             return oas32.querystring(self, raw, base, where)
         if location not in STYLES:
-            raise SpecError(f"{where}: in: {shown(location)} is not one of path, query, header, cookie"
-                            f"{', querystring' if self.v32 else ''}")
+            also = ", querystring" if self.v32 else " (querystring is OpenAPI 3.2's)" if location == "querystring" else ""
+            raise SpecError(f"{where}: in: {shown(location)} is not one of path, query, header, cookie{also}")
         name = str(raw["name"])
         if location == "header" and name.lower() in IGNORED_HEADERS:
             return None

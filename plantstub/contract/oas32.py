@@ -39,7 +39,13 @@ def operations(item: dict[str, Any], where: str, v32: bool, warnings: list[str])
     """(method, Operation, location) of each operation of a Path Item: its fixed fields (`query` too in 3.2) and,
     in 3.2, each entry of `additionalOperations`, whose key is the method as sent (`COPY`)."""
     found = [(method, item[method], f"{where}.{method}") for method in (METHODS_32 if v32 else METHODS) if method in item]
-    extra = item.get("additionalOperations") if v32 else None
+    if not v32:
+        for field in ("query", "additionalOperations"):
+            if field in item:  # a 3.2 document labelled 3.1 or 3.0: said, not dropped without a word
+                warnings.append(f"{where}.{field}: `{field}` is OpenAPI 3.2's, and this document is an earlier"
+                                " version; set aside (`openapi: 3.2.0` serves it)")
+        return found
+    extra = item.get("additionalOperations")
     if extra is None:
         return found
     if not isinstance(extra, dict):

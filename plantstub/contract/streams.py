@@ -24,6 +24,7 @@ from plantstub.contract.schema import SchemaCheck, Violation
 
 ITEMS = 3  # the items of a stream the stub answers with (a short, finite stream: the answer ends)
 MAX_ITEMS = 10_000  # items of a request's stream that are read; the rest are refused, not read
+MAX_LINES = 100_000  # lines (or record separators) a stream may hold: counted at C speed before any is read
 MAX_VIOLATIONS = 50  # as many as one body's check lists
 _JSON_LINES = frozenset(("application/jsonl", "application/x-ndjson", "application/x-jsonlines"))
 _SSE = "text/event-stream"
@@ -59,6 +60,9 @@ def read_items(raw: bytes, media: str) -> list[Any]:
     """The items of a stream sent as `media`; ItemError for an item that cannot be read (its line, and why), BodyError
     for a stream that is none."""
     kind = essence(media)
+    breaks = raw.count(_RS) if kind not in _JSON_LINES and kind != _SSE else raw.count(b"\n") + raw.count(b"\r")
+    if breaks > MAX_LINES:  # a stream of blank lines or comments would cost a Python step per line
+        raise BodyError(f"more than {MAX_LINES:,} lines; plantstub reads at most {MAX_LINES:,}")
     if kind == _SSE:
         return _events(raw)
     if kind in _JSON_LINES:

@@ -69,7 +69,11 @@ def test_oas32_query_body_is_checked():
 def test_oas32_query_is_no_method_before_3_2(tmp_path):
     text = HEAD.replace("3.2.0", "3.1.0") + "paths:\n  /a:\n    query: {responses: {'200': {description: ok}}}\n" \
         "    additionalOperations: {COPY: {responses: {'200': {description: ok}}}}\n"
-    assert load_spec(write(tmp_path, text), cache=False).operations == ()
+    spec = load_spec(write(tmp_path, text), cache=False)
+    assert spec.operations == ()
+    assert spec.warnings == tuple(
+        f"paths./a.{field}: `{field}` is OpenAPI 3.2's, and this document is an earlier version; set aside"
+        " (`openapi: 3.2.0` serves it)" for field in ("query", "additionalOperations"))
 
 
 def test_oas32_additional_operations_set_aside_with_a_reason(tmp_path):
@@ -156,7 +160,8 @@ paths:
       parameters: [{name: q, in: querystring, content: {text/plain: {schema: {type: string}}}}]
       responses: {"200": {description: ok}}
 """
-    with pytest.raises(SpecError, match=r"in: 'querystring' is not one of path, query, header, cookie$"):
+    with pytest.raises(SpecError, match=r"in: 'querystring' is not one of path, query, header, cookie \(querystring"
+                                        r" is OpenAPI 3.2's\)$"):
         load_spec(write(tmp_path, text), cache=False)
 
 

@@ -90,6 +90,11 @@ def test_read_items_bounded():
         read_items(b"1\n" * (MAX_ITEMS + 1), "application/jsonl")
     with pytest.raises(BodyError, match="plantstub reads at most 10,000"):
         read_items(b"data: x\n\n" * (MAX_ITEMS + 1), "text/event-stream")
+    with pytest.raises(BodyError, match=r"^more than 100,000 lines; plantstub reads at most 100,000$"):
+        read_items(b": keep-alive\r\n" * 60_000, "text/event-stream")
+    with pytest.raises(BodyError, match=r"^more than 100,000 lines"):
+        read_items(b"\x1e" * 100_001, "application/json-seq")
+    assert read_items(b"\n" * 100_000, "application/jsonl") == []
 
 
 @pytest.mark.parametrize(
