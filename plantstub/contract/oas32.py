@@ -11,6 +11,7 @@ to a stub), a discriminator's `defaultMapping` (a discriminator chooses nothing 
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Protocol
 from urllib.parse import urljoin
@@ -23,6 +24,13 @@ from plantstub.errors import SpecError
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP method, as RFC 9110 spells a token
 _URLENCODED = "application/x-www-form-urlencoded"
+# The methods aiohttp's C HTTP parser (llhttp) reads, as sent (upper case); it refuses any other request line as
+# unparsable before plantstub sees it. Its pure-Python parser (AIOHTTP_NO_EXTENSIONS=1) reads any token.
+_LLHTTP = frozenset((
+    "DELETE", "GET", "HEAD", "POST", "PUT", "CONNECT", "OPTIONS", "TRACE", "COPY", "LOCK", "MKCOL", "MOVE", "PROPFIND",
+    "PROPPATCH", "SEARCH", "UNLOCK", "BIND", "REBIND", "UNBIND", "ACL", "REPORT", "MKACTIVITY", "CHECKOUT", "MERGE",
+    "M-SEARCH", "NOTIFY", "SUBSCRIBE", "UNSUBSCRIBE", "PATCH", "PURGE", "MKCALENDAR", "LINK", "UNLINK", "SOURCE", "QUERY",
+))
 
 
 class _Reader(Protocol):
@@ -62,6 +70,10 @@ def operations(item: dict[str, Any], where: str, v32: bool, warnings: list[str])
             warnings.append(f"{here}: {method} is declared twice on this path; the first is served")
         else:
             found.append((method, node, here))
+            if method not in _LLHTTP and not os.environ.get("AIOHTTP_NO_EXTENSIONS"):
+                warnings.append(f"{here}: aiohttp's C HTTP parser refuses a request with the method {method} before"
+                                " plantstub sees it (400); it is served when aiohttp runs its pure-Python parser"
+                                " (AIOHTTP_NO_EXTENSIONS=1)")
     return found
 
 

@@ -17,7 +17,7 @@ from yarl import URL
 from plantstub._json import NO_BODY, is_json
 from plantstub.contract.model import Operation
 from plantstub.contract.outgoing import Outgoing, error_reply
-from plantstub.incoming import IncomingRequest
+from plantstub.incoming import IncomingRequest, sent_method
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
 from plantstub.server.admin import ADMIN_PREFIX, AdminRoutes
@@ -88,7 +88,7 @@ def _aiohttp_answer(out: Outgoing, request: web.BaseRequest) -> web.StreamRespon
 def incoming_of(request: web.BaseRequest, url: URL, path: str, raw: bytes, query: dict[str, list[str]],
                 raw_query: str) -> IncomingRequest:
     """aiohttp's request as the pipeline reads it, at `url` (plantstub serves plain HTTP: the scheme is http)."""
-    return IncomingRequest(request.method, path, query, request.headers, raw, url.raw_path, raw_query)
+    return IncomingRequest(sent_method(request.method), path, query, request.headers, raw, url.raw_path, raw_query)
 
 
 def _query(url: URL) -> tuple[dict[str, list[str]], str]:
@@ -182,7 +182,7 @@ class Pipeline:
         seq, epoch = self.journal.arrive()
         query, raw_query = ({}, "") if url is None else _query(url)
         raw_path = target if url is None else url.raw_path
-        incoming = IncomingRequest(message.method, path, query, message.headers, raw, raw_path, raw_query)
+        incoming = IncomingRequest(sent_method(message.method), path, query, message.headers, raw, raw_path, raw_query)
         try:
             decision = decide(self.runtime, self.session, incoming, self.session.active)
         except Exception as exc:  # a plantstub bug: answered in the Error shape below, the stub keeps serving
@@ -350,7 +350,7 @@ class Pipeline:
         # Kept as bytes; a body read from anything but JSON text (a form) is kept as read too.
         parsed = decision.body if decision.body is not None and not is_json(request.headers.get("Content-Type")) else NO_BODY
         return Record.of(
-            seq, started, request.method, path, raw_query,
+            seq, started, sent_method(request.method), path, raw_query,
             request.raw_headers, raw, parsed, not decision.errors, decision.errors, decision.scenario, decision.rule,
             status, headers, payload, payload_json, fault, decision.stub_errors, decision.upstream,
         )

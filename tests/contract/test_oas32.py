@@ -97,6 +97,25 @@ paths:
     )
 
 
+def test_oas32_additional_operation_the_c_parser_refuses_is_named(tmp_path, monkeypatch):
+    monkeypatch.delenv("AIOHTTP_NO_EXTENSIONS", raising=False)
+    text = HEAD + "paths:\n  /a:\n    additionalOperations:\n      FOOBAR: {responses: {'200': {description: ok}}}\n"
+    spec = load_spec(write(tmp_path, text), cache=False)
+    assert [op.label for op in spec.operations] == ["FOOBAR /a"]
+    assert spec.warnings == (
+        "paths./a.additionalOperations.FOOBAR: aiohttp's C HTTP parser refuses a request with the method FOOBAR"
+        " before plantstub sees it (400); it is served when aiohttp runs its pure-Python parser"
+        " (AIOHTTP_NO_EXTENSIONS=1)",)
+    monkeypatch.setenv("AIOHTTP_NO_EXTENSIONS", "1")
+    assert load_spec(write(tmp_path, text), cache=False).warnings == ()
+
+
+def test_oas32_query_named_unknown_by_older_aiohttp_is_query():
+    from plantstub.incoming import sent_method
+
+    assert [sent_method(m) for m in ("<unknown>", "QUERY", "COPY", "get")] == ["QUERY", "QUERY", "COPY", "get"]
+
+
 def test_oas32_additional_operations_must_be_a_mapping(tmp_path):
     with pytest.raises(SpecError, match=r"paths\./a\.additionalOperations: expected a mapping of HTTP methods to"
                                         r" Operations, found list \['COPY'\]"):

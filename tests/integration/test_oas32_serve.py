@@ -117,3 +117,22 @@ def test_serve_oas32_json_lines(serve):
     assert (status, json.loads(payload)["message"]) == (400, "body[1].level: 8 is greater than the maximum of 7")
     calls = json.loads(send(stub.url, "GET", "/__plantstub/calls?method=POST")[2])
     assert calls[-1]["body"] == [{"level": 3, "message": "ok"}, {"level": 8, "message": "x"}]
+
+
+def test_serve_oas32_method_the_c_parser_refuses_with_the_pure_python_parser(tmp_path):
+    spec = tmp_path / "api.yaml"
+    spec.write_text("openapi: 3.2.0\ninfo: {title: t, version: '1'}\npaths:\n  /plants:\n    additionalOperations:\n"
+                    "      FOOBAR: {responses: {'204': {description: done}}}\n    query:\n"
+                    "      responses: {'200': {description: ok, content: {application/json: {schema: {type: integer}}}}}\n")
+    (tmp_path / "scenarios").mkdir()
+    stub = ServeProcess("--spec", str(spec), "--port", "0", "--scenarios", str(tmp_path / "scenarios"),
+                        env={"AIOHTTP_NO_EXTENSIONS": "1"})
+    try:
+        assert send(stub.url, "FOOBAR", "/plants")[:2] == (204, None)
+        assert send(stub.url, "QUERY", "/plants")[::2] == (200, b"0")
+        status, _, payload = send(stub.url, "BAZ", "/plants")
+        assert (status, json.loads(payload)["message"]) == (
+            405, "method: BAZ is not allowed on /plants (allowed: FOOBAR, QUERY)")
+    finally:
+        stub.stop()
+    assert "FOOBAR" not in stub.stderr  # no warning: this parser reads it

@@ -141,9 +141,10 @@ def test_serve_swagger2_refusal_names_file_and_line(tmp_path):
     spec = tmp_path / "api.yaml"
     spec.write_text('swagger: "2.0"\ninfo: {title: t, version: "1"}\npaths:\n  /a:\n    get:\n      parameters:\n'
                     "        - {name: n, in: cookie, type: string}\n      responses: {'200': {description: ok}}\n")
+    (tmp_path / "scenarios").mkdir()
     stub = None
     try:
-        stub = ServeProcess("--spec", str(spec), "--port", "0", "--scenarios", str(tmp_path))
+        stub = ServeProcess("--spec", str(spec), "--port", "0", "--scenarios", str(tmp_path / "scenarios"))
     except AssertionError as exc:
         assert (f"plantstub: cannot use spec {spec}:7: paths./a.get.parameters[0]: in: 'cookie' is not one of query,"
                 " header, path, formData, body") in str(exc)
