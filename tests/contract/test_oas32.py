@@ -459,3 +459,31 @@ def test_oas30_ndjson_with_an_object_schema_is_left_as_it_was(tmp_path):
     text = HEAD.replace("3.2.0", "3.0.3") + STREAM_OF_SCHEMA.replace("{SCHEMA}", "{type: object}")
     op = load_spec(write(tmp_path, text), cache=False).operations[0]
     assert violations(op, raw=b'{"level": 1}\n{"level": 2}\n', headers={"Content-Type": "application/x-ndjson"}) == []
+
+
+@pytest.mark.parametrize("document", sorted(OAS32.glob("*.yaml")), ids=lambda d: d.name)
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+def test_oas32_every_answer_keeps_its_schema(document, dynamic):
+    """Each declared response of each operation, as plantstub answers it (fixed, and drawn with --dynamic): a JSON
+    body checked by the jsonschema library against its schema, a stream read back and each item against its
+    itemSchema."""
+    import json
+
+    from plantstub._json import essence, is_json
+
+    spec = load_spec(document, cache=False)
+    served = serve(spec, dynamic=dynamic, seed=5)
+    for op in spec.operations:
+        for key, response in op.responses.items():
+            out = served[op].varied(key, None) if dynamic else served[op].answer(key).build(None)
+            assert out.status < 500, (op.label, key, out.body)
+            if not out.payload:
+                continue
+            media = next(m for name, m in response.content.items() if essence(name) == essence(out.content_type))
+            if media.item_schema is not None:
+                items = read_items(out.payload, media.name)
+                assert items
+                for item in items:
+                    jsonschema.validate(item, media.item_schema)
+            elif is_json(media.name) and media.schema is not None:
+                jsonschema.validate(json.loads(out.payload), media.schema)
