@@ -95,7 +95,7 @@ class _Converter:
         self.origins = origins
         self.fixes = SchemaFixes(uri)
         self.notes: list[tuple[str, Steps]] = []
-        self.converted: IdentityMemo[dict[str, Any]] = IdentityMemo()  # a 2.0 parameter -> its 3.0 form
+        self.parameters: IdentityMemo[dict[str, Any]] = IdentityMemo()  # a 2.0 parameter -> its 3.0 form
         self.answers: IdentityMemo[dict[str, Any]] = IdentityMemo()  # a 2.0 response, per media types -> its 3.0 form
         self.at: Steps = ()  # the place being converted: where a refusal is placed
         self.consumes: list[str] = []
@@ -198,7 +198,7 @@ class _Converter:
 
     def parameter(self, param: _Param) -> dict[str, Any]:
         # One conversion per parameter object: a shared one (`#/parameters/...`) is one schema to bundle and compile.
-        return self.converted.make(param.raw, lambda: parameter(param.raw, self.fixes, param.base, param.at, self.warn),
+        return self.parameters.make(param.raw, lambda: parameter(param.raw, self.fixes, param.base, param.at, self.warn),
                                    param.base)
 
     def operation(self, node: Any, base: str, template: str, method: str, shared: list[_Param]) -> Any:
