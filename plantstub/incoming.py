@@ -9,6 +9,12 @@ from typing import NamedTuple
 from plantstub._json import essence
 
 
+def sent_method(method: str) -> str:
+    """The method as the client sent it. aiohttp's C parser before 3.14.2 names QUERY `<unknown>`: its table of
+    llhttp's methods stops one short, and QUERY (llhttp's 46th) is the only one past it."""
+    return "QUERY" if method == "<unknown>" else method
+
+
 class IncomingRequest(NamedTuple):
     """What a client sent. `query` keeps every value of a repeated name; header names are case-insensitive.
     `raw_path` and `raw_query` are as sent (percent-encoded); `scheme` and the Host header make callback URLs;

@@ -94,9 +94,10 @@ def raw_call(url: str, method: str, path: str, body: bytes | None = None, header
         connection.close()
 
 
-def make_request(method: str = "POST", path: str = "/plants", *, headers=None, query=None, raw: bytes = b"") -> IncomingRequest:
+def make_request(method: str = "POST", path: str = "/plants", *, headers=None, query=None, raw: bytes = b"",
+                 raw_query: str = "") -> IncomingRequest:
     """An IncomingRequest as app.py builds it (case-insensitive headers, query values as lists)."""
-    return IncomingRequest(method, path, query or {}, CIMultiDict(headers or {}), raw)
+    return IncomingRequest(method, path, query or {}, CIMultiDict(headers or {}), raw, raw_query=raw_query)
 
 
 class ServeProcess:

@@ -13,6 +13,7 @@ from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.samples import generate
 from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.streams import is_stream, stream_answer
 
 UNANSWERABLE = 501  # the status of an answer the spec makes impossible (the Error record says why)
 _CLASSES = "2d345"  # which declared response answers a request with no scenario: 2xx, default, 3xx, 4xx, 5xx
@@ -70,11 +71,17 @@ class Answer:
         self.whole: SchemaCheck | None = None
         self.keeps = False  # an echo of a request that passed its schema never breaks `whole` (contract/echo.py)
         self.problem: str | None = None
+        self.stream = False  # OpenAPI 3.2: a sequential media type whose items `itemSchema` holds
         self.label = op.label
         self.content_type = concrete(self.media.name) if self.media else None  # never a range such as */*
         self.headers = required_headers(response.headers, response.required_headers, samples)
         if self.status < 200:
             self.problem = f"its response {key} is informational (1xx), which cannot end an exchange"
+            return
+        if self.media is not None and is_stream(self.media):
+            self.stream = True  # OpenAPI 3.2: a short stream of items (contract/streams.py)
+            if not sends_no_body(self.status):
+                self.base, self.problem = stream_answer(self.media, self.examples, samples)
             return
         if self.content_type is not None and not is_json(self.content_type) and not sends_no_body(self.status):
             self.base = self._text(check, samples)

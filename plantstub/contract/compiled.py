@@ -22,9 +22,15 @@ def places(spec: Spec) -> Iterator[Any]:
     """Every schema of `spec`: parameters, request bodies, response bodies and headers."""
     for op in spec.operations:
         yield from (p.schema for p in op.parameters)
-        yield from (m.schema for m in (op.body or {}).values())
+        for media in (op.body or {}).values():
+            yield media.schema
+            if media.item_schema is not None:  # OpenAPI 3.2: each item of a stream
+                yield media.item_schema
         for response in op.responses.values():
-            yield from (m.schema for m in response.content.values())
+            for media in response.content.values():
+                yield media.schema
+                if media.item_schema is not None:
+                    yield media.item_schema
             yield from response.headers.values()
 
 

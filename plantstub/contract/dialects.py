@@ -12,7 +12,7 @@ from typing import Any
 
 OAS30 = "OpenAPI 3.0"  # draft-04 with OpenAPI's changes (`nullable`, no `id`)
 DRAFT4, DRAFT6, DRAFT7, DRAFT2019, DRAFT2020 = "draft-04", "draft-06", "draft-07", "2019-09", "2020-12"
-SUPPORTED = "draft-04, draft-06, draft-07, 2019-09, 2020-12 and the OpenAPI 3.1 dialects"
+SUPPORTED = "draft-04, draft-06, draft-07, 2019-09, 2020-12 and the OpenAPI 3.1 and 3.2 dialects"
 
 # A dialect URI without its scheme (http or https) and trailing `#`, to the draft it names.
 _KNOWN = {
@@ -27,7 +27,8 @@ _KNOWN = {
     "json-schema.org/draft/2020-12/schema": DRAFT2020,
     "json-schema.org/draft/2020-12/hyper-schema": DRAFT2020,
 }
-_OAS31 = "spec.openapis.org/oas/3.1/dialect/"  # `base` and dated ones: 2020-12 plus OpenAPI's annotations
+# `base` and dated ones: 2020-12 plus OpenAPI's annotations (3.2 names its own dialect too)
+_OAS31 = ("spec.openapis.org/oas/3.1/dialect/", "spec.openapis.org/oas/3.2/dialect/")
 _TOO_OLD = ("json-schema.org/draft-00/", "json-schema.org/draft-01/", "json-schema.org/draft-02/",
             "json-schema.org/draft-03/")
 _SIBLINGS_IGNORED = (OAS30, DRAFT4, DRAFT6, DRAFT7)  # before 2019-09 a `$ref` replaces its whole object

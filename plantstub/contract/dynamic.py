@@ -27,6 +27,7 @@ from plantstub.contract.outgoing import Outgoing, json_reply
 from plantstub.contract.random_values import DRAW, NONE, Planned, RandomValues
 from plantstub.contract.sample_values import Room, TooLarge
 from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.streams import streamed
 
 TRIES = 3  # random values drawn for one answer before the fixed one is sent
 MISSES = 3  # calls of one answer in a row whose every draw broke the schema: it is sent fixed from then on
@@ -111,6 +112,15 @@ class Dynamic:
             first()
         draws = self.draws if draws is None else draws
         draws.answers += 1
+        if answer.stream and answer.problem is None:  # OpenAPI 3.2: each item of the stream drawn anew
+            assert answer.media is not None
+            schema = answer.media.item_schema if answer.media.item_schema is not None else answer.media.schema
+            values = RandomValues(draws.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
+            payload = streamed(answer.media, lambda: values.value(schema), self.checks)
+            if payload is None:
+                self.fixed += 1
+                return answer.build(request_body)
+            return Outgoing(answer.status, payload.decode("utf-8"), payload, answer.content_type, dict(answer.headers))
         if not isinstance(check, SchemaCheck) or not varies(answer):
             return answer.build(request_body, None, valid)
         body = self.body(answer, check, draws)

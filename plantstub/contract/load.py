@@ -1,4 +1,4 @@
-"""Load an OpenAPI 3.0/3.1 document (YAML or JSON, local and sibling $refs) into a Spec."""
+"""Load an OpenAPI 3.0/3.1/3.2 or Swagger 2.0 document (YAML or JSON, local and sibling $refs) into a Spec."""
 
 from __future__ import annotations
 
@@ -6,19 +6,24 @@ import difflib
 import logging
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urldefrag, urlparse
 
 from plantstub._json import MAX_SHOWN, MISSING, cut, shown
 from plantstub._yaml import decode_text, parse_text, read_bytes
 from plantstub.config import BUNDLED_SPECS, bundled_name
+from plantstub.contract import oas32
 from plantstub.contract.bundle import Bundler, join
-from plantstub.contract.model import METHODS, MediaType, Operation, Parameter, Response, Spec, unsent_header
+from plantstub.contract.model import MediaType, Operation, Parameter, Response, Spec, unsent_header
 from plantstub.contract.securities import Securities, expect, suggest
 from plantstub.contract.spec_cache import SpecCache, digest
 from plantstub.contract.webhooks import read_callbacks, read_webhooks
 from plantstub.errors import SpecError
 from plantstub.matching import template_names
+
+if TYPE_CHECKING:  # imported when a Swagger 2.0 document is met: a 3.x one never pays for the conversion's modules
+    from plantstub.contract.origins import Origins, Steps
+    from plantstub.contract.swagger2 import Converted
 
 log = logging.getLogger("plantstub")
 
@@ -48,7 +53,7 @@ def spec_file(path: str | Path | None) -> Path:
 
 def load_spec(path: str | Path | None = None, root: str | Path | None = None, *,
               cache: Path | bool | None = None) -> Spec:
-    """Load and check an OpenAPI 3.0/3.1 document; the bundled Plant Store when `path` is None.
+    """Load and check an OpenAPI 3.0/3.1/3.2 or Swagger 2.0 document; the bundled Plant Store when `path` is None.
 
     `root` (`--spec-root`) is the folder whose files $refs may read; the spec's own folder when None.
     `cache` (`--spec-cache`): the folder of the spec cache, True for the default one, False for none;
@@ -63,10 +68,15 @@ def load_spec(path: str | Path | None = None, root: str | Path | None = None, *,
     try:
         spec = loader.cached() or loader.load()
         for warning in spec.warnings:  # said once, where the stub starts (stderr) and in GET /__plantstub/health
-            log.warning("plantstub: spec %s: %s", file, warning)
+            if warning.startswith(f"{file}:"):  # `FILE:LINE: ...`: a Swagger 2.0 document's place (origins.py)
+                log.warning("plantstub: spec %s", warning)
+            else:
+                log.warning("plantstub: spec %s: %s", file, warning)
         return spec
     except SpecError as exc:
         text = str(exc)
+        if loader.origins is not None and not text.startswith(f"{file}:"):
+            text = loader.origins.placed([text])[0]  # in the Swagger 2.0 document's own places and lines
         # A parse error already starts with `FILE:line:`; anything else gets the file in front.
         raise SpecError(f"cannot use spec {text if text.startswith(str(file) + ':') else f'{file}: {text}'}") from None
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
@@ -101,6 +111,13 @@ class _Loader:
         self.registry: Any = None  # `referencing`'s, over read_files: built when walk() cannot follow a $ref
         self.cache = cache
         self.digests: dict[str, str] = {}  # path of each file read -> its content hash (the cache's key)
+        self.origins: Origins | None = None  # a Swagger 2.0 document's: where each converted place was written
+        self.notes: list[tuple[str, Steps]] = []  # the 2.0 conversion's own warnings, at the 2.0 places
+        self.converted: Converted | None = None
+        self.styles = STYLES  # the styles each location allows
+        self.v32 = False  # an OpenAPI 3.2 document: its additions are read (contract/oas32.py)
+        self.own: str | None = None  # the URI its `$self` gives it
+        self.aside: list[str] = []  # the 3.2 fields it holds that plantstub does not serve, each with its place
 
     def cached(self) -> Spec | None:
         """The spec from the cache, when it holds this very document (every file it read unchanged)."""
@@ -121,19 +138,22 @@ class _Loader:
         if not isinstance(doc, dict):
             raise SpecError("the document is not a mapping of OpenAPI fields")
         version = doc.get("openapi")
+        written = None
+        if version is None and "swagger" in doc:
+            written = str(doc["swagger"])
+            doc = self.swagger(doc)
+            version = doc["openapi"]
         if version is None:
-            if "swagger" in doc:
-                raise SpecError(
-                    f"this is a Swagger {cut(str(doc['swagger']))} document; plantstub reads OpenAPI 3.0 and 3.1"
-                    " (convert it first, e.g. with swagger2openapi)"
-                )
-            raise SpecError("no 'openapi' field: this is not an OpenAPI 3.x document")
+            raise SpecError("no 'openapi' field: this is not an OpenAPI 3.x document (nor Swagger 2.0: no 'swagger' field)")
         version = str(version)
-        if not version.startswith(("3.0", "3.1")):
-            raise SpecError(f"openapi: {shown(version)} is not supported (expected 3.0.x or 3.1.x)")
-        self.bundler = Bundler(self.lookup, legacy=version.startswith("3.0"))
+        if not version.startswith(("3.0", "3.1", "3.2")):
+            raise SpecError(f"openapi: {shown(version)} is not supported (expected 3.0.x, 3.1.x or 3.2.x)")
+        self.v32 = version.startswith("3.2")
+        self.own = oas32.self_base(doc, self.uri, self.warnings) if self.v32 else None
+        lookup = self.lookup if self.converted is None else self.converted.schemas(self.lookup)
+        self.bundler = Bundler(lookup, legacy=version.startswith("3.0"))
         dialect = doc.get("jsonSchemaDialect")
-        if dialect is not None and version.startswith("3.1"):  # 3.0 has no such field
+        if dialect is not None and not version.startswith("3.0"):  # 3.0 has no such field
             if not isinstance(dialect, str):
                 raise SpecError(f"jsonSchemaDialect: expected a URI, found {type(dialect).__name__} {shown(dialect)}")
             self.bundler.dialect = self.bundler.dialect_named(dialect, "jsonSchemaDialect")
@@ -161,15 +181,38 @@ class _Loader:
                 for i, raw in enumerate(expect(list, item.get("parameters"), f"{where}.parameters", "a list"))
                 if (param := self.parameter(raw, base, f"{where}.parameters[{i}]")) is not None
             ]
-            for method in (m for m in METHODS if m in item):
-                here = f"{where}.{method}"
-                operations.append(self.operation(method, template, item[method], shared, global_security, base, here))
+            for method, node, here in self.methods(item, where):
+                operations.append(self.operation(method, template, node, shared, global_security, base, here))
         webhooks = read_webhooks(self, doc, self.uri)
         info = doc["info"] if isinstance(doc.get("info"), dict) else {}
         title, release = str(info.get("title", "")), str(info.get("version", ""))
+        if self.v32:
+            self.warnings += [*oas32.tag_warnings(doc), *oas32.aside_line(self.aside)]
         warnings = tuple(dict.fromkeys([*self.warnings, *self.securities.warnings(), *self.bundler.warnings]))
-        return Spec(str(self.shown), version, title, release, tuple(operations), warnings, webhooks,
+        if self.origins is not None:
+            warnings = tuple(dict.fromkeys(self.origins.placed([*self.notes, *warnings])))
+        return Spec(str(self.shown), written or version, title, release, tuple(operations), warnings, webhooks,
                     frozenset(self.bundler.annotated))
+
+    def swagger(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """A Swagger 2.0 document as the OpenAPI 3.0 document it means (contract/swagger2.py): the one `$refs` read
+        from now on (its `#/definitions/...` are where they were)."""
+        from plantstub.contract.origins import Origins
+        from plantstub.contract.swagger2 import convert
+        from plantstub.contract.swagger2_parts import STYLES as SWAGGER_STYLES
+
+        self.styles = SWAGGER_STYLES  # 2.0's delimiters that 3.x has no style for
+        self.origins = Origins(self.file, str(self.shown))
+        self.converted = convert(doc, self.deref, self.uri, self.origins)
+        self.notes = self.converted.notes
+        self.read_files[self.uri] = self.converted.doc
+        self.found.clear()  # targets found while converting lead into the document as read
+        self.registry = None
+        return self.converted.doc
+
+    def methods(self, item: dict[str, Any], where: str) -> list[tuple[str, Any, str]]:
+        """(method, Operation, location) of each operation of a Path Item (OpenAPI 3.2's QUERY and others too)."""
+        return oas32.operations(item, where, self.v32, self.warnings)
 
     # -- files and $refs ---------------------------------------------------------------
     def display(self, uri: str) -> str:
@@ -225,6 +268,8 @@ class _Loader:
 
     def lookup(self, target: str, where: str, ref: str) -> tuple[Any, str]:
         """The contents at absolute `target` (reading a sibling file on first use) and its file URI."""
+        if self.own is not None:  # written with the document's `$self` URI: the file it names (OpenAPI 3.2)
+            target = oas32.as_read(target, self.own, self.uri)
         found = self.found.get(target)
         if found is not None:  # a big document names the same targets thousands of times
             return found
@@ -311,6 +356,8 @@ class _Loader:
             if param is not None:
                 params[(param.name.lower() if param.location == "header" else param.name, param.location)] = param
         self.match_template(template, params, base, where)
+        if self.v32:
+            self.warnings += oas32.querystring_warnings(list(params.values()), where)
         body_required, body = False, None
         if node.get("requestBody") is not None:
             raw, body_base = self.deref(node["requestBody"], base, f"{where}.requestBody")
@@ -388,16 +435,22 @@ class _Loader:
         if "name" not in raw or "in" not in raw:
             raise SpecError(f"{where}: a parameter needs 'name' and 'in'")
         location = raw["in"]
+        if location == "querystring" and self.v32:
+            return oas32.querystring(self, raw, base, where)
         if location not in STYLES:
-            raise SpecError(f"{where}: in: {shown(location)} is not one of path, query, header, cookie")
+            also = ", querystring" if self.v32 else " (querystring is OpenAPI 3.2's)" if location == "querystring" else ""
+            raise SpecError(f"{where}: in: {shown(location)} is not one of path, query, header, cookie{also}")
         name = str(raw["name"])
         if location == "header" and name.lower() in IGNORED_HEADERS:
             return None
-        style = raw.get("style", STYLES[location][0])
-        if style not in STYLES[location]:
+        styles = self.styles[location]
+        if self.v32 and location == "cookie":
+            styles = ("form", "cookie")
+        style = raw.get("style", styles[0])
+        if style not in styles:
             self.warnings.append(f"{where}: style: {shown(style)} is not a style of {location} parameters"
-                                 f" ({', '.join(STYLES[location])}); read as {STYLES[location][0]}")
-            style = STYLES[location][0]
+                                 f" ({', '.join(styles)}); read as {styles[0]}")
+            style = styles[0]
         explode = raw.get("explode", style == "form")
         if not isinstance(explode, bool):
             self.warnings.append(f"{where}: explode: {shown(explode)} is not true or false; read as {style == 'form'}")
@@ -423,13 +476,20 @@ class _Loader:
             declared = expect(dict, media.get("examples"), f"{media_where}.examples", "a mapping of Example objects")
             for ex_name, example in declared.items():
                 example, _ = self.deref(example, media_base, f"{media_where}.examples.{ex_name}")
-                if isinstance(example, dict) and "value" in example:
-                    examples[str(ex_name)] = example["value"]
+                if isinstance(example, dict):  # 3.2: `dataValue` is the value; `serializedValue` the text sent
+                    value = next((example[k] for k in ("value", "dataValue", "serializedValue") if k in example), MISSING)
+                    if value is not MISSING:
+                        examples[str(ex_name)] = value
+            if self.v32:
+                self.aside += oas32.media_aside(media, str(name), media_where)
+            items = media.get("itemSchema")
             result[str(name)] = MediaType(
                 name=str(name),
                 schema=self.schema(media.get("schema"), media_base, f"{media_where}.schema", direction),
                 example=media.get("example", MISSING),
                 examples=examples,
+                item_schema=None if items is None else self.schema(items, media_base, f"{media_where}.itemSchema",
+                                                                    direction),
             )
         return result
 

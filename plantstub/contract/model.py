@@ -8,6 +8,7 @@ from typing import Any
 from plantstub._json import MISSING
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+METHODS_32 = (*METHODS, "query")  # OpenAPI 3.2's Path Item adds QUERY (and `additionalOperations` for any other)
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,7 +16,7 @@ class Parameter:
     """One declared parameter: where it lives, whether it is required, its bundled schema."""
 
     name: str
-    location: str  # path, query, header, cookie
+    location: str  # path, query, header, cookie; querystring (OpenAPI 3.2: the whole query, read as `media`)
     required: bool
     schema: dict | bool | None
     explode: bool = True
@@ -25,12 +26,14 @@ class Parameter:
 
 @dataclass(frozen=True, slots=True)
 class MediaType:
-    """A media type under a request body or response: schema and examples."""
+    """A media type under a request body or response: schema and examples; `item_schema` (OpenAPI 3.2) holds each
+    item of a sequential media type (contract/streams.py)."""
 
     name: str
     schema: dict | bool | None
     example: Any = MISSING
     examples: dict[str, Any] = field(default_factory=dict)
+    item_schema: dict | bool | None = None
 
 
 _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -25,7 +25,7 @@ _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 # `type: integer` has no size limit (format int32/int64 bounds are in the schema, contract/bundle.py): as many
 # digits as a JSON body may have.
 _INTEGER = re.compile(rf"[+-]?[0-9]{{1,{MAX_DIGITS}}}")
-_DELIMITERS = {"spaceDelimited": " ", "pipeDelimited": "|"}
+_DELIMITERS = {"spaceDelimited": " ", "pipeDelimited": "|", "tabDelimited": "\t"}  # the last: Swagger 2.0's tsv
 
 
 def schema_types(schema: Any, defs: dict[str, Any] | None = None) -> set[str]:

@@ -11,7 +11,9 @@ from plantstub.contract.compiled import Checks
 from plantstub.contract.forms import FormFields
 from plantstub.contract.model import Operation, SecurityScheme
 from plantstub.contract.params import ParameterCheck
+from plantstub.contract.querystring import QuerystringCheck
 from plantstub.contract.schema import LARGE, SchemaCheck, Violation
+from plantstub.contract.streams import StreamCheck, is_stream
 from plantstub.incoming import IncomingRequest
 
 
@@ -87,8 +89,9 @@ class RequestCheck:
         # What an exploded form object spread over the query leaves alone: the other query names, API keys included.
         in_query = [p.name for p in op.parameters if p.location == "query"] + [
             s.param for alt in op.security for s in alt if s.type == "apiKey" and s.location == "query"]
-        self.params = [
+        self.params: list[ParameterCheck | QuerystringCheck] = [
             ParameterCheck(p, f"{op.label} parameter {p.name}", frozenset(in_query) - {p.name}, checks)
+            if p.location != "querystring" else QuerystringCheck(p, checks)
             for p in op.parameters
         ]
         self.uses_cookies = any(p.location == "cookie" for p in op.parameters) or any(
@@ -103,8 +106,12 @@ class RequestCheck:
         # A form body's fields arrive as text: each is read by the JSON types its property names (not needed
         # for a JSON body, whose folded schema can take milliseconds to make: done only where a form may come).
         self.forms: dict[str, FormFields] = {}
+        self.streams: dict[str, StreamCheck] = {}  # OpenAPI 3.2: a sequential media type's items, each checked
         for name, media in (op.body or {}).items():
-            if media.schema is not None and not is_json(name):
+            if is_stream(media):
+                item = _compiled(media.item_schema, f"{op.label} requestBody {name} itemSchema", checks)
+                self.streams[name.lower()] = StreamCheck(name, item, _compiled(media.schema, name, checks))
+            elif media.schema is not None and not is_json(name):
                 self.forms[name.lower()] = FormFields(media.schema)
             self.bodies[name.lower()] = _compiled(media.schema, f"{op.label} requestBody {name}", checks)
 
@@ -153,6 +160,8 @@ class RequestCheck:
             got = repr(content_type) if content_type else "missing"
             return [Violation("headers.Content-Type", f"{got} is not accepted; expected {', '.join(self.bodies)}")], None
         check = self.bodies[media]
+        if self.streams and media in self.streams:
+            return self.streams[media].violations(raw)
         if is_json(content_type):
             try:
                 value = decode_json(raw)

@@ -13,7 +13,7 @@ from plantstub._json import MISSING
 from plantstub._memo import IdentityMemo
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, SecurityScheme, Spec, Webhook
 
-FORMAT = 4  # raised whenever what encode() writes changes (or what bundling makes of a schema)
+FORMAT = 5  # raised whenever what encode() writes changes (or what bundling makes of a schema)
 
 
 class Corrupt(ValueError):
@@ -48,7 +48,7 @@ class _Writer:
 
     def media(self, media: MediaType) -> list[Any]:
         example = [] if media.example is MISSING else [media.example]
-        return [media.name, self.schema(media.schema), example, media.examples]
+        return [media.name, self.schema(media.schema), example, media.examples, self.schema(media.item_schema)]
 
     def operation(self, op: Operation) -> dict[str, Any]:
         return {
@@ -101,8 +101,9 @@ class _Reader:
     # not checked again field by field (a fifth of the time to read a spec back); a shape encode() never writes
     # raises KeyError, TypeError, ValueError or IndexError.
     def media(self, raw: Any) -> MediaType:
-        name, schema, example, examples = raw
-        return MediaType(name, self.schema(schema), example[0] if example else MISSING, _mapping(examples))
+        name, schema, example, examples, items = raw
+        return MediaType(name, self.schema(schema), example[0] if example else MISSING, _mapping(examples),
+                         self.schema(items))
 
     def operation(self, raw: Any) -> Operation:
         body = raw["body"]

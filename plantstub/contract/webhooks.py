@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from plantstub._json import MISSING, is_json, shown
-from plantstub.contract.model import METHODS, Operation, Spec, Webhook
+from plantstub.contract.model import Operation, Spec, Webhook
 from plantstub.errors import SpecError
 
 
@@ -20,6 +20,8 @@ class _Reader(Protocol):
     warnings: list[str]
 
     def deref(self, node: Any, base: str, where: str) -> tuple[Any, str]: ...
+
+    def methods(self, item: dict[str, Any], where: str) -> list[tuple[str, Any, str]]: ...
 
     def operation(self, method: str, template: str, node: Any, shared: list, global_security: Any, base: str,
                   where: str) -> Operation: ...
@@ -31,8 +33,8 @@ def _path_item(reader: _Reader, name: str, item: Any, base: str, where: str, exp
         raise SpecError(f"{where}: expected a Path Item mapping, found {type(item).__name__} {shown(item)}")
     # What the API sends carries no credential the consumer's receiver checks: security is not applied.
     return [
-        Webhook(name, reader.operation(method, name, item[method], [], None, base, f"{where}.{method}"), expression)
-        for method in METHODS if method in item
+        Webhook(name, reader.operation(method, name, node, [], None, base, here), expression)
+        for method, node, here in reader.methods(item, where)
     ]
 
 

@@ -11,6 +11,7 @@ from plantstub.contract.model import Operation
 from plantstub.contract.operations import ServedOperation
 from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck
+from plantstub.contract.streams import StreamCheck, is_stream
 
 
 def _declared(op: Operation) -> str:
@@ -51,6 +52,13 @@ def judge(served: ServedOperation, status: int, content_type: str | None, payloa
         return problems, body
     if problems:  # not JSON where JSON was said: no schema to hold it to
         return problems, body
+    declared = response.content[media]
+    if is_stream(declared):  # OpenAPI 3.2: each item of the stream
+        checks = served.samples
+        found, _ = StreamCheck(media, None if declared.item_schema is None else checks.check(declared.item_schema),
+                               None if declared.schema is None else checks.check(declared.schema)
+                               ).violations(payload, "response.body")
+        return [*problems, *map(str, found)], body
     check = served.response_check(response.status, response.content[media])
     if isinstance(check, SchemaCheck):
         problems.extend(map(str, check.errors(body, "response.body")))

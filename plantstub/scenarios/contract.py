@@ -14,6 +14,7 @@ from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.resources import Resources
 from plantstub.contract.router import Router
 from plantstub.contract.schema import SchemaCheck, Violation, location_path
+from plantstub.contract.streams import StreamCheck, is_stream
 from plantstub.contract.webhooks import json_body_schema
 from plantstub.errors import ScenarioError
 from plantstub.scenarios.document import ScenarioDocument
@@ -130,6 +131,13 @@ class ScenarioContract:
             message = (f"{kind} is sent as {media_type}, which {named} does not declare (declared: {declared});"
                        f" set a Content-Type header or {OFF_CONTRACT_HINT}")
             return [doc.error(body_where, message)]
+        if is_stream(media) and isinstance(reply.body, str):
+            # OpenAPI 3.2: a stream written out in the reply, each item held to the item schema
+            samples = self.served[op].samples
+            stream = StreamCheck(media_type, None if media.item_schema is None else samples.check(media.item_schema),
+                                 None if media.schema is None else samples.check(media.schema))
+            return found + [doc.error(v.where, f"{v.message} ({named})")
+                            for v in stream.violations(reply.body.encode("utf-8"), body_where)[0]]
         if media.schema is None:
             return found
         check = self.served[op].response_check(response.status, media)

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from plantstub.contract.outgoing import Outgoing, error_reply
-from plantstub.incoming import IncomingRequest
+from plantstub.incoming import IncomingRequest, sent_method
 from plantstub.recording.answered import CHECK, Answerer
 from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
@@ -103,6 +103,7 @@ class Front:
              scheme: str, parsed: Any = None) -> Pending | Answer:
         """A request whose head has arrived: what will serve it once its body is read, or the answer refusing it now.
         `parsed`: the transport's reading of the target (yarl's URL), when it has one."""
+        method = sent_method(method)  # the one place the method is read as the client sent it
         if raw_target.startswith("//"):
             raw_target, parsed = joined(raw_target), None
         choice = choose_session(raw_target, headers) if raw_target.startswith("/__") or SESSION_HEADER in headers \

@@ -124,7 +124,7 @@ async def test_unknown_dialect_is_read_as_2020_12_with_a_warning_in_health(aioht
     with caplog.at_level(logging.WARNING, logger="plantstub"):
         client = await aiohttp_client(create_app(spec=str(write(tmp_path, "api.yaml", text))))
     warning = ("jsonSchemaDialect 'https://example.com/our-dialect' is not a JSON Schema dialect plantstub knows"
-               " (draft-04, draft-06, draft-07, 2019-09, 2020-12 and the OpenAPI 3.1 dialects):"
+               " (draft-04, draft-06, draft-07, 2019-09, 2020-12 and the OpenAPI 3.1 and 3.2 dialects):"
                " its schemas are read as 2020-12")
     health = await (await client.get("/__plantstub/health")).json()
     assert health["spec"]["warnings"] == [warning]
@@ -140,7 +140,7 @@ def test_draft_03_is_refused_at_start_naming_the_dialect(tmp_path):
     assert str(caught.value) == (
         f"cannot use spec {path}: paths./x.post.requestBody.content.application/json.schema: $schema"
         " 'http://json-schema.org/draft-03/schema#': JSON Schema draft-03 is not supported"
-        " (plantstub reads draft-04, draft-06, draft-07, 2019-09, 2020-12 and the OpenAPI 3.1 dialects)")
+        " (plantstub reads draft-04, draft-06, draft-07, 2019-09, 2020-12 and the OpenAPI 3.1 and 3.2 dialects)")
 
 
 def test_json_schema_dialect_that_is_not_a_string_is_refused(tmp_path):

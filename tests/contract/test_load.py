@@ -278,10 +278,11 @@ def test_load_spec_reads_a_yaml_null_in_a_type_list(tmp_path):
 
 # -- refusals: one defect per document, one paragraph each --------------------------------------
 BROKEN = {
-    "swagger-2.yaml": "{path}: this is a Swagger 2.0 document; plantstub reads OpenAPI 3.0 and 3.1 "
-                      "(convert it first, e.g. with swagger2openapi)",
-    "openapi-4.yaml": "{path}: openapi: '4.0.0' is not supported (expected 3.0.x or 3.1.x)",
-    "no-openapi-field.yaml": "{path}: no 'openapi' field: this is not an OpenAPI 3.x document",
+    "swagger-1.yaml": "{path}:1: swagger: '1.2' is not supported (plantstub reads Swagger 2.0 and OpenAPI 3.0, 3.1 "
+                      "and 3.2)",
+    "openapi-4.yaml": "{path}: openapi: '4.0.0' is not supported (expected 3.0.x, 3.1.x or 3.2.x)",
+    "no-openapi-field.yaml": "{path}: no 'openapi' field: this is not an OpenAPI 3.x document (nor Swagger 2.0: no "
+                             "'swagger' field)",
     "not-a-mapping.yaml": "{path}: the document is not a mapping of OpenAPI fields",
     "bad-yaml.yaml": re.compile(r":6: not valid YAML: \S.*"),  # the reason after ours is libyaml's
     # After the path, plantstub's framing only: the line and the reason are CPython's json module's, and 3.13 says

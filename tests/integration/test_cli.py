@@ -79,12 +79,12 @@ def test_serve_refuses_bad_settings(args, env, message):
 
 def test_serve_refuses_a_spec_that_is_not_openapi(tmp_path):
     spec = tmp_path / "old.yaml"
-    spec.write_text("swagger: '2.0'\ninfo: {title: t, version: '1'}\npaths: {}\n")
+    spec.write_text("swagger: '1.2'\ninfo: {title: t, version: '1'}\npaths: {}\n")
     result = run("serve", "--spec", str(spec), "--port", "0")
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f"plantstub: cannot use spec {spec}: this is a Swagger 2.0 document; plantstub reads OpenAPI 3.0 "
-        "and 3.1 (convert it first, e.g. with swagger2openapi)")
+        f"plantstub: cannot use spec {spec}:1: swagger: '1.2' is not supported (plantstub reads Swagger 2.0 and "
+        "OpenAPI 3.0, 3.1 and 3.2)")
     assert "Traceback" not in result.stderr
 
 
