@@ -41,7 +41,7 @@ _STALE_TEMP = 3600  # seconds after which a temporary file is a crashed writer's
 _PREFIX, _SUFFIX = "spec-", ".json"
 
 
-def digest(data: bytes) -> str:
+def digest(data: bytes | memoryview) -> str:
     """The content hash of one file read."""
     return hashlib.sha256(data).hexdigest()
 
