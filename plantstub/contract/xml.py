@@ -136,13 +136,14 @@ class Mapping:
         shape.wrapped = xml.get("wrapped") is True or node == "element"
         shape.title = _text(flat.get("title")) if _NAME.match(str(flat.get("title", ""))) else None
         shape.types = types_of(schema, self.defs) or set()
-        shape.required = [r for r in flat.get("required") or () if isinstance(r, str)] if isinstance(
-            flat.get("required"), list) else []
+        subs: dict[str, list[Any]] = {}  # each property's schemas, in every part (a branch's too)
         for part in parts:
+            required = part.get("required")
+            shape.required += [r for r in (required if isinstance(required, list) else ())
+                               if isinstance(r, str) and r not in shape.required]
             props = part.get("properties")
             for prop, sub in (props.items() if isinstance(props, dict) else ()):
-                if prop not in shape.props:
-                    shape.props[prop] = self.shape(sub)
+                subs.setdefault(prop, []).append(sub)
             extra = part.get("additionalProperties")
             if shape.extra is None and isinstance(extra, dict):
                 shape.extra = self.shape(extra)
@@ -152,6 +153,8 @@ class Mapping:
             prefixed = part.get("prefixItems")
             if not shape.prefixed and isinstance(prefixed, list):
                 shape.prefixed = [self.shape(p) for p in prefixed]
+        for prop, found in subs.items():  # a property several branches declare reads as any of them
+            shape.props[prop] = self.shape(found[0] if len(found) == 1 else {"anyOf": found})
         for prop, sub in shape.props.items():
             if sub.node == "attribute":
                 shape.attributes.setdefault(sub.name or prop, prop)
@@ -361,12 +364,13 @@ def _value(element: Element, shape: Shape, top: bool = False) -> Any:
         return [_value(child, shape.item(i)) for i, child in enumerate(element.children)]
     if shape.wrapped and "array" in types:
         return [_value(child, shape.item(i)) for i, child in enumerate(element.children)]
-    if not element.children and not element.attributes:
+    if not element.children and not element.attributes and shape.text is None:
         text = element.text
         containers = types & {"object", "array"}
-        if (containers or (not types and (shape.props or shape.items))) and not text.strip():
-            return [] if "array" in containers and "object" not in containers else {}
-        return _scalar(text, types)  # an object's place holding a text: the text, which the schema refuses
+        if containers == {"array"} and not text.strip():
+            return []
+        if not ((containers or not types) and not text.strip()):  # an empty element of an object or any value: {}
+            return _scalar(text, types)  # an object's place holding a text: the text, which the schema refuses
     out: dict[str, Any] = {}
     for name, value in element.attributes.items():
         prop = shape.attributes.get(name, name)
