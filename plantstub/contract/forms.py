@@ -77,7 +77,7 @@ class FormFields:
             return True
         if "array" in types:
             items = self.item_types.get(name, set())
-            return bool(items & {"object", "array"}) and "string" not in items or data.lstrip()[:1] == b"["
+            return (bool(items & {"object", "array"}) and "string" not in items) or data.lstrip()[:1] == b"["
         return False
 
 

@@ -153,7 +153,7 @@ class _Sampler:
         node = resolve(schema, self.defs)
         if not isinstance(node, dict) or node.get("additionalProperties") is not False or "allOf" not in node:
             return
-        own = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+        own: dict[str, Any] = of(node, "properties", dict, {})
         if node.get("patternProperties"):
             return  # a name a pattern takes is not additional: left to the check
         where = self.at[-1] if self.at else "body"
