@@ -10,15 +10,17 @@ element with `xsi:nil="true"` (an attribute left out). The root is named by its 
 hold is written `_xHHHH_` per character, as .NET's XmlConvert does, and read back. `anyOf`/`oneOf` branches are read
 as one shape: their properties together, their types together.
 
-Reading uses the standard library's expat with every document type declaration refused: no entity is ever
-declared, so none is expanded (no "billion laughs", whatever expat's own limits), and no external one is fetched;
-nesting is bounded as JSON's is.
+Reading uses the standard library (expat, then its C tree builder) with every document type declaration refused: no
+entity is ever declared, so none is expanded (no "billion laughs", whatever expat's own limits), and no external one
+is fetched; nesting is bounded.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
+from xml.etree import ElementTree
 from xml.parsers import expat
 
 from plantstub._json import MAX_NESTING, BodyError, json_bytes
@@ -297,90 +299,100 @@ def _element(out: list[str], name: str, value: Any, shape: Shape, depth: int) ->
 
 
 # -- reading ------------------------------------------------------------------------------------------------------
-class Element:
-    """One parsed element: its local name, attributes (local names), child elements and text."""
-
-    __slots__ = ("attributes", "children", "name", "nil", "parts")
-
-    def __init__(self, name: str, attributes: dict[str, str]) -> None:
-        self.name = name
-        self.nil = attributes.pop(f"{XSI} nil", None) in ("true", "1")
-        self.attributes = {decode_name(k.rpartition(" ")[2]): v for k, v in attributes.items()
-                           if not k.startswith(f"{XSI} ") and not k.startswith("http://www.w3.org/XML/1998/namespace ")}
-        self.children: list[Element] = []
-        self.parts: list[str] = []
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
+_XML_NS = "{http://www.w3.org/XML/1998/namespace}"
+_NIL = f"{{{XSI}}}nil"
+MAX_DEPTH = 256  # levels of elements read (each level a step of the reading's own recursion)
+MAX_ELEMENTS = 100_000  # elements read in one document: what a body of --max-body can make the reading walk
 
 
-def parse(raw: bytes) -> Element:
-    """The root element of an XML document; BodyError when it is not well-formed or declares a document type."""
-    parser = expat.ParserCreate(namespace_separator=" ")
-    stack: list[Element] = []
-    root: list[Element] = []
+def parse(raw: bytes) -> ElementTree.Element:
+    """The root element of an XML document; BodyError when it is not well-formed, declares a document type, nests
+    deeper than MAX_DEPTH or holds more than MAX_ELEMENTS elements.
 
-    def start(name: str, attributes: dict[str, str]) -> None:
-        if len(stack) >= MAX_NESTING:
-            raise BodyError("nested too deeply to parse")
-        element = Element(decode_name(name.rpartition(" ")[2]), attributes)
-        (stack[-1].children if stack else root).append(element)
-        stack.append(element)
-
-    def end(name: str) -> None:
-        stack.pop()
-
-    def text(data: str) -> None:
-        if stack:
-            stack[-1].parts.append(data)
-
-    def doctype(*args: Any) -> None:
-        raise BodyError("a document type declaration (<!DOCTYPE ...>) is not accepted: plantstub reads no DTD, so no"
-                        " entity can be declared or expanded")
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = text
-    parser.StartDoctypeDeclHandler = doctype
-    parser.EntityDeclHandler = doctype
-    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    First a pass of expat alone, which calls Python for nothing but a document type declaration (refused there,
+    before any entity in it is read); then the standard library's C tree builder on a document known to have none,
+    so nothing is expanded."""
+    guard = expat.ParserCreate()
+    guard.StartDoctypeDeclHandler = _refuse_doctype
+    guard.EntityDeclHandler = _refuse_doctype
+    guard.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     try:
-        parser.Parse(raw, True)
+        guard.Parse(raw, True)
     except expat.ExpatError as exc:
         raise BodyError(f"not well-formed XML: {expat.ErrorString(exc.code)} at line {exc.lineno} column"
                         f" {exc.offset + 1}") from None
-    if not root:
-        raise BodyError("not well-formed XML: no root element")
-    return root[0]
+    try:
+        root = ElementTree.fromstring(raw)
+    except ElementTree.ParseError as exc:  # (the guard read the same bytes: not expected)
+        raise BodyError(f"not well-formed XML: {exc}") from None
+    todo, count = [(root, 1)], 0
+    while todo:
+        element, depth = todo.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            raise BodyError(f"nested more than {MAX_DEPTH} elements deep; plantstub reads no deeper")
+        if count > MAX_ELEMENTS:
+            raise BodyError(f"more than {MAX_ELEMENTS:,} elements; plantstub reads at most {MAX_ELEMENTS:,}")
+        todo.extend((child, depth + 1) for child in element)
+    return root
 
 
-def _value(element: Element, shape: Shape, top: bool = False) -> Any:
+def _refuse_doctype(*_: Any) -> None:
+    raise BodyError("a document type declaration (<!DOCTYPE ...>) is not accepted: plantstub reads no DTD, so no entity"
+                    " can be declared or expanded")
+
+
+@lru_cache(maxsize=4096)  # a document repeats its few names
+def _local(name: str) -> str:
+    """`{namespace}local` -> `local`, its `_xHHHH_` escapes read back."""
+    return decode_name(name.rpartition("}")[2] if name[:1] == "{" else name)
+
+
+def _attributes(element: ElementTree.Element) -> dict[str, str]:
+    """An element's attributes by local name, XML Schema instance and `xml:` ones left out."""
+    if not element.attrib:
+        return {}
+    return {_local(name): value for name, value in element.attrib.items()
+            if not name.startswith((f"{{{XSI}}}", _XML_NS))}
+
+
+def _inner_text(element: ElementTree.Element) -> str:
+    """The text directly inside an element (before, between and after its children)."""
+    parts = [element.text or ""]
+    parts += [child.tail or "" for child in element]
+    return "".join(parts)
+
+
+def _value(element: ElementTree.Element, shape: Shape, top: bool = False) -> Any:
     """The value `element` holds as `shape` maps it."""
-    if element.nil:
+    if element.get(_NIL) in ("true", "1"):
         return None
+    children = list(element)
+    attributes = _attributes(element)
     types = shape.types
     if top and "array" in types and types <= {"array", "null"}:
-        return [_value(child, shape.item(i)) for i, child in enumerate(element.children)]
+        return [_value(child, shape.item(i)) for i, child in enumerate(children)]
     if shape.wrapped and "array" in types:
-        return [_value(child, shape.item(i)) for i, child in enumerate(element.children)]
-    if not element.children and not element.attributes and shape.text is None:
-        text = element.text
+        return [_value(child, shape.item(i)) for i, child in enumerate(children)]
+    if not children and not attributes and shape.text is None:
+        text = _inner_text(element)
         containers = types & {"object", "array"}
         if containers == {"array"} and not text.strip():
             return []
         if not ((containers or not types) and not text.strip()):  # an empty element of an object or any value: {}
             return _scalar(text, types)  # an object's place holding a text: the text, which the schema refuses
     out: dict[str, Any] = {}
-    for name, value in element.attributes.items():
+    for name, value in attributes.items():
         prop = shape.attributes.get(name, name)
         out[prop] = _scalar(value, shape.child(prop).types)
-    if shape.text is not None and element.text.strip():
-        out[shape.text] = _scalar(element.text, shape.child(shape.text).types)
+    text = _inner_text(element) if shape.text is not None else ""
+    if shape.text is not None and text.strip():
+        out[shape.text] = _scalar(text, shape.child(shape.text).types)
     index = shape.index()
     lists: set[str] = set()
-    for child in element.children:
-        prop = index.get(child.name, child.name)
+    for child in children:
+        name = _local(child.tag)
+        prop = index.get(name, name)
         sub = shape.child(prop)
         if sub.unwrapped():
             items = out.setdefault(prop, [])

