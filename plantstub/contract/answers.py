@@ -227,7 +227,12 @@ class Answer:
         body = self.body_for(request_body, example, valid)
         if body is NO_BODY or sends_no_body(self.status):
             return Outgoing(self.status, NO_BODY, b"", None, dict(self.headers))
-        return self.reply(body, dict(self.headers))
+        if self.writer is not None:
+            return self.reply(body, dict(self.headers))
+        content_type = self.content_type or JSON  # JSON, every call of the usual answer: no call more than before
+        if isinstance(body, str) and not is_json(content_type):
+            return Outgoing(self.status, body, body.encode("utf-8"), content_type, dict(self.headers))
+        return json_reply(self.status, body, dict(self.headers), content_type=content_type)
 
 
 def required_headers(schemas: dict[str, Any], names: tuple[str, ...], samples: Checks | None) -> dict[str, str]:
