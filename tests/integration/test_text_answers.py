@@ -175,3 +175,20 @@ def test_proxied_xml_answers_are_read_by_the_mapping_and_checked(real):
     assert verdicts[1] == ["response.body.id: 'x' is not of type 'integer'",
                            "response.body.pets[0]: 'age' is a required property"]
     assert len(verdicts[2]) == 1 and verdicts[2][0].startswith("response.body: not well-formed XML: ")
+
+
+def test_proxied_yaml_and_count_answers_are_read_as_their_types_and_checked():
+    with Stub(spec=SPECS / "graph-count.yaml") as counts, Stub(spec=SPECS / "yaml-answers.yaml") as configs:
+        counts.when(method="GET", path="/users/$count", off_contract=True).reply(
+            200, body="many", headers={"Content-Type": "text/plain"})
+        configs.when(method="GET", path="/config", off_contract=True).reply(
+            200, body="name: a\nreplicas: 0\nenabled: true\ncountry: NO\nsince: '2001-01-01'\n",
+            headers={"Content-Type": "application/yaml"})
+        verdicts = []
+        for real, spec, path in ((counts, "graph-count.yaml", "/users/$count"), (counts, "graph-count.yaml", "/users/a/active"),
+                                 (configs, "yaml-answers.yaml", "/config")):
+            with Stub(spec=SPECS / spec, proxy=real.url) as stub:
+                raw_call(stub.url, "GET", path)
+                verdicts.append(stub.calls[0].upstream["errors"])  # type: ignore[index]
+    assert verdicts == [["response.body: 'many' is not of type 'integer'"], [],
+                        ["response.body.replicas: 0 is less than the minimum of 1"]]
