@@ -23,9 +23,10 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.parsers import expat
 
-from plantstub._json import MAX_NESTING, BodyError, json_bytes
+from plantstub._json import MAX_NESTING, BodyError
 from plantstub._memo import IdentityMemo
-from plantstub.contract.flatten import defs_of, flatten, is_number, types_of
+from plantstub.contract.flatten import defs_of, flatten, types_of
+from plantstub.contract.media import scalar_text
 from plantstub.contract.params import read_scalar
 
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -227,17 +228,6 @@ def decode_name(name: str) -> str:
 
 
 # -- writing ------------------------------------------------------------------------------------------------------
-def scalar_text(value: Any) -> str:
-    """A scalar as XML text (and as `text/plain` holds it): true/false, a JSON number, the string itself."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if is_number(value):
-        return json_bytes(value).decode("ascii")
-    if isinstance(value, str):
-        return value
-    return json_bytes(value).decode("utf-8")  # an object where a text stands: its JSON (never from a valid value)
-
-
 def _escape(text: str, quote: bool = False) -> str:
     text = _UNWRITABLE.sub("\ufffd", text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
