@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from plantstub._json import BodyError, essence, is_json, json_bytes
+from plantstub._json import BodyError, essence, is_json, scalar_text
 from plantstub._yaml import decode_text, parse_text
-from plantstub.contract.flatten import defs_of, is_number, types_of
+from plantstub.contract.flatten import defs_of, types_of
 from plantstub.contract.params import read_scalar
 
 if TYPE_CHECKING:
@@ -84,14 +84,3 @@ class TextBody:
                 raise BodyError(f"{reason} (line {line[1:]})" if line.startswith(":") else reason) from None
         value = read_scalar(text.strip(), self.types - {"null", "string"})  # a number or boolean, else the text
         return text if isinstance(value, str) else value
-
-
-def scalar_text(value: Any) -> str:
-    """A scalar as text (`text/plain`, an XML element's or attribute's text): true/false, a JSON number, the string."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if is_number(value):
-        return json_bytes(value).decode("ascii")
-    if isinstance(value, str):
-        return value
-    return json_bytes(value).decode("utf-8")  # an object where a text stands: its JSON (never from a valid value)

@@ -23,10 +23,9 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.parsers import expat
 
-from plantstub._json import MAX_NESTING, BodyError
+from plantstub._json import MAX_NESTING, BodyError, scalar_text
 from plantstub._memo import IdentityMemo
 from plantstub.contract.flatten import defs_of, flatten, types_of
-from plantstub.contract.media import scalar_text
 from plantstub.contract.params import read_scalar
 
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
