@@ -283,6 +283,17 @@ class _Literal(NamedTuple):
     text: str
 
 
+def scalar_text(value: Any) -> str:
+    """A scalar as text (`text/plain`, an XML element's or attribute's text): true/false, a JSON number, the string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json_bytes(value).decode("ascii")
+    if isinstance(value, str):
+        return value
+    return json_bytes(value).decode("utf-8")  # an object where a text stands: its JSON (never from a valid value)
+
+
 # -- quoting -----------------------------------------------------------------------------------
 MAX_SHOWN = 80  # characters of a value (or of a key, tag or anchor name) that any message quotes
 

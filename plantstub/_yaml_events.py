@@ -130,9 +130,9 @@ class _Unusual(Exception):
 _STR = "tag:yaml.org,2002:str"
 
 
-def read_events(text: str, loader_class: Any) -> Any:
-    """The value `loader_class` (_yaml.JsonSafeLoader) reads from `text`, built straight from libyaml's events, with no
-    node tree (a 10 MB spec took 18 s and gigabytes to compose; this takes a quarter of the time). The limits of
+def read_events(text: str | bytes, loader_class: Any) -> Any:
+    """The value `loader_class` (_yaml.JsonSafeLoader) reads from `text` (or a file's UTF-8 bytes), built straight
+    from libyaml's events, with no node tree (a 10 MB spec took 18 s and gigabytes to compose; this takes a quarter of the time). The limits of
     check_yaml_shape() raise DocumentLimit; anything else out of the ordinary _Unusual (read with the loader then)."""
     parser = _SAFE_BASE(text)
     build = _Build(loader_class)

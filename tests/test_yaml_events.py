@@ -109,3 +109,41 @@ def test_values_are_counted_before_composing_keys_left_out_aliases_in():
     with pytest.raises(DocumentLimit, match=r"^too large: .* counts, aliases expanded\)") as caught:
         load("a: &x [1, 2, 3]\nb: *x\n", 7)
     assert caught.value.line == 2
+
+
+@pytest.mark.parametrize("data", [
+    b"a: 1\r\nb: 'two\r\n  lines'\r\nc: |\r\n  kept\r\n  text\r\n", b"\xef\xbb\xbfa: [1, 2]\n", b"a: 1\rb: x\r",
+    "t\u00eftle: caf\u00e9 \u2014 \U0001f331\n".encode(), b'{\t"a": 1}', b"a: !!str 1\n", b"a: \xff\n", b"a: \xed\xa0\x80\n",
+    "a: 1\n".encode("utf-16"), b"a: [1\n", b"x: &a [*a]\n", b"a:\x00 1\n", b"a: \"\\r\\n\"\nb: 'x\r\n\r\n  y'\n",
+], ids=["crlf", "bom", "cr", "unicode", "json-tab", "tag", "not-utf8", "surrogate", "utf16", "syntax", "alias-loop",
+        "nul", "escapes"])
+def test_a_file_read_from_its_bytes_reads_or_is_refused_as_its_text(data):
+    """parse_bytes() hands a YAML file's bytes to libyaml (no text copy beside them): the same value, or the same
+    refusal, as decode_text() and parse_text()."""
+    from plantstub._yaml import decode_text, parse_bytes
+
+    try:
+        expected: object = parse_text(decode_text(data, "t.yaml"), "t.yaml")
+    except ValueError as exc:
+        with pytest.raises(ValueError) as caught:
+            parse_bytes(data, "t.yaml")
+        assert str(caught.value) == str(exc)
+        return
+    assert same(parse_bytes(data, "t.yaml"), expected)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(DATA, st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())
+def test_any_document_reads_the_same_from_its_bytes(data, newline, bom):
+    from plantstub._yaml import decode_text, parse_bytes
+
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).replace("\n", newline)
+    raw = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", "surrogatepass")
+    try:
+        expected: object = parse_text(decode_text(raw, "t.yaml"), "t.yaml")
+    except ValueError as exc:
+        with pytest.raises(ValueError) as caught:
+            parse_bytes(raw, "t.yaml")
+        assert str(caught.value) == str(exc)
+        return
+    assert same(parse_bytes(raw, "t.yaml"), expected)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from plantstub._json import JSON, MISSING, NO_BODY, concrete, is_json, pick_json
+from plantstub._json import JSON, MISSING, NO_BODY, BodyError, concrete, is_json, pick_json
 from plantstub.contract.compiled import Checks
 from plantstub.contract.echo import echo_keeps
 from plantstub.contract.flatten import defs_of, flatten, marked, public
+from plantstub.contract.media import TextBody
 from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.contract.samples import generate
@@ -75,6 +76,7 @@ class Answer:
         self.label = op.label
         self.content_type = concrete(self.media.name) if self.media else None  # never a range such as */*
         self.headers = required_headers(response.headers, response.required_headers, samples)
+        self.writer: TextBody | None = None  # how a body that is not JSON is written (XML, YAML, a number as text)
         if self.status < 200:
             self.problem = f"its response {key} is informational (1xx), which cannot end an exchange"
             return
@@ -84,11 +86,17 @@ class Answer:
                 self.base, self.problem = stream_answer(self.media, self.examples, samples)
             return
         if self.content_type is not None and not is_json(self.content_type) and not sends_no_body(self.status):
-            self.base = self._text(check, samples)
-            return
+            assert self.media is not None
+            self.writer = TextBody(self.content_type, self.media.schema)
+            if not self.writer.holds_values or any(isinstance(v, str) for v in self.examples.values()):
+                self.base = self._text(check, samples)  # a text example is the body as written
+                return
         if sends_no_body(self.status) or self.media is None or self.media.schema is None:
-            if self.media is not None and self.examples and not sends_no_body(self.status):
-                self.base = next(iter(self.examples.values()))
+            if self.media is not None and not sends_no_body(self.status):
+                if self.examples:
+                    self.base = self.written(next(iter(self.examples.values())))
+                elif self.writer is None:
+                    self.base = {}  # JSON with neither schema nor example: any value keeps it, and `{}` is one
             return
         schema = self.media.schema
         whole = check(self.media)
@@ -100,7 +108,7 @@ class Answer:
             # The default answer must keep the contract: the first example that fits its schema.
             fitting = [v for v in self.examples.values() if whole is None or whole.is_valid(v)]
             if fitting:
-                self.base = fitting[0]
+                self.base = self.written(fitting[0], whole)
                 return
         made = samples.generated(schema, generate) if samples is not None else generate(schema)
         self.base = made.value  # shared by the answers of one schema: never changed in place
@@ -108,6 +116,9 @@ class Answer:
             found = "no value satisfies" if made.certain else "plantstub finds no value that satisfies"
             self.problem = (f"the schema of its response {key} ({self.media.name}) {made.problem}" if made.large else
                             f"{found} the schema of its response {key} ({self.media.name}): {made.problem}")
+            return
+        if self.writer is not None:  # no request field is echoed into a body that is not JSON
+            self.base = self.written(self.base, whole)
             return
         flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
@@ -137,6 +148,34 @@ class Answer:
         made = samples.generated(self.media.schema, generate) if samples is not None else generate(self.media.schema)
         fits = made.problem is None and isinstance(made.value, str) and (whole is None or whole.is_valid(made.value))
         return made.value if fits else ""
+
+    def written(self, value: Any, whole: SchemaCheck | None = None) -> Any:
+        """`value` as this answer's media type writes it (the value itself for JSON); the written body must read back
+        as a value `whole` takes, else the answer has a `problem` (the media type cannot hold it)."""
+        if self.writer is None or isinstance(value, str):
+            return value
+        text = self.writer.write(value)
+        if text is None:
+            return ""
+        if whole is not None:
+            try:
+                found = [str(v) for v in whole.errors(self.writer.read(text.encode("utf-8")), "body")]
+            except BodyError as exc:
+                found = [f"body: {exc}"]
+            if found:
+                self.problem = (f"its response {self.key} ({self.content_type}) cannot hold the value plantstub makes"
+                                f" for its schema: read back, {found[0]}")
+        return text
+
+    def reply(self, body: Any, headers: dict[str, str]) -> Outgoing:
+        """`body` (a value, or a text already written) sent in this answer's media type."""
+        content_type = self.content_type or JSON
+        if self.writer is not None and not isinstance(body, str):
+            written = self.writer.write(body)
+            body = "" if written is None else written
+        if isinstance(body, str) and not is_json(content_type):
+            return Outgoing(self.status, body, body.encode("utf-8"), content_type, headers)
+        return json_reply(self.status, body, headers, content_type=content_type)
 
     def _fill_status(self) -> None:
         """An error record generated for status 400 says `error: 400`, not `error: 0`, when it may."""
@@ -196,7 +235,9 @@ class Answer:
         body = self.body_for(request_body, example, valid)
         if body is NO_BODY or sends_no_body(self.status):
             return Outgoing(self.status, NO_BODY, b"", None, dict(self.headers))
-        content_type = self.content_type or JSON
+        if self.writer is not None:
+            return self.reply(body, dict(self.headers))
+        content_type = self.content_type or JSON  # JSON, every call of the usual answer: no call more than before
         if isinstance(body, str) and not is_json(content_type):
             return Outgoing(self.status, body, body.encode("utf-8"), content_type, dict(self.headers))
         return json_reply(self.status, body, dict(self.headers), content_type=content_type)

@@ -23,7 +23,7 @@ from plantstub._memo import IdentityMemo
 from plantstub.contract.answers import Answer, sends_no_body
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
-from plantstub.contract.outgoing import Outgoing, json_reply
+from plantstub.contract.outgoing import Outgoing
 from plantstub.contract.random_values import DRAW, NONE, Planned, RandomValues
 from plantstub.contract.sample_values import Room, TooLarge
 from plantstub.contract.schema import SchemaCheck
@@ -126,11 +126,14 @@ class Dynamic:
         body = self.body(answer, check, draws)
         if answer.echo and isinstance(body, dict) and isinstance(request_body, dict) and answer.whole is not None:
             body = answer.echoed(body, request_body, valid)
-        return json_reply(answer.status, body, dict(answer.headers), content_type=answer.content_type or JSON)
+        return answer.reply(body, dict(answer.headers))
 
 
 def varies(answer: Answer) -> bool:
-    """Whether an answer has a JSON body generated or taken from a schema's example (the answers --dynamic varies)."""
+    """Whether an answer has a body generated or taken from a schema's example, in JSON or a media type that holds
+    its schema's values (XML, YAML: contract/media.py): the answers --dynamic varies."""
     media = answer.media
     return (answer.problem is None and media is not None and media.schema is not None and answer.base is not NO_BODY
-            and not sends_no_body(answer.status) and is_json(answer.content_type or JSON))
+            and not sends_no_body(answer.status)
+            and (is_json(answer.content_type or JSON) or (answer.writer is not None and answer.writer.holds_values
+                                                           and not any(isinstance(v, str) for v in answer.examples.values()))))

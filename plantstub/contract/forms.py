@@ -35,7 +35,8 @@ class FormFields:
         (taken as it is: a JSON string `"12"` stays a string)."""
         types = self.types.get(name, set())
         if len(sent) == 1 and isinstance(sent[0], tuple):
-            return sent[0][0]
+            one = sent[0][0]  # an array field's one part holding an item, not the array: a one-item array
+            return [one] if types == {"array"} and not isinstance(one, list) else one
         if "array" in types and (len(sent) > 1 or not types - {"array"}):
             items = self.item_types.get(name, set())
             return [v[0] if isinstance(v, tuple) else read_scalar(v, items) for v in sent]
@@ -56,7 +57,7 @@ class FormFields:
         """A multipart/form-data body's fields by their parts' names; raises BodyError naming what is wrong."""
         sent: dict[str, list[Any]] = {}
         for i, (name, kind, data) in enumerate(_parts(raw, content_type)):
-            if is_json(kind):
+            if is_json(kind) or (not kind and self.json_by_default(name, data)):
                 try:
                     value: Any = (decode_json(data),)
                 except BodyError as exc:
@@ -65,6 +66,19 @@ class FormFields:
                 value = data.decode("utf-8", errors="replace")  # a file's bytes: text for a `format: binary` string
             sent.setdefault(name, []).append(value)
         return {name: self.value(name, values) for name, values in sent.items()}
+
+    def json_by_default(self, name: str, data: bytes) -> bool:
+        """Whether a part sent without a Content-Type is JSON by OpenAPI's encoding defaults: that of an object
+        property, of an item of an array of objects or arrays, or a whole array sent in one part (`[...]`)."""
+        types = self.types.get(name, set())
+        if not types or "string" in types:
+            return False
+        if "object" in types:
+            return True
+        if "array" in types:
+            items = self.item_types.get(name, set())
+            return (bool(items & {"object", "array"}) and "string" not in items) or data.lstrip()[:1] == b"["
+        return False
 
 
 def _boundary(content_type: str) -> bytes:
@@ -77,7 +91,7 @@ def _boundary(content_type: str) -> bytes:
 
 
 def _parts(raw: bytes, content_type: str) -> list[tuple[str, str, bytes]]:
-    """(name, Content-Type, bytes) of each part, in one pass over the body (RFC 7578)."""
+    """(name, Content-Type or "" when the part has none, bytes) of each part, in one pass over the body (RFC 7578)."""
     delimiter = b"--" + _boundary(content_type)
     start = raw.find(delimiter)
     if start < 0 or (start > 0 and raw[start - 2:start] != b"\r\n"):
@@ -99,6 +113,6 @@ def _parts(raw: bytes, content_type: str) -> list[tuple[str, str, bytes]]:
         name = headers.get_param("name", header="content-disposition")
         if not isinstance(name, str) or headers.get_content_disposition() != "form-data":
             raise BodyError(f"part {len(parts) + 1}: no `Content-Disposition: form-data; name=...` header")
-        parts.append((name, headers.get_content_type() if "Content-Type" in headers else "text/plain", data))
+        parts.append((name, headers.get_content_type() if "Content-Type" in headers else "", data))
         at = end + 2 + len(delimiter)
     return parts

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urldefrag, urlparse
 
 from plantstub._json import MAX_SHOWN, MISSING, cut, shown
-from plantstub._yaml import decode_text, parse_text, read_bytes
+from plantstub._yaml import parse_bytes, read_bytes
 from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract import oas32
 from plantstub.contract.bundle import Bundler, join
@@ -88,10 +88,7 @@ def load_spec(path: str | Path | None = None, root: str | Path | None = None, *,
     except RecursionError:
         raise SpecError(f"cannot use spec {file}: the document is nested too deeply") from None
     finally:
-        # The bundler holds loader.lookup, a cycle: broken here, the parsed document is freed at once, not by a
-        # collection (serve freezes what is loaded, and a cycle frozen is never freed).
-        loader.__dict__.pop("bundler", None)
-        loader.__dict__.pop("securities", None)  # its deref is a method of the loader: the same kind of cycle
+        loader.forget()  # serve freezes what is loaded, and a cycle frozen is never freed
 
 
 _NOWHERE = object()
@@ -128,8 +125,19 @@ class _Loader:
     def load(self) -> Spec:
         spec = self.read_spec()
         if self.cache is not None:
+            # The parsed files are freed first: a big spec's entry is written beside the Spec, not beside both.
+            self.forget()
             self.cache.put(self.file, str(self.shown), self.root, spec, self.digests)
         return spec
+
+    def forget(self) -> None:
+        """Drop the parsed files and what holds them (the bundler and the security reader hold this loader's
+        methods, a cycle: broken here, they are freed at once, not by a collection)."""
+        self.read_files.clear()
+        self.found.clear()
+        self.registry = None
+        self.__dict__.pop("bundler", None)
+        self.__dict__.pop("securities", None)
 
     def read_spec(self) -> Spec:
         if self.root_given and not self.root.is_dir():
@@ -244,7 +252,7 @@ class _Loader:
             data = read_bytes(path, name)
             if self.cache is not None:
                 self.digests[str(path)] = digest(data)
-            contents = parse_text(decode_text(data, name), name, quote=main)
+            contents = parse_bytes(data, name, quote=main)
         except ValueError as exc:
             raise SpecError(str(exc)) from None
         if not main and not isinstance(contents, (dict, list)):

@@ -98,9 +98,13 @@ def message_of(error: Any) -> str:
     plain = _PLAIN.get(type(kind).__name__)
     if plain is not None:
         return plain(kind)
-    text = _TEXTS.get(type(kind).__name__)
+    name = type(kind).__name__
+    text = _TEXTS.get(name)
     if text is None:
         return f"{shown(error.instance)} is not valid under {_keyword(error)!r}"
+    if name == "FalseSchema" and _keyword(error) in ("additionalProperties", "unevaluatedProperties"):
+        # jsonschema-rs says so beside an allOf, at the object's place: the keyword at least is named
+        return f"{shown(error.instance)} is not allowed here: `{_keyword(error)}: false` refuses the property holding it"
     return text(shown(error.instance), kind)
 
 

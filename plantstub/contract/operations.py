@@ -19,6 +19,7 @@ from plantstub.contract.answers import UNANSWERABLE, Answer, answer_key
 from plantstub.contract.compiled import Checks, places
 from plantstub.contract.dynamic import Draws, Dynamic
 from plantstub.contract.error_shapes import PROBLEM, ErrorShape, declared_shape, problem_reply
+from plantstub.contract.media import TextBody
 from plantstub.contract.model import MediaType, Operation, Spec
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.contract.requests import RequestCheck
@@ -42,6 +43,7 @@ class ServedOperation:
         self.dynamic = dynamic if dynamic is not None else Dynamic(fresh_seed(), self.samples)  # shared likewise
         self._answers: dict[str, Answer] = {}
         self._response_checks: dict[tuple[str, str], SchemaCheck | str] = {}
+        self._texts: dict[tuple[str, str], TextBody] = {}
         self._error_shapes: dict[str, ErrorShape | str | None] = {}
         self._own_shapes: dict[int, Any] = {}  # status -> its shape, as _shape_for() found it (own() on every refusal)
 
@@ -126,6 +128,14 @@ class ServedOperation:
     def _checked(self, key: str, media: MediaType) -> SchemaCheck | None:
         check = self.response_check(key, media)
         return check if isinstance(check, SchemaCheck) else None
+
+    def text_body(self, status: str, media: MediaType) -> TextBody:
+        """How a declared response body that is not JSON is read (contract/media.py), made once."""
+        key = (status, media.name)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = TextBody(media.name, media.schema)
+        return text
 
     def response_check(self, status: str, media: MediaType) -> SchemaCheck | str:
         """The compiled schema of a declared response body, or why it cannot be checked."""

@@ -203,22 +203,52 @@ def readable(pattern: str) -> bool:
     return True
 
 
+_PROPERTY_CLASS = re.compile(r"\\\\|\\[pP]\{([^}]*)\}")
+
+
+@lru_cache(maxsize=256)
+def unknown_class(pattern: str) -> str | None:
+    """The first `\\p{...}` (or `\\P{...}`) of `pattern` that names no Unicode property, when the pattern is a regular
+    expression but for such classes (`[\\p{all}]*`); else None."""
+    import regex  # only for a pattern that is no regular expression as written
+
+    unknown: list[str] = []
+
+    def known(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return match.group(0)
+        try:
+            regex.compile(match.group(0))
+        except regex.error:
+            unknown.append(match.group(0))
+            return "\\p{L}"
+        return match.group(0)
+
+    text = _PROPERTY_CLASS.sub(known, pattern)
+    return unknown[0] if unknown and readable(text) else None
+
+
 def served_patterns(schema: dict[str, Any], where: str, warnings: list[str]) -> None:
     """Rewrite the ECMA forms of `schema`'s `pattern` and `patternProperties` keys (ecma_pattern), in place.
 
     A `pattern` that is a regular expression jsonschema-rs cannot compile (over its size limit, a Python-only
-    `\\Z`, a backreference) is removed with a warning, as real specs write some (Adyen: `^.{0,262144}$`);
-    one that is no regular expression stays, for the metaschema check to refuse. A `patternProperties` key
+    `\\Z`, a backreference, a `\\p{...}` class no Unicode property has: `[\\p{all}]*`) is removed with a warning,
+    as real specs write some (Adyen: `^.{0,262144}$`); one that is no regular expression (`[a-`) stays, for the
+    metaschema check to refuse. A `patternProperties` key
     stays too: without it, `additionalProperties` would refuse names the spec allows.
     """
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         schema["pattern"] = pattern = ecma_pattern(pattern)
-        if not servable(pattern) and readable(pattern):
-            del schema["pattern"]
-            warning = f"pattern {shown(pattern)} is not checked: jsonschema-rs cannot compile it"
-            if not any(w.endswith(warning) for w in warnings):
-                warnings.append(f"{where}: {warning}" if where else warning)
+        if not servable(pattern):
+            unknown = None if readable(pattern) else unknown_class(pattern)
+            if unknown is not None or readable(pattern):
+                del schema["pattern"]
+                reason = "jsonschema-rs cannot compile it" if unknown is None else (
+                    f"{shown(unknown)} is no Unicode property class jsonschema-rs knows")
+                warning = f"pattern {shown(pattern)} is not checked: {reason}"
+                if not any(w.endswith(warning) for w in warnings):
+                    warnings.append(f"{where}: {warning}" if where else warning)
     if isinstance(schema.get("patternProperties"), dict):
         schema["patternProperties"] = {ecma_pattern(k) if isinstance(k, str) else k: v
                                        for k, v in schema["patternProperties"].items()}

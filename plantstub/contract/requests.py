@@ -9,6 +9,7 @@ from typing import Any
 from plantstub._json import BodyError, decode_json, is_json, match_media
 from plantstub.contract.compiled import Checks
 from plantstub.contract.forms import FormFields
+from plantstub.contract.media import TextBody
 from plantstub.contract.model import Operation, SecurityScheme
 from plantstub.contract.params import ParameterCheck
 from plantstub.contract.querystring import QuerystringCheck
@@ -107,12 +108,16 @@ class RequestCheck:
         # for a JSON body, whose folded schema can take milliseconds to make: done only where a form may come).
         self.forms: dict[str, FormFields] = {}
         self.streams: dict[str, StreamCheck] = {}  # OpenAPI 3.2: a sequential media type's items, each checked
+        self.texts: dict[str, TextBody] = {}  # XML, YAML, a number as text: read into the value the schema checks
         for name, media in (op.body or {}).items():
             if is_stream(media):
                 item = _compiled(media.item_schema, f"{op.label} requestBody {name} itemSchema", checks)
                 self.streams[name.lower()] = StreamCheck(name, item, _compiled(media.schema, name, checks))
             elif media.schema is not None and not is_json(name):
                 self.forms[name.lower()] = FormFields(media.schema)
+                text = TextBody(name, media.schema)
+                if text.holds_values:
+                    self.texts[name.lower()] = text
             self.bodies[name.lower()] = _compiled(media.schema, f"{op.label} requestBody {name}", checks)
 
     def security_violations(self, request: IncomingRequest, cookies: dict[str, str]) -> list[Violation]:
@@ -174,6 +179,11 @@ class RequestCheck:
                     value = form.urlencoded(raw)
                 else:
                     value = form.multipart(raw, request.headers.get("Content-Type") or "")
+            except BodyError as exc:
+                return [Violation("body", str(exc))], None
+        elif media in self.texts:
+            try:
+                value = self.texts[media].read(raw)
             except BodyError as exc:
                 return [Violation("body", str(exc))], None
         else:

@@ -51,7 +51,12 @@ class Resource:
     choices: list[tuple[Branch, ...]] = field(default_factory=list)  # answers that are a choice of objects
 
     def filled(self, record: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
-        """`record` with each required field it lacks: the old record's value, else the generated one."""
+        """`record` with each required field it lacks: the old record's value, else the generated one; an `id` the
+        answers show beside another key field (`alias`) is the key itself, where its schemas take it."""
+        alias = self.alias
+        if alias is not None and alias not in record and self.key in record and (old is None or alias not in old) \
+                and all(check.is_valid(record[self.key]) for check in self.alias_checks):
+            record = {**record, alias: record[self.key]}
         missing = [name for name in self.defaults if name not in record]
         if missing:
             record = dict(record)
@@ -65,6 +70,8 @@ class Resource:
     field_checks: tuple[SchemaCheck, ...] = ()  # the key field's schemas, in the records and the answers
     key_samples: tuple[str, ...] = ()  # generated keys the schemas take, whose tail a counter replaces
     key_enum: tuple[Any, ...] = ()  # the keys an enum allows, given out in order
+    alias: str | None = None  # `id`, which answers show while the records are keyed by another field
+    alias_checks: tuple[SchemaCheck, ...] = ()  # its schemas in those answers
     envelope: str | None = None  # the one property bodies send the record in (Asana's `{"data": {...}}`)
     batch: str | None = None  # the array property a create sends its records in (Xero's `Contacts`); "": the body
 
@@ -78,6 +85,22 @@ class Resource:
             if isinstance(rows, list) and all(isinstance(r, dict) for r in rows):
                 return rows
         return body
+
+    def sent_as(self, body: dict[str, Any]) -> str | None:
+        """The body field that carries the key under the item parameter's name spelt otherwise than the records'
+        key field (`id` sent, `Id` answered); None when the key field is sent as it is, or not at all."""
+        if self.key in body or self.param == self.key or self.param.lower() != self.key.lower():
+            return None
+        return self.param if self.param in body else None
+
+    def unkeyable(self) -> str | None:
+        """Why no record can be keyed at all: the key field's schema is no string nor number (an object)."""
+        types = self.field_types or self.key_types
+        if not types or types & {"string", "integer", "number"}:
+            return None
+        return (f"the records are keyed by {self.key}, which the document makes {' or '.join(sorted(types))}: no path"
+                f" {self.item or self.collection + '/{' + self.param + '}'} names such a key, so the store can keep no"
+                " record here")
 
     def fits(self, value: Any) -> bool:
         """Whether `value` can be a key: a string or an integer, as the records' key field says (else the path
@@ -206,6 +229,18 @@ def _default_count(schema: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _alias_schemas(key: str, answers: list[tuple[Any, dict[str, Any]]]) -> list[tuple[Any, dict[str, Any]]]:
+    """The schemas of `id` in the answers (the create's, the read's) when the records are keyed by another field."""
+    if key == "id":
+        return []
+    found = []
+    for whole, defs in answers:
+        props = flat_of(whole, defs).get("properties") if whole is not None and not isinstance(whole, bool) else None
+        if isinstance(props, dict) and "id" in props and key not in props:
+            found.append((props["id"], defs))
+    return found
+
+
 def _key_param(item: dict[str, Operation], name: str) -> Any:
     """The schema of the item path's parameter `name` (None: undeclared, any text)."""
     for op in item.values():
@@ -279,8 +314,10 @@ class Resources:
         key_schema = _key_param(item, param)
         key_types = frozenset(schema_types(key_schema)) if key_schema is not None else frozenset()
         key_check = self.checks.check(key_schema, where=f"{item_path}: {param}") if key_schema is not None else None
+        alias_checks = tuple(self.checks.check(sub, held or None) for sub, held in _alias_schemas(key, [
+            with_defs(_answer_schema(create)), with_defs(_answer_schema(item.get("GET")))]))
         resource = Resource(path, item_path, key, param, key_types, schema, defs, fields | {key}, key_check,
-                            envelope=envelope, batch=batch[0] if batch is not None else None, **key_schemas(self.checks, key, key_schema, fields, [
+                            alias="id" if alias_checks else None, alias_checks=alias_checks, envelope=envelope, batch=batch[0] if batch is not None else None, **key_schemas(self.checks, key, key_schema, fields, [
                                 (schema, defs), with_defs(_answer_schema(create)),
                                 with_defs(_answer_schema(item.get("GET")))]))
         self.resources.append(resource)

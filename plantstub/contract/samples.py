@@ -14,7 +14,7 @@ from typing import Any
 from plantstub._budget import shown_bytes
 from plantstub._json import json_bytes
 from plantstub.contract.compiled import Checks
-from plantstub.contract.flatten import defs_of, is_number, marked, public, types_of
+from plantstub.contract.flatten import defs_of, is_number, marked, public, resolve, types_of
 from plantstub.contract.oneof_samples import Apart
 from plantstub.contract.pattern import matching_strings
 from plantstub.contract.sample_values import (
@@ -88,6 +88,10 @@ def generate(schema: Any, checks: Checks | None = None) -> Sampled:
     if sampler.clashes:
         return Sampled(value, f"its `type` is one no oneOf/anyOf branch beside it allows ({sampler.clashes[0]})",
                        certain=True)
+    if sampler.beside:
+        return Sampled(value, f"`additionalProperties: false` beside an `allOf` refuses {sampler.beside[0]}, a required"
+                              " property that only the allOf declares (additionalProperties sees the properties beside"
+                              " it, not those of the allOf; unevaluatedProperties: false sees both)", certain=True)
     if sampler.forbidden:
         return Sampled(value, f"a required property is one its object forbids ({sampler.forbidden[0]}: not among"
                               " its properties, and additionalProperties is false)")
@@ -109,6 +113,7 @@ class _Sampler:
         self.twins: list[str] = []  # a oneOf whose every branch another repeats (oneof_samples.py)
         self.forbidden: list[str] = []  # required properties their object's `additionalProperties: false` forbids
         self.clashes: list[str] = []  # required places whose `type` no oneOf/anyOf branch allows (Okta's attribute_value)
+        self.beside: list[str] = []  # required properties only an allOf declares, beside `additionalProperties: false`
         self.loose = 0  # how many places on the way here a valid value may leave out (optional, one branch of several)
         self.room = Room(WORK * MAX_GENERATED)  # what the values made may take, all candidates together
 
@@ -145,6 +150,8 @@ class _Sampler:
             return flat, [], [None]
         if not isinstance(flat, dict):
             return flat, [], [{}]
+        if flat.get("additionalProperties") is False and not self.loose:
+            self.closed_beside_all_of(schema, flat)
         given = [flat["const"]] if "const" in flat else []
         given += flat["enum"] if isinstance(flat.get("enum"), list) else []
         given += flat["examples"] if isinstance(flat.get("examples"), list) else []
@@ -172,6 +179,19 @@ class _Sampler:
                 self.loose -= 1
                 return flat, given, built
         return flat, given, self.build(flat, depth, path, sorted(keys))
+
+    def closed_beside_all_of(self, schema: Any, flat: dict[str, Any]) -> None:
+        """Note the required properties that only an `allOf` declares beside `additionalProperties: false` (which
+        sees only the properties beside it): no object satisfies such a schema."""
+        node = resolve(schema, self.defs)
+        if not isinstance(node, dict) or node.get("additionalProperties") is not False or "allOf" not in node:
+            return
+        own: dict[str, Any] = of(node, "properties", dict, {})
+        if node.get("patternProperties"):
+            return  # a name a pattern takes is not additional: left to the check
+        where = self.at[-1] if self.at else "body"
+        self.beside += [f"{where}.{name}" for name in of(flat, "required", list, [])
+                        if isinstance(name, str) and name not in own]
 
     def clash(self, kind: Any, key: str, branches: list[Any]) -> None:
         """Note a required place whose `type` none of its `key` branches allows: no value satisfies it."""

@@ -42,9 +42,18 @@ class Shape:
     # is closed (`additionalProperties: false`: the record's other fields are left out of the answer).
     choice: tuple[Branch, ...] = ()
     closed: bool = False
+    only_key: str | None = None  # the answer is the record's key alone (a create answering the new id), typed key_type
 
-    def show(self, record: dict[str, Any]) -> dict[str, Any]:
+    @property
+    def whole(self) -> bool:
+        """Whether the answer is the record as held (no field left out, renamed, retyped or wrapped)."""
+        return (self.fields is None and not self.conform and self.wrap is None and not self.closed
+                and self.only_key is None)
+
+    def show(self, record: dict[str, Any]) -> Any:
         """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""
+        if self.only_key is not None:
+            return _as_type(record.get(self.only_key), self.key_type)
         shown = record if self.fields is None else {name: record[name] for name in self.fields if name in record}
         if self.closed:
             allowed = pick(self.choice, record).closed
@@ -72,10 +81,10 @@ class Shape:
             return self.show_all(records)
         return self.show(records[0])
 
-    def show_all(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    def show_all(self, records: Iterable[dict[str, Any]]) -> list[Any]:
         """show() of each record, in one pass (a list answer's whole cost is here)."""
         fields = self.fields
-        if self.wrap is not None or self.key is not None or self.conform or self.closed:
+        if self.wrap is not None or self.key is not None or self.conform or self.closed or self.only_key is not None:
             return [self.show(record) for record in records]
         if fields is None:
             return list(records)
@@ -187,8 +196,26 @@ def _defaults(flat: dict[str, Any], defs: dict[str, Any], checks: Checks) -> tup
     required = flat.get("required")
     if not isinstance(props, dict) or not isinstance(required, list):
         return ()
-    return tuple((name, sample(props[name], defs, checks=checks)) for name in required
-                 if isinstance(name, str) and name in props)
+    extra = flat.get("additionalProperties")
+    other = extra if isinstance(extra, dict) else {}  # a required name not under `properties`: what others may be
+    return tuple((name, sample(props.get(name, other), defs, checks=checks)) for name in required
+                 if isinstance(name, str) and (name in props or extra is not False))
+
+
+def _shown_fields(flat: dict[str, Any]) -> tuple[str, ...] | None:
+    """The fields an answer shows: its properties, and the names it requires without listing them there."""
+    fields = fields_of(flat)
+    if fields is None:
+        return None
+    return fields + tuple(name for name in _names(flat) if name not in fields)
+
+
+def _only_key(flat: dict[str, Any], key: str | None, defs: dict[str, Any]) -> str | None:
+    """"integer" or "string" when an answer is a lone key (a create answering the new record's id), else None."""
+    if key is None or flat.get("properties") or flat.get("oneOf") or flat.get("anyOf"):
+        return None
+    types = set(schema_types(flat, defs)) - {"null"}
+    return types.pop() if types in ({"integer"}, {"string"}) else None
 
 
 def _key_type(flat: dict[str, Any], key: str | None, defs: dict[str, Any]) -> str | None:
@@ -249,6 +276,9 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
     many = flat.get("type") == "array" or "items" in flat
     if many:
         flat = flat_of(flat.get("items", True), defs)
+    only = _only_key(flat, record_key, defs) if not many and within is None else None
+    if only is not None:
+        return Shape(status, True, False, None, content_type, key_type=only, only_key=record_key)
     wrapped = wrapper(flat, defs, fields, record_key)
     around = _defaults(flat, defs, checks) if wrapped is not None and checks is not None else ()
     wrap, flat, rows = wrapped if wrapped is not None else (None, flat, False)
@@ -256,6 +286,6 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
     key_type = _key_type(flat, record_key, defs)
     conform = _conform(flat, defs, checks, record, record_key) if checks is not None and record is not None else ()
     choice = tuple(branch_of(b, defs, checks) for b in _choice(flat, defs)) if checks is not None else ()
-    return Shape(status, True, many, fields_of(flat), content_type, wrap, defaults, record_key if key_type else None,
+    return Shape(status, True, many, _shown_fields(flat), content_type, wrap, defaults, record_key if key_type else None,
                  key_type, conform, tuple((n, v) for n, v in around if n != wrap), rows, choice,
                  any(b.closed is not None for b in choice))

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -39,7 +41,7 @@ _STALE_TEMP = 3600  # seconds after which a temporary file is a crashed writer's
 _PREFIX, _SUFFIX = "spec-", ".json"
 
 
-def digest(data: bytes) -> str:
+def digest(data: bytes | memoryview) -> str:
     """The content hash of one file read."""
     return hashlib.sha256(data).hexdigest()
 
@@ -87,14 +89,15 @@ class SpecCache:
                 return None
             key = self.key(file, shown, root, digest(file.read_bytes()))
             raw = self.entry(key).read_bytes()
-            head, _, payload = raw.partition(b"\n")
-            header = orjson.loads(head)
+            end = raw.find(b"\n")
+            header, payload = orjson.loads(raw[:end]), memoryview(raw)[end + 1:]  # a view: no second copy of a big entry
             if header.get("format") != spec_json.FORMAT or header.get("key") != key or header.get("payload") != digest(payload):
                 return None
             for name, seen in header["files"]:
                 if digest(Path(name).read_bytes()) != seen:  # a $ref'd file changed (or is gone: OSError)
                     return None
             spec = spec_json.decode(orjson.loads(payload))
+            del payload  # the view, before `raw` goes
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
             return None  # orjson.JSONDecodeError and spec_json.Corrupt are ValueErrors
         with contextlib.suppress(OSError):
@@ -106,32 +109,28 @@ class SpecCache:
         own = digests.get(str(file))
         if own is None or file.stat().st_size < MIN_CACHED:
             return
-        data = spec_json.encode(spec)
-        try:
-            payload = orjson.dumps(data)
-            # orjson writes NaN and infinities as null: a value that does not come back the same is not kept.
-            if orjson.loads(payload) != data:
-                return
-        except (TypeError, ValueError):  # an integer beyond 64 bits
+        payload = _payload(spec_json.encode(spec))
+        if payload is None:
             return
         key = self.key(file, shown, root, own)
         files = [[name, seen] for name, seen in digests.items() if name != str(file)]
         head = orjson.dumps({"format": spec_json.FORMAT, "key": key, "files": files, "payload": digest(payload)})
         try:
-            self.write(self.entry(key), head + b"\n" + payload)
+            self.write(self.entry(key), head + b"\n", payload)
             self.prune()
         except OSError as exc:
             log.warning("plantstub: spec cache %s: cannot write (%s); the spec will be loaded again next time"
                         " (--spec-cache DIR moves the cache, --spec-cache off turns it off)", self.folder,
                         exc.strerror or exc)
 
-    def write(self, entry: Path, data: bytes) -> None:
-        """Write `entry` whole or not at all: a temporary file beside it, renamed over it."""
+    def write(self, entry: Path, *data: bytes) -> None:
+        """Write `entry` (the pieces of `data` one after the other) whole or not at all: a temporary file beside it,
+        renamed over it."""
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(dir=self.folder, prefix=f".{_PREFIX}", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as out:
-                out.write(data)
+                out.writelines(data)
             os.replace(temp, entry)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
@@ -155,3 +154,26 @@ class SpecCache:
             total += size
             if kept >= MAX_ENTRIES or total > MAX_BYTES:
                 path.unlink(missing_ok=True)
+
+
+
+# The payload's writer: the standard library's C encoder refuses NaN and infinities, which orjson writes as null
+# (checking instead that the whole payload read back the same held a second copy of a big spec at the peak of its
+# start). ASCII: one byte a character whatever the spec's prose holds, and no second encoding pass.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, check_circular=False, allow_nan=False, separators=(",", ":"))
+# A run of 19 digits or more where a number may start: orjson, the reader, reads an integer outside the 64-bit
+# range (signed or not) as a float. (Such a run inside a string only costs the cache entry.)
+_LONG_INTEGER = re.compile(rb"[:,\[](-?[0-9]{19,})")
+_READ_EXACTLY = range(-(2**63), 2**64)
+
+
+def _payload(data: dict[str, Any]) -> bytes | None:
+    """`data` as an entry's JSON, or None when it might not read back the same: NaN or an infinity, an integer
+    orjson reads as a float. (Keys are text: the loader makes every key of a document text, as spec_json does.)"""
+    try:
+        payload = _ENCODER.encode(data).encode("ascii")
+    except (TypeError, ValueError):
+        return None
+    if any(int(found[1]) not in _READ_EXACTLY for found in _LONG_INTEGER.finditer(payload)):
+        return None
+    return payload

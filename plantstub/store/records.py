@@ -285,6 +285,9 @@ class Store:
         fresh = bucket is None  # a new collection is kept only with its first record: a refused create leaves nothing
         if bucket is None:
             bucket = _Bucket()
+        sent = resource.sent_as(body)
+        if sent is not None:  # the key under the parameter's name, spelt in another case than the answers' (id, Id)
+            body = {key: body[sent], **{name: value for name, value in body.items() if name != sent}}
         if key in body and resource.path_refuses(body[key]):
             body = {name: value for name, value in body.items() if name != key}  # assigned below, and shown
         if key in body:
@@ -298,6 +301,9 @@ class Store:
                 return error_reply(action.conflict, f"body.{key}: a record in {path} already has {key} "
                                                     f"{shown(body[key])}")
         else:
+            unkeyed = resource.unkeyable()
+            if unkeyed is not None:
+                return error_reply(action.conflict, f"body.{key}: {unkeyed}")
             assigned = _assign(resource, bucket)
             if assigned is None:
                 return error_reply(action.conflict, f"body.{key}: the store has no key left to give a record in {path} "
@@ -350,7 +356,7 @@ def _shown(action: Action, record: dict[str, Any], payload: bytes) -> Outgoing:
     shape = action.shape
     if not shape.has_body or sends_no_body(shape.status):
         return Outgoing(shape.status, NO_BODY, b"", None)
-    if shape.fields is None and not shape.conform and shape.wrap is None and not shape.closed:
+    if shape.whole:
         return Outgoing(shape.status, record, payload, shape.content_type or JSON)
     return json_reply(shape.status, shape.show(record), content_type=shape.content_type or JSON)
 

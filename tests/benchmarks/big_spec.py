@@ -1,7 +1,7 @@
 """Start-up and first calls on a big document: run by hand, not by pytest.
 
     .venv/bin/python tests/benchmarks/big_spec.py --spec FILE [--ops 10] [--json]
-    .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--yaml] [--ops 10]
+    .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--yaml] [--prose] [--ops 10]
 
 Starts `python -m plantstub serve --spec FILE --port 0` and prints the time to its listening line, its peak
 resident memory (VmHWM) then, the first call of `--ops` operations spread over the document (each a
@@ -107,6 +107,8 @@ def main() -> int:
     parser.add_argument("--yaml", action="store_true",
                         help="with --synthetic: write the document as block YAML with no anchors (as OpenAPI generators"
                              " write YAML), not JSON")
+    parser.add_argument("--prose", action="store_true",
+                        help="with --synthetic: descriptions and summaries as Graph writes them (about 55 %% of the bytes)")
     parser.add_argument("--ops", type=int, default=10, help="operations called (spread over the document)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the listening line")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -116,10 +118,10 @@ def main() -> int:
             spec_path = args.spec
         elif args.yaml:
             spec_path = Path(tmp) / "synthetic.yaml"
-            spec_path.write_text(yaml.dump(big_document(*args.synthetic), Dumper=_NoAliases, sort_keys=False,
+            spec_path.write_text(yaml.dump(big_document(*args.synthetic, prose=args.prose), Dumper=_NoAliases, sort_keys=False,
                                            default_flow_style=False), encoding="utf-8")
         else:
-            spec_path = write_big_document(Path(tmp) / "synthetic.json", *args.synthetic)
+            spec_path = write_big_document(Path(tmp) / "synthetic.json", *args.synthetic, prose=args.prose)
         size = spec_path.stat().st_size
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--spec", str(spec_path), "--port", "0"],

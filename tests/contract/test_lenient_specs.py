@@ -195,3 +195,33 @@ async def test_a_pattern_jsonschema_rs_cannot_compile_is_served_unchecked_with_a
     assert (answer.status, (await answer.json())["message"]) == (400, "; ".join([
         "body.city: 'ab1' does not match '^\\\\p{L}+$'", "body.code: 1 is not of type 'string'",
         "body.text: 'longer' is too long"]))
+
+
+UNKNOWN_CLASS = """
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /notes:
+    post:
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                text: {type: string, pattern: "[\\\\p{all}]*", maxLength: 5}
+                code: {type: string, pattern: "^[a-z]+$"}
+      responses: {"204": {description: ok}, "400": {description: bad}}
+"""
+
+
+async def test_a_pattern_with_an_unknown_class_is_served_unchecked_with_a_line_not_refused(aiohttp_client, tmp_path):
+    client = await aiohttp_client(create_app(spec=str(write(tmp_path, "api.yaml", UNKNOWN_CLASS))))
+    health = await (await client.get("/__plantstub/health")).json()
+    assert health["spec"]["warnings"] == [
+        "paths./notes.post.requestBody.content.application/json.schema: pattern '[\\\\p{all}]*' is not checked:"
+        " '\\\\p{all}' is no Unicode property class jsonschema-rs knows"]
+    assert (await client.post("/notes", json={"text": "any 1", "code": "ab"})).status == 204
+    answer = await client.post("/notes", json={"text": "longer", "code": "AB"})  # the rest still holds
+    assert (answer.status, (await answer.json())["message"]) == (400, "; ".join([
+        "body.code: 'AB' does not match '^[a-z]+$'", "body.text: 'longer' is too long"]))

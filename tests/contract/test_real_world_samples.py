@@ -103,12 +103,21 @@ def test_all_of_loop_folds_both_parts():
     ("^\\p{L}+$", True, True), ("\\p{Script=Greek}", True, True), ("^\\u{1F331}$", True, True), ("\\cM", True, True),
     ("(?<n>x)\\k<n>", False, True), ("\\Z", False, True),  # set aside at load
     ("^.{0,262144}$", jsonschema_rs_compiles("^.{0,262144}$"), True),  # compiled by jsonschema-rs 0.61.2, not before
-    ("^\\p{Letters}+$", False, False), ("a{2,1}", False, False), ("[a-", False, False),  # refused at load
+    ("^\\p{Letters}+$", False, False),  # no regular expression: set aside all the same, as an unknown class
+    ("a{2,1}", False, False), ("[a-", False, False),  # refused at load
     ("\\u{110000}", False, False),
 ], ids=lambda v: repr(v) if isinstance(v, str) else str(v))
 def test_servable_patterns(pattern, served, readable):
     """Served: jsonschema-rs compiles it. Readable: a regular expression at all, so one not served is set aside."""
     assert (pattern_module.servable(pattern), pattern_module.readable(pattern)) == (served, readable)
+
+
+@pytest.mark.parametrize(("pattern", "unknown"), [
+    ("[\\p{all}]*", "\\p{all}"), ("^\\p{Letters}+$", "\\p{Letters}"), ("\\P{L}\\p{nope}", "\\p{nope}"),
+    ("\\p{L}+", None), ("[a-", None), ("(\\p{all}", None), ("\\\\p{all}", None),
+], ids=repr)
+def test_unknown_class_names_a_class_no_unicode_property_has_in_an_otherwise_regular_expression(pattern, unknown):
+    assert pattern_module.unknown_class(pattern) == unknown
 
 
 def test_matching_strings_spell_out_unicode_classes():

@@ -151,10 +151,22 @@ def test_spec_cache_hit_says_the_warnings_again(tmp_path, caplog, monkeypatch):
     assert [r.getMessage() for r in caplog.records] == [f"plantstub: spec {spec}: {w}" for w in first.warnings]
 
 
-def test_spec_cache_does_not_keep_a_value_json_cannot_hold(tmp_path):
+@pytest.mark.parametrize("example", [".nan", "-.inf", "1e999", "[1, 18446744073709551616]", "{a: -9223372036854775809}"])
+def test_spec_cache_does_not_keep_a_value_its_reader_would_change(tmp_path, example):
     cache = tmp_path / "cache"
-    load_spec(json_answer_spec(tmp_path / "nan.yaml", "example: .nan"), cache=cache)
+    load_spec(json_answer_spec(tmp_path / "odd.yaml", f"example: {example}"), cache=cache)
     assert entries(cache) == []
+
+
+@pytest.mark.parametrize("example", ["18446744073709551615", "-9223372036854775808", "'12345678901234567890123'"])
+def test_spec_cache_keeps_the_values_its_reader_reads_exactly(tmp_path, monkeypatch, example):
+    cache = tmp_path / "cache"
+    spec = json_answer_spec(tmp_path / "wide.yaml", f"example: {example}")
+    loaded = load_spec(spec, cache=cache)
+    loads_nothing(monkeypatch)
+    cached = load_spec(spec, cache=cache)
+    assert cached.operations[0].responses["200"].content["application/json"].example == \
+        loaded.operations[0].responses["200"].content["application/json"].example
 
 
 def test_spec_cache_off_writes_nothing(tmp_path, multi, monkeypatch):

@@ -110,7 +110,8 @@ def test_text_json_bodies_are_checked_as_json(url):
 
 @pytest.mark.parametrize(("path", "expected"), [
     ("/report", (200, "", "text/csv")),  # declared without a schema: empty, in its declared type
-    ("/feed", (200, "", "application/xml")),  # an XML schema: never JSON text under an XML type
+    # an XML schema: XML by the XML Object (issue 42; an inline root with no xml.name nor title is `root`)
+    ("/feed", (200, '<?xml version="1.0" encoding="UTF-8"?><root/>', "application/xml")),
     ("/feed/latest", (200, "<feed><title>Fern</title></feed>", "application/xml")),  # the declared example
 ], ids=["csv-no-schema", "xml-schema", "xml-example"])
 def test_non_json_answers_carry_their_declared_type_and_no_json(url, path, expected):
