@@ -17,17 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
-import socket
-import struct
 from collections import deque
 from collections.abc import Awaitable
-from http import HTTPStatus
-from typing import NamedTuple, Protocol, cast
+from typing import Protocol, cast
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError, HttpVersion11, RawRequestMessage
-from aiohttp.http_exceptions import LineTooLong
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
 from plantstub.contract.outgoing import Outgoing, error_reply
@@ -35,29 +30,19 @@ from plantstub.recording.answered import CLIENT_LEFT
 from plantstub.scenarios.model import Fault
 from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.front import Front, Pending
-from plantstub.server.parser import LINE_LIMIT, Flow, request_parser
+from plantstub.server.parser import Flow, request_parser
 from plantstub.server.pipeline import GONE
 from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
-from plantstub.server.wire import CHUNKED, CONTINUE, MALFORMED, TO_CLOSE, BadHeader, answer_bytes, chunk, head, usual
+from plantstub.server.unread import HEAD_KEPT, Broken, request_line, unparsable
+from plantstub.server.wire import CONTINUE, chunk, misbehave, streamed_head, written
 
 log = logging.getLogger("plantstub")
-HEAD_KEPT = LINE_LIMIT + 2  # bytes of a request's head kept to name one that breaks: a whole request line
-_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # an HTTP method as RFC 9110 spells a token
 
 
 def _one_request(data: bytes, head_end: int) -> bool:
     """Whether `data` is one request whose Content-Length says its body is all the rest: then it is fed
     to the parser at once. A hint only: the parser reads the same bytes either way."""
     return data.find(b"\r\nContent-Length: %d\r\n" % (len(data) - head_end), 0, head_end) >= 0
-
-
-class Broken(NamedTuple):
-    """A request that could not be parsed or did not arrive in time, answered in its turn: as far as its request line
-    was read, and the answer."""
-
-    method: str
-    target: str
-    out: Outgoing
 
 
 Item = tuple[RawRequestMessage, StreamReader] | Broken
@@ -292,10 +277,10 @@ class Connection(asyncio.Protocol):
             self._open.set_exception(web.RequestPayloadError("the body's framing is broken"))
             self._stop_reading()
             return
-        self._broken(error_reply(400, self._why(exc)))
+        self._broken(error_reply(400, unparsable(exc, self._head)))
 
     def _broken(self, out: Outgoing) -> None:
-        method, target = self._request_line()
+        method, target = request_line(self._head)
         self._reading = False
         self._last = b""
         self._arrived(Broken(method, target, out))
@@ -304,23 +289,6 @@ class Connection(asyncio.Protocol):
     def _stop_reading(self) -> None:
         self._parser = _Closed()
         self._body_left = 0
-
-    def _why(self, exc: HttpProcessingError) -> str:
-        if isinstance(exc, LineTooLong):
-            if 0 <= self._head.find(b"\n", 0, HEAD_KEPT) <= LINE_LIMIT + 1:
-                return f"headers: a header is longer than {LINE_LIMIT} bytes"
-            return f"request: the request line is longer than {LINE_LIMIT} bytes"
-        if self._head.startswith(b"\x16\x03"):  # a TLS record: a ClientHello
-            return "request: this is TLS (https://) on a plain HTTP port; use http://"
-        reason = (exc.message or str(exc) or HTTPStatus(400).phrase).strip().splitlines()[0]
-        return f"request: cannot be parsed as HTTP/1.1: {reason[:200]}"
-
-    def _request_line(self) -> tuple[str, str]:
-        """The method and target of the request that broke, as far as they arrived; `""` for unknown."""
-        method, _, rest = self._head[:HEAD_KEPT].split(b"\n", 1)[0].rstrip(b"\r").partition(b" ")
-        if not _TOKEN.fullmatch(method):
-            return "", ""
-        return method.decode("ascii"), rest.split(b" ", 1)[0].decode("utf-8", "replace")
 
     # -- serving, one request at a time, in the order they came ------------------------------------------
     def _arrived(self, item: Item) -> None:
@@ -414,40 +382,18 @@ class Connection(asyncio.Protocol):
             self._busy = None
         self._next()
 
-    # -- writing ------------------------------------------------------------------------------------------
-    def _connection(self, answer: Answer, message: RawRequestMessage | None) -> str | None:
-        """The Connection header of an answer (None: none); the connection ends after it when it says close."""
-        if message is None or answer.close or message.should_close or message.upgrade or self.stopping:
-            self._ending = True
-            return "close"
-        return None if message.version >= HttpVersion11 else "keep-alive"
-
+    # -- writing: the bytes are server/wire.py's ---------------------------------------------------------
     def _write(self, answer: Answer, message: RawRequestMessage | None) -> None:
         transport = self.transport
-        out, fault, origin, _ = answer
-        if transport is None or out is None:
+        if transport is None or answer.out is None:
             return
-        if isinstance(out, Streamed):  # an admin answer written as it is made: only ever from a task
-            raise TypeError("a streamed answer is written by _stream()")
-        if fault is not None:
-            if fault is not Fault.MALFORMED_BODY:
-                self._misbehave(fault)
-                return
-            out = Outgoing(out.status, MALFORMED, MALFORMED, "application/json")
-        if message is not None and message.version == HttpVersion11 and not message.should_close \
-                and not answer.close and not message.upgrade and not self.stopping:
-            connection, head_only = None, message.method == "HEAD"  # kept alive, the usual case
-        else:
-            connection, head_only = self._connection(answer, message), message is not None and message.method == "HEAD"
-        data = None if connection is not None or head_only else usual(out, origin)
-        if data is None:
-            try:
-                data = answer_bytes(out, origin, head_only, connection)
-            except BadHeader as exc:
-                log.error("plantstub: internal error: an answer's header cannot be written: %s", exc)
-                data = answer_bytes(error_reply(500, internal_error(exc)), None, head_only, connection)
+        data, ending = written(answer, message, self.stopping)
+        if isinstance(data, Fault):  # the reply misbehaves on the socket: nothing is written after it
+            self._ending = True
+            misbehave(transport, data)
+            return
         transport.write(data)
-        if self._ending:
+        if ending:
             self._end()
         elif not self._reading:
             self._arm()  # idle from now on
@@ -460,23 +406,20 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
     async def _stream(self, answer: Answer, out: Streamed, message: RawRequestMessage) -> None:
-        """A streamed admin answer: its head, then its body chunk by chunk as each is made (chunked framing; an
-        HTTP/1.0 client reads to the close)."""
+        """A streamed admin answer: its head, then its body chunk by chunk as each is made, waiting while the client
+        does not read."""
         transport = self.transport
         if transport is None:
             return
-        connection = self._connection(answer, message)
-        chunked = message.version >= HttpVersion11  # an HTTP/1.0 client reads it to the close
-        if not chunked:
-            connection = "close"
-            self._ending = True
-        transport.write(head(out.status, out.headers.items(), CHUNKED if chunked else TO_CLOSE, connection))
+        data, chunked, ending = streamed_head(answer, out, message, self.stopping)
+        self._ending = self._ending or ending
+        transport.write(data)
         if message.method != "HEAD":
             try:
-                async for data in chunks(out):
+                async for part in chunks(out):
                     if self.transport is None:
                         return
-                    self.transport.write(chunk(data) if chunked else data)
+                    self.transport.write(chunk(part) if chunked else part)
                     await self._drain()
             except Exception:  # half an answer is sent: no 500 can follow it, so the connection is cut
                 log.exception("plantstub: internal error on admin route %s %s", message.method, message.path)
@@ -489,19 +432,6 @@ class Connection(asyncio.Protocol):
             self._end()
         elif not self._reading:
             self._arm()
-
-    def _misbehave(self, fault: Fault) -> None:
-        """A reply's fault on the socket: reset (RST, ECONNRESET on the client) or closed without a byte (FIN)."""
-        transport = self.transport
-        assert transport is not None  # the caller checked
-        self._ending = True
-        if fault is Fault.CONNECTION_RESET:
-            sock = transport.get_extra_info("socket")
-            if sock is not None:  # SO_LINGER 0: close() sends RST instead of FIN
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            transport.abort()
-        else:  # empty_reply
-            transport.close()
 
 
 class _Closed:

@@ -1,21 +1,29 @@
-"""An answer as bytes on plantstub's own connections (server/connection.py): the status line, the headers, the body.
-The usual answer (HTTP/1.1 kept alive, a JSON body, no header of the reply's own) has its head made once per status,
-type and --cors origin and goes out in one write; every other answer has its head built whole."""
+"""An answer as bytes on plantstub's own connections (server/connection.py): the status line, the headers, the body,
+and whether the connection ends after it; a reply's faults on the socket. The usual answer (HTTP/1.1 kept alive, a
+JSON body, no header of the reply's own) has its head made once per status, type and --cors origin and goes out in
+one write; every other answer has its head built whole."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import socket
+import struct
 import time
 from collections.abc import Iterable
 from email.utils import formatdate
 from http import HTTPStatus
 
-from aiohttp.http import SERVER_SOFTWARE
+from aiohttp.http import SERVER_SOFTWARE, HttpVersion11, RawRequestMessage
 
 from plantstub._json import NO_BODY
-from plantstub.contract.outgoing import Outgoing
+from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.scenarios.model import Fault
+from plantstub.server.answer import Answer, Streamed
 from plantstub.server.cors import allow_origin
-from plantstub.server.response import FORBIDDEN, sent_headers
+from plantstub.server.response import FORBIDDEN, internal_error, sent_headers
 
+log = logging.getLogger("plantstub")
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
 # Headers the writer sets itself: a reply's own are left out (the framing is ours to say).
 _FRAMING = frozenset({"content-length", "transfer-encoding", "connection", "date", "server"})
@@ -109,3 +117,56 @@ def answer_bytes(out: Outgoing, origin: str | None, head_only: bool, connection:
 def chunk(data: bytes) -> bytes:
     """One chunk of a chunked body (`b""`: the last one)."""
     return b"%x\r\n%s\r\n" % (len(data), data) if data else b"0\r\n\r\n"
+
+
+def _connection(answer: Answer, message: RawRequestMessage | None, stopping: bool) -> str | None:
+    """The Connection header of an answer (None: none); "close" when the connection ends after it."""
+    if message is None or answer.close or message.should_close or message.upgrade or stopping:
+        return "close"
+    return None if message.version >= HttpVersion11 else "keep-alive"
+
+
+def written(answer: Answer, message: RawRequestMessage | None, stopping: bool) -> tuple[bytes | Fault, bool]:
+    """`answer` (not a streamed one) as the bytes to write to the client of `message` (None: a request that could
+    not be read), and whether the connection ends after them; or the Fault to play on the socket instead."""
+    out, fault, origin, _ = answer
+    assert out is not None and not isinstance(out, Streamed)  # the connection writes nothing else here
+    if fault is not None:
+        if fault is not Fault.MALFORMED_BODY:
+            return fault, True
+        out = Outgoing(out.status, MALFORMED, MALFORMED, "application/json")
+    if message is not None and message.version == HttpVersion11 and not message.should_close \
+            and not answer.close and not message.upgrade and not stopping:
+        connection, head_only = None, message.method == "HEAD"  # kept alive: the usual case
+        if not head_only:
+            data = usual(out, origin)
+            if data is not None:
+                return data, False
+    else:
+        connection, head_only = _connection(answer, message, stopping), message is not None and message.method == "HEAD"
+    try:
+        return answer_bytes(out, origin, head_only, connection), connection == "close"
+    except BadHeader as exc:
+        log.error("plantstub: internal error: an answer's header cannot be written: %s", exc)
+        return answer_bytes(error_reply(500, internal_error(exc)), None, head_only, connection), connection == "close"
+
+
+def streamed_head(answer: Answer, out: Streamed, message: RawRequestMessage,
+                  stopping: bool) -> tuple[bytes, bool, bool]:
+    """A streamed answer's head; whether its body goes in chunks (to an HTTP/1.1 client; an HTTP/1.0 one reads it to
+    the close); whether the connection ends after it."""
+    chunked = message.version >= HttpVersion11
+    connection = _connection(answer, message, stopping) if chunked else "close"
+    return head(out.status, out.headers.items(), CHUNKED if chunked else TO_CLOSE, connection), chunked, \
+        connection == "close"
+
+
+def misbehave(transport: asyncio.Transport, fault: Fault) -> None:
+    """A reply's fault on the socket: reset (RST, ECONNRESET on the client) or closed without a byte (FIN)."""
+    if fault is Fault.CONNECTION_RESET:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # SO_LINGER 0: close() sends RST instead of FIN
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    else:  # empty_reply
+        transport.close()
