@@ -145,14 +145,10 @@ def test_the_rule_is_copied_when_declared(stub):
     assert plant(stub.url, "Ivy") == (200, {"name": "Fern"})
 
 
-def test_declaring_a_rule_takes_under_two_milliseconds(stub):
-    # Not a timed assertion: the figure is printed for the report (pytest -s); the rules must all answer.
-    import time
-
-    started = time.perf_counter()
+def test_two_hundred_rules_declared_one_after_another_all_answer(stub):
+    # The time a declaration takes is tests/benchmarks/declare_rules.py's to print, not this test's.
     for i in range(200):
         stub.when(path="/plants", body={"name": f"n{i}"}).reply(200, {"name": "x"})
-    print(f"declaring a rule: {(time.perf_counter() - started) / 200 * 1000:.2f} ms")
     assert len(stub.rules) == 200 and plant(stub.url, "n199") == (200, {"name": "x"})
 
 

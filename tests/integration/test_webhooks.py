@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plantstub import CallAssertionError, ConfigError, ScenarioError, Stub, SubscriptionError
-from tests.helpers import SPECS, Receiver, call, free_port_url, write
+from tests.helpers import HANG, SPECS, Receiver, call, free_port_url, write
 
 NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
 CALLBACKS = SPECS / "subscriptions-callbacks.openapi.yaml"
@@ -70,9 +70,8 @@ def test_webhook_gives_up_after_three_5xx() -> None:
 def test_webhook_connection_refused_is_retried_and_recorded() -> None:
     nobody = free_port_url()
     with Stub(spec="plant-store-full", webhook=[nobody]) as stub:
-        started = time.monotonic()
         assert call(stub.url, "POST", "/plants", NEW_PLANT)[0] == 200
-        assert time.monotonic() - started < 2  # the answer did not wait for the retries
+        assert stub.deliveries == []  # the answer did not wait for the retries (0.2 and 0.4 s apart)
         [delivery] = stub.wait_for_deliveries(1)
         assert (delivery.url, delivery.attempts, delivery.status, delivery.valid) == (nobody, 3, None, False)
         assert delivery.error == "the receiver could not be reached (ClientConnectorError)"
@@ -89,12 +88,10 @@ def test_webhook_receiver_answering_undeclared_status_is_not_valid() -> None:
 @pytest.mark.slow  # by hand, as no process is started: its receiver takes 3 s to answer
 def test_webhook_answer_never_waits_for_slow_receiver() -> None:
     with Receiver(delay=3.0) as slow, Stub(spec="plant-store-full", webhook=[slow.url]) as stub:
-        started = time.monotonic()
         for _ in range(3):
             assert call(stub.url, "POST", "/plants", NEW_PLANT)[0] == 200
-        assert time.monotonic() - started < 2.5  # three answers before the first delivery is even answered
-        assert stub.deliveries == []
-        assert len(stub.wait_for_deliveries(3, timeout=10)) == 3
+        assert stub.deliveries == []  # three answers before the first delivery is even answered (3 s)
+        assert len(stub.wait_for_deliveries(3, timeout=HANG)) == 3
 
 
 def test_webhook_subscriptions_through_admin_api(receiver: Receiver) -> None:
@@ -269,7 +266,7 @@ def test_webhook_queue_cap_counts_lost_deliveries_in_health() -> None:
         assert health["problems"] == [
             {"at": "webhooks", "message": "4 deliveries were not sent: more than 2 were waiting to be sent"}]
         assert health["webhooks"]["lost"] == 4
-        assert len(stub.wait_for_deliveries(6, timeout=10)) == 6
+        assert len(stub.wait_for_deliveries(6, timeout=HANG)) == 6
 
 
 def test_webhook_subscribed_back_to_the_stub_does_not_loop(tmp_path: Path) -> None:
@@ -338,7 +335,7 @@ async def test_webhook_with_create_app_in_the_tests_own_loop(aiohttp_client, aio
     assert answer.status == 200
     answer = await client.post("/plants", json=NEW_PLANT, headers={"Authorization": "Bearer t"})
     assert answer.status == 200
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG
     listed: list = []
     while not listed and time.monotonic() < deadline:
         listed = await (await client.get("/__plantstub/deliveries")).json()

@@ -169,6 +169,6 @@ def test_an_idle_kept_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> N
         with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
             assert call(stub.url, "POST", "/plants", NEW_PLANT)[0] == 200
             stub.wait_for_deliveries(1, timeout=10)
-            wait_until(lambda: receiver.closed_by_us == 1, seconds=10)
+            wait_until(lambda: receiver.closed_by_us == 1)
     finally:
         receiver.close()
