@@ -25,6 +25,25 @@ DATA = REPO / "tests" / "data"
 SPECS = DATA / "specs"  # OpenAPI documents written for the tests
 SCENARIO_DATA = DATA / "scenarios"  # scenario files written for the tests: good/, broken/, duplicates/
 
+# Hypothesis: a test asks for the examples its search needs, `examples(400)`; under the `ci` profile (chosen in
+# tests/conftest.py when CI is set, as .ci/run sets it) each search runs at most CI_EXAMPLES, so CI's time is bounded.
+CI_EXAMPLES = 50
+
+
+def hypothesis_profile() -> str:
+    """The Hypothesis profile this run uses: HYPOTHESIS_PROFILE when set, else `ci` under CI (the variable CI
+    services and .ci/run set), else `dev`."""
+    chosen = os.environ.get("HYPOTHESIS_PROFILE", "")
+    if chosen:
+        return chosen
+    return "ci" if os.environ.get("CI", "").lower() not in ("", "0", "false", "no") else "dev"
+
+
+def examples(wanted: int) -> int:
+    """How many examples a search that wants `wanted` runs: all of them, or CI_EXAMPLES at most under `ci`."""
+    return min(wanted, CI_EXAMPLES) if hypothesis_profile() == "ci" else wanted
+
+
 # How long a wait for what surely comes may last before the test calls it a hang. Never a measure of speed: a busy
 # 2-core machine takes a small part of it; only a hang, or the return of what hung before, reaches it.
 HANG = 60.0

@@ -19,7 +19,7 @@ from plantstub.contract.load import load_spec
 from plantstub.contract.model import Spec
 from plantstub.contract.operations import ServedOperation, serve
 from tests.contract.test_samples import OPENAPI_30, SCHEMAS
-from tests.helpers import SPECS, no_hang
+from tests.helpers import SPECS, examples, no_hang
 
 BROKEN = SPECS / "broken"
 SERVED: list[Path | str] = ["plant-store", "plant-store-full",
@@ -27,7 +27,7 @@ SERVED: list[Path | str] = ["plant-store", "plant-store-full",
                             SPECS / "multi" / "main.yaml"]
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 UNCHECKED: list[str] = []  # answers jsonschema cannot judge at all (the stub's own check still does)
-FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def keyword_spec(folder: Path, version: str, schemas: dict[str, Any]) -> Path:
