@@ -12,7 +12,7 @@ import pytest
 
 from plantstub import CallAssertionError, Stub
 from plantstub.errors import ScenarioError
-from tests.helpers import JSON_AUTH, ServeProcess, write
+from tests.helpers import HANG, JSON_AUTH, ServeProcess, write
 
 
 def call(url: str, method: str, path: str, body=None, headers=JSON_AUTH):
@@ -191,7 +191,7 @@ def test_a_rule_from_code_sends_its_webhooks_as_a_scenario_rule_does():
         stub.declare({"match": {"method": "POST", "path": "/plants"}, "reply": {"status": 200, "body": {"name": "x"}},
                       "webhooks": [{"name": "/plant/webhook", "body": {"id": 9, "name": "{{ request.body.name }}"}}]})
         assert plant(stub.url, "Fern") == (200, {"name": "x"})
-        [delivery] = stub.wait_for_deliveries(1)
+        [delivery] = stub.wait_for_deliveries(1, timeout=HANG)
         assert delivery.body == {"id": 9, "name": "Fern"}
         with pytest.raises(ScenarioError, match=r"webhooks\[0\]\.name: 'nope' is not a webhook of the spec"):
             stub.declare({"match": {"path": "/plants"}, "reply": {}, "webhooks": [{"name": "nope"}]})
