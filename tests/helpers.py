@@ -96,12 +96,13 @@ def post_status(base_url: str, body: bytes, path: str = "/plants") -> int:
 
 
 def raw_call(url: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None):
-    """(status, body bytes, headers) of one request that carries only the headers the caller sets."""
+    """(status, body bytes, headers) of one request that carries only the headers the caller sets. It waits for the
+    answer up to twice HANG: an admin wait (`calls/wait`) may take HANG itself."""
     import http.client
     import urllib.parse
 
     parts = urllib.parse.urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=2 * HANG)
     try:
         connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()

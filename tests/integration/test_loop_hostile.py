@@ -225,12 +225,12 @@ def test_a_wait_holds_no_call_the_journal_let_go(serve, tmp_path):
     stub = serve("--port", "0", "--journal-bytes", str(2 * 2**20), cwd=tmp_path)
     answers: list[tuple[int, object]] = []
     waiter = threading.Thread(target=lambda: answers.append(_post(
-        stub.url, "/__plantstub/calls/wait", {"n": 60, "timeout": 20, "path": "/plants"})))
+        stub.url, "/__plantstub/calls/wait", {"n": 60, "timeout": HANG, "path": "/plants"})))
     waiter.start()
     time.sleep(0.5)  # the waiter registered
     for i in range(60):
         assert _post(stub.url, "/plants", {"id": i, "name": "n" * 200_000})[0] == 200
-    waiter.join(30)
+    waiter.join(2 * HANG)
     status, kept = _get(stub.url, "/__plantstub/calls")
     [(status, answer)] = answers
     assert status == 200 and answer["arrived"] is True  # type: ignore[index]
@@ -244,7 +244,7 @@ def test_a_wait_counts_calls_from_before_and_after_it_began_and_a_clear_starts_a
     got: dict[str, object] = {}
 
     def wait() -> None:
-        got["answer"] = _post(stub.url, "/__plantstub/calls/wait", {"n": 2, "timeout": 10, "body": {"name": "Fern"}})
+        got["answer"] = _post(stub.url, "/__plantstub/calls/wait", {"n": 2, "timeout": HANG, "body": {"name": "Fern"}})
 
     thread = threading.Thread(target=wait)
     thread.start()
@@ -252,7 +252,7 @@ def test_a_wait_counts_calls_from_before_and_after_it_began_and_a_clear_starts_a
     assert raw_call(stub.url, "DELETE", "/__plantstub/calls")[0] == 200  # the first Fern no longer counts
     for i in (2, 3):
         assert _post(stub.url, "/plants", {"id": i, "name": "Fern"})[0] == 200
-    thread.join(15)
+    thread.join(2 * HANG)
     status, answer = got["answer"]  # type: ignore[misc]
     assert status == 200 and answer["arrived"] and [c["body"]["id"] for c in answer["calls"]] == [2, 3]
 

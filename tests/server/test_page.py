@@ -165,8 +165,10 @@ async def test_no_listener_is_left_once_a_poll_ends(aiohttp_client):
     client = await aiohttp_client(app)
     journal = app[SESSIONS_KEY].default.journal
     await rows(client, "?since=0&wait=0.1&epoch=0")  # ended by its wait
-    poll = asyncio.ensure_future(rows(client, "?since=0&wait=10&epoch=0"))
-    await asyncio.sleep(0.2)
+    poll = asyncio.ensure_future(rows(client, "?since=0&wait=30&epoch=0"))
+    deadline = asyncio.get_running_loop().time() + HANG
+    while not journal._listeners and asyncio.get_running_loop().time() < deadline:  # the request arrived
+        await asyncio.sleep(0.01)
     assert len(journal._listeners) == 1  # one page open: one listener, while its request waits
     await client.post("/plants", data=FERN, headers=JSON_AUTH)
     await asyncio.wait_for(poll, HANG)  # ended by a call
