@@ -89,7 +89,7 @@ def post_status(base_url: str, body: bytes, path: str = "/plants") -> int:
     """POST a JSON `body` with a bearer token using only the standard library; the status it got."""
     request = urllib.request.Request(base_url + path, data=body, method="POST", headers=JSON_AUTH)
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=HANG) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return exc.code
@@ -252,7 +252,7 @@ def call(url: str, method: str, path: str, data: object = None, headers: dict[st
     request = urllib.request.Request(url + path, data=body, method=method,
                                      headers={**JSON_AUTH, **(headers or {})})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=HANG) as response:
             raw = response.read()
             return int(response.status), json.loads(raw) if raw else None
     except urllib.error.HTTPError as exc:
