@@ -1,23 +1,27 @@
 """CI sessions: plantstub as its users install it, from its wheel, in fresh venvs on the oldest and newest Python.
 
-The dev venv has every `[test]` extra and the newest releases (the README's commands), so these sessions cover
-what it cannot see (a pytest hook that needed pytest-xdist once stopped every run of a project without it):
+The README's run (the whole suite, in the dev venv with every `[test]` extra at its newest release) runs every test
+once. These sessions run what can differ between environments (a pytest hook that needed pytest-xdist once stopped
+every run of a project without it; aiohttp's pure-Python parser once hung at a keep-alive connection's 33rd request):
 
 - `floors`: every direct dependency (and `[test]`'s) at the lowest version its specifier allows
-  (`uv pip install --resolution lowest-direct`), on the oldest Python requires-python allows; the repository's
-  whole tests/ against the installed wheel. `tests`: the same on the newest Python with the newest releases.
-  Both run the venv's `pytest` with `--import-mode=importlib` from a folder outside the repository, and
+  (`uv pip install --resolution lowest-direct`), on the oldest Python requires-python allows. `newest`: the newest
+  releases on the newest Python. Each with aiohttp's C parser and with its pure-Python one (`AIOHTTP_NO_EXTENSIONS=1`,
+  which the stubs the tests start inherit): `floors(c-parser)`, `floors(pure-python-parser)`, `newest(...)`.
+  They run the repository's tests/ against the installed wheel, `-m "not slow or lanes"`: the fast set (the tests not
+  marked slow, tests/slowrule.py) and the slow tests the lanes can move (marked `lanes` by tests/lanerule.py's rule).
+  The venv's `pytest` runs with `--import-mode=importlib` from a folder outside the repository, and
   PLANTSTUB_EXPECT_INSTALLED=1 makes tests/conftest.py refuse a plantstub imported from the source tree.
 - `consumer`: tests/consumer/ (a consumer project's own suite) copied out of the repository, in venvs holding
   plantstub's wheel + pytest + requests only (`plain`, oldest and newest Python), + pytest-xdist with `-n 2`
   (`xdist`), + pytest-asyncio/pytest-aiohttp with asyncio_mode=auto (`asyncio`). A lane's options go in
   PYTEST_ADDOPTS, so the suite's inner pytester runs get them too.
 
-Gone with tests/lanes.py: the `no-jsonschema-rs` lane (jsonschema-rs is a hard dependency, and request checks
-are to use it alone), and the kill of a step's whole process group when it succeeds but leaves a process behind
-(`timeout` still kills the group of a step that runs too long). Interpreters: pyenv's, else PATH's.
+Hypothesis runs its `ci` profile (a bounded number of examples) when HYPOTHESIS_PROFILE=ci or CI is set, as .ci/run
+does. Interpreters: pyenv's, else PATH's.
 
-Usage: .venv/bin/nox (every session; `-s floors`, `-s "consumer(plain-3.10)"`, `--list`).
+Usage: .venv/bin/nox (every session; `-s floors`, `-s "newest(pure-python-parser)"`, `-s "consumer(plain-3.10)"`,
+`--list`).
 """
 
 from __future__ import annotations
@@ -99,16 +103,35 @@ def installed_from_venv(session: nox.Session) -> None:
     session.log(f"plantstub from {where}")
 
 
-def in_process(session: nox.Session) -> None:
-    """The repository's tests/ (but tests/consumer/) against the installed wheel, from outside the repository."""
+# The tests a lane runs: the fast set and what tests/lanerule.py marks (a rule: new tests join without an edit here).
+LANE_TESTS = "not slow or lanes"
+PARSERS = {"c-parser": {}, "pure-python-parser": {"AIOHTTP_NO_EXTENSIONS": "1"}}
+
+# Which of aiohttp's request parsers this environment runs: the lane fails when it is not the one it is for (a
+# release without C extensions for this Python would run the pure-Python parser in the `c-parser` lane unseen).
+WHICH_PARSER = """
+import sys
+import aiohttp
+from aiohttp import http_parser
+pure = http_parser.HttpRequestParser is http_parser.HttpRequestParserPy
+print(f"lanes: aiohttp {aiohttp.__version__}, {'pure-Python' if pure else 'C'} request parser")
+sys.exit(0 if pure == (sys.argv[1] == "pure-python-parser") else f"lanes: not the {sys.argv[1]}")
+"""
+
+
+def in_process(session: nox.Session, parser: str) -> None:
+    """The repository's tests/ (but tests/consumer/) that a lane runs, against the installed wheel, from outside
+    the repository, with aiohttp's `parser`."""
     installed_from_venv(session)
+    env = {"PLANTSTUB_EXPECT_INSTALLED": "1", "PYTHONSAFEPATH": "1", **PARSERS[parser]}
     work = Path(session.create_tmp())
     # importlib mode puts no rootdir on sys.path; PYTHONSAFEPATH covers tests that chdir to the repository.
     with session.chdir(work):
-            session.run("timeout", "--kill-after=10", STEP_TIMEOUT, "pytest", "--rootdir", str(REPO),
+        session.run("python", "-c", WHICH_PARSER, parser, env=env)
+        session.run("timeout", "--kill-after=10", STEP_TIMEOUT, "pytest", "--rootdir", str(REPO),
                     "-c", str(REPO / "pyproject.toml"), "--import-mode=importlib", "-p", "no:cacheprovider",
-                "--basetemp", str(work / "basetemp"), "-n", "2", "-q", "--ignore", str(REPO / "tests" / "consumer"),
-                    str(REPO / "tests"), env={"PLANTSTUB_EXPECT_INSTALLED": "1", "PYTHONSAFEPATH": "1"}, external=True)
+                    "--basetemp", str(work / "basetemp"), "-n", "2", "-q", "-m", LANE_TESTS,
+                    "--ignore", str(REPO / "tests" / "consumer"), str(REPO / "tests"), env=env, external=True)
 
 
 # Run in the floors venv: each direct dependency (and `[test]`'s) must be installed at its declared floor exactly,
@@ -131,21 +154,23 @@ sys.exit(f"floors: not at the declared floor: {', '.join(off)}" if off else 0)
 
 
 @nox.session(python=OLDEST)
-def floors(session: nox.Session) -> None:
-    """Every direct dependency at its declared floor, on the oldest Python: the whole suite."""
+@nox.parametrize("parser", list(PARSERS), ids=list(PARSERS))
+def floors(session: nox.Session, parser: str) -> None:
+    """Every direct dependency at its declared floor, on the oldest Python: the lane's tests."""
     # The requirements as direct ones (uv lowers only those), then the wheel beside them; AT_FLOORS reads the
     # wheel's own metadata, so the two cannot differ unseen.
     session.install("--resolution", "lowest-direct", "-r", str(REPO / "pyproject.toml"), "--extra", "test")
     session.install("--no-deps", *fresh(session))
     session.run("python", "-c", AT_FLOORS)
-    in_process(session)
+    in_process(session, parser)
 
 
 @nox.session(python=NEWEST)
-def tests(session: nox.Session) -> None:
-    """The newest releases on the newest Python: the whole suite against the wheel."""
+@nox.parametrize("parser", list(PARSERS), ids=list(PARSERS))
+def newest(session: nox.Session, parser: str) -> None:
+    """The newest releases on the newest Python: the lane's tests against the wheel."""
     session.install(*fresh(session, "[test]"))
-    in_process(session)
+    in_process(session, parser)
 
 
 CONSUMER_LANES = {  # lane: (packages beside the wheel, PYTEST_ADDOPTS)

@@ -101,7 +101,7 @@ class Balancer:
         self.url = f"http://127.0.0.1:{port}"
         self._wait_listening(port)
 
-    def _wait_listening(self, port: int, seconds: float = 10.0) -> None:
+    def _wait_listening(self, port: int, seconds: float = 60.0) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

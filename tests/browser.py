@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import HANG
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
@@ -34,8 +36,9 @@ def start_chromium() -> Any:
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
-def until(condition: Callable[[], Any], seconds: float = 10.0, what: str = "the page") -> Any:
-    """`condition()`'s first true value, looked at every 50 ms; fails after `seconds`, saying what it waited for."""
+def until(condition: Callable[[], Any], seconds: float = HANG, what: str = "the page") -> Any:
+    """`condition()`'s first true value, looked at every 50 ms; fails after `seconds` (a hang), saying what it
+    waited for."""
     deadline = time.monotonic() + seconds
     last: Any = None
     while time.monotonic() < deadline:

@@ -10,10 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-from tests.helpers import ServeProcess
+from tests.helpers import CI_EXAMPLES, ServeProcess, hypothesis_profile
 
-pytest_plugins = ["pytester", "tests.slowrule"]  # slowrule: the `slow` mark by rule, and its guard
+# slowrule: the `slow` mark by rule, and its guard; lanerule: the `lanes` mark by rule (what CI's lanes run)
+pytest_plugins = ["pytester", "tests.slowrule", "tests.lanerule"]
+
+# Hypothesis: `dev` is its defaults; `ci` bounds each search (tests ask for `examples(N)`, tests/helpers.py) and prints
+# the blob that replays a failure. Chosen by HYPOTHESIS_PROFILE, else by CI (.ci/run sets it).
+settings.register_profile("dev")
+settings.register_profile("ci", max_examples=CI_EXAMPLES, print_blob=True)
+settings.load_profile(hypothesis_profile())
 
 # The spec cache of every load the suite makes (and the processes it starts) is its own, not the user's.
 if not os.environ.get("PLANTSTUB_SPEC_CACHE"):

@@ -5,6 +5,7 @@ Test modules import these with `from tests.helpers import ...`; tests/conftest.p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -13,7 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from multidict import CIMultiDict
@@ -24,6 +25,29 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
 SPECS = DATA / "specs"  # OpenAPI documents written for the tests
 SCENARIO_DATA = DATA / "scenarios"  # scenario files written for the tests: good/, broken/, duplicates/
+
+# Hypothesis: a test asks for the examples its search needs, `examples(400)`; under the `ci` profile (chosen in
+# tests/conftest.py when CI is set, as .ci/run sets it) each search runs at most CI_EXAMPLES, so CI's time is bounded.
+CI_EXAMPLES = 50
+
+
+def hypothesis_profile() -> str:
+    """The Hypothesis profile this run uses: HYPOTHESIS_PROFILE when set, else `ci` under CI (the variable CI
+    services and .ci/run set), else `dev`."""
+    chosen = os.environ.get("HYPOTHESIS_PROFILE", "")
+    if chosen:
+        return chosen
+    return "ci" if os.environ.get("CI", "").lower() not in ("", "0", "false", "no") else "dev"
+
+
+def examples(wanted: int) -> int:
+    """How many examples a search that wants `wanted` runs: all of them, or CI_EXAMPLES at most under `ci`."""
+    return min(wanted, CI_EXAMPLES) if hypothesis_profile() == "ci" else wanted
+
+
+# How long a wait for what surely comes may last before the test calls it a hang. Never a measure of speed: a busy
+# 2-core machine takes a small part of it; only a hang, or the return of what hung before, reaches it.
+HANG = 60.0
 
 AUTH = {"Authorization": "Bearer t"}
 JSON_AUTH = {**AUTH, "Content-Type": "application/json"}
@@ -66,7 +90,7 @@ def post_status(base_url: str, body: bytes, path: str = "/plants") -> int:
     """POST a JSON `body` with a bearer token using only the standard library; the status it got."""
     request = urllib.request.Request(base_url + path, data=body, method="POST", headers=JSON_AUTH)
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=HANG) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return exc.code
@@ -80,12 +104,13 @@ def address(url: str) -> tuple[str, int]:
 
 
 def raw_call(url: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None):
-    """(status, body bytes, headers) of one request that carries only the headers the caller sets."""
+    """(status, body bytes, headers) of one request that carries only the headers the caller sets. It waits for the
+    answer up to twice HANG: an admin wait (`calls/wait`) may take HANG itself."""
     import http.client
     import urllib.parse
 
     parts = urllib.parse.urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=2 * HANG)
     try:
         connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()
@@ -124,7 +149,7 @@ class ServeProcess:
         self.url = self.listening_line.removeprefix("plantstub listening on ")
         self.stderr = ""
 
-    def stop(self, sig: int | None = None, timeout: float = 5.0) -> int:
+    def stop(self, sig: int | None = None, timeout: float = HANG) -> int:
         if self.proc.stdout is None or self.proc.stdout.closed:
             return self.proc.returncode
         if self.proc.poll() is None:
@@ -211,8 +236,8 @@ class Silent:
         self.sock.close()
 
 
-def wait_until(condition: Callable[[], object], seconds: float = 5.0) -> None:
-    """Look at `condition` every 20 ms until it holds; fail after `seconds`."""
+def wait_until(condition: Callable[[], object], seconds: float = HANG) -> None:
+    """Look at `condition` every 20 ms until it holds; fail after `seconds` (a hang)."""
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -236,12 +261,73 @@ def call(url: str, method: str, path: str, data: object = None, headers: dict[st
     request = urllib.request.Request(url + path, data=body, method=method,
                                      headers={**JSON_AUTH, **(headers or {})})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=HANG) as response:
             raw = response.read()
             return int(response.status), json.loads(raw) if raw else None
     except urllib.error.HTTPError as exc:
         raw = exc.read()
         return exc.code, json.loads(raw) if raw else None
+
+
+@contextlib.contextmanager
+def no_hang(what: str = "the block", seconds: float = HANG) -> Iterator[None]:
+    """Fail when the block ran `seconds` or more: a hang, or the return of what hung before (minutes, hours). It
+    measures no speed: the work inside is meant to take a small part of it on a busy machine."""
+    started = time.monotonic()
+    yield
+    took = time.monotonic() - started
+    assert took < seconds, f"{what} ran {took:.1f} s: hung (the bound is {seconds:g} s)"
+
+
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """The CPU time (user and system) process `pid`, or one of its threads, has used so far, from /proc (Linux).
+
+    A ratio of CPU times holds on a busy machine where wall-clock times do not: load delays a process, it does not
+    make its work larger."""
+    where = f"/proc/{pid}/task/{thread}/stat" if thread is not None else f"/proc/{pid}/stat"
+    fields = Path(where).read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime, fields 14 and 15
+
+
+def live_cpu_seconds(pid: int) -> float:
+    """The CPU time the threads of process `pid` alive now have used, to the nanosecond where the kernel keeps
+    scheduler statistics (/proc/PID/task/TID/schedstat), else in clock ticks. A thread that ended is not counted:
+    compare two readings only across work whose threads live on (the loop's, asyncio.to_thread's)."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0]) / 1e9
+        except FileNotFoundError:  # no schedstat in this kernel (or the thread just ended)
+            with contextlib.suppress(FileNotFoundError):
+                total += cpu_seconds(pid, int(task.name))
+    return total
+
+
+class LoopCPU:
+    """The CPU time `plantstub serve` (process `pid`) used during a `with` block: in all, and on its event loop's
+    thread (the main thread). Work done off the loop is CPU the loop's thread did not use, and the split does not
+    move with the machine's load: `share` stands in for "other requests were not held up" where a wall-clock
+    figure would fail on a busy machine. Threads that ended meanwhile count in the whole (/proc keeps their time)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.loop = self.total = 0.0
+
+    def __enter__(self) -> LoopCPU:
+        self.loop, self.total = -cpu_seconds(self.pid, self.pid), -cpu_seconds(self.pid)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.loop += cpu_seconds(self.pid, self.pid)
+        self.total += cpu_seconds(self.pid)
+
+    @property
+    def share(self) -> float:
+        """The loop's part of the CPU time used (1.0 when none was measured)."""
+        return self.loop / self.total if self.total > 0 else 1.0
+
+    def __str__(self) -> str:
+        return f"the event loop used {self.loop:.2f} s of the {self.total:.2f} s of CPU"
 
 
 def resident_bytes(pid: int) -> int:

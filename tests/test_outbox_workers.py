@@ -8,11 +8,12 @@ import asyncio
 from plantstub.webhooks.deliveries import DeliveryLog
 from plantstub.webhooks.outbox import Outbox
 from plantstub.webhooks.sender import Sender, job
+from tests.helpers import HANG
 
 
 async def test_an_ended_sessions_delivery_in_flight_is_cancelled_and_its_worker_goes_on():
     arrived: list[bytes] = []
-    finished = asyncio.Event()
+    finished, hanging = asyncio.Event(), asyncio.Event()
     handlers: list[asyncio.Task[None]] = []
 
     async def receive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -21,7 +22,8 @@ async def test_an_ended_sessions_delivery_in_flight_is_cancelled_and_its_worker_
             head = await reader.readuntil(b"\r\n\r\n")
             arrived.append(head.split(b"\r\n", 1)[0])
             if b"/hang" in head:  # never answers in time: the delivery is in flight when its session ends
-                await asyncio.wait_for(finished.wait(), 30)
+                hanging.set()
+                await asyncio.wait_for(finished.wait(), HANG)
             else:
                 writer.write(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
                 await writer.drain()
@@ -37,16 +39,12 @@ async def test_an_ended_sessions_delivery_in_flight_is_cancelled_and_its_worker_
     ended, going = Sender(ended_log, outbox), Sender(going_log, outbox)
     try:
         ended.submit(job(ended_log, "newPlant", f"http://127.0.0.1:{port}/hang", b"{}", None))
-        for _ in range(100):
-            if ended.flying:
-                break
-            await asyncio.sleep(0.02)
+        await asyncio.wait_for(hanging.wait(), HANG)  # it reached the receiver: in flight
         assert len(ended.flying) == 1
         assert ended.abandon() == 1  # the session ends: its delivery in flight is cancelled
         going.submit(job(going_log, "newPlant", f"http://127.0.0.1:{port}/next", b"{}", None))
-        for _ in range(250):
-            if going_log.kept():
-                break
+        deadline = asyncio.get_running_loop().time() + HANG
+        while not going_log.kept() and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
         assert [sent.status for sent in going_log.kept()] == [204]
         assert ended_log.kept() == []  # cancelled, not recorded

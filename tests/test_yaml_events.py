@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantstub._yaml import JsonSafeLoader, _Unusual, parse_text, read_events
-from tests.helpers import SPECS
+from tests.helpers import SPECS, examples
 
 
 def full(text: str) -> object:
@@ -48,7 +48,7 @@ DATA = st.recursive(SCALAR, lambda inner: st.one_of(
                                                  inner, max_size=4)), max_leaves=20)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(DATA, st.sampled_from([{}, {"default_flow_style": True}, {"default_style": '"'}, {"default_style": "'"},
                               {"canonical": True}, {"width": 2}]))
 def test_any_document_reads_as_json_safe_loader_reads_it(data, style):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from plantstub._yaml import MAX_ALIASED, MAX_DEPTH, parse_text
 from plantstub.contract.load import load_spec
 from plantstub.errors import SpecError
 from plantstub.scenarios.load import load_scenario_file, load_scenarios
-from tests.helpers import SCENARIO_DATA, same, write
+from tests.helpers import SCENARIO_DATA, no_hang, same, write
 
 SPEC = load_spec()
 TOO_DEEP = "nested deeper than the 100 levels plantstub reads"
@@ -133,14 +132,13 @@ def test_parse_text_refuses_unreadable_scalars_in_its_own_words(text, expected):
 
 
 # -- scenario files --------------------------------------------------------------------------------
-def test_scenario_deep_and_bomb_files_are_refused_quickly_and_the_rest_loads(tmp_path):
+def test_scenario_deep_and_bomb_files_are_refused_and_the_rest_loads(tmp_path):
     write(tmp_path, "deep.yaml", f"description: deep\nrules: []\nx: {deep_flow(50_000)}\n")
     write(tmp_path, "bomb.yaml", "description: bomb\nrules: []\n" + laughs())
     write(tmp_path, "loop.yaml", "description: loop\nrules: &r [*r]\n")
     write(tmp_path, "fine.yaml", "description: fine\nrules: []\n")
-    started = time.monotonic()
-    scenarios, errors = load_scenarios(tmp_path, SPEC)
-    assert time.monotonic() - started < 2  # about 5 ms; the bomb alone took 0.8 s before, in a spec it never ended
+    with no_hang("the load"):  # about 5 ms: each is refused before it is built (in a spec, the bomb never ended)
+        scenarios, errors = load_scenarios(tmp_path, SPEC)
     assert list(scenarios) == ["fine"]
     assert same([str(e) for e in errors], [
         f"{tmp_path / 'bomb.yaml'}:8: {BOMB}",
@@ -165,9 +163,8 @@ def test_scenario_anchors_and_merge_keys_still_load():
 def test_spec_deep_and_bomb_documents_are_refused_with_file_and_line(tmp_path, name, text, line, reason):
     path = write(tmp_path, name, text)
     where = f"cannot use spec {path}:{line}"
-    started = time.monotonic()
-    assert same([spec_error(path)], [too_deep(where) if reason is None else f"{where}: {reason}"])
-    assert time.monotonic() - started < 2  # the bomb used 8 GB and never ended before
+    with no_hang("the load"):  # the bomb used 8 GB and never ended before
+        assert same([spec_error(path)], [too_deep(where) if reason is None else f"{where}: {reason}"])
 
 
 # -- nothing but a short excerpt of a value is quoted, and no file outside what the user named -----------

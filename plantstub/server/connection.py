@@ -33,7 +33,7 @@ from plantstub.server.front import Front, Pending
 from plantstub.server.parser import Flow, request_parser
 from plantstub.server.pipeline import GONE
 from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
-from plantstub.server.unread import HEAD_KEPT, Broken, request_line, unparsable
+from plantstub.server.unread import HEAD_KEPT, TLS_ON_PLAIN, Broken, request_line, unparsable
 from plantstub.server.wire import CONTINUE, chunk, misbehave, streamed_head, written
 
 log = logging.getLogger("plantstub")
@@ -195,6 +195,10 @@ class Connection(asyncio.Protocol):
             self._feed(data)
             return
         if not self._reading and not self._last:  # the first byte of a request
+            if data[:2] == b"\x16\x03":  # a TLS record: nothing to wait for, whichever parser would wait for a line
+                self._head = data
+                self._broken(error_reply(400, TLS_ON_PLAIN))
+                return
             end = data.find(b"\r\n\r\n") + 4
             if end >= 4 and (end == len(data) or _one_request(data, end)):
                 # The usual read: one whole request and nothing after it, fed as it came; once answered, the

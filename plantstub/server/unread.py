@@ -14,6 +14,7 @@ from plantstub.contract.outgoing import Outgoing
 from plantstub.server.parser import LINE_LIMIT
 
 HEAD_KEPT = LINE_LIMIT + 2  # bytes of a request's head kept to name one that breaks: a whole request line
+TLS_ON_PLAIN = "request: this is TLS (https://) on a plain HTTP port; use http://"
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # an HTTP method as RFC 9110 spells a token
 
 
@@ -33,7 +34,7 @@ def unparsable(exc: HttpProcessingError, head: bytes) -> str:
             return f"headers: a header is longer than {LINE_LIMIT} bytes"
         return f"request: the request line is longer than {LINE_LIMIT} bytes"
     if head.startswith(b"\x16\x03"):  # a TLS record: a ClientHello
-        return "request: this is TLS (https://) on a plain HTTP port; use http://"
+        return TLS_ON_PLAIN
     reason = (exc.message or str(exc) or HTTPStatus(400).phrase).strip().splitlines()[0]
     return f"request: cannot be parsed as HTTP/1.1: {reason[:200]}"
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from plantstub import create_app
 from plantstub.matching import path_pattern, split_segment
-from tests.helpers import write
+from tests.helpers import no_hang, write
 
 SPEC = """\
 openapi: 3.1.0
@@ -87,14 +85,13 @@ async def test_adjacent_path_parameters_are_percent_decoded_after_the_split(clie
 
 
 async def test_a_long_segment_of_adjacent_parameters_answers_promptly(client):
-    started = time.monotonic()
-    found = [(await answer(client, "GET", url))[0] for url in (
-        "/run/" + "a" * 6000 + ".sh",
-        "/run/" + "a" * 6000 + ".s",  # no match: a regex per value would try 6000^2 splits
-        "/files/" + "." * 6000,  # thousands of splits, none fits: the first is reported
-    )]
+    with no_hang("three requests"):
+        found = [(await answer(client, "GET", url))[0] for url in (
+            "/run/" + "a" * 6000 + ".sh",
+            "/run/" + "a" * 6000 + ".s",  # no match: a regex per value would try 6000^2 splits
+            "/files/" + "." * 6000,  # thousands of splits, none fits: the first is reported
+        )]
     assert found == [200, 404, 400]
-    assert time.monotonic() - started < 5
 
 
 def test_split_segment_tries_the_longest_first_value_first():
@@ -108,7 +105,6 @@ def test_path_pattern_of_adjacent_parameters_does_not_backtrack_per_split():
     pattern = path_pattern("/x/{a}.{b}.{c}/end")
     assert pattern.match("/x/1.2.3/end")
     assert not pattern.match("/x/1.2/end")
-    started = time.monotonic()
-    assert not pattern.match("/x/" + "." * 6000 + "/nope")  # one regex per value: minutes
-    assert not pattern.match("/x/" + "." * 6000 + "/end/more")
-    assert time.monotonic() - started < 5
+    with no_hang("two matches"):
+        assert not pattern.match("/x/" + "." * 6000 + "/nope")  # one regex per value: minutes
+        assert not pattern.match("/x/" + "." * 6000 + "/end/more")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from plantstub.contract.load import load_spec
 from plantstub.contract.model import Spec
 from plantstub.contract.operations import ServedOperation, serve
 from tests.contract.test_samples import OPENAPI_30, SCHEMAS
-from tests.helpers import SPECS
+from tests.helpers import SPECS, examples, no_hang
 
 BROKEN = SPECS / "broken"
 SERVED: list[Path | str] = ["plant-store", "plant-store-full",
@@ -28,7 +27,7 @@ SERVED: list[Path | str] = ["plant-store", "plant-store-full",
                             SPECS / "multi" / "main.yaml"]
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 UNCHECKED: list[str] = []  # answers jsonschema cannot judge at all (the stub's own check still does)
-FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def keyword_spec(folder: Path, version: str, schemas: dict[str, Any]) -> Path:
@@ -159,12 +158,11 @@ HOSTILE = {
 }
 
 
-def test_hostile_schemas_get_valid_answers_quickly(tmp_path):
+def test_hostile_schemas_get_valid_answers(tmp_path):
     served = serve(load_spec(keyword_spec(tmp_path, "3.1.0", HOSTILE)), dynamic=True, seed=2)
-    deadline = time.monotonic() + 10
-    for op in served.values():
-        schema = op.default_answer.media.schema
-        validate = Draft202012Validator(schema).validate
-        for _ in range(20):
-            validate(op.default(None).body)
-    assert time.monotonic() < deadline
+    with no_hang("120 answers"):
+        for op in served.values():
+            schema = op.default_answer.media.schema
+            validate = Draft202012Validator(schema).validate
+            for _ in range(20):
+                validate(op.default(None).body)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from plantstub import create_app
 from plantstub.contract.pattern import ecma_pattern
-from tests.helpers import write
+from tests.helpers import no_hang, write
 
 SLUG, TAG, WHO = r"^[0-9A-Za-z_-.]+$", r"^[a-zA-Z\d-_\s]+$", r"^(#\d+|(?i)[A-Z]+@[A-Z]+\.[A-Z]{2,})$"
 
@@ -91,14 +89,14 @@ async def test_ecma_patterns_generate_matching_answers(client):
 
 
 async def test_a_translated_pattern_that_backtracks_still_cannot_freeze_the_stub(client):
-    started = time.monotonic()
-    answer = await client.post("/slow", json="1" * 40 + "!")
+    with no_hang("the request"):
+        answer = await client.post("/slow", json="1" * 40 + "!")
     assert answer.status == 400
-    assert time.monotonic() - started < 5
 
 
 def test_a_pattern_with_thousands_of_inline_flags_is_not_rewritten_for_seconds():
-    pattern = "a(?i)" * 5_000  # rewritten one by one, this took about 30 s
-    started = time.monotonic()
-    assert ecma_pattern(pattern) == pattern
-    assert time.monotonic() - started < 5
+    # Rewritten one by one, 5,000 of them took about 30 s, and the time grows with the square of the count: these
+    # 20,000 would take 8 minutes that way (a fraction of a second now).
+    pattern = "a(?i)" * 20_000
+    with no_hang("the rewrite"):
+        assert ecma_pattern(pattern) == pattern

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from plantstub.contract.schema import SchemaCheck
+from tests.helpers import no_hang
 
 
 @pytest.mark.parametrize(("schema", "value", "expected"), [
@@ -50,11 +49,10 @@ def test_a_huge_value_is_cut_short_in_its_message():
     ("^(a|aa)+$", "does not match '^(a|aa)+$'"),  # no lookaround: a linear-time engine, nothing to bound
     ("^(a|aa)+(?!b)$", "could not be checked against its pattern (too costly to match)"),  # backtracks: stopped
 ])
-def test_patterns_that_backtrack_are_answered_in_milliseconds(pattern, said):
+def test_patterns_that_backtrack_are_run_in_linear_time_or_stopped(pattern, said):
     check = SchemaCheck({"type": "string", "pattern": pattern}, "test")
-    started = time.monotonic()
-    [violation] = check.errors("a" * 60 + "!", "body")
-    assert time.monotonic() - started < 0.05  # minutes with Python's `re`
+    with no_hang("the check"):  # Python's `re` would backtrack for ages (2^60 ways to split the a's)
+        [violation] = check.errors("a" * 60 + "!", "body")
     assert str(violation) == f"body: '{'a' * 60}!' {said}"
     assert check.errors("aaa", "body") == []
 
@@ -63,12 +61,11 @@ def test_a_property_name_too_costly_to_match_is_a_violation_of_its_object():
     schema = {"type": "object", "patternProperties": {"^(a|aa)+(?!b)$": {"type": "integer"}}, "additionalProperties": False}
     check = SchemaCheck(schema, "test")
     key = "a" * 40 + "!"
-    started = time.monotonic()
-    # jsonschema-rs 0.52 counts a name it could not match as unexpected; later ones say it could not tell.
-    assert [str(v) for v in check.errors({key: 1}, "body")] in (
-        [f"body: {{'{key}': 1}} could not be checked against its pattern (too costly to match)"],
-        [f"body: Additional properties are not allowed ('{key}' was unexpected)"])
-    assert time.monotonic() - started < 0.05
+    with no_hang("the check"):
+        # jsonschema-rs 0.52 counts a name it could not match as unexpected; later ones say it could not tell.
+        assert [str(v) for v in check.errors({key: 1}, "body")] in (
+            [f"body: {{'{key}': 1}} could not be checked against its pattern (too costly to match)"],
+            [f"body: Additional properties are not allowed ('{key}' was unexpected)"])
     assert [str(v) for v in check.errors({"aa": "x", "b": 1}, "body")] == [
         "body: Additional properties are not allowed ('b' was unexpected)", "body.aa: 'x' is not of type 'integer'"]
 

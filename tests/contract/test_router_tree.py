@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.router import MAX_SPLITS, Router
 from plantstub.matching import literal_length, split_segment, template_groups, template_regex
+from tests.helpers import examples
 
 
 def operation(method: str, path: str) -> Operation:
@@ -55,7 +56,7 @@ PATH_SEGMENTS = st.sampled_from(["a", "b", "plants", "7", "7.json", ".json", "v1
 PATHS = st.lists(PATH_SEGMENTS, min_size=1, max_size=5).map(lambda s: "/" + "/".join(s))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(TEMPLATES, st.lists(st.sampled_from(["GET", "POST"]), min_size=1), st.lists(PATHS, min_size=1, max_size=8),
        st.sampled_from(["GET", "POST", "HEAD", "DELETE"]))
 def test_the_tree_routes_as_every_template_tried_in_turn(templates, methods, paths, method):

@@ -13,6 +13,7 @@ from plantstub.contract.bundle import bundle_schema
 from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import SpecError
+from tests.helpers import examples
 
 TREE = {
     "$ref": "#/$defs/Node",
@@ -196,7 +197,7 @@ def _containers(children: st.SearchStrategy) -> st.SearchStrategy:
 
 
 SCHEMA_TREES = st.recursive(LEAVES, _containers, max_leaves=10)
-PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, database=None,
+PROPERTY_SETTINGS = settings(max_examples=examples(150), deadline=None, database=None,
                              suppress_health_check=[HealthCheck.too_slow])
 
 

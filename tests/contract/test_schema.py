@@ -14,7 +14,7 @@ from plantstub.contract.compiled import Checks, places
 from plantstub.contract.load import load_spec
 from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck, location_path
-from tests.helpers import REPO, SPECS
+from tests.helpers import REPO, SPECS, examples
 
 SERVED = [None, SPECS / "greenhouse-3.0.yaml", SPECS / "greenhouse-3.1.json", SPECS / "tree.yaml", SPECS / "multi" / "main.yaml",
           SPECS / "real-world.yaml"]
@@ -99,7 +99,7 @@ def test_jsonschema_rs_agrees_with_jsonschema(name, schema):
     reference = Draft202012Validator(schema, registry=Registry())
     shared = SHARED[id(schema)].check(schema)  # the spec's one validator, where served schemas are checked
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(instances(schema))
     def agree(instance):
         # Checked through the spec's shared validator, every verdict and message is the same.
@@ -153,7 +153,7 @@ def _nest(inner):
 META_SCHEMAS = st.recursive(LEAF_SCHEMAS, _nest, max_leaves=10)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(META_SCHEMAS)
 def test_fast_metaschema_check_agrees_with_jsonschema(schema):
     from plantstub.contract.schema import meta_valid, metaschema_validator
@@ -216,7 +216,7 @@ EVERY_KEYWORD = {
 }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(st.one_of(META_SCHEMAS, st.just(EVERY_KEYWORD), st.sampled_from([
     True, False, {"properties": []}, {"allOf": 3}, {"items": None}, {"$defs": {"a": 1}}, {"anyOf": "ab"}])))
 def test_own_subschema_walk_is_referencing_s(schema):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import AUTH, ServeProcess
+from tests.helpers import AUTH, HANG, ServeProcess, cpu_seconds, no_hang
 from tests.synthetic import big_document, write_big_document
 
 
@@ -34,29 +34,30 @@ def _peak_memory_mib(pid: int) -> float | None:
     return int(line.split()[1]) / 1024
 
 
-def _call(url: str, method: str, path: str, body: dict | None = None) -> tuple[int, bytes, float]:
+def _call(url: str, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
     data = None if body is None else json.dumps(body).encode()
     headers = {**AUTH, **({"Content-Type": "application/json"} if data else {})}
     request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    started = time.monotonic()
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return response.status, response.read(), time.monotonic() - started
+    with urllib.request.urlopen(request, timeout=HANG) as response:
+        return response.status, response.read()
 
 
 def test_big_document_starts_and_answers_the_first_call_of_each_operation_at_once(tmp_path):
     spec = write_big_document(tmp_path / "graph-like.json", schemas=1000, paths=1000)
-    started = time.monotonic()
-    stub = ServeProcess("--spec", str(spec), "--port", "0", cwd=tmp_path)
+    with no_hang("the start"):  # 250 s before one validator was compiled per spec
+        stub = ServeProcess("--spec", str(spec), "--port", "0", cwd=tmp_path)
     try:
-        ready = time.monotonic() - started
-        assert ready < 60, f"ready after {ready:.1f} s"
         peak = _peak_memory_mib(stub.proc.pid)
         assert peak is None or peak < 1024, f"peak memory {peak:.0f} MiB at start"
+        start = cpu_seconds(stub.proc.pid)  # load, bundle, compile: seconds of CPU (cold or from the spec cache)
         for k in (0, 333, 999):  # the first call of each: nothing is compiled on the way
             for method, path, body in (("GET", f"/group{k}/items", None), ("GET", f"/group{k}/items/item-{k}", None),
                                        ("PATCH", f"/group{k}/items/item-{k}", {})):
-                status, answer, took = _call(stub.url, method, path, body)
-                assert (status, took < 5) == ((204, True) if method == "PATCH" else (200, True)), (path, took)
+                before = cpu_seconds(stub.proc.pid)
+                status, answer = _call(stub.url, method, path, body)
+                took = cpu_seconds(stub.proc.pid) - before  # CPU: a busy machine makes it late, not larger
+                assert (status, took < start / 10) == ((204, True) if method == "PATCH" else (200, True)), (
+                    path, f"{took:.2f} s of CPU, the start {start:.2f} s")
                 assert answer == b"" if method == "PATCH" else isinstance(json.loads(answer), dict)
         # A body breaking its schema is refused with the place named, as for any spec.
         request = urllib.request.Request(stub.url + "/group1/items/x", data=b'"not an entity"', method="PATCH",
@@ -83,9 +84,7 @@ def test_sigterm_while_the_spec_loads_stops_the_stub_at_once(tmp_path):
         assert proc.stderr.readline() == f"plantstub: loading {spec} ({spec.stat().st_size / 2**20:.1f} MiB)\n"
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
-        stopped = time.monotonic()
-        assert proc.wait(timeout=10) == 143
-        assert time.monotonic() - stopped < 5
+        assert proc.wait(timeout=HANG) == 143  # not ignored, as PID 1 would ignore it without a handler
         assert proc.stdout.read() == ""  # it never listened
         assert proc.stderr.read() == "plantstub: stopped by SIGTERM before listening; exit status 143\n"
     finally:
@@ -119,7 +118,7 @@ def test_a_big_block_yaml_document_is_served_the_same_from_the_spec_cache(tmp_pa
             for k in (0, 500, 999):
                 for method, path, body in (("GET", f"/group{k}/items", None), ("GET", f"/group{k}/items/item-{k}", None),
                                            ("PATCH", f"/group{k}/items/item-{k}", {})):
-                    status, answer, _ = _call(stub.url, method, path, body)
+                    status, answer = _call(stub.url, method, path, body)
                     answers.append((start, method, path, status, answer if method == "PATCH" else type(json.loads(answer))))
         finally:
             assert stub.stop() == 0
@@ -134,7 +133,7 @@ def test_spec_cache_off_keeps_nothing(tmp_path):
     stub = ServeProcess("--spec", str(spec), "--port", "0", "--spec-cache", "off", cwd=tmp_path,
                         env={"XDG_CACHE_HOME": str(tmp_path / "xdg"), "PLANTSTUB_SPEC_CACHE": ""})
     try:
-        status, _, _ = _call(stub.url, "GET", "/group1/items")
+        status, _ = _call(stub.url, "GET", "/group1/items")
         assert status == 200
     finally:
         assert stub.stop() == 0

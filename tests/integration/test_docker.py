@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import HANG, REPO
 
 DOCKERFILE = (REPO / "Dockerfile").read_text()
 # The user docs: README.md and the pages of docs/, read as one text.
@@ -128,7 +128,7 @@ def test_image_recipe_replay(image_venv, tmp_path, spec):
     server = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         healthcheck = exec_form("HEALTHCHECK")
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG
         while subprocess.run(healthcheck, env=env, capture_output=True, timeout=10).returncode != 0:
             assert server.poll() is None, server.stderr.read()
             assert time.monotonic() < deadline, "healthcheck never passed"
@@ -138,10 +138,8 @@ def test_image_recipe_replay(image_venv, tmp_path, spec):
             headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=5) as response:
             assert json.load(response) == {"name": "Fern"}
-        started = time.monotonic()
         server.send_signal(signal.SIGTERM)
-        assert server.wait(5) == 0
-        assert time.monotonic() - started < 2.0
+        assert server.wait(10) == 0  # within `docker stop`'s 10 s before its SIGKILL (a hang, not a speed)
         log = server.stderr.read()
     finally:
         if server.poll() is None:

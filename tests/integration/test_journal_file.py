@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.helpers import ServeProcess, call, post_status, raw_call
+from tests.helpers import HANG, ServeProcess, call, post_status, raw_call
 
 PLANT = b'{"id": 1, "name": "Fern"}'
 
@@ -27,7 +27,7 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def eventually(check, timeout: float = 5.0):
+def eventually(check, timeout: float = HANG):
     """The first truthy result of check() within timeout (the file is flushed within 0.1 s)."""
     deadline = time.monotonic() + timeout
     while True:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from plantstub import CallAssertionError, Stub
-from tests.helpers import Receiver, ServeProcess, raw_call
+from tests.helpers import HANG, LoopCPU, Receiver, ServeProcess, live_cpu_seconds, raw_call
 
 JSON = {"Content-Type": "application/json"}
 AUTH_JSON = {"Authorization": "Bearer t", **JSON}
@@ -29,44 +29,43 @@ def _get(url: str, path: str) -> tuple[int, object]:
 
 
 def _delivered(url: str, n: int) -> list:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline:
         status, listed = _get(url, "/__plantstub/deliveries")
         assert status == 200, listed
         if len(listed) >= n:  # type: ignore[arg-type]
             return listed  # type: ignore[return-value]
         time.sleep(0.05)
-    raise AssertionError(f"fewer than {n} deliveries after 20 s")
+    raise AssertionError(f"fewer than {n} deliveries after {HANG:g} s")
 
 
-def _slowest_health_meanwhile(url: str, path: str, method: str = "GET",
-                              body: bytes | None = None) -> tuple[float, float, int, bytes]:
-    """Ask `method path` in a thread while GET health is asked again and again: (the slowest health answer, how
-    long the big one took, its status, its body)."""
+def _health_meanwhile(stub: ServeProcess, path: str, method: str = "GET",
+                      body: bytes | None = None) -> tuple[LoopCPU, int, bytes]:
+    """Ask `method path` in a thread while GET health is asked every 50 ms: (the stub's CPU time meanwhile, in all
+    and on its event loop, the big one's status, its body)."""
     got: dict[str, object] = {}
 
     def big() -> None:
-        started = time.monotonic()
-        status, body, _ = raw_call(url, method, path, sent, JSON if sent else None)
-        got.update(took=time.monotonic() - started, status=status, body=body)
+        status, body, _ = raw_call(stub.url, method, path, sent, JSON if sent else None)
+        got.update(status=status, body=body)
 
     sent = body
     thread = threading.Thread(target=big)
-    thread.start()
-    slowest = 0.0
-    while thread.is_alive():
-        started = time.monotonic()
-        assert raw_call(url, "GET", "/__plantstub/health")[0] == 200
-        slowest = max(slowest, time.monotonic() - started)
-    thread.join()
-    return slowest, got["took"], got["status"], got["body"]  # type: ignore[return-value]
+    with LoopCPU(stub.proc.pid) as cpu:
+        thread.start()
+        while thread.is_alive():
+            assert raw_call(stub.url, "GET", "/__plantstub/health")[0] == 200
+            thread.join(0.05)
+    return cpu, got["status"], got["body"]  # type: ignore[return-value]
 
 
-def _not_stalled(slowest: float, took: float) -> bool:
-    """Health's slowest answer is a small part of the big one's time (on the loop, it waits the whole of it), or
-    short anyway: orders of magnitude, robust to a busy machine (on the loop, each of these held it 0.9 s or more;
-    a health answer on a machine busy with other work may take a tenth of a second or two)."""
-    return slowest < max(took / 3, 0.4)
+def _not_stalled(cpu: LoopCPU) -> bool:
+    """The big request's work was done off the event loop: the loop's thread used under three quarters of the stub's
+    CPU time meanwhile (reading and writing the bodies, answering health: up to 45 % here, for a PUT of 30 MB of
+    state), or too little to hold anyone up (a request with little to do). On the loop, each of these held it 0.3 to
+    6.8 s, nearly all of the CPU. CPU times, unlike a health answer's wait, do not grow on a machine busy with other
+    work."""
+    return cpu.share < 0.75 or cpu.loop < 0.1
 
 
 # -- D21 / D22: big and deep admin answers ------------------------------------------------------------------------
@@ -78,9 +77,9 @@ def test_get_deliveries_of_big_bodies_does_not_stall_other_requests(serve, tmp_p
         for _ in range(4):
             assert _post(stub.url, "/plants", body)[0] == 200
         _delivered(stub.url, 4)
-        slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/deliveries")
+        cpu, status, answer = _health_meanwhile(stub, "/__plantstub/deliveries")
     assert status == 200 and [len(d["body"]["extra"]) for d in json.loads(answer)] == [250_000] * 4
-    assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while GET deliveries took {took:.2f} s"
+    assert _not_stalled(cpu), f"GET deliveries: {cpu}"
 
 
 def _nested(depth: int) -> object:
@@ -112,9 +111,9 @@ def test_put_and_get_state_of_a_big_store_do_not_stall_other_requests(serve, tmp
     # 30 MB of state: parsed, checked and written one record at a time off the loop
     state = {"/plants": [{"id": i, "name": "n" * 3300} for i in range(9_000)]}
     for method, body in (("PUT", json.dumps(state).encode()), ("GET", None)):  # PUT held the loop 1-1.5 s
-        slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/state", method, body)
+        cpu, status, answer = _health_meanwhile(stub, "/__plantstub/state", method, body)
         assert status == 200 and json.loads(answer) == state
-        assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while {method} state took {took:.2f} s"
+        assert _not_stalled(cpu), f"{method} state: {cpu}"
 
 
 def test_get_rules_and_delete_of_no_rule_do_not_copy_every_rule_on_the_loop(serve, tmp_path):
@@ -128,13 +127,13 @@ def test_get_rules_and_delete_of_no_rule_do_not_copy_every_rule_on_the_loop(serv
     for i in range(7):
         assert _post(stub.url, "/__plantstub/rules", {"match": {"path": f"/p{i}"}, "reply": {"status": 200},
                                                       "off_contract": True})[0] == 201
-    slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/rules")
+    cpu, status, answer = _health_meanwhile(stub, "/__plantstub/rules")
     assert status == 200 and [len(r["rule"]["reply"]["body"]) for r in json.loads(answer)["rules"][:5]] == [30_000] * 5
-    assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while GET rules took {took:.2f} s"
-    slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/rules/nope", "DELETE")
+    assert _not_stalled(cpu), f"GET rules: {cpu}"
+    cpu, status, answer = _health_meanwhile(stub, "/__plantstub/rules/nope", "DELETE")
     assert (status, json.loads(answer)["message"]) == (
         404, "path: no rule 'nope' (rules: r1, r2, r3, r4, r5, r6, r7, r8, r9, r10 and 2 more)")
-    assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while DELETE rules/nope took {took:.2f} s"
+    assert _not_stalled(cpu), f"DELETE rules/nope: {cpu}"
 
 
 # -- D23: the `$regex` budget -------------------------------------------------------------------------------------
@@ -147,15 +146,14 @@ def test_five_costly_regex_rules_share_one_budget_per_request_and_the_call_says_
         rule = {"match": {"path": "/plants", "headers": {"X-Name": {"$regex": BACKTRACKS}}},
                 "reply": {"status": 200, "body": {"name": f"rule {i}"}}}
         assert _post(stub.url, "/__plantstub/rules", rule)[0] == 201
-    started = time.monotonic()
     status, answer = _post(stub.url, "/plants", {"id": 1, "name": "Fern"}, {"X-Name": "a" * 60 + "!"})
-    took = time.monotonic() - started
     assert (status, answer) == (200, {"name": "Fern"})  # no rule matched: the default answer
     [call] = _get(stub.url, "/__plantstub/calls")[1]  # type: ignore[misc]
+    # One budget for the request, spent by the first pattern; the other four were not tried (five patterns of 0.1 s
+    # each, one after the other, would each say "too costly to match (over 0.1 s)" instead).
     assert call["stub_errors"] == [
         "$regex '^(a|aa)+$': not judged: the request's 0.1 s for matching patterns was spent; rules and filters "
         "that needed it did not match (simplify the pattern)"]
-    assert took < 0.4, f"{took:.2f} s: five patterns of 0.1 s each were tried one after the other"
 
 
 def test_a_scenarios_costly_regex_rule_draws_from_the_requests_budget_too(serve, tmp_path):
@@ -180,43 +178,45 @@ def test_a_wait_over_many_calls_with_a_costly_regex_stops_at_its_budget(serve, t
     stub = serve("--port", "0", cwd=tmp_path)
     for i in range(20):
         assert _post(stub.url, "/plants", {"id": i, "name": "a" * 60 + "!"})[0] == 200
-    started = time.monotonic()
+    # One budget of 0.5 s for the wait, not 0.1 s for each of the twenty calls: the answer says which ran out.
     status, answer = _post(stub.url, "/__plantstub/calls/wait",
                            {"n": 1, "timeout": 5, "body": {"name": {"$regex": BACKTRACKS}}})
-    took = time.monotonic() - started
     assert status == 422 and answer == {  # type: ignore[comparison-overlap]
         "error": 422, "message": "body: $regex '^(a|aa)+$': not judged: the wait's 0.5 s for matching patterns was "
                                  "spent; rules and filters that needed it did not match (simplify the pattern)"}
-    assert took < 1.5, f"{took:.2f} s: twenty calls of 0.1 s each"
     assert raw_call(stub.url, "GET", "/__plantstub/health")[0] == 200
 
 
 # -- D24: waiters judge each new call once ------------------------------------------------------------------------
-def _calls_per_second(url: str, n: int) -> float:
+def _cpu_per_call(stub: ServeProcess, n: int) -> float:
+    """The stub's CPU time per call over `n` valid POST /plants (a busy machine makes calls late, not costlier)."""
     body = json.dumps({"id": 1, "name": "Fern"}).encode()
-    started = time.monotonic()
+    before = live_cpu_seconds(stub.proc.pid)
     for _ in range(n):
-        raw_call(url, "POST", "/plants", body, AUTH_JSON)
-    return n / (time.monotonic() - started)
+        raw_call(stub.url, "POST", "/plants", body, AUTH_JSON)
+    return (live_cpu_seconds(stub.proc.pid) - before) / n
 
 
 def test_waiters_do_not_reread_the_journal_on_every_call(serve, tmp_path):
-    # Before: each of 20 waiters re-read the 1,500 kept calls after every new one (O(waiters x journal) per call).
+    # Before: each of 20 waiters re-read the 1,500 kept calls after every new one (O(waiters x journal) per call):
+    # 523 calls/s alone, 144 with the waiters. Judging each new call once, a waiter adds a filter's look to it.
     stub = serve("--port", "0", cwd=tmp_path)
-    _calls_per_second(stub.url, 1_500)
-    alone = _calls_per_second(stub.url, 200)
+    _cpu_per_call(stub, 1_500)
+    alone = _cpu_per_call(stub, 200)
     answers: list[tuple[int, object]] = []
     waiters = [threading.Thread(target=lambda: answers.append(_post(
         stub.url, "/__plantstub/calls/wait", {"n": 1, "timeout": 4, "path": "/never"}))) for _ in range(20)]
-    for thread in waiters:
+    waiters[0].start()
+    one = _until(lambda: [_waiters_held(stub.url)], lambda held: held[0] > 0)[0]  # the bytes one waiter holds
+    for thread in waiters[1:]:
         thread.start()
-    time.sleep(0.5)  # every waiter registered
-    waited = _calls_per_second(stub.url, 200)
+    _until(lambda: [_waiters_held(stub.url)], lambda held: held[0] >= 20 * one)  # every waiter registered
+    waited = _cpu_per_call(stub, 200)
     assert raw_call(stub.url, "DELETE", "/__plantstub/calls")[0] == 200  # a clear() reaches the waiters too
     for thread in waiters:
-        thread.join(10)
+        thread.join(HANG)
     assert [(status, answer["arrived"]) for status, answer in answers] == [(200, False)] * 20  # type: ignore[index]
-    assert waited > alone / 3, f"{alone:.0f} calls/s alone, {waited:.0f} with 20 waiters"
+    assert waited < 3 * alone, f"{alone * 1e6:.0f} us of CPU a call alone, {waited * 1e6:.0f} with 20 waiters"
 
 
 def test_a_wait_holds_no_call_the_journal_let_go(serve, tmp_path):
@@ -225,12 +225,12 @@ def test_a_wait_holds_no_call_the_journal_let_go(serve, tmp_path):
     stub = serve("--port", "0", "--journal-bytes", str(2 * 2**20), cwd=tmp_path)
     answers: list[tuple[int, object]] = []
     waiter = threading.Thread(target=lambda: answers.append(_post(
-        stub.url, "/__plantstub/calls/wait", {"n": 60, "timeout": 20, "path": "/plants"})))
+        stub.url, "/__plantstub/calls/wait", {"n": 60, "timeout": HANG, "path": "/plants"})))
     waiter.start()
     time.sleep(0.5)  # the waiter registered
     for i in range(60):
         assert _post(stub.url, "/plants", {"id": i, "name": "n" * 200_000})[0] == 200
-    waiter.join(30)
+    waiter.join(2 * HANG)
     status, kept = _get(stub.url, "/__plantstub/calls")
     [(status, answer)] = answers
     assert status == 200 and answer["arrived"] is True  # type: ignore[index]
@@ -244,7 +244,7 @@ def test_a_wait_counts_calls_from_before_and_after_it_began_and_a_clear_starts_a
     got: dict[str, object] = {}
 
     def wait() -> None:
-        got["answer"] = _post(stub.url, "/__plantstub/calls/wait", {"n": 2, "timeout": 10, "body": {"name": "Fern"}})
+        got["answer"] = _post(stub.url, "/__plantstub/calls/wait", {"n": 2, "timeout": HANG, "body": {"name": "Fern"}})
 
     thread = threading.Thread(target=wait)
     thread.start()
@@ -252,7 +252,7 @@ def test_a_wait_counts_calls_from_before_and_after_it_began_and_a_clear_starts_a
     assert raw_call(stub.url, "DELETE", "/__plantstub/calls")[0] == 200  # the first Fern no longer counts
     for i in (2, 3):
         assert _post(stub.url, "/plants", {"id": i, "name": "Fern"})[0] == 200
-    thread.join(15)
+    thread.join(2 * HANG)
     status, answer = got["answer"]  # type: ignore[misc]
     assert status == 200 and answer["arrived"] and [c["body"]["id"] for c in answer["calls"]] == [2, 3]
 
@@ -310,17 +310,14 @@ def test_in_process_and_remote_waits_and_assertions_stop_at_their_regex_budget()
         costly = {"name": {"$regex": BACKTRACKS}}
         spent = ("$regex '^(a|aa)+$': not judged: the {}'s 0.5 s for matching patterns was spent; rules and filters "
                  "that needed it did not match (simplify the pattern)")
+        # One budget for the whole wait or assertion (the text names it), not 0.1 s for each of the twenty calls
         for who, wait in (("in process", stub.wait_for_calls), ("remote", Stub.connect(stub.url).wait_for_calls)):
-            started = time.monotonic()
             with pytest.raises(CallAssertionError) as caught:
                 wait(1, timeout=5, body=costly)
             assert str(caught.value) == "plantstub: wait_for_calls(): " + spent.format("wait"), who
-            assert time.monotonic() - started < 1.5, who
-        started = time.monotonic()
         with pytest.raises(CallAssertionError) as caught:
             stub.assert_called("POST", "/plants", body=costly)
         assert str(caught.value) == "plantstub: " + spent.format("assertion")
-        assert time.monotonic() - started < 1.5
 
 
 def _strict(raw: bytes) -> object:
@@ -347,10 +344,9 @@ def test_declaring_a_big_rule_does_not_stall_other_requests(serve, tmp_path):
     # A rule of ~270 KB (90,000 objects to match): checked on the loop, health waited the whole of it (0.3-0.7 s).
     stub = serve("--port", "0", cwd=tmp_path)
     rule = {"match": {"path": "/plants", "body": [{} for _ in range(90_000)]}, "reply": {"status": 200}}
-    slowest, took, status, answer = _slowest_health_meanwhile(stub.url, "/__plantstub/rules", "POST",
-                                                              json.dumps(rule).encode())
+    cpu, status, answer = _health_meanwhile(stub, "/__plantstub/rules", "POST", json.dumps(rule).encode())
     assert status == 201 and json.loads(answer)["id"] == "r1"
-    assert _not_stalled(slowest, took), f"health waited {slowest:.2f} s while POST rules took {took:.2f} s"
+    assert _not_stalled(cpu), f"POST rules: {cpu}"
 
 
 def test_waits_take_their_filters_from_the_memory_budget_and_one_too_many_gets_507(serve, tmp_path):
@@ -384,7 +380,7 @@ def _waiters_held(url: str) -> int:
     return _get(url, "/__plantstub/health")[1]["memory"]["session"]["parts"].get("waiters", 0)  # type: ignore[index]
 
 
-def _until(get, done, timeout: float = 10.0):
+def _until(get, done, timeout: float = HANG):
     deadline = time.monotonic() + timeout
     while not done(got := get()) and time.monotonic() < deadline:
         time.sleep(0.02)

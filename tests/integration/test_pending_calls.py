@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
 from plantstub import CallAssertionError, Stub, create_app
-from tests.helpers import AUTH, call
+from tests.helpers import AUTH, HANG, call
 
 PLANT = {"id": 1, "name": "Slow"}
 GONE = "request: the client closed the connection before the reply delayed 5000 ms (delay_ms) was sent; no answer went out"
@@ -36,12 +35,11 @@ def in_background(url: str, timeout: float, body: object = PLANT) -> threading.T
 def test_pending_client_that_gives_up_after_0_3_s_on_a_5_s_delay_sees_its_call_at_once() -> None:
     with Stub() as stub:
         stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=5000)
-        started = time.monotonic()
         assert post(stub.url, timeout=0.3) is None  # the client gave up
         [seen] = stub.calls  # at once: pending, or already recorded as the client's leaving
         assert (seen.seq, seen.path, seen.body, seen.rule) == (1, "/plants", PLANT, "r1")
-        [gone] = stub.wait_for_calls(1, timeout=3, status=499)  # recorded as soon as the client left
-        assert time.monotonic() - started < 3  # not the 5 s of the delay
+        # Recorded as soon as the client left, not at the end of the delay: the wait ends 0.7 s before the 5 s do.
+        [gone] = stub.wait_for_calls(1, timeout=4, status=499)
         assert (gone.pending, gone.valid, gone.rule, gone.response["body"]) == (
             False, True, "r1", {"error": 499, "message": GONE})
         assert stub.coverage()["operations"][0]["responses"][0]["calls"] == 0  # never answered: not covered
@@ -51,9 +49,7 @@ def test_pending_call_is_listed_with_no_response_until_answered() -> None:
     with Stub() as stub:
         stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=5000)
         client = in_background(stub.url, timeout=3)
-        started = time.monotonic()
-        [arrived] = stub.wait_for_calls(1, timeout=2, path="/plants")  # the waiter fires on arrival
-        assert time.monotonic() - started < 1.5
+        [arrived] = stub.wait_for_calls(1, timeout=HANG, path="/plants")  # the waiter fires on arrival: pending
         assert (arrived.pending, arrived.response, arrived.status, arrived.body) == (True, None, None, PLANT)
         status, listed = call(stub.url, "GET", "/__plantstub/calls")
         assert status == 200 and [(c["seq"], c["pending"], c["response"]) for c in listed] == [(1, True, None)]
@@ -70,7 +66,7 @@ def test_pending_call_is_listed_with_no_response_until_answered() -> None:
         ]
         stub.assert_called("POST", "/plants", body={"name": "Slow"}, times=1)  # the request is all there
         client.join(5)
-        [gone] = stub.wait_for_calls(1, timeout=3, status=499)
+        [gone] = stub.wait_for_calls(1, timeout=HANG, status=499)
         assert [c.seq for c in stub.calls] == [1] and gone.pending is False  # answered in place, listed once
 
 
@@ -79,13 +75,13 @@ def test_pending_call_answered_replaces_its_listing_and_waiters_count_it_once(tm
     with Stub(journal=journal, journal_flush="call") as stub:
         stub.when(path="/plants", body={"name": "Slow"}).reply(200, {"name": "Slow"}, delay_ms=3000)
         client = in_background(stub.url, timeout=10)
-        [pending] = stub.wait_for_calls(1, timeout=2)
+        [pending] = stub.wait_for_calls(1, timeout=HANG)
         assert pending.pending and journal.read_text() == ""  # the file gets the call once answered
         assert stub.coverage()["operations"][0]["responses"][0]["calls"] == 0
         assert post(stub.url, timeout=5, body={"id": 2, "name": "Fern"}) == 200
-        found = stub.wait_for_calls(2, timeout=2)  # the pending one counted once, on arrival
+        found = stub.wait_for_calls(2, timeout=HANG)  # the pending one counted once, on arrival
         assert [(c.seq, c.pending) for c in found] == [(1, True), (2, False)]
-        [answered] = stub.wait_for_calls(1, timeout=8, status=200, body={"name": "Slow"})  # a status: once answered
+        [answered] = stub.wait_for_calls(1, timeout=HANG, status=200, body={"name": "Slow"})  # a status: once answered
         client.join(5)
         assert (answered.seq, answered.pending, answered.response["body"]) == (1, False, {"name": "Slow"})
         assert [(c.seq, c.pending, c.status) for c in stub.calls] == [(1, False, 200), (2, False, 200)]
@@ -101,9 +97,9 @@ def test_pending_call_answered_during_a_wait_counts_once(remote: bool) -> None:
         stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=300)
         client = in_background(stub.url, timeout=10)
         with pytest.raises(CallAssertionError) as failed:  # seen on arrival, then answered: one call, not two
-            driven.wait_for_calls(2, timeout=1.5, path="/plants")
+            driven.wait_for_calls(2, timeout=3, path="/plants")  # the call arrives and is answered (0.3 s) meanwhile
         client.join(5)
-        assert str(failed.value).startswith("plantstub: waited 1.5 s for 2 calls /plants; got 1.\n1 call recorded:\n"
+        assert str(failed.value).startswith("plantstub: waited 3 s for 2 calls /plants; got 1.\n1 call recorded:\n"
                                             "  #1 POST   /plants  200  rule r1")
 
 
@@ -112,11 +108,11 @@ def test_pending_call_takes_its_bytes_from_the_memory_budget() -> None:
     with Stub(max_bytes=4 * 2**20) as stub:
         stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=5000)
         client = in_background(stub.url, timeout=1, body=big)
-        stub.wait_for_calls(1, timeout=2)
+        stub.wait_for_calls(1, timeout=HANG)
         memory = call(stub.url, "GET", "/__plantstub/health")[1]["memory"]["session"]
         assert memory["parts"]["calls"] >= 300_000
         client.join(5)
-        stub.wait_for_calls(1, timeout=3, status=499)
+        stub.wait_for_calls(1, timeout=HANG, status=499)
         stub.reset()
         assert call(stub.url, "GET", "/__plantstub/health")[1]["memory"]["session"]["parts"].get("calls", 0) < 300_000
 
@@ -125,7 +121,7 @@ def test_pending_call_of_a_stopped_stub_is_recorded_as_not_answered() -> None:
     with Stub() as stub:
         stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=5000)
         client = in_background(stub.url, timeout=10)
-        stub.wait_for_calls(1, timeout=2)
+        stub.wait_for_calls(1, timeout=HANG)
     [stopped] = stub.calls
     client.join(5)
     assert (stopped.pending, stopped.status) == (False, 499)
@@ -137,11 +133,11 @@ async def test_pending_call_under_create_app_in_the_users_own_server(aiohttp_cli
                                         "    reply: {status: 200, body: {name: Slow}, delay_ms: 400}\n")
     client = await aiohttp_client(create_app(scenarios=str(tmp_path), scenario="slow"))
     sent = asyncio.ensure_future(client.post("/plants", json=PLANT, headers=AUTH))
-    waited = await client.post("/__plantstub/calls/wait", json={"n": 1, "timeout": 2})
+    waited = await client.post("/__plantstub/calls/wait", json={"n": 1, "timeout": 30})
     [arrived] = (await waited.json())["calls"]
     assert (arrived["pending"], arrived["response"], arrived["body"]) == (True, None, PLANT)
     sent.cancel()  # the client leaves; aiohttp's own handler sees it once the delay is over
-    waited = await client.post("/__plantstub/calls/wait", json={"n": 1, "timeout": 3, "status": 499})
+    waited = await client.post("/__plantstub/calls/wait", json={"n": 1, "timeout": 30, "status": 499})
     [gone] = (await waited.json())["calls"]
     assert gone["response"]["body"]["message"] == GONE.replace("5000", "400")
 
@@ -151,11 +147,11 @@ def test_a_late_answer_from_before_a_reset_leaves_the_new_tests_pending_call_lis
     with Stub() as stub:
         stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=1500)
         before = in_background(stub.url, timeout=5)
-        stub.wait_for_calls(1, timeout=2, path="/plants")
+        stub.wait_for_calls(1, timeout=HANG, path="/plants")
         stub.reset()
         stub.when(path="/plants").reply(200, {"name": "Slow"}, delay_ms=4000)
         after = in_background(stub.url, timeout=6)
-        [listed] = stub.wait_for_calls(1, timeout=2, path="/plants")
+        [listed] = stub.wait_for_calls(1, timeout=HANG, path="/plants")
         assert (listed.seq, listed.pending) == (1, True)
         before.join(5)  # the first test's call is answered now
         assert [(c.seq, c.pending) for c in stub.calls] == [(1, True)]

@@ -7,7 +7,6 @@ entry point in a fresh process.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -92,30 +91,39 @@ def test_the_fixture_in_process_imports_only_what_a_default_run_uses(pytester):
 
 GC_WATCH = '''
 import gc
+import sys
 
 import pytest
 
-collections = []
+seen = []  # (what happened, whether the collector was on then) during the first test's setup
+watching = False
 
 
-def count(phase, info):
-    if phase == "stop":
-        collections.append(info["generation"])
+def watch(event, args):
+    # The first setup imports the stub (lazily: the plugin loads without it) and binds its socket.
+    if watching and (event == "socket.bind" or (event == "import" and args[0] == "plantstub.stub")):
+        seen.append((event, gc.isenabled()))
+
+
+sys.addaudithook(watch)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
-    gc.collect()  # the count of new objects starts at 0: pytest's own setup work alone sets off no collection
-    gc.callbacks.append(count)
+    global watching
+    before = gc.isenabled()
+    watching = True
     yield
-    gc.callbacks.remove(count)
-    print(f"collections during the first setup: {len(collections)}")
+    watching = False
+    print(f"collector on before the setup: {before}; during it: {sorted(set(seen))}; after it: {gc.isenabled()}")
 '''
 
 
 def test_the_fixture_s_first_use_pauses_the_garbage_collector(pytester):
     # Importing and starting the server builds objects that all live on: a collection meanwhile only walks them
-    # (about 70 collections, 40 ms of a worker's start). One may come as the collector resumes, not more.
+    # (about 70 collections, 40 ms of a worker's start). How many collections still come is the interpreter's and
+    # the libraries' business; that the collector is paused while the stub is imported and started, and on again
+    # after, is the plugin's.
     pytester.makepyfile(gc_watch=GC_WATCH, test_gc='''
         import gc
 
@@ -124,5 +132,6 @@ def test_the_fixture_s_first_use_pauses_the_garbage_collector(pytester):
     ''')
     result = run_alone(pytester, (), "-p", "gc_watch")
     result.assert_outcomes(passed=1)
-    found = re.search(r"collections during the first setup: (\d+)", result.stdout.str())
-    assert found is not None and int(found[1]) <= 1, result.stdout.str()
+    said = ("collector on before the setup: True; during it: [('import', False), ('socket.bind', False)]; "
+            "after it: True")
+    assert said in result.stdout.str(), result.stdout.str()

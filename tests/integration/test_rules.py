@@ -12,7 +12,7 @@ import pytest
 
 from plantstub import CallAssertionError, Stub
 from plantstub.errors import ScenarioError
-from tests.helpers import JSON_AUTH, ServeProcess, write
+from tests.helpers import HANG, JSON_AUTH, ServeProcess, write
 
 
 def call(url: str, method: str, path: str, body=None, headers=JSON_AUTH):
@@ -145,14 +145,10 @@ def test_the_rule_is_copied_when_declared(stub):
     assert plant(stub.url, "Ivy") == (200, {"name": "Fern"})
 
 
-def test_declaring_a_rule_takes_under_two_milliseconds(stub):
-    # Not a timed assertion: the figure is printed for the report (pytest -s); the rules must all answer.
-    import time
-
-    started = time.perf_counter()
+def test_two_hundred_rules_declared_one_after_another_all_answer(stub):
+    # The time a declaration takes is tests/benchmarks/declare_rules.py's to print, not this test's.
     for i in range(200):
         stub.when(path="/plants", body={"name": f"n{i}"}).reply(200, {"name": "x"})
-    print(f"declaring a rule: {(time.perf_counter() - started) / 200 * 1000:.2f} ms")
     assert len(stub.rules) == 200 and plant(stub.url, "n199") == (200, {"name": "x"})
 
 
@@ -195,7 +191,7 @@ def test_a_rule_from_code_sends_its_webhooks_as_a_scenario_rule_does():
         stub.declare({"match": {"method": "POST", "path": "/plants"}, "reply": {"status": 200, "body": {"name": "x"}},
                       "webhooks": [{"name": "/plant/webhook", "body": {"id": 9, "name": "{{ request.body.name }}"}}]})
         assert plant(stub.url, "Fern") == (200, {"name": "x"})
-        [delivery] = stub.wait_for_deliveries(1)
+        [delivery] = stub.wait_for_deliveries(1, timeout=HANG)
         assert delivery.body == {"id": 9, "name": "Fern"}
         with pytest.raises(ScenarioError, match=r"webhooks\[0\]\.name: 'nope' is not a webhook of the spec"):
             stub.declare({"match": {"path": "/plants"}, "reply": {}, "webhooks": [{"name": "nope"}]})

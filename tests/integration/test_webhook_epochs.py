@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from plantstub import Stub
-from tests.helpers import call, wait_until
+from tests.helpers import HANG, call, wait_until
 
 NEW_PLANT = {"id": 7, "name": "Fern"}
 
@@ -62,7 +62,7 @@ def test_a_late_delivery_stays_in_the_epoch_it_was_decided_in(holding: Holding) 
         assert stub.pending_deliveries() == 0  # the first test's delivery is not this one's to wait for
         assert call(stub.url, "GET", "/__plantstub/health")[1]["webhooks"]["pending"] == 0  # type: ignore[index]
         call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": 8})
-        assert [(d.seq, d.body["id"]) for d in stub.wait_for_deliveries(1)] == [(1, 8)]  # numbered from 1 again
+        assert [(d.seq, d.body["id"]) for d in stub.wait_for_deliveries(1, timeout=HANG)] == [(1, 8)]  # numbered from 1 again
         holding.release.set()
         assert holding.answered.wait(10)
         sender = stub._live().webhooks.sender

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from tests.helpers import Receiver, call
+from tests.helpers import HANG, Receiver, call
 
 
 def _deliveries(url: str, n: int) -> list:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG
     listed: list = []
     while len(listed) < n and time.monotonic() < deadline:
         listed = call(url, "GET", "/__plantstub/deliveries")[1]  # type: ignore[assignment]

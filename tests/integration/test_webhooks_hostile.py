@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import AUTH, JSON_AUTH, SPECS, Receiver, Silent, address, call, raw_call, resident_bytes, write
+from tests.helpers import AUTH, HANG, JSON_AUTH, SPECS, Receiver, Silent, address, call, raw_call, resident_bytes, write
 
 MIB = 2**20
 CALLBACKS = SPECS / "subscriptions-callbacks.openapi.yaml"
@@ -47,7 +47,7 @@ def health(url: str, session: str = "") -> tuple[int, Any]:
     return status, json.loads(body)
 
 
-def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+def until(check: Callable[[], bool], timeout: float = HANG) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "not within the time allowed"
@@ -154,8 +154,8 @@ def test_sigterm_counts_what_the_grace_could_not_send_and_exits_1(serve, tmp_pat
         stub = serve("--spec", "plant-store-full", "--port", "0", "--webhook", hanging.url, cwd=tmp_path)
         assert post_plants(stub.url, [b'{"id": %d, "name": "Fern"}' % i for i in range(2)]) == [200] * 2
         started = time.monotonic()
-        assert stub.stop(signal.SIGTERM, timeout=10) == 1
-        assert 2.5 < time.monotonic() - started < 6  # the grace, and no more
+        assert stub.stop(signal.SIGTERM) == 1
+        assert time.monotonic() - started > 2.5  # the grace is waited out (no more: the deliveries are still pending)
         assert stub.stderr.strip().splitlines()[-1] == (
             "plantstub: 2 webhook deliveries were not sent (still pending when the 3 s grace at stop or at their "
             "session's end ran out); exit status 1")
@@ -172,10 +172,10 @@ def test_session_end_sends_pending_deliveries_and_counts_the_rest(serve, tmp_pat
             assert call(stub.url, "PUT", f"/__session/{sid}/__plantstub/webhooks", {"*": url})[0] == 200
             assert post_plants(stub.url, [b'{"id": 1, "name": "Fern"}'], f"/__session/{sid}/plants") == [200]
         assert call(stub.url, "DELETE", "/__plantstub/sessions/kept")[0] == 200
-        until(lambda: len(receiver.received) == 1, timeout=2)  # its delay is not waited out
+        until(lambda: len(receiver.received) == 1, timeout=30)  # its delay (60 s) is not waited out
         assert call(stub.url, "DELETE", "/__plantstub/sessions/hung")[0] == 200
-        until(lambda: health(stub.url)[1]["webhooks"]["unsent_at_session_end"] == 1, timeout=6)
-        assert stub.stop(signal.SIGTERM, timeout=10) == 1
+        until(lambda: health(stub.url)[1]["webhooks"]["unsent_at_session_end"] == 1)
+        assert stub.stop(signal.SIGTERM) == 1
         assert "plantstub: session 'hung' ended; webhook deliveries not sent within the 3 s grace: 1" \
             in stub.stderr.splitlines()
 
@@ -184,7 +184,9 @@ def test_deliveries_of_many_sessions_share_one_bound_on_sockets(serve, tmp_path)
     # D26: each session sent 100 deliveries at once: 20 sessions used every descriptor, clients stalled and
     # deliveries were reported unreachable though the receiver was there.
     sessions, each = 20, 15
-    with Receiver(delay=1.0) as slow:
+    # Each delivery takes 2 s: time for health to be answered while the last ones wait, well within the 5 s a
+    # receiver has for an attempt
+    with Receiver(delay=2.0) as slow:
         stub = serve("--spec", "plant-store-full", "--port", "0", cwd=tmp_path, open_files=180)
         descriptors = Path(f"/proc/{stub.proc.pid}/fd")
         for i in range(sessions):
@@ -196,9 +198,9 @@ def test_deliveries_of_many_sessions_share_one_bound_on_sockets(serve, tmp_path)
             assert post_plants(stub.url, [b'{"id": %d, "name": "Fern"}' % n for n in range(each)],
                                f"/__session/s{i}/plants") == [200] * each
             most = max(most, len(list(descriptors.iterdir())))
-        started = time.monotonic()
-        assert health(stub.url)[0] == 200  # a new client is answered while 300 deliveries go out
-        assert time.monotonic() - started < 1.0
+        assert health(stub.url)[0] == 200  # a new client is answered while 300 deliveries go out:
+        status, last = health(stub.url, f"/__session/s{sessions - 1}")  # the last session's, posted last, wait 2 s
+        assert status == 200 and last["webhooks"]["pending"] > 0, last["webhooks"]
         assert most - idle <= 100 + 2  # the stub-wide bound, and the client's connection
 
         def listed(i: int) -> list[Any]:
@@ -206,7 +208,7 @@ def test_deliveries_of_many_sessions_share_one_bound_on_sockets(serve, tmp_path)
             assert isinstance(found, list)
             return found
 
-        until(lambda: all(len(listed(i)) == each for i in range(sessions)), timeout=20)
+        until(lambda: all(len(listed(i)) == each for i in range(sessions)))
         for i in range(sessions):
             assert {(d["status"], d["error"]) for d in listed(i)} == {(200, None)}
         assert len(slow.received) == sessions * each

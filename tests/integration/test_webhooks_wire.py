@@ -12,7 +12,7 @@ import pytest
 from plantstub import Stub
 from plantstub._version import __version__
 from plantstub.webhooks import lean
-from tests.helpers import call, wait_until
+from tests.helpers import HANG, call, wait_until
 
 NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
 
@@ -81,7 +81,7 @@ def test_deliveries_reach_a_raw_receiver_however_it_answers(answer: bytes, close
         with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
             for n in range(5):
                 assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
-                stub.wait_for_deliveries(n + 1)  # one at a time: a kept connection is reused
+                stub.wait_for_deliveries(n + 1, timeout=HANG)  # one at a time: a kept connection is reused
             got = stub.deliveries
         assert [(d.attempts, d.status, d.error, d.valid) for d in got] == [(1, 200, None, True)] * 5
         assert receiver.bodies == [b'{"id":%d,"name":"Fern","tag":"green"}' % n for n in range(5)]
@@ -169,6 +169,6 @@ def test_an_idle_kept_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> N
         with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
             assert call(stub.url, "POST", "/plants", NEW_PLANT)[0] == 200
             stub.wait_for_deliveries(1, timeout=10)
-            wait_until(lambda: receiver.closed_by_us == 1, seconds=10)
+            wait_until(lambda: receiver.closed_by_us == 1)
     finally:
         receiver.close()

@@ -20,7 +20,7 @@ from plantstub.scenarios.watch import FolderSnapshot, off_loop
 from plantstub.server.app import SESSIONS_KEY
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
-from tests.helpers import JSON_AUTH, make_request, write
+from tests.helpers import JSON_AUTH, make_request, no_hang, write
 
 SEQUENCE = """\
 description: {description}
@@ -230,12 +230,12 @@ rules:
 
 
 def test_rule_index_of_many_pinned_rules_is_built_in_linear_time():
-    rules = tuple(Rule(i, Criteria(body={"name": f"P{i}"}), (Reply(),)) for i in range(5000))
+    # A list per pinned value, each of every rule, took 25 s for 5,000 rules: for these 20,000, some 7 minutes.
+    rules = tuple(Rule(i, Criteria(body={"name": f"P{i}"}), (Reply(),)) for i in range(20_000))
     index = RuleIndex(Scenario("many", "", "many.yaml", rules))
-    started = time.monotonic()
-    chosen = select_rule(index, RuleCounters(), make_request(headers=JSON_AUTH), {"name": "P4999"})
-    assert chosen is not None and chosen[0].index == 4999
-    assert time.monotonic() - started < 5  # a list per pinned value, each of every rule, took 25 s
+    with no_hang("the index and the choice"):
+        chosen = select_rule(index, RuleCounters(), make_request(headers=JSON_AUTH), {"name": "P19999"})
+    assert chosen is not None and chosen[0].index == 19_999
 
 
 def test_snapshot_reads_no_file_outside_the_folder(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 from plantstub.scenarios.load import builtin_folder
-from tests.helpers import JSON_AUTH, address, post_status, write
+from tests.helpers import HANG, JSON_AUTH, LoopCPU, address, post_status, write
 
 SEQUENCE = """\
 description: {description}
@@ -42,7 +42,7 @@ def listed(url: str, name: str) -> dict:
     return next(s for s in listing(url)["scenarios"] if s["name"] == name)
 
 
-def wait_for(condition, seconds: float = 5.0) -> None:
+def wait_for(condition, seconds: float = HANG) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "the watcher did not react in time"
@@ -127,29 +127,28 @@ def test_watch_reload_of_5000_rules_never_stalls_traffic(serve, tmp_path):
     many = write(tmp_path, "many.yaml", _many(1, "old"))
     stub = serve("--port", "0", "--scenarios", str(tmp_path), "--scenario", "many", "--watch")
     host, port = address(stub.url)
-    slowest, answers, stop = [0.0], [], threading.Event()
+    answers, stop = [], threading.Event()
 
     def health() -> None:
-        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection = http.client.HTTPConnection(host, int(port), timeout=HANG)
         while not stop.is_set():
-            started = time.monotonic()
             connection.request("GET", "/__plantstub/health")
             response = connection.getresponse()
             response.read()
             answers.append(response.status)
-            slowest[0] = max(slowest[0], time.monotonic() - started)
             time.sleep(0.01)
         connection.close()
 
     prober = threading.Thread(target=health)
     prober.start()
     try:
-        many.write_text(_many(5000, "new"))
-        seen = set()
-        deadline = time.monotonic() + 60
-        while listed(stub.url, "many")["rules"] != 5000:  # meanwhile the stub answers, old or new, never half
-            assert time.monotonic() < deadline, "the 5,000 rules did not load"
-            seen.add(json.dumps(post(stub.url, "P0")))
+        with LoopCPU(stub.proc.pid) as cpu:
+            many.write_text(_many(5000, "new"))
+            seen = set()
+            deadline = time.monotonic() + HANG
+            while listed(stub.url, "many")["rules"] != 5000:  # meanwhile the stub answers, old or new, never half
+                assert time.monotonic() < deadline, "the 5,000 rules did not load"
+                seen.add(json.dumps(post(stub.url, "P0")))
     finally:
         stop.set()
         prober.join()
@@ -157,4 +156,5 @@ def test_watch_reload_of_5000_rules_never_stalls_traffic(serve, tmp_path):
     assert post(stub.url, "P4999") == (200, {"name": "new"})
     assert set(answers) == {200}
     assert len(answers) >= 10
-    assert slowest[0] < 0.5, f"health took {slowest[0]:.2f} s during the reload"
+    # The reload ran off the loop, which only served the requests meanwhile (on it, it took nearly all the CPU)
+    assert cpu.share < 0.5, str(cpu)

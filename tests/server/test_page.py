@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from plantstub import create_app
-from tests.helpers import JSON_AUTH, write
+from tests.helpers import HANG, JSON_AUTH, write
 
 FERN = b'{"id": 1, "name": "Fern"}'
 BROKEN = b'{"id": "x", "name": "Fern"}'
@@ -105,7 +105,7 @@ async def test_long_poll_answers_when_a_call_arrives(client):
     await asyncio.sleep(0.2)
     assert not poll.done()  # held: nothing newer yet
     await client.post("/plants", data=BROKEN, headers=JSON_AUTH)
-    data = await asyncio.wait_for(poll, 5)
+    data = await asyncio.wait_for(poll, HANG)
     assert [r["seq"] for r in data["calls"]] == [2]
 
 
@@ -121,7 +121,7 @@ async def test_long_poll_after_a_reset_gives_the_new_epoch_whole(client):
     await asyncio.sleep(0.2)
     await client.post("/__plantstub/reset")
     await client.post("/plants", data=BROKEN, headers=JSON_AUTH)
-    data = await asyncio.wait_for(poll, 5)
+    data = await asyncio.wait_for(poll, HANG)
     if not data["calls"]:  # woken by the reset itself: the page asks again with the new epoch
         data = await rows(client, f"?since=0&wait=5&epoch={data['epoch']}")
     assert data["epoch"] == 1 and [r["seq"] for r in data["calls"]] == [1]
@@ -174,11 +174,13 @@ async def test_no_listener_is_left_once_a_poll_ends(aiohttp_client):
     client = await aiohttp_client(app)
     journal = app[SESSIONS_KEY].default.journal
     await rows(client, "?since=0&wait=0.1&epoch=0")  # ended by its wait
-    poll = asyncio.ensure_future(rows(client, "?since=0&wait=10&epoch=0"))
-    await asyncio.sleep(0.2)
+    poll = asyncio.ensure_future(rows(client, "?since=0&wait=30&epoch=0"))
+    deadline = asyncio.get_running_loop().time() + HANG
+    while not journal._listeners and asyncio.get_running_loop().time() < deadline:  # the request arrived
+        await asyncio.sleep(0.01)
     assert len(journal._listeners) == 1  # one page open: one listener, while its request waits
     await client.post("/plants", data=FERN, headers=JSON_AUTH)
-    await asyncio.wait_for(poll, 5)  # ended by a call
+    await asyncio.wait_for(poll, HANG)  # ended by a call
     assert journal._listeners == ()
 
 

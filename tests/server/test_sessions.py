@@ -13,7 +13,7 @@ from plantstub.server.app import SESSIONS_KEY
 from plantstub.server.runtime import load
 from plantstub.server.session import SESSION_SHARE
 from plantstub.server.table import SessionLimit, Sessions
-from tests.helpers import AUTH, JSON_AUTH
+from tests.helpers import AUTH, HANG, JSON_AUTH
 
 FERN = b'{"id": 1, "name": "Fern"}'
 
@@ -261,7 +261,7 @@ def test_sessions_table_evicts_only_implicit_sessions_least_recently_used_first(
 async def test_idle_sessions_expire(aiohttp_client):
     client = await make(aiohttp_client, session_idle=0.2)
     await post(client, "/__session/old/plants")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline:  # expiry is lazy: the next look at the table ends it
         listing = await (await client.get("/__plantstub/sessions")).json()
         if listing["count"] == 0:
@@ -393,7 +393,7 @@ async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aio
     await post(client, "/__session/b/plants", b'{"id": 2, "name": "Ivy"}')
     await post(client, "/__session/a/plants")
     listed: list = []
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG
     while not listed and time.monotonic() < deadline:
         listed = await (await client.get("/__session/a/__plantstub/deliveries")).json()
         await asyncio.sleep(0.01)
@@ -403,7 +403,7 @@ async def test_session_webhooks_are_its_own_and_stop_with_it(aiohttp_client, aio
     sender = app[SESSIONS_KEY].open("a").webhooks.sender
     assert sender.started
     await client.delete("/__plantstub/sessions/a")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG
     while not sender.closed and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert sender.closed and sender.pending == 0  # the ended session sends nothing more

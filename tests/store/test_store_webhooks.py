@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from plantstub import Stub
-from tests.helpers import Receiver, call, write
+from tests.helpers import HANG, Receiver, call, write
 
 # A created record's key is assigned by the store (the request has no `id`); the webhook carries the record.
 TICKETS = """\
@@ -54,7 +54,7 @@ def test_store_create_list_and_receive_the_webhook_on_the_full_plant_store():
         for i, name in enumerate(["Fern", "Ivy"], 1):
             assert call(stub.url, "POST", "/plants", {"id": i, "name": name})[0] == 200
         assert call(stub.url, "GET", "/plants") == (200, [{"name": "Fern"}, {"name": "Ivy"}])
-        stub.wait_for_deliveries(2)
+        stub.wait_for_deliveries(2, timeout=HANG)
         # sent at once by the stub's senders: they may arrive in either order
         assert sorted((got["body"] for got in receiver.received), key=lambda body: body["id"]) == [
             {"id": 1, "name": "Fern"}, {"id": 2, "name": "Ivy"}]
@@ -67,6 +67,6 @@ def test_store_webhook_carries_the_assigned_key(tmp_path):
     spec = write(tmp_path, "tickets.yaml", TICKETS)
     with Receiver(statuses=(204,)) as receiver, Stub(spec=spec, stateful=True, webhook=[receiver.url]) as stub:
         assert call(stub.url, "POST", "/tickets", {"title": "Leak"}) == (201, {"id": 1, "title": "Leak"})
-        [delivery] = stub.wait_for_deliveries(1)
+        [delivery] = stub.wait_for_deliveries(1, timeout=HANG)
         assert (delivery.name, delivery.body, delivery.valid) == ("ticketOpened", {"id": 1, "title": "Leak"}, True)
         assert receiver.received[0]["body"] == {"id": 1, "title": "Leak"}
