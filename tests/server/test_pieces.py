@@ -142,7 +142,7 @@ async def test_a_connection_busy_with_requests_is_not_closed_as_idle():
         writer.close()
     finally:
         await running.stop()
-    assert len(answers) == 15
+    assert len(answers) == 13
     assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in answers)
 
 
