@@ -286,8 +286,8 @@ def _coverage(args: argparse.Namespace) -> int:
     import json
     import os
 
+    from plantstub.client.remote import AdminClient, message_of
     from plantstub.recording.coverage import coverage_rows, report_problem, sum_reports, tally_of
-    from plantstub.server.remote import AdminClient, message_of
 
     token = os.environ.get(env_name("admin_token")) or None
     reports: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ import pytest
 from plantstub.plugin.options import given_seed
 
 if TYPE_CHECKING:
-    from plantstub.server.remote import RemoteStub
+    from plantstub.client.remote import RemoteStub
     from plantstub.stub import Stub
 
 DRAWN_KEY = pytest.StashKey[dict[str, int]]()  # how to draw them again -> tests that drew dynamic answers

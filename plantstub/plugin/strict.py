@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from plantstub.client.remote import RemoteStub
     from plantstub.recording.call import Call
-    from plantstub.server.remote import RemoteStub
     from plantstub.stub import Stub
     from plantstub.webhooks.deliveries import Delivery
 
@@ -74,7 +74,7 @@ def settled_deliveries(stub: Stub | RemoteStub, timeout: float = 5.0) -> list[De
     On a sidecar both are read over the admin API (the session's health, then GET deliveries), so a sidecar's
     receivers are checked as an in-process stub's are.
     """
-    from plantstub.server.remote import RemoteStub
+    from plantstub.client.remote import RemoteStub
 
     pause = 0.05 if isinstance(stub, RemoteStub) else 0.01  # on a sidecar each look is an admin call
     deadline = time.monotonic() + timeout

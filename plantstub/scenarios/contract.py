@@ -11,7 +11,6 @@ from plantstub._json import MISSING, NO_BODY, essence, match_media
 from plantstub._memo import IdentityMemo
 from plantstub.contract.model import MediaType, Operation, Response, Spec
 from plantstub.contract.operations import ServedOperation, serve
-from plantstub.contract.resources import Resources
 from plantstub.contract.router import Router
 from plantstub.contract.schema import SchemaCheck, Violation, location_path
 from plantstub.contract.streams import StreamCheck, is_stream
@@ -21,6 +20,7 @@ from plantstub.scenarios.document import ScenarioDocument
 from plantstub.scenarios.model import Criteria, Reply, Rule
 from plantstub.scenarios.placeholder_types import Source, describe, fits, placeholder_source, wanted_types
 from plantstub.scenarios.templating import Placeholder, parse, placeholder_paths
+from plantstub.stateful.resources import Resources
 
 OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
 

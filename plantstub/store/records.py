@@ -16,7 +16,7 @@ from plantstub._budget import Budget
 from plantstub._json import JSON, NO_BODY, deep_json_bytes, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
-from plantstub.contract.resources import (
+from plantstub.stateful.resources import (
     CREATE,
     DELETE,
     LIST,

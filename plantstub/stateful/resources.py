@@ -13,15 +13,15 @@ from typing import Any
 
 from plantstub._json import pick_json, shown
 from plantstub.contract.answers import answer_key
-from plantstub.contract.branches import Branch, pick
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
-from plantstub.contract.keys import batch_of, envelope_of, has_surrogate, key_field, key_schemas, key_text, with_defs
 from plantstub.contract.model import Operation, Spec
-from plantstub.contract.pages import Page, page_of
 from plantstub.contract.params import read_scalar, schema_types
 from plantstub.contract.schema import SchemaCheck, location_path
-from plantstub.contract.shapes import Shape, choice_fields, fields_of, flat_of, shape_of
+from plantstub.stateful.branches import Branch, pick
+from plantstub.stateful.keys import batch_of, envelope_of, has_surrogate, key_field, key_schemas, key_text, with_defs
+from plantstub.stateful.pages import Page, page_of
+from plantstub.stateful.shapes import Shape, choice_fields, fields_of, flat_of, shape_of
 
 MAX_RECORDS = 10_000  # records one stub keeps, all collections together
 MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
