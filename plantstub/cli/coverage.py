@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import os
 
-    from plantstub.client.remote import AdminClient, message_of
+    from plantstub.client.admin import AdminClient, message_of
     from plantstub.recording.coverage import coverage_rows, report_problem, sum_reports, tally_of
 
     token = os.environ.get(env_name("admin_token")) or None

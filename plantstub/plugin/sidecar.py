@@ -78,7 +78,7 @@ def open_session(remote: RemoteStub, wait: float, seed_key: str | None = None,
     """A new session on `remote`, its dynamic answers drawn from the sidecar's seed and `seed_key`; while it serves
     its --max-sessions, tried again with growing pauses for up to `wait` seconds, then the test fails naming the cap
     and the option."""
-    from plantstub.client.remote import AtCapacity
+    from plantstub.client.admin import AtCapacity
     from plantstub.errors import PlantstubError
 
     deadline = clock() + wait

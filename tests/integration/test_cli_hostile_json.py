@@ -15,8 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstub.cli import coverage
-from plantstub.cli import main
+from plantstub.cli import coverage, main
 from plantstub.config import Settings
 from plantstub.proxy.har import HarError, read_har
 from plantstub.proxy.recorded_file import build

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from plantstub.client.remote import AtCapacity
+from plantstub.client.admin import AtCapacity
 from plantstub.plugin.sidecar import open_session
 
 CONFTEST = '''
