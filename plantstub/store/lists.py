@@ -11,7 +11,7 @@ from typing import Any
 from plantstub._json import JSON
 from plantstub.contract.outgoing import Outgoing, json_reply
 from plantstub.contract.params import read_scalar
-from plantstub.stateful.resources import Action
+from plantstub.stateful.model import Action
 
 
 def count_of(text: str) -> int | None:
