@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from plantstub._budget import Budget
-from plantstub.config import Settings
 from plantstub.contract.dynamic import Draws
 from plantstub.contract.outgoing import problem
 from plantstub.errors import CallAssertionError, ConfigError, ScenarioError, UnknownScenario
@@ -25,56 +23,22 @@ from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rul
 from plantstub.scenarios.model import Rule
 from plantstub.scenarios.rule_bytes import rule_bytes, value_bytes
 from plantstub.scenarios.select import RuleCounters
+from plantstub.server.limits import Limits
 from plantstub.server.runtime import Runtime
 from plantstub.store import Store
-from plantstub.store.records import MAX_BYTES
-from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery, Sent
+from plantstub.webhooks.deliveries import Delivery, Sent
 from plantstub.webhooks.dispatch import Webhooks
 from plantstub.webhooks.outbox import GRACE, Outbox
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
 
-SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes (--max-bytes) and of each kind's
-
-
 WAITERS = "waiters"  # the memory budget's kind for waits in progress
 WAITER_BYTES = 4096  # a wait's own objects (the waiter, its event, its task), about
 
 
-SEED_KEY_CHARS = 4096  # a seed key's longest (a test's node id, parameters and all)
-
-
-def seed_key_problem(value: object, where: str) -> str | None:
-    """Why `value` (at `where`, e.g. `body.seed_key`) is not a seed key, or None: a string of at most
-    SEED_KEY_CHARS characters."""
-    if not isinstance(value, str):
-        return f"{where}: expected a string (a test's node id, say), not {type(value).__name__}"
-    if len(value) > SEED_KEY_CHARS:
-        return f"{where}: {len(value)} characters; at most {SEED_KEY_CHARS}"
-    return None
-
-
 class NotStateful(LookupError):
     """A state was asked of a stub started without --stateful."""
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The bytes one session may keep of each kind: of calls (the journal), of records (the store), of deliveries;
-    all of them within its memory Budget (`memory`, bytes), itself within the stub's (--max-bytes)."""
-
-    journal_bytes: int
-    store_bytes: int
-    delivery_bytes: int
-    memory: int
-
-    @classmethod
-    def of(cls, settings: Settings, share: int = 1) -> Limits:
-        """The stub's whole limits (`share` 1), or a sidecar session's: --max-sessions of them cannot each
-        take the whole."""
-        return cls(max(settings.journal_bytes // share, 1), MAX_BYTES // share, DEFAULT_LOG_BYTES // share,
-                   max(settings.max_bytes // share, 1))
 
 
 class Session:

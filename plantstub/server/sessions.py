@@ -13,8 +13,8 @@ from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import iso_time
 from plantstub.server.admin import Handler
 from plantstub.server.admin_json import error, read_json, reply
+from plantstub.server.limits import seed_key_problem
 from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX
-from plantstub.server.session import seed_key_problem
 from plantstub.server.table import SessionLimit, Sessions
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -12,8 +12,9 @@ from typing import Any
 from plantstub._budget import Budget
 from plantstub.recording.coverage import Tally, merge, report_of
 from plantstub.scenarios.library import FolderLoad
+from plantstub.server.limits import SESSION_SHARE, Limits
 from plantstub.server.runtime import Runtime
-from plantstub.server.session import SESSION_SHARE, Limits, Session
+from plantstub.server.session import Session
 from plantstub.webhooks.outbox import GRACE, Outbox
 
 ADMIN = "admin"  # opened by the admin API (or a request with the admin token): ends only by DELETE or expiry

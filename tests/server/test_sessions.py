@@ -10,8 +10,8 @@ import pytest
 
 from plantstub import create_app
 from plantstub.server.app import SESSIONS_KEY
+from plantstub.server.limits import SESSION_SHARE
 from plantstub.server.runtime import load
-from plantstub.server.session import SESSION_SHARE
 from plantstub.server.table import SessionLimit, Sessions
 from tests.helpers import AUTH, JSON_AUTH
 
