@@ -10,9 +10,9 @@ element with `xsi:nil="true"` (an attribute left out). The root is named by its 
 hold is written `_xHHHH_` per character, as .NET's XmlConvert does, and read back. `anyOf`/`oneOf` branches are read
 as one shape: their properties together, their types together.
 
-Reading (contract/xml_read.py) uses the standard library (expat, then its C tree builder) with every document type declaration refused: no
-entity is ever declared, so none is expanded (no "billion laughs", whatever expat's own limits), and no external one
-is fetched; nesting is bounded.
+Reading (contract/xml_read.py) uses the standard library (expat, then its C tree builder) with every document type
+declaration refused: no entity is ever declared, so none is expanded (no "billion laughs", whatever expat's own
+limits), and no external one is fetched; nesting is bounded.
 """
 
 from __future__ import annotations
