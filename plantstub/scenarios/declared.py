@@ -81,7 +81,6 @@ class DeclaredRules:
         self.uses: dict[str, int] = {}
         self.templates: dict[int, Any] = {}  # compiled reply templates (scenarios/replies.py)
         self.held = 0  # bytes taken from `memory`: the rules kept, and the removed ones a level still holds
-        self.indexed = 0  # rules put into an index so far (what declaring has cost the index)
         self._next = 0  # ids never come back, so a handle kept past a reset cannot reach a newer rule
         self._levels: list[_Level] = []
         self._by_index: dict[int, DeclaredRule] = {}
@@ -182,7 +181,6 @@ class DeclaredRules:
     def _push(self, rule: Rule) -> None:
         levels = self._levels
         levels.append(_Level((rule,)))
-        self.indexed += 1
         while len(levels) > 1 and len(levels[-2].rules) <= len(levels[-1].rules):
             levels[-2:] = self._rebuilt(levels[-2:])
         self._quiet = 0
@@ -194,7 +192,6 @@ class DeclaredRules:
             self.memory.give(RULES, freed)
             self.held -= freed
         live = tuple(rule for level in levels for rule in level.rules if rule.index in self._by_index)
-        self.indexed += len(live)
         return [_Level(live)] if live else []
 
     def _merge_all(self) -> None:
@@ -286,11 +283,10 @@ def _given(**fields: Any) -> dict[str, Any]:
 class RuleBuilder:
     """`stub.when(...)`: what a request must look like; `.reply()`, `.replies()` or `.fault()` declares the rule."""
 
-    __slots__ = ("_match", "_owner", "_rule")
+    __slots__ = ("_owner", "_rule")
 
     def __init__(self, owner: RuleOwner, match: dict[str, Any], times: int | None, off_contract: bool) -> None:
         self._owner = owner
-        self._match = match
         self._rule: dict[str, Any] = {"match": match}
         if times is not None:
             self._rule["times"] = times

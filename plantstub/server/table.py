@@ -226,10 +226,6 @@ class Sessions:
         notes.append(f"reloaded {len(loaded.scenarios)} scenario(s) from {self.runtime.folder.path}")
         return notes
 
-    def reload(self) -> list[str]:
-        """load_folder() then install(), in one go (for callers without an event loop)."""
-        return self.install(self.load_folder())
-
     # -- the end ---------------------------------------------------------------------------------
     async def close(self) -> int:
         """Send the pending deliveries within the grace (all sessions at once), stop sending and close the journal
