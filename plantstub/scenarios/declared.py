@@ -9,6 +9,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -16,7 +17,7 @@ from plantstub._budget import Budget
 from plantstub.incoming import IncomingRequest
 from plantstub.scenarios.model import Rule, Scenario
 from plantstub.scenarios.rule_bytes import rule_bytes
-from plantstub.scenarios.select import RuleIndex, mismatches, uses_regex
+from plantstub.scenarios.select import RuleIndex, first_answering, uses_regex
 
 MAX_RULES = 10_000  # per stub (per session): a client in a loop cannot grow the stub without end
 RULES = "rules"  # the kind of bytes rules from code take from the session's memory Budget
@@ -78,7 +79,7 @@ class DeclaredRules:
     def __init__(self, memory: Budget) -> None:
         self.memory = memory
         self.rules: dict[str, DeclaredRule] = {}  # in declaration order; tried in that order
-        self.uses: dict[str, int] = {}
+        self.uses: dict[int, int] = {}  # rule index -> answers given
         self.templates: dict[int, Any] = {}  # compiled reply templates (scenarios/replies.py)
         self.held = 0  # bytes taken from `memory`: the rules kept, and the removed ones a level still holds
         self._next = 0  # ids never come back, so a handle kept past a reset cannot reach a newer rule
@@ -105,7 +106,6 @@ class DeclaredRules:
         # Numbered in declaration order, so each level's RuleIndex keeps that order among its candidates.
         declared = DeclaredRule(f"r{self._next}", replace(rule, index=self._next), data, source, size)
         self.rules[declared.id] = declared
-        self.uses[declared.id] = 0
         self._by_index[declared.rule.index] = declared
         self._push(declared.rule)
         self.regex += uses_regex(rule)
@@ -116,7 +116,7 @@ class DeclaredRules:
         declared = self.rules.pop(rule_id, None)
         if declared is None:
             return False
-        del self.uses[rule_id]
+        self.uses.pop(declared.rule.index, None)
         del self._by_index[declared.rule.index]
         self.regex -= uses_regex(declared.rule)
         for part in (*declared.rule.replies, *(declared.rule.webhooks or ())):
@@ -151,21 +151,16 @@ class DeclaredRules:
             if self._quiet > len(self._by_index):  # no declaration for a while: one index again (O(n) once)
                 self._merge_all()
                 levels = self._levels
-        by_index, uses = self._by_index, self.uses
-        for level in levels:
-            for rule in level.index.candidates(request, body):
-                declared = by_index.get(rule.index)
-                if declared is None:  # removed; its level is not rebuilt yet
-                    continue
-                before = uses[declared.id]
-                if rule.times is not None and before >= rule.times:
-                    continue
-                if rule.answers is not None and operation not in rule.answers:
-                    continue
-                if not mismatches(rule.match, request, body):
-                    uses[declared.id] = before + 1
-                    return declared, min(before, len(rule.replies) - 1)
-        return None
+        candidates = (levels[0].index.candidates(request, body) if len(levels) == 1 else
+                      chain.from_iterable(level.index.candidates(request, body) for level in levels))
+        # A removed rule a level still holds is passed over: only those in _by_index are kept.
+        chosen = first_answering(candidates, self.uses, request, body, operation, self._by_index)
+        return None if chosen is None else (self._by_index[chosen[0].index], chosen[1])
+
+    def uses_of(self, rule_id: str) -> int:
+        """How often rule `rule_id` has answered (0: no such rule)."""
+        declared = self.rules.get(rule_id)
+        return 0 if declared is None else self.uses.get(declared.rule.index, 0)
 
     def listing(self) -> list[dict[str, Any]]:
         """The rules as `stub.rules` shows them (copies: the caller may change them)."""
@@ -174,7 +169,7 @@ class DeclaredRules:
     def entries(self) -> Iterator[dict[str, Any]]:
         """The rules as `GET /__plantstub/rules` writes them, not copied: which rules and their uses are taken now
         (references only: cheap on the event loop), each entry is made as it is read (off the loop)."""
-        taken = [(d, self.uses[d.id]) for d in self.rules.values()]
+        taken = [(d, self.uses.get(d.rule.index, 0)) for d in self.rules.values()]
         return ({"id": d.id, "source": d.source, "uses": uses, "rule": d.data} for d, uses in taken)
 
     # -- the index's levels --------------------------------------------------------------------------

@@ -232,12 +232,12 @@ class Session:
         declared = self.declared.rules.get(rule_id)
         if declared is None:
             return None
-        return {"id": rule_id, "source": declared.source, "uses": self.declared.uses[rule_id],
+        return {"id": rule_id, "source": declared.source, "uses": self.declared.uses_of(rule_id),
                 "rule": copy.deepcopy(declared.data)}
 
     def rule_uses(self, rule_id: str) -> int:
         """How many calls rule `rule_id` has answered (0 when there is no such rule)."""
-        return self.declared.uses.get(rule_id, 0)
+        return self.declared.uses_of(rule_id)
 
     def rule_ids(self) -> list[str]:
         """The ids of the rules from code, in the order tried."""
