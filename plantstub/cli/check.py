@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from plantstub.cli.help import count, option_help
+from plantstub._words import plural
+from plantstub.cli.help import option_help
 from plantstub.config import env_name
 
 
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
     if errors:
         files = len({error.file for error in errors})
-        print(f"plantstub: {count(len(errors), 'error')} in {count(files, 'file')}", file=sys.stderr)
+        print(f"plantstub: {plural(len(errors), 'error')} in {plural(files, 'file')}", file=sys.stderr)
         return 1
-    print(f"plantstub: {count(scenarios, 'scenario')} OK")
+    print(f"plantstub: {plural(scenarios, 'scenario')} OK")
     return 0

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from plantstub.cli.help import count
+from plantstub._words import plural
 from plantstub.config import env_name
 from plantstub.errors import PlantstubError
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**report, "stubs": list(args.urls)}, indent=2))
     else:
-        print(f"plantstub: contract coverage of {count(len(args.urls), 'stub')}, summed")
+        print(f"plantstub: contract coverage of {plural(len(args.urls), 'stub')}, summed")
         print("\n".join(coverage_rows(tally_of(report))))
         print(f"plantstub: {report['covered']} of {report['total']} declared responses exercised "
               f"({report['percent']:.1f}%)")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from plantstub.cli.help import count, option_help
+from plantstub._words import plural
+from plantstub.cli.help import option_help
 from plantstub.config import build_settings
 from plantstub.server.runtime import load
 
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"plantstub: {args.out}: cannot write ({exc.strerror or exc})", file=sys.stderr)
         return 1
     left = len(document.left_out)
-    entries = f"{document.recorded} entr{'y' if document.recorded == 1 else 'ies'}"
-    print(f"plantstub: wrote {args.out}: {count(len(document.rules), 'rule')} answering {entries}"
+    print(f"plantstub: wrote {args.out}: {plural(len(document.rules), 'rule')} answering "
+          f"{plural(document.recorded, 'entry', 'entries')}"
           + (f"; {left} left out (listed in its leading comment)" if left else ""))
     return 0

@@ -11,7 +11,8 @@ import signal
 import sys
 
 from plantstub._gc import collector_paused
-from plantstub.cli.help import count, option_help
+from plantstub._words import plural
+from plantstub.cli.help import option_help
 from plantstub.config import BUNDLED_SPECS, DEFAULT_SCENARIOS, Settings, build_settings, env_name
 from plantstub.server.runner import start
 from plantstub.server.runtime import load
@@ -153,20 +154,18 @@ async def _serve_with(settings: Settings) -> int:
         await running.stop()
     status = 0
     if running.unsent:
-        print(f"plantstub: {_deliveries(running.unsent)} not sent (still pending when the {GRACE:g} s "
+        print(f"plantstub: {plural(running.unsent, 'webhook delivery', 'webhook deliveries')} {'was' if running.unsent == 1 else 'were'} not sent (still pending when the {GRACE:g} s "
               "grace at stop or at their session's end ran out); exit status 1", file=sys.stderr)
         status = 1
     if sessions.unsaved:
-        print(f"plantstub: {count(sessions.unsaved, 'recorded exchange')} could not be saved to {settings.record} "
+        print(f"plantstub: {plural(sessions.unsaved, 'recorded exchange')} could not be saved to {settings.record} "
               "(--record); exit status 1", file=sys.stderr)
         status = 1
     lost = sessions.default.figures()["journal"]["file_lost"]
     if lost:
-        print(f"plantstub: {count(lost, 'call')} could not be written to the journal file "
+        print(f"plantstub: {plural(lost, 'call')} could not be written to the journal file "
               f"{settings.journal}; exit status 1", file=sys.stderr)
         status = 1
     return status
 
 
-def _deliveries(n: int) -> str:
-    return f"{n} webhook delivery was" if n == 1 else f"{n} webhook deliveries were"

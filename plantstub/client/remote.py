@@ -10,6 +10,7 @@ import asyncio
 import secrets
 from typing import Any
 
+from plantstub._words import plural
 from plantstub.client.admin import TIMEOUT, AdminClient, AtCapacity, message_of
 from plantstub.errors import CallAssertionError, PlantstubError, ScenarioError, SubscriptionError, UnknownScenario
 from plantstub.recording.assertions import Expectation, checked
@@ -168,7 +169,7 @@ class RemoteStub(CallChecks, DeclaresRules, DeliveryChecks):
         if n <= 0:
             return failure
         return CallAssertionError(
-            f"{failure}\nplantstub: {n} call{'s' if n != 1 else ''} reached the sidecar's default session during this "
+            f"{failure}\nplantstub: {plural(n, 'call')} reached the sidecar's default session during this "
             f"test: does your client drop the {SESSION_PREFIX}{self.session_id} prefix? urljoin(url, \"/plants\") and "
             "aiohttp's base_url with \"/plants\" do; join \"plants\" (no leading slash), or send the test's "
             f"session header with each request (plantstub.headers: {SESSION_HEADER}: {self.session_id}).")

@@ -4,12 +4,12 @@ each read once and only under the root (--spec-root, else the spec's folder); a 
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urldefrag, urlparse
 
 from plantstub._json import MAX_SHOWN, cut, shown
+from plantstub._words import did_you_mean
 from plantstub._yaml import parse_bytes, read_bytes
 from plantstub.contract import oas32
 from plantstub.contract.bundle import join
@@ -158,5 +158,5 @@ class Documents:
         container = self.resolve(f"{uri}#{parent}")
         if not isinstance(container, dict):
             return ""
-        close = difflib.get_close_matches(last.replace("~1", "/").replace("~0", "~"), [str(k) for k in container], n=1)
-        return f" (did you mean {shown(close[0])}?)" if close else ""
+        hint = did_you_mean(last.replace("~1", "/").replace("~0", "~"), container)
+        return f" ({hint})" if hint else ""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from plantstub._words import plural
 from plantstub.plugin.options import given_seed
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def failure_text(item: pytest.Item, stub: Stub | RemoteStub, sidecar: bool, draw
     """The section a failing test's report gets when it drew `drawn` dynamic answers."""
     seed, again = _again(item.config, stub, sidecar)
     rerun = f"pytest {shlex.quote(item.nodeid)} --plantstub-seed {seed}" if again.startswith("--") else None
-    said = (f"plantstub: this test drew {drawn} dynamic answer{'s' if drawn != 1 else ''} from seed {seed} and its "
+    said = (f"plantstub: this test drew {plural(drawn, 'dynamic answer')} from seed {seed} and its "
             f"node id ({item.nodeid})")
     if rerun is not None:
         return f"{said}; `{rerun}` draws the same answers again, alone or in any run, on any worker."
@@ -114,5 +115,5 @@ def write_seeds(terminalreporter: Any, config: pytest.Config) -> None:
     if hasattr(config, "workeroutput"):
         return
     for line, n in sorted(config.stash.get(DRAWN_KEY, {}).items()):
-        terminalreporter.write_line(f"plantstub: {n} test{'s' if n != 1 else ''} drew dynamic answers {line} (each "
+        terminalreporter.write_line(f"plantstub: {plural(n, 'test')} drew dynamic answers {line} (each "
                                     "test's from the seed and its node id, alone or in any run)")

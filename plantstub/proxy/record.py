@@ -19,6 +19,7 @@ from typing import Any
 
 from plantstub._budget import Budget, shown_bytes
 from plantstub._json import BodyError, decode_json, is_json, json_nesting
+from plantstub._words import plural
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.recorded_file import FILE_VALUES, Document, Exchange, build, matchable
 from plantstub.redaction import Redactor
@@ -242,13 +243,13 @@ class Recorder:
         """Say a save at the end on stderr (None: it failed); the exchanges not written (0 when it succeeded)."""
         if saved is None:
             lost = len(self.kept)
-            print(f"plantstub: --record: {self.failure}; {lost} recorded exchange{'s' if lost != 1 else ''} not saved",
+            print(f"plantstub: --record: {self.failure}; {plural(lost, 'recorded exchange')} not saved",
                   file=sys.stderr, flush=True)
             return max(lost, 1)
         if saved.file is not None:
             left = len(saved.left_out)
-            print(f"plantstub: recorded {saved.recorded} exchange{'s' if saved.recorded != 1 else ''} in "
-                  f"{saved.rules} rule{'s' if saved.rules != 1 else ''} to {saved.file}"
+            print(f"plantstub: recorded {plural(saved.recorded, 'exchange')} in "
+                  f"{plural(saved.rules, 'rule')} to {saved.file}"
                   + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)
         return 0
 
@@ -272,11 +273,11 @@ class Recorder:
         document: Document = build(exchanges, contract, self.redact, self.ignored)
         document.left_out[:0] = left
         if left_more:
-            document.left_out.append(f"{left_more} more line{'s' if left_more > 1 else ''} of what was left out, not "
+            document.left_out.append(f"{plural(left_more, 'more line')} of what was left out, not "
                                      f"listed: over the {MAX_LEFT:,} one save lists; save more often (POST "
                                      "/__plantstub/record/save)")
         if dropped:
-            document.left_out.append(f"{dropped} exchange{'s' if dropped > 1 else ''} dropped: the memory budget "
+            document.left_out.append(f"{plural(dropped, 'exchange')} dropped: the memory budget "
                                      f"(--max-bytes) or the {MAX_EXCHANGES:,} exchanges one save keeps were full; "
                                      "save more often (POST /__plantstub/record/save)")
         if not exchanges and not document.left_out:
@@ -302,7 +303,7 @@ class Recorder:
         """Why recorded exchanges are being lost or at risk, `where: what` each (empty when none are)."""
         found = []
         if self.dropped:
-            found.append(f"record: {self.dropped} exchange{'s' if self.dropped > 1 else ''} dropped since the last "
+            found.append(f"record: {plural(self.dropped, 'exchange')} dropped since the last "
                          "save: the memory budget (--max-bytes) or the 10,000 exchanges one save keeps were full; save "
                          "(POST /__plantstub/record/save) to let the kept ones go")
         if self.failure is not None:

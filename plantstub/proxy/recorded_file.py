@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plantstub._json import decode_json, is_json
+from plantstub._words import plural
 from plantstub._yaml import dump_yaml
 from plantstub.errors import ScenarioError
 from plantstub.redaction import REDACTED, Redactor, secret_name, secret_value
@@ -102,8 +103,8 @@ class Document:
 
     def text(self, source: str) -> str:
         """The file: the leading comment (one escaped line each), then the data as PyYAML's emitter writes it."""
-        head = [f"Recorded by plantstub from {source}: {self.recorded} exchange{'s' if self.recorded != 1 else ''} "
-                f"in {len(self.rules)} rule{'s' if len(self.rules) != 1 else ''}."]
+        head = [f"Recorded by plantstub from {source}: {plural(self.recorded, 'exchange')} "
+                f"in {plural(len(self.rules), 'rule')}."]
         if self.left_out:
             head.append(f"Left out ({len(self.left_out)}):")
             head.extend(f"  {line}" for line in self.left_out)

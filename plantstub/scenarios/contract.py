@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
 from plantstub._json import MISSING, NO_BODY, essence, match_media
 from plantstub._memo import IdentityMemo
+from plantstub._words import did_you_mean
 from plantstub.contract.model import MediaType, Operation, Response, Spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.router import Router
@@ -253,9 +253,9 @@ class ScenarioContract:
                     hook = callbacks[0]
             if hook is None:
                 names = [*hooks, *dict.fromkeys(c.name for op in ops for c in op.callbacks)]
-                close = difflib.get_close_matches(sent.name, names, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else f"declared: {', '.join(names)}" if names else \
-                    "the spec declares no webhooks and the rule's operations no callbacks"
+                hint = did_you_mean(sent.name, names) or (f"declared: {', '.join(names)}" if names else
+                                                         "the spec declares no webhooks and the rule's operations no "
+                                                         "callbacks")
                 found.append(doc.error(f"{where}.name", f"{sent.name!r} is not a webhook of the spec nor a callback "
                                                         f"of the operations this rule matches ({hint})"))
                 continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
+from plantstub._json import shown
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.incoming import IncomingRequest, sent_method
 from plantstub.recording.answered import CHECK, Answerer
@@ -50,7 +51,7 @@ def choose_session(target: str, headers: Headers) -> Choice | Outgoing:
         if problem is not None:
             return error_reply(400, problem)
         if named is not None and named != sid:
-            return error_reply(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the path "
+            return error_reply(400, f"headers.{SESSION_HEADER}: {shown(named)} names another session than the path "
                                     f"({sid!r}); send one of them")
         return Choice(sid, joined("/" + rest))
     if named is None or target.startswith(SESSIONS_ROUTE):  # opening or ending the session it names: the default's
@@ -63,10 +64,6 @@ def joined(target: str) -> str:
     """A target with a doubled slash at its start read as one: a base URL ends with '/' (a session's, the fixture's),
     so `url + "/plants"` sends `//plants`. Only there: `/plants//1` stays what it is."""
     return target[1:] if target.startswith("//") else target
-
-
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= 80 else value[:80] + "…")
 
 
 class Desk:
