@@ -51,6 +51,12 @@ class Saved:
         """As `POST /__plantstub/record/save` answers."""
         return {"file": None if self.file is None else str(self.file), "rules": self.rules, "left_out": self.left_out}
 
+    def said(self) -> str:
+        """The line that says a save on stderr (serve at stop, verify --record)."""
+        left = len(self.left_out)
+        return (f"plantstub: recorded {plural(self.recorded, 'exchange')} in {plural(self.rules, 'rule')} to {self.file}"
+                + (f"; {left} left out (listed in its leading comment)" if left else ""))
+
 
 def _values(value: Any, most: int) -> int:
     """How many values a scenario file counts for `value` (itself and all inside), counted up to `most` + 1."""
@@ -247,10 +253,7 @@ class Recorder:
                   file=sys.stderr, flush=True)
             return max(lost, 1)
         if saved.file is not None:
-            left = len(saved.left_out)
-            print(f"plantstub: recorded {plural(saved.recorded, 'exchange')} in "
-                  f"{plural(saved.rules, 'rule')} to {saved.file}"
-                  + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)
+            print(saved.said(), file=sys.stderr, flush=True)
         return 0
 
     def _take(self) -> tuple[list[Exchange], list[str], int, int]:

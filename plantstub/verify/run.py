@@ -184,9 +184,6 @@ def _save(recorder: Recorder, contract: ScenarioContract, settings: VerifySettin
     if saved.file is None:
         print("plantstub: --record: no request was sent; nothing recorded", file=sys.stderr)
         return 0
-    left = len(saved.left_out)
-    print(f"plantstub: recorded {plural(saved.recorded, 'exchange')} in "
-          f"{plural(saved.rules, 'rule')} to {saved.file}"
-          + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr)
+    print(saved.said(), file=sys.stderr)
     return 0
 
