@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from plantstub.config import HEALTH_TIMEOUT, Settings, env_name
+from plantstub.server.prefixes import ADMIN_PREFIX
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
             context = ssl._create_unverified_context()
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/__plantstub/health", timeout=args.timeout,
+        with urllib.request.urlopen(url.rstrip("/") + ADMIN_PREFIX + "health", timeout=args.timeout,
                                     context=context) as response:
             answer = json.load(response)
     except urllib.error.HTTPError as exc:  # 503 degraded carries its problems

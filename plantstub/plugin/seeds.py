@@ -11,6 +11,7 @@ import pytest
 
 from plantstub._words import plural
 from plantstub.plugin.options import given_seed
+from plantstub.server.prefixes import SESSION_PREFIX
 
 if TYPE_CHECKING:
     from plantstub.client.remote import RemoteStub
@@ -29,7 +30,7 @@ def seed_key(item: pytest.Item) -> str:
 
 
 def _sidecar_seed(config: pytest.Config, stub: RemoteStub) -> int:
-    root = stub.url.partition("/__session/")[0]
+    root = stub.url.partition(SESSION_PREFIX)[0]
     seeds = config.stash.setdefault(SIDECAR_SEEDS, {})
     if root not in seeds:
         seeds[root] = stub.seed

@@ -9,10 +9,11 @@ import ipaddress
 from collections.abc import Mapping
 
 from plantstub._json import is_json, shown
+from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.webhooks.sender import WEBHOOK_HEADER
 
-OPEN_PATHS = frozenset({"/__plantstub/health",  # for orchestrators' probes, token or not
-                        "/__plantstub/"})  # the live page: a file with no data in it, which asks for the token
+OPEN_PATHS = frozenset({ADMIN_PREFIX + "health",  # for orchestrators' probes, token or not
+                        ADMIN_PREFIX})  # the live page: a file with no data in it, which asks for the token
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
