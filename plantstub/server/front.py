@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from plantstub._json import shown
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.outgoing import Outgoing, error_reply, unanswered
 from plantstub.incoming import IncomingRequest, sent_method
-from plantstub.recording.answered import CHECK, Answerer
+from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
 from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.answer import Answer
@@ -221,6 +221,10 @@ class Pending(NamedTuple):
         if self.arrival is not None:
             self.desk.pipeline.refuse(self.incoming(), self.arrival, out, by)
         return Answer(out, None, self.origin, close)
+
+    def left(self) -> None:
+        """The client left mid-body: recorded (a 499, answered by CLIENT_LEFT); nothing to answer."""
+        self.refuse(unanswered("sending the whole body"), by=CLIENT_LEFT)
 
     def over(self, size: int | None) -> Answer | None:
         """The 413 when a body of `size` bytes (declared, or read) is over --max-body, else None: the connection
