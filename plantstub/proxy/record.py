@@ -117,11 +117,11 @@ class Recorder:
         self.folder = folder
         self.source = source
         self.memory = memory
+        self.held = memory.holding(KIND)  # the kept exchanges' bytes and the left-out lines'
         self.redact = redact
         self.ignored = tuple(ignored)
         self.stem = "recorded" if name is None else f"recorded-{name}"
         self.kept: list[tuple[Exchange, int]] = []  # each with the bytes it holds of the budget
-        self.held = 0
         self.left: list[str] = []
         self.left_more = 0  # left-out lines past MAX_LEFT since the last save
         self.dropped = 0  # exchanges dropped for lack of memory (or past MAX_EXCHANGES) since the last save
@@ -153,12 +153,11 @@ class Recorder:
         if not self.memory.fits(size):
             self._leave(label, [f"needs {shown_bytes(size)} of memory, more than the memory budget (--max-bytes) "
                                 f"holds"], incoming, answer)
-        elif len(self.kept) >= MAX_EXCHANGES or not self.memory.take(KIND, size):
+        elif len(self.kept) >= MAX_EXCHANGES or not self.held.take(size):
             self.dropped += 1
-            self.memory.lost(KIND, size)
+            self.held.lost(size)
         else:
             self.kept.append((exchange, size))
-            self.held += size
 
     def failed(self, incoming: IncomingRequest, message: str) -> None:
         """A forwarded request the service did not answer (a 502, a client that left): listed as left out."""
@@ -193,9 +192,8 @@ class Recorder:
                 self.left_more += 1
                 continue
             line = redactor.scrub(f"{label}: {reason}")
-            if self.memory.take(KIND, len(line)):
+            if self.held.take(len(line)):
                 self.left.append(line)
-                self.held += len(line)
             else:
                 self.left_more += 1
 
@@ -264,8 +262,7 @@ class Recorder:
         freed = sum(size for _, size in self.kept[:len(exchanges)]) + sum(map(len, left))
         del self.kept[:len(exchanges)]
         del self.left[:len(left)]
-        self.held -= freed
-        self.memory.give(KIND, freed)
+        self.held.give(freed)
         self.left_more -= left_more
         self.dropped -= dropped
         self.failure = None
@@ -299,7 +296,7 @@ class Recorder:
     # -- health --------------------------------------------------------------------------------------------------
     def figures(self) -> dict[str, Any]:
         """What health shows: exchanges kept (and their bytes), left out, dropped, files written, a failed save."""
-        return {"kept": len(self.kept), "bytes": self.held, "left_out": len(self.left) + self.left_more,
+        return {"kept": len(self.kept), "bytes": self.held.held, "left_out": len(self.left) + self.left_more,
                 "dropped": self.dropped, "saved_files": self.saves, "saving": self.saving, "failure": self.failure}
 
     def problems(self) -> list[str]:

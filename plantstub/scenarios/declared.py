@@ -78,10 +78,11 @@ class DeclaredRules:
 
     def __init__(self, memory: Budget) -> None:
         self.memory = memory
+        # Bytes taken from `memory`: the rules kept, and the removed ones a level still holds.
+        self.holding = memory.holding(RULES)
         self.rules: dict[str, DeclaredRule] = {}  # in declaration order; tried in that order
         self.uses: dict[int, int] = {}  # rule index -> answers given
         self.templates: dict[int, Any] = {}  # compiled reply templates (scenarios/replies.py)
-        self.held = 0  # bytes taken from `memory`: the rules kept, and the removed ones a level still holds
         self._next = 0  # ids never come back, so a handle kept past a reset cannot reach a newer rule
         self._levels: list[_Level] = []
         self._by_index: dict[int, DeclaredRule] = {}
@@ -98,10 +99,9 @@ class DeclaredRules:
         MAX_RULES, NoRoom when the memory budget cannot hold it (nothing is kept then)."""
         self.check_count()
         size = rule_bytes(rule, data, source) if size is None else size
-        if not self.memory.take(RULES, size) and not self._room_once_merged(size):
-            self.memory.lost(RULES, size)
+        if not self.holding.take(size) and not self._room_once_merged(size):
+            self.holding.lost(size)
             raise NoRoom(no_room(self.memory, size))
-        self.held += size
         self._next += 1
         # Numbered in declaration order, so each level's RuleIndex keeps that order among its candidates.
         declared = DeclaredRule(f"r{self._next}", replace(rule, index=self._next), data, source, size)
@@ -138,8 +138,7 @@ class DeclaredRules:
         self._by_index.clear()
         self._levels.clear()
         self.regex = 0
-        self.memory.give(RULES, self.held)
-        self.held = 0
+        self.holding.release()
         return count
 
     def select(self, request: IncomingRequest, body: Any, operation: str = "") -> tuple[DeclaredRule, int] | None:
@@ -184,8 +183,7 @@ class DeclaredRules:
         """`levels` as one, without their removed rules (whose bytes are given back now); none when all went."""
         freed = sum(level.dead_bytes for level in levels)
         if freed:
-            self.memory.give(RULES, freed)
-            self.held -= freed
+            self.holding.give(freed)
         live = tuple(rule for level in levels for rule in level.rules if rule.index in self._by_index)
         return [_Level(live)] if live else []
 
@@ -198,7 +196,7 @@ class DeclaredRules:
         if not any(level.dead for level in self._levels):
             return False
         self._merge_all()
-        return self.memory.take(RULES, size)
+        return self.holding.take(size)
 
 
 # -- declaring from Python ------------------------------------------------------------------------

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
-from plantstub._budget import Budget
+from plantstub._budget import Budget, OverBudget
 from plantstub.contract.dynamic import Draws
 from plantstub.contract.outgoing import problem
 from plantstub.errors import CallAssertionError, ConfigError, ScenarioError, UnknownScenario
@@ -157,35 +158,31 @@ class Session:
     async def wait_for_calls(self, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
         """Wait on the loop until `n` calls meet `expectation`: the matching calls still kept, and the failure text or
         None. :raises WaitOverBudget: when the session's memory budget cannot hold the wait."""
-        size = self._hold_waiter(expectation)
         try:
-            return await wait_for_calls_async(self.journal, expectation, n, timeout)
-        finally:
-            self.memory.give(WAITERS, size)
+            with self._waiting(expectation):
+                return await wait_for_calls_async(self.journal, expectation, n, timeout)
+        except OverBudget as exc:
+            raise WaitOverBudget(self._no_room_to_wait(exc.size)) from None
 
     def wait_from_thread(self, expectation: Expectation, n: int, timeout: float) -> list[Call]:
         """Wait, blocking a thread other than the loop's, until `n` calls meet `expectation`; CallAssertionError
         after `timeout` seconds, or at once when the session's memory budget cannot hold the wait."""
         __tracebackhide__ = True
         try:
-            size = self._hold_waiter(expectation)
-        except WaitOverBudget as exc:
-            raise CallAssertionError(f"plantstub: wait_for_calls(): {exc}") from None
-        try:
-            return wait_for_calls(self.journal, expectation, n, timeout)
-        finally:
-            self.memory.give(WAITERS, size)
+            with self._waiting(expectation):
+                return wait_for_calls(self.journal, expectation, n, timeout)
+        except OverBudget as exc:
+            raise CallAssertionError(f"plantstub: wait_for_calls(): {self._no_room_to_wait(exc.size)}") from None
 
-    def _hold_waiter(self, expectation: Expectation) -> int:
-        """Take what a wait holds from the budget (its filters as parsed, the numbers of up to twice the journal's
-        count bound of calls, the waiter itself); its size."""
+    def _waiting(self, expectation: Expectation) -> AbstractContextManager[None]:
+        """What a wait holds of the budget while it waits: its filters as parsed, the numbers of up to twice the
+        journal's count bound of calls, the waiter itself. :raises OverBudget: (on entering) when they do not fit."""
         size = WAITER_BYTES + 16 * self.journal.size + value_bytes(
             [expectation.body, expectation.headers, expectation.query, expectation.path])
-        if not self.memory.take(WAITERS, size):
-            self.memory.lost(WAITERS, size)
-            raise WaitOverBudget(self.memory.refusal(size, "this wait", "end other waits, or start the stub with a "
-                                                                        "larger --max-bytes"))
-        return size
+        return self.memory.hold(WAITERS, size)
+
+    def _no_room_to_wait(self, size: int) -> str:
+        return self.memory.refusal(size, "this wait", "end other waits, or start the stub with a larger --max-bytes")
 
     # -- rules from code -----------------------------------------------------------------------
     def add_rule(self, data: Any, file: str, line: int | None = None) -> str:

@@ -79,7 +79,7 @@ class DeliveryLog:
                  memory: Budget | None = None) -> None:
         self.size = size
         self.max_bytes = max_bytes
-        self.memory = memory
+        self.held = None if memory is None else memory.holding(KIND)
         self.items: deque[Sent] = deque()
         self.bytes = 0
         self.dropped = 0
@@ -107,13 +107,13 @@ class DeliveryLog:
         self.recorded += 1
         while self.items and (len(self.items) >= self.size or self.bytes + size > self.max_bytes):
             self._drop_oldest()
-        if self.memory is not None:
-            while not self.memory.take(KIND, size):
+        if self.held is not None:
+            while not self.held.take(size):
                 if not self.items:  # bigger than the room there is: not kept, and counted
                     self.dropped += 1
-                    self.memory.lost(KIND, size)
+                    self.held.lost(size)
                     return
-                self.memory.lost(KIND, self._drop_oldest())
+                self.held.lost(self._drop_oldest())
         self.items.append(sent)
         self.bytes += size
 
@@ -121,8 +121,8 @@ class DeliveryLog:
         size = self.items.popleft().size
         self.bytes -= size
         self.dropped += 1
-        if self.memory is not None:
-            self.memory.give(KIND, size)
+        if self.held is not None:
+            self.held.give(size)
         return size
 
     def _shed(self, short: int) -> int:
@@ -130,7 +130,7 @@ class DeliveryLog:
         freed = 0
         while self.items and freed < short:
             size = self._drop_oldest()
-            self.memory.lost(KIND, size)  # type: ignore[union-attr]  # only registered with a budget
+            self.held.lost(size)  # type: ignore[union-attr]  # only registered with a budget
             freed += size
         return freed
 
@@ -147,8 +147,8 @@ class DeliveryLog:
         again (a test's first delivery is #1): one decided before it keeps its number and is not recorded after it."""
         count = len(self.items)
         self.items.clear()
-        if self.memory is not None:
-            self.memory.give(KIND, self.bytes)
+        if self.held is not None:
+            self.held.give(self.bytes)
         self.bytes = 0
         self.lost_full = self.lost_memory = 0
         self.recorded = 0
