@@ -11,6 +11,7 @@ from typing import Any
 from plantstub._budget import Budget
 from plantstub._clock import iso_time
 from plantstub._json import NO_BODY, body_for_record, shown
+from plantstub._words import plural
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches
 
@@ -166,10 +167,6 @@ class DeliveryLog:
         return found
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun[:-1]}ies"
-
-
 def _line(d: Delivery) -> str:
     answer = f"{d.status}" if d.status is not None else "no answer"
     tail = f"  {d.error}" if d.error else ""
@@ -191,10 +188,10 @@ def assert_delivered(deliveries: list[Delivery], name: str | None, body: Any, ti
     what = name if name is not None else "any webhook"
     wanted = f" with body {shown(body)}" if body is not NO_BODY else ""
     count = 1 if times is None else times
-    lines = [f"plantstub: expected {'at least ' if times is None else ''}{_count(count, 'delivery')} of {what}"
-             f"{wanted}; got {len(found)}."]
+    lines = [f"plantstub: expected {'at least ' if times is None else ''}{plural(count, 'delivery', 'deliveries')} "
+             f"of {what}{wanted}; got {len(found)}."]
     if deliveries:
-        lines.append(f"{_count(len(deliveries), 'delivery')} recorded:")
+        lines.append(f"{plural(len(deliveries), 'delivery', 'deliveries')} recorded:")
         lines.extend(_line(d) for d in deliveries[-10:])
     else:
         lines.append("no deliveries recorded (is a receiver subscribed? see stub.subscribe() and --webhook)")
