@@ -307,6 +307,7 @@ class Recorder:
                          "save: the memory budget (--max-bytes) or the 10,000 exchanges one save keeps were full; save "
                          "(POST /__plantstub/record/save) to let the kept ones go")
         if self.failure is not None:
-            found.append(f"record: the last save failed: {self.failure}; {len(self.kept)} exchanges are kept until a "
-                         "save succeeds")
+            kept = len(self.kept)
+            found.append(f"record: the last save failed: {self.failure}; {plural(kept, 'exchange')} "
+                         f"{'is' if kept == 1 else 'are'} kept until a save succeeds")
         return found
