@@ -11,7 +11,6 @@ import pytest
 
 from plantstub._words import plural
 from plantstub.plugin.options import given_seed
-from plantstub.server.prefixes import SESSION_PREFIX
 
 if TYPE_CHECKING:
     from plantstub.client.remote import RemoteStub
@@ -30,6 +29,8 @@ def seed_key(item: pytest.Item) -> str:
 
 
 def _sidecar_seed(config: pytest.Config, stub: RemoteStub) -> int:
+    from plantstub.server.prefixes import SESSION_PREFIX  # here: loading the plugin imports no server code
+
     root = stub.url.partition(SESSION_PREFIX)[0]
     seeds = config.stash.setdefault(SIDECAR_SEEDS, {})
     if root not in seeds:
