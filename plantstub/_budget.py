@@ -1,23 +1,35 @@
 """Budget: the bytes of memory one session (or the whole stub) may hold of what clients send it.
 
 Everything a client can fill draws from its session's budget, by kind (calls, records, rules, deliveries,
-pending deliveries, waiters), and each session's budget draws from the stub's. A holder asks with `take()` before it
-keeps something and `give()`s the bytes back when it lets go; `lost()` counts what it could not keep, so health can say
-what was dropped. Holders of what may be dropped oldest first (the journal, the delivery log) register a `shed`
-callback: another kind short of room makes them shed before it is refused.
+pending deliveries, waiters), and each session's budget draws from the stub's. A holder holds its bytes in one of two
+forms, so none can leak: a `Holding` (`budget.holding(kind)`), the bytes one holder keeps for a while (its `take()`,
+`give()` and `lost()`, the count of what it holds, and `release()` giving back all of it), or `with budget.hold(kind,
+size):`, bytes held for a block and given back however it ends. Holders of what may be dropped oldest first (the
+journal, the delivery log) register a `shed` callback: another kind short of room makes them shed before it is
+refused. `lost()` counts what could not be kept, so health can say what was dropped.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 Shed = Callable[[int], int]  # shed(at least these bytes) -> the bytes freed (each given back already)
 
 
+class OverBudget(Exception):
+    """`size` bytes did not fit (counted lost): `budget.refusal(size, ...)` words why."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
 class Budget:
-    """`limit` bytes, within `parent`'s when given; safe to use from any thread."""
+    """`limit` bytes, within `parent`'s when given; safe to use from any thread. Holders use `holding()` and
+    `hold()`; `take()`, `give()` and `lost()` are what those two are made of."""
 
     def __init__(self, limit: int, parent: Budget | None = None) -> None:
         self.limit = limit
@@ -35,6 +47,22 @@ class Budget:
         self._sheds.append((kind, shed))
         if self.parent is not None:
             self.parent._sheds.append((kind, shed))
+
+    def holding(self, kind: str) -> Holding:
+        """The bytes of `kind` one holder keeps (a journal, a store...): it takes and gives through the Holding."""
+        return Holding(self, kind)
+
+    @contextmanager
+    def hold(self, kind: str, size: int) -> Iterator[None]:
+        """Hold `size` bytes of `kind` for the block, given back however it ends. :raises OverBudget: when they do
+        not fit (nothing is held then, and they are counted lost)."""
+        if not self.take(kind, size):
+            self.lost(kind, size)
+            raise OverBudget(size)
+        try:
+            yield
+        finally:
+            self.give(kind, size)
 
     def take(self, kind: str, size: int) -> bool:
         """Hold `size` more bytes of `kind` if they fit, here and in the parent, after the other kinds shed what they
@@ -132,6 +160,47 @@ class Budget:
             short = max(short, budget.held + size - budget.limit)
             budget = budget.parent
         return short
+
+
+class Holding:
+    """The bytes of one kind that one holder keeps in a Budget (`held`, counted here as the budget counts them): what
+    it gives back comes off its own count, and `release()` gives back exactly what is left, so a holder that lets
+    go of everything cannot keep a byte by mistake nor give one back twice. Safe to use from any thread."""
+
+    __slots__ = ("_lock", "budget", "held", "kind")
+
+    def __init__(self, budget: Budget, kind: str) -> None:
+        self.budget = budget
+        self.kind = kind
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        """Hold `size` more bytes if the budget takes them (Budget.take(): other kinds may shed first); False when
+        it does not (nothing is held then: the holder drops the thing, or its own oldest, and says so with lost())."""
+        if not self.budget.take(self.kind, size):
+            return False
+        with self._lock:
+            self.held += size
+        return True
+
+    def give(self, size: int) -> None:
+        """Stop holding `size` of the bytes held."""
+        with self._lock:
+            self.held -= size
+        self.budget.give(self.kind, size)
+
+    def lost(self, size: int, count: int = 1) -> None:
+        """Count `count` things (`size` bytes) this holder dropped, or could not keep, for lack of room."""
+        self.budget.lost(self.kind, size, count)
+
+    def release(self) -> int:
+        """Give back everything held; how many bytes that was."""
+        with self._lock:
+            size, self.held = self.held, 0
+        if size:
+            self.budget.give(self.kind, size)
+        return size
 
 
 def shown_bytes(size: int) -> str:

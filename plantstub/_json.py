@@ -298,11 +298,14 @@ def scalar_text(value: Any) -> str:
 MAX_SHOWN = 80  # characters of a value (or of a key, tag or anchor name) that any message quotes
 
 
-def shown(value: Any) -> str:
-    """`repr()` of a value, cut short: a 1 MB body must not become a 1 MB message, nor take its time."""
+def shown(value: Any, limit: int = MAX_SHOWN) -> str:
+    """`repr()` of a value, cut short: a 1 MB body must not become a 1 MB message, nor take its time. A text is
+    quoted whole up to `limit` characters, else its first `limit` and `…`; anything else is cut at `limit`."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= limit else value[:limit] + "…")
     parts: list[str] = []
-    _repr_into(value, parts, [MAX_SHOWN])
-    return cut("".join(parts))
+    _repr_into(value, parts, [limit])
+    return cut("".join(parts), limit)
 
 
 def cut(text: str, limit: int = MAX_SHOWN) -> str:

@@ -223,16 +223,6 @@ def _json_loads(text: str, name: str, quote: bool) -> Any:
         raise ValueError(f"{name}: not valid JSON{_reason(str(exc), quote)}") from None
 
 
-def read_document(path: Path, name: str | None = None, *, quote: bool = True) -> Any:
-    """Read and parse one YAML or JSON file; raises ValueError with a readable reason.
-
-    `name` is how messages show the file (default: the path as given); it keeps the file's extension.
-    `quote=False`: see parse_text.
-    """
-    name = str(path) if name is None else name
-    return parse_text(decode_text(read_bytes(path, name), name), name, quote=quote)
-
-
 def read_bytes(path: Path, name: str) -> bytes:
     """The bytes of one file; ValueError naming it (`name`) when it cannot be read."""
     try:

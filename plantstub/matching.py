@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -12,6 +11,7 @@ from typing import Any, NamedTuple
 
 from plantstub._json import MISSING
 from plantstub._regex import costly, pattern_problem, searches
+from plantstub._words import did_you_mean
 
 _PARAMETER = re.compile(r"\{([^}/]+)\}")
 
@@ -319,8 +319,7 @@ def matcher_problems(value: Any, where: str) -> list[tuple[str, str]]:
     for op, wanted in value.items():
         at = f"{where}.{op}"
         if op not in MATCHERS:
-            close = difflib.get_close_matches(op, MATCHERS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(MATCHERS)}"
+            hint = did_you_mean(op, MATCHERS) or f"known: {', '.join(MATCHERS)}"
             found.append((at, f"unknown matcher {op!r} ({hint}); to match a key starting with $ literally, "
                               'write {"$eq": {...}} around the object'))
         elif op in ("$present", "$absent") and not isinstance(wanted, bool):

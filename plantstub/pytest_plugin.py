@@ -30,7 +30,7 @@ from plantstub.plugin.summary import COVERAGE_KEY, session_finished, write_summa
 from plantstub.recording.coverage import merge, tally_of
 
 if TYPE_CHECKING:
-    from plantstub.server.remote import RemoteStub
+    from plantstub.client.remote import RemoteStub
     from plantstub.stub import Stub
 
 __all__ = ["COVERAGE_KEY", "URL_ENV", "WAIT_ENV", "StubPool"]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from plantstub.client.remote import RemoteStub
 from plantstub.config import Settings, build_settings
 from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.call import Call
@@ -19,7 +20,6 @@ from plantstub.recording.waiting import expectation_of
 from plantstub.scenarios.declared import DeclaresRules, RuleHandle
 from plantstub.scenarios.load import ScenarioLoadError
 from plantstub.server.prefixes import SESSION_HEADER, SESSION_PREFIX
-from plantstub.server.remote import RemoteStub
 from plantstub.server.runner import Running, start
 from plantstub.server.runtime import load
 from plantstub.server.session import NotStateful, Session

@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from multidict import CIMultiDict
 
@@ -384,3 +385,8 @@ class Upstream:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def reload(sessions: Any) -> list[str]:
+    """Reload a stub's scenarios folder as --watch does (load_folder, then install): what it logs."""
+    return sessions.install(sessions.load_folder())

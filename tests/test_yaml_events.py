@@ -35,7 +35,7 @@ def test_every_yaml_spec_of_the_tests_reads_the_same(path):
     try:
         fast = read_events(text)
     except _Unusual:
-        return  # left to JsonSafeLoader, which read_document uses then
+        return  # left to JsonSafeLoader, which parse_text uses then
     assert same(fast, full(text))
 
 

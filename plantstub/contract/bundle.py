@@ -46,15 +46,6 @@ def join(base: str, ref: str) -> str:
     return urljoin(base, ref)
 
 
-def bundle_schema(node: Any, base: str, lookup: Lookup, *, legacy: bool, where: str) -> dict | bool:
-    """Bundle `node` (found at document URI `base`) into a self-contained 2020-12 schema, and check it.
-
-    `legacy`: the document is OpenAPI 3.0. Raises SpecError naming `where` when a $ref cannot be followed
-    or the result is not valid JSON Schema.
-    """
-    return Bundler(lookup, legacy=legacy).bundle(node, base, where)
-
-
 class Bundler:
     """Bundles the schemas of one document; each $ref target is converted and checked once.
 

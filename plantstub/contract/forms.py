@@ -3,6 +3,7 @@ by its property's schema (a field whose schema is an array is a list, even when 
 
 from __future__ import annotations
 
+import logging
 from email.message import Message
 from email.parser import BytesHeaderParser
 from typing import Any
@@ -13,7 +14,10 @@ from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.params import property_types, read_scalar, schema_types
 
 MAX_PARTS = 1_000  # parts of a multipart body read; each costs a header parse, so a hostile body cannot stall the loop
+MAX_HEADERS = 8  # header lines of one part (a form's part has one to three)
+MAX_HEADER_LINE = 4_096  # bytes of one header line, name and value
 _HEADERS = BytesHeaderParser()
+_QUIET = logging.Logger("plantstub.multipart", logging.CRITICAL)  # never registered, never writes
 
 
 class FormFields:
@@ -91,28 +95,89 @@ def _boundary(content_type: str) -> bytes:
 
 
 def _parts(raw: bytes, content_type: str) -> list[tuple[str, str, bytes]]:
-    """(name, Content-Type or "" when the part has none, bytes) of each part, in one pass over the body (RFC 7578)."""
-    delimiter = b"--" + _boundary(content_type)
-    start = raw.find(delimiter)
-    if start < 0 or (start > 0 and raw[start - 2:start] != b"\r\n"):
-        raise BodyError(f"no part starts with the boundary {delimiter.decode('latin-1')!r}")
-    parts: list[tuple[str, str, bytes]] = []
-    at = start + len(delimiter)
-    while not raw.startswith(b"--", at):
-        if len(parts) == MAX_PARTS:
+    """(name, Content-Type or "" when the part has none, bytes) of each part (RFC 7578), split by python-multipart's
+    parser within our bounds: at most MAX_PARTS parts, MAX_HEADERS header lines of MAX_HEADER_LINE bytes each."""
+    from python_multipart import MultipartParser
+    from python_multipart.exceptions import MultipartParseError
+
+    boundary = _boundary(content_type)
+    split = _Split(f"--{boundary.decode('latin-1')}")
+    parser = MultipartParser(boundary, split.callbacks)
+    parser.logger = _QUIET  # its warnings on a malformed body: the refusal says what is wrong, once
+    try:
+        parser.write(raw)
+    except MultipartParseError:
+        raise BodyError(split.broken()) from None
+    if not split.ended:
+        raise BodyError(split.broken(cut_short=True))
+    return split.parts
+
+
+class _Split:
+    """The parser's callbacks: the parts met, each part's headers and data as they come, where the parser is."""
+
+    def __init__(self, delimiter: str) -> None:
+        self.delimiter = delimiter
+        self.parts: list[tuple[str, str, bytes]] = []
+        self.stage = "before"  # before the first part, in a part's headers, in its data, between two parts
+        self.ended = False  # the closing delimiter was met
+        self.lines: list[list[bytes]] = []  # this part's header lines, each [name, value] as they came
+        self.data: list[bytes] = []
+        self.callbacks: Any = {
+            "on_part_begin": self.begin, "on_header_begin": self.header, "on_header_field": self.field,
+            "on_header_value": self.value, "on_headers_finished": self.headers_done, "on_part_data": self.more,
+            "on_part_end": self.end, "on_end": self.close,
+        }
+
+    def begin(self) -> None:
+        if len(self.parts) == MAX_PARTS:
             raise BodyError(f"more than {MAX_PARTS:,} parts; plantstub reads at most {MAX_PARTS:,}")
-        line_end = raw.find(b"\r\n", at)
-        end = raw.find(b"\r\n" + delimiter, at)
-        if line_end < 0 or end < 0:
-            raise BodyError(f"part {len(parts) + 1} does not end with the boundary {delimiter.decode('latin-1')!r}")
-        block = raw[line_end + 2:end]
-        head, found, data = (b"", b"\r\n", block[2:]) if block.startswith(b"\r\n") else block.partition(b"\r\n\r\n")
-        if not found:
-            raise BodyError(f"part {len(parts) + 1}: its headers do not end with an empty line")
-        headers = _HEADERS.parsebytes(head + b"\r\n\r\n")
+        self.stage, self.lines, self.data = "headers", [], []
+
+    def header(self) -> None:
+        if len(self.lines) == MAX_HEADERS:
+            raise BodyError(self.broken())
+        self.lines.append([b"", b""])
+
+    def field(self, data: bytes, start: int, end: int) -> None:
+        self._add(0, data[start:end])
+
+    def value(self, data: bytes, start: int, end: int) -> None:
+        self._add(1, data[start:end])
+
+    def _add(self, at: int, piece: bytes) -> None:
+        line = self.lines[-1]
+        line[at] += piece
+        if len(line[0]) + len(line[1]) > MAX_HEADER_LINE:
+            raise BodyError(self.broken())
+
+    def headers_done(self) -> None:
+        self.stage = "data"
+
+    def more(self, data: bytes, start: int, end: int) -> None:
+        self.data.append(data[start:end])
+
+    def end(self) -> None:
+        n = len(self.parts) + 1
+        headers = _HEADERS.parsebytes(b"".join(name + b": " + value + b"\r\n" for name, value in self.lines) + b"\r\n")
         name = headers.get_param("name", header="content-disposition")
         if not isinstance(name, str) or headers.get_content_disposition() != "form-data":
-            raise BodyError(f"part {len(parts) + 1}: no `Content-Disposition: form-data; name=...` header")
-        parts.append((name, headers.get_content_type() if "Content-Type" in headers else "", data))
-        at = end + 2 + len(delimiter)
-    return parts
+            raise BodyError(f"part {n}: no `Content-Disposition: form-data; name=...` header")
+        self.parts.append((name, headers.get_content_type() if "Content-Type" in headers else "", b"".join(self.data)))
+        self.stage = "between"
+
+    def close(self) -> None:
+        self.ended = True
+
+    def broken(self, cut_short: bool = False) -> str:
+        """What is wrong where the parser stopped (`cut_short`: the body ended there)."""
+        n = len(self.parts) + 1
+        if self.stage == "before":
+            return f"no part starts with the boundary {self.delimiter!r}"
+        if self.stage == "headers":
+            if cut_short:
+                return f"part {n}: its headers do not end with an empty line"
+            return (f"part {n}: its headers are not lines of `Name: value` (at most {MAX_HEADERS} lines of at most "
+                    f"{MAX_HEADER_LINE:,} bytes) ending with an empty line")
+        ended = len(self.parts) + (self.stage == "data")  # the part whose closing boundary is missing or broken
+        return f"part {ended} does not end with the boundary {self.delimiter!r}"

@@ -40,3 +40,11 @@ def error_reply(status: int, message: str, headers: dict[str, str] | None = None
     """An Error record, ready to send."""
     body = error_body(status, message)
     return Outgoing(status, body, json_bytes(body), JSON, headers or {}, message)
+
+
+def unanswered(before: str, stopped: bool = False) -> Outgoing:
+    """The 499 a call records when no answer went out (answered_by `client_left`), the one text of it: the client closed
+    the connection (or, `stopped`, the stub stopped) before `before` (`sending the whole body`, `the answer was
+    sent`)."""
+    who = "the stub stopped" if stopped else "the client closed the connection"
+    return error_reply(499, f"request: {who} before {before}; no answer went out")

@@ -3,11 +3,11 @@ but never declares (not enforced; one warning each). Also the two small readers 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
 from plantstub._json import MAX_SHOWN, cut, shown
+from plantstub._words import did_you_mean
 from plantstub.contract.model import SecurityScheme
 from plantstub.errors import SpecError
 
@@ -24,9 +24,9 @@ def expect(kind: type, node: Any, where: str, what: str) -> Any:
 def suggest(name: str, declared: dict) -> str:
     """` (did you mean 'x'?)` when a name is close to one declared, else the names declared."""
     names = [str(n) for n in declared]
-    close = difflib.get_close_matches(name, names, n=1)
-    if close:
-        return f" (did you mean {shown(close[0])}?)"
+    hint = did_you_mean(name, names)
+    if hint:
+        return f" ({hint})"
     return f" (declared: {cut(', '.join(names), 3 * MAX_SHOWN)})" if names else " (none are declared)"
 
 

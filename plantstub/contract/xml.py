@@ -10,95 +10,23 @@ element with `xsi:nil="true"` (an attribute left out). The root is named by its 
 hold is written `_xHHHH_` per character, as .NET's XmlConvert does, and read back. `anyOf`/`oneOf` branches are read
 as one shape: their properties together, their types together.
 
-Reading uses the standard library (expat, then its C tree builder) with every document type declaration refused: no
-entity is ever declared, so none is expanded (no "billion laughs", whatever expat's own limits), and no external one
-is fetched; nesting is bounded.
+Reading (contract/xml_read.py) uses the standard library (expat, then its C tree builder) with every document type
+declaration refused: no entity is ever declared, so none is expanded (no "billion laughs", whatever expat's own
+limits), and no external one is fetched; nesting is bounded.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
-from xml.etree import ElementTree
-from xml.parsers import expat
 
 from plantstub._json import MAX_NESTING, BodyError, scalar_text
 from plantstub._memo import IdentityMemo
 from plantstub.contract.flatten import defs_of, flatten, types_of
-from plantstub.contract.params import read_scalar
+from plantstub.contract.xml_read import parse, value_of
+from plantstub.contract.xml_shape import ANY, NAME, XSI, Shape, encode_name
 
-XSI = "http://www.w3.org/2001/XMLSchema-instance"
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")  # the XML names written as they are (ASCII; no `:`)
-_ESCAPED = re.compile(r"_x([0-9A-Fa-f]{4,6})_")
 _UNWRITABLE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # characters XML 1.0 cannot carry
-
-
-class Shape:
-    """How one schema maps to XML, read from it once: its XML Object, the node it is, its properties, items, types.
-
-    `props`, `extra` and `items` are the shapes of the subschemas (made on first use, so a recursive schema is one
-    Shape per place); `types` the JSON types a text is read as."""
-
-    __slots__ = ("_index", "attributes", "extra", "items", "name", "namespace", "node", "prefix", "prefixed", "props",
-                 "required", "text", "title", "types", "wrapped")
-
-    def __init__(self) -> None:
-        self.name: str | None = None  # xml.name
-        self.namespace: str | None = None
-        self.prefix: str | None = None
-        self.node = "element"  # element, attribute, text (cdata too), none
-        self.wrapped = False  # an array inside an element of its own
-        self.props: dict[str, Shape] = {}
-        self.extra: Shape | None = None  # additionalProperties
-        self.items: Shape | None = None
-        self.prefixed: list[Shape] = []  # prefixItems
-        self.types: set[str] = set()  # empty: any
-        self.required: list[str] = []
-        self.attributes: dict[str, str] = {}  # attribute name -> property
-        self.text: str | None = None  # the property that is the element's text
-        self.title: str | None = None
-        self._index: dict[str, str] | None = None
-
-    def child(self, prop: str) -> Shape:
-        return self.props.get(prop) or self.extra or ANY
-
-    def item(self, i: int) -> Shape:
-        return self.prefixed[i] if i < len(self.prefixed) else self.items or ANY
-
-    def element_name(self, prop: str) -> str:
-        """The name of the element a property is: its `xml.name`, else its own (a wrapped array's wrapper)."""
-        shape = self.child(prop)
-        return shape.name or prop
-
-    def item_name(self, prop: str, i: int = 0) -> str:
-        """The name of the elements an array property's items are: the items' `xml.name`, else the wrapper's
-        name when wrapped (3.2), else the property's."""
-        shape = self.child(prop)
-        item = shape.item(i)
-        return item.name or (shape.name if shape.wrapped and shape.name else prop)
-
-    def unwrapped(self) -> bool:
-        """An array whose items repeat under the parent element, with no element of its own."""
-        return not self.wrapped and "array" in self.types and self.types <= {"array", "null"}
-
-    def index(self) -> dict[str, str]:
-        """Child element name -> the property it belongs to (a wrapper's name, or each item's when unwrapped)."""
-        if self._index is None:
-            found: dict[str, str] = {}
-            for prop, shape in self.props.items():
-                if shape.node != "element":
-                    continue
-                if shape.unwrapped():
-                    for i in range(max(1, len(shape.prefixed))):
-                        found.setdefault(self.item_name(prop, i), prop)
-                else:
-                    found.setdefault(self.element_name(prop), prop)
-            self._index = found
-        return self._index
-
-
-ANY = Shape()
 
 
 class Mapping:
@@ -136,7 +64,7 @@ class Mapping:
         elif node in ("text", "cdata"):
             shape.node = "text"
         shape.wrapped = xml.get("wrapped") is True or node == "element"
-        shape.title = _text(flat.get("title")) if _NAME.match(str(flat.get("title", ""))) else None
+        shape.title = _text(flat.get("title")) if NAME.match(str(flat.get("title", ""))) else None
         shape.types = types_of(schema, self.defs) or set()
         subs: dict[str, list[Any]] = {}  # each property's schemas, in every part (a branch's too)
         for part in parts:
@@ -178,7 +106,7 @@ class Mapping:
     # -- reading -------------------------------------------------------------------------------------------------
     def read(self, raw: bytes) -> Any:
         """The value an XML body holds by this mapping; BodyError naming what is wrong (not well-formed, a DTD)."""
-        return _value(parse(raw), self.root, top=True)
+        return value_of(parse(raw), self.root, top=True)
 
 
 def _xml(schema: Any) -> dict[str, Any]:
@@ -205,25 +133,6 @@ def _wrapping(shape: Shape) -> Shape:
         setattr(wrapped, slot, getattr(shape, slot))
     wrapped.wrapped = True
     return wrapped
-
-
-# -- names --------------------------------------------------------------------------------------------------------
-def encode_name(name: str) -> str:
-    """An XML name for `name`: as it is when XML takes it, else each character XML refuses there as `_xHHHH_` (an
-    underscore that starts such a run escaped too, so every name reads back as itself)."""
-    if _NAME.match(name) and "_x" not in name:
-        return name
-    out = []
-    for i, char in enumerate(name):
-        fits = char.isascii() and (char.isalpha() or char == "_" or (i > 0 and (char.isdigit() or char in ".-")))
-        if char == "_" and _ESCAPED.match(name, i):
-            fits = False
-        out.append(char if fits else f"_x{ord(char):04X}_")
-    return "".join(out)
-
-
-def decode_name(name: str) -> str:
-    return _ESCAPED.sub(lambda m: chr(int(m[1], 16)) if int(m[1], 16) <= 0x10FFFF else m[0], name) if "_x" in name else name
 
 
 # -- writing ------------------------------------------------------------------------------------------------------
@@ -285,127 +194,3 @@ def _element(out: list[str], name: str, value: Any, shape: Shape, depth: int) ->
             sub = _wrapping(sub)
         _element(out, child_name, child, sub, depth + 1)
     out.append(f"</{tag}>")
-
-
-# -- reading ------------------------------------------------------------------------------------------------------
-_XML_NS = "{http://www.w3.org/XML/1998/namespace}"
-_NIL = f"{{{XSI}}}nil"
-MAX_DEPTH = 256  # levels of elements read (each level a step of the reading's own recursion)
-MAX_ELEMENTS = 100_000  # elements read in one document: what a body of --max-body can make the reading walk
-
-
-def parse(raw: bytes) -> ElementTree.Element:
-    """The root element of an XML document; BodyError when it is not well-formed, declares a document type, nests
-    deeper than MAX_DEPTH or holds more than MAX_ELEMENTS elements.
-
-    First a pass of expat alone, which calls Python for nothing but a document type declaration (refused there,
-    before any entity in it is read); then the standard library's C tree builder on a document known to have none,
-    so nothing is expanded."""
-    guard = expat.ParserCreate()
-    guard.StartDoctypeDeclHandler = _refuse_doctype
-    guard.EntityDeclHandler = _refuse_doctype
-    guard.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    try:
-        guard.Parse(raw, True)
-    except expat.ExpatError as exc:
-        raise BodyError(f"not well-formed XML: {expat.ErrorString(exc.code)} at line {exc.lineno} column"
-                        f" {exc.offset + 1}") from None
-    try:
-        root = ElementTree.fromstring(raw)
-    except ElementTree.ParseError as exc:  # (the guard read the same bytes: not expected)
-        raise BodyError(f"not well-formed XML: {exc}") from None
-    todo, count = [(root, 1)], 0
-    while todo:
-        element, depth = todo.pop()
-        count += 1
-        if depth > MAX_DEPTH:
-            raise BodyError(f"nested more than {MAX_DEPTH} elements deep; plantstub reads no deeper")
-        if count > MAX_ELEMENTS:
-            raise BodyError(f"more than {MAX_ELEMENTS:,} elements; plantstub reads at most {MAX_ELEMENTS:,}")
-        todo.extend((child, depth + 1) for child in element)
-    return root
-
-
-def _refuse_doctype(*_: Any) -> None:
-    raise BodyError("a document type declaration (<!DOCTYPE ...>) is not accepted: plantstub reads no DTD, so no entity"
-                    " can be declared or expanded")
-
-
-@lru_cache(maxsize=4096)  # a document repeats its few names
-def _local(name: str) -> str:
-    """`{namespace}local` -> `local`, its `_xHHHH_` escapes read back."""
-    return decode_name(name.rpartition("}")[2] if name[:1] == "{" else name)
-
-
-def _attributes(element: ElementTree.Element) -> dict[str, str]:
-    """An element's attributes by local name, XML Schema instance and `xml:` ones left out."""
-    if not element.attrib:
-        return {}
-    return {_local(name): value for name, value in element.attrib.items()
-            if not name.startswith((f"{{{XSI}}}", _XML_NS))}
-
-
-def _inner_text(element: ElementTree.Element) -> str:
-    """The text directly inside an element (before, between and after its children)."""
-    parts = [element.text or ""]
-    parts += [child.tail or "" for child in element]
-    return "".join(parts)
-
-
-def _value(element: ElementTree.Element, shape: Shape, top: bool = False) -> Any:
-    """The value `element` holds as `shape` maps it."""
-    if element.get(_NIL) in ("true", "1"):
-        return None
-    children = list(element)
-    attributes = _attributes(element)
-    types = shape.types
-    if top and "array" in types and types <= {"array", "null"}:
-        return [_value(child, shape.item(i)) for i, child in enumerate(children)]
-    if shape.wrapped and "array" in types:
-        return [_value(child, shape.item(i)) for i, child in enumerate(children)]
-    if not children and not attributes and shape.text is None:
-        text = _inner_text(element)
-        containers = types & {"object", "array"}
-        if containers == {"array"} and not text.strip():
-            return []
-        if not ((containers or not types) and not text.strip()):  # an empty element of an object or any value: {}
-            return _scalar(text, types)  # an object's place holding a text: the text, which the schema refuses
-    out: dict[str, Any] = {}
-    for name, value in attributes.items():
-        prop = shape.attributes.get(name, name)
-        out[prop] = _scalar(value, shape.child(prop).types)
-    text = _inner_text(element) if shape.text is not None else ""
-    if shape.text is not None and text.strip():
-        out[shape.text] = _scalar(text, shape.child(shape.text).types)
-    index = shape.index()
-    lists: set[str] = set()
-    for child in children:
-        name = _local(child.tag)
-        prop = index.get(name, name)
-        sub = shape.child(prop)
-        if sub.unwrapped():
-            items = out.setdefault(prop, [])
-            if isinstance(items, list):
-                items.append(_value(child, sub.item(len(items))))
-            continue
-        value = _value(child, sub)
-        if prop in out:  # a name met again where one value stands: a list (which the schema then refuses)
-            if prop not in lists:
-                out[prop] = [out[prop]]
-                lists.add(prop)
-            out[prop].append(value)
-        else:
-            out[prop] = value
-    for prop in shape.required:  # a required array written as no element at all: an empty one
-        if prop not in out and shape.child(prop).unwrapped():
-            out[prop] = []
-    return out
-
-
-def _scalar(text: str, types: set[str]) -> Any:
-    """An element's or attribute's text read as `types` read it (null only by `xsi:nil`); the text when none fits."""
-    if types & {"integer", "number", "boolean"}:
-        value = read_scalar(text.strip(), types - {"null"})
-        if not isinstance(value, str):
-            return value
-    return text

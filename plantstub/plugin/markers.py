@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from plantstub._words import did_you_mean
 from plantstub.config import proxy_url
 
 
@@ -35,8 +35,8 @@ def _marker_kwargs(marker: pytest.Mark) -> dict[str, Any]:
         kwargs["scenario"] = marker.args[0]
     for key in kwargs:
         if key not in MARKER_ARGUMENTS:
-            close = difflib.get_close_matches(key, MARKER_ARGUMENTS, n=1)
-            problems.append(f"unknown argument {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            hint = did_you_mean(key, MARKER_ARGUMENTS)
+            problems.append(f"unknown argument {key!r}" + (f" ({hint})" if hint else ""))
     if "scenario" in kwargs and not isinstance(kwargs["scenario"], (str, type(None))):
         problems.append(f"scenario must be a name (a string), got {kwargs['scenario']!r}")
     if "strict" in kwargs and not isinstance(kwargs["strict"], bool):

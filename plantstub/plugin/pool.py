@@ -12,7 +12,7 @@ from plantstub._gc import collector_paused
 from plantstub.config import Settings, build_settings
 
 if TYPE_CHECKING:
-    from plantstub.server.remote import RemoteStub
+    from plantstub.client.remote import RemoteStub
     from plantstub.stub import Stub
 
 
@@ -65,8 +65,8 @@ class StubPool:
 
     def sidecar(self, url: str, token: str | None) -> RemoteStub:
         """The stub running at `url` (--plantstub-url), connected with `token` (its admin token is checked)."""
+        from plantstub.client.remote import RemoteStub  # not plantstub.stub: a sidecar's worker imports no aiohttp
         from plantstub.errors import PlantstubError
-        from plantstub.server.remote import RemoteStub  # not plantstub.stub: a sidecar's worker imports no aiohttp
 
         key = (url, token)
         remote = self.sidecars.get(key)

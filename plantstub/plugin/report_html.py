@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from plantstub._version import __version__
+from plantstub._words import plural
 from plantstub.recording.coverage import Tally, figures
 
 STYLE = """
@@ -26,10 +27,6 @@ td.extra { background: #ffe3a8; } .totals td { padding-right: 16px; } li.problem
 
 def _e(value: Any) -> str:
     return escape(str(value), quote=True)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def coverage_grid(tally: Tally) -> str:
@@ -92,9 +89,9 @@ def _test(test: dict[str, Any]) -> str:
     if calls is None:
         said.append("(no stub)")
     else:
-        said.append(_plural(len(calls) + test.get("more", 0), "call"))
+        said.append(plural(len(calls) + test.get("more", 0), "call"))
         if problems:
-            said.append(f"<span class='invalid'>{_plural(problems, 'contract problem')}</span>")
+            said.append(f"<span class='invalid'>{plural(problems, 'contract problem')}</span>")
     parts = [f"<details class='test'{' open' if failed else ''} data-outcome='{_e(test['outcome'])}' "
              f"data-problems='{problems}'><summary>{' · '.join(said)} ({test['duration']:.2f} s)</summary>"]
     if test.get("failure"):
@@ -105,7 +102,7 @@ def _test(test: dict[str, Any]) -> str:
         parts.extend(_call(call) for call in calls)
         parts.append("</table>")
         if test.get("more"):
-            parts.append(f"<p>… and {_plural(test['more'], 'more call')}, not shown.</p>")
+            parts.append(f"<p>… and {plural(test['more'], 'more call')}, not shown.</p>")
     elif calls == []:
         parts.append("<p>No call.</p>")
     parts.append("</details>")

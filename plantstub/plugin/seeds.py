@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from plantstub._words import plural
 from plantstub.plugin.options import given_seed
 
 if TYPE_CHECKING:
-    from plantstub.server.remote import RemoteStub
+    from plantstub.client.remote import RemoteStub
     from plantstub.stub import Stub
 
 DRAWN_KEY = pytest.StashKey[dict[str, int]]()  # how to draw them again -> tests that drew dynamic answers
@@ -28,7 +29,9 @@ def seed_key(item: pytest.Item) -> str:
 
 
 def _sidecar_seed(config: pytest.Config, stub: RemoteStub) -> int:
-    root = stub.url.partition("/__session/")[0]
+    from plantstub.server.prefixes import SESSION_PREFIX  # here: loading the plugin imports no server code
+
+    root = stub.url.partition(SESSION_PREFIX)[0]
     seeds = config.stash.setdefault(SIDECAR_SEEDS, {})
     if root not in seeds:
         seeds[root] = stub.seed
@@ -50,7 +53,7 @@ def failure_text(item: pytest.Item, stub: Stub | RemoteStub, sidecar: bool, draw
     """The section a failing test's report gets when it drew `drawn` dynamic answers."""
     seed, again = _again(item.config, stub, sidecar)
     rerun = f"pytest {shlex.quote(item.nodeid)} --plantstub-seed {seed}" if again.startswith("--") else None
-    said = (f"plantstub: this test drew {drawn} dynamic answer{'s' if drawn != 1 else ''} from seed {seed} and its "
+    said = (f"plantstub: this test drew {plural(drawn, 'dynamic answer')} from seed {seed} and its "
             f"node id ({item.nodeid})")
     if rerun is not None:
         return f"{said}; `{rerun}` draws the same answers again, alone or in any run, on any worker."
@@ -114,5 +117,5 @@ def write_seeds(terminalreporter: Any, config: pytest.Config) -> None:
     if hasattr(config, "workeroutput"):
         return
     for line, n in sorted(config.stash.get(DRAWN_KEY, {}).items()):
-        terminalreporter.write_line(f"plantstub: {n} test{'s' if n != 1 else ''} drew dynamic answers {line} (each "
+        terminalreporter.write_line(f"plantstub: {plural(n, 'test')} drew dynamic answers {line} (each "
                                     "test's from the seed and its node id, alone or in any run)")

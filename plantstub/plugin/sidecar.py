@@ -14,7 +14,7 @@ from plantstub.config import FIELDS, Settings, build_settings
 from plantstub.plugin.options import WAIT_NAMES
 
 if TYPE_CHECKING:
-    from plantstub.server.remote import RemoteStub
+    from plantstub.client.remote import RemoteStub
 
 # What a sidecar honours for one test: its admin token, the scenario a test starts with, and `stateful` when the
 # sidecar's is the same. The rest (spec, scenarios, limits...) are the sidecar's own, set where it starts.
@@ -78,8 +78,8 @@ def open_session(remote: RemoteStub, wait: float, seed_key: str | None = None,
     """A new session on `remote`, its dynamic answers drawn from the sidecar's seed and `seed_key`; while it serves
     its --max-sessions, tried again with growing pauses for up to `wait` seconds, then the test fails naming the cap
     and the option."""
+    from plantstub.client.admin import AtCapacity
     from plantstub.errors import PlantstubError
-    from plantstub.server.remote import AtCapacity
 
     deadline = clock() + wait
     delay = FIRST_PAUSE

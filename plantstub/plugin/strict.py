@@ -6,9 +6,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from plantstub._words import plural
+
 if TYPE_CHECKING:
+    from plantstub.client.remote import RemoteStub
     from plantstub.recording.call import Call
-    from plantstub.server.remote import RemoteStub
     from plantstub.stub import Stub
     from plantstub.webhooks.deliveries import Delivery
 
@@ -34,7 +36,7 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
     if bad:
         n = len(bad)
         found.append(
-            f"plantstub: {name} sent {n} request{'s' if n > 1 else ''} that break{'s' if n == 1 else ''} the "
+            f"plantstub: {name} sent {plural(n, 'request')} that break{'s' if n == 1 else ''} the "
             f"contract: {_listed(bad, lambda c: c.errors)}. If that was the point of the test, mark it "
             "@pytest.mark.plantstub(strict=False)."
         )
@@ -42,7 +44,7 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
     if faulty:
         n = len(faulty)
         found.append(
-            f"plantstub: the stub, not {name}, broke the contract on {n} call{'s' if n > 1 else ''}: "
+            f"plantstub: the stub, not {name}, broke the contract on {plural(n, 'call')}: "
             f"{_listed(faulty, lambda c: c.stub_errors)}. A scenario rule named here must be fixed (or say "
             "`off_contract: true`); an internal error is a plantstub bug."
         )
@@ -51,8 +53,8 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
         n = len(broken)
         services = ", ".join(dict.fromkeys(_service(c) for c in broken))
         found.append(
-            f"plantstub: in {name}, the real service ({services}) broke the contract on {n} "
-            f"proxied call{'s' if n > 1 else ''}: {_listed(broken, lambda c: c.upstream['errors'])}. The service, "
+            f"plantstub: in {name}, the real service ({services}) broke the contract on "
+            f"{plural(n, 'proxied call')}: {_listed(broken, lambda c: c.upstream['errors'])}. The service, "
             "not the test, answered so; fix it or its spec, or mark the test @pytest.mark.plantstub(strict=False) "
             "if that was the point."
         )
@@ -74,7 +76,7 @@ def settled_deliveries(stub: Stub | RemoteStub, timeout: float = 5.0) -> list[De
     On a sidecar both are read over the admin API (the session's health, then GET deliveries), so a sidecar's
     receivers are checked as an in-process stub's are.
     """
-    from plantstub.server.remote import RemoteStub
+    from plantstub.client.remote import RemoteStub
 
     pause = 0.05 if isinstance(stub, RemoteStub) else 0.01  # on a sidecar each look is an admin call
     deadline = time.monotonic() + timeout

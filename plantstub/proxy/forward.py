@@ -27,7 +27,7 @@ from yarl import URL
 from plantstub._json import NO_BODY
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.outgoing import Outgoing, error_reply, unanswered
 from plantstub.errors import ConfigError
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.record import Recorder
@@ -171,12 +171,11 @@ class Forwarder:
                 await asyncio.wait((sending, lost), return_when=asyncio.FIRST_COMPLETED)
                 if not sending.done():
                     sending.cancel()
-                    message = (f"request: the client closed the connection before {shown} answered; the forwarded "
-                               "request was cancelled and no answer went out")
+                    out = unanswered(f"{shown} answered (the forwarded request was cancelled)")
+                    message = out.body["message"]
                     if recorder is not None:
                         recorder.failed(incoming, message)
-                    raise ClientLeft(error_reply(499, message),
-                                     {"url": shown, "status": None, "valid": False, "errors": [message]})
+                    raise ClientLeft(out, {"url": shown, "status": None, "valid": False, "errors": [message]})
                 status, headers, payload = sending.result()
         except ClientLeft:
             raise

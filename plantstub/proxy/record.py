@@ -19,6 +19,7 @@ from typing import Any
 
 from plantstub._budget import Budget, shown_bytes
 from plantstub._json import BodyError, decode_json, is_json, json_nesting
+from plantstub._words import plural
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.recorded_file import FILE_VALUES, Document, Exchange, build, matchable
 from plantstub.redaction import Redactor
@@ -49,6 +50,12 @@ class Saved:
     def answer(self) -> dict[str, Any]:
         """As `POST /__plantstub/record/save` answers."""
         return {"file": None if self.file is None else str(self.file), "rules": self.rules, "left_out": self.left_out}
+
+    def said(self) -> str:
+        """The line that says a save on stderr (serve at stop, verify --record)."""
+        left = len(self.left_out)
+        return (f"plantstub: recorded {plural(self.recorded, 'exchange')} in {plural(self.rules, 'rule')} to {self.file}"
+                + (f"; {left} left out (listed in its leading comment)" if left else ""))
 
 
 def _values(value: Any, most: int) -> int:
@@ -110,11 +117,11 @@ class Recorder:
         self.folder = folder
         self.source = source
         self.memory = memory
+        self.held = memory.holding(KIND)  # the kept exchanges' bytes and the left-out lines'
         self.redact = redact
         self.ignored = tuple(ignored)
         self.stem = "recorded" if name is None else f"recorded-{name}"
         self.kept: list[tuple[Exchange, int]] = []  # each with the bytes it holds of the budget
-        self.held = 0
         self.left: list[str] = []
         self.left_more = 0  # left-out lines past MAX_LEFT since the last save
         self.dropped = 0  # exchanges dropped for lack of memory (or past MAX_EXCHANGES) since the last save
@@ -146,12 +153,11 @@ class Recorder:
         if not self.memory.fits(size):
             self._leave(label, [f"needs {shown_bytes(size)} of memory, more than the memory budget (--max-bytes) "
                                 f"holds"], incoming, answer)
-        elif len(self.kept) >= MAX_EXCHANGES or not self.memory.take(KIND, size):
+        elif len(self.kept) >= MAX_EXCHANGES or not self.held.take(size):
             self.dropped += 1
-            self.memory.lost(KIND, size)
+            self.held.lost(size)
         else:
             self.kept.append((exchange, size))
-            self.held += size
 
     def failed(self, incoming: IncomingRequest, message: str) -> None:
         """A forwarded request the service did not answer (a 502, a client that left): listed as left out."""
@@ -186,9 +192,8 @@ class Recorder:
                 self.left_more += 1
                 continue
             line = redactor.scrub(f"{label}: {reason}")
-            if self.memory.take(KIND, len(line)):
+            if self.held.take(len(line)):
                 self.left.append(line)
-                self.held += len(line)
             else:
                 self.left_more += 1
 
@@ -242,14 +247,11 @@ class Recorder:
         """Say a save at the end on stderr (None: it failed); the exchanges not written (0 when it succeeded)."""
         if saved is None:
             lost = len(self.kept)
-            print(f"plantstub: --record: {self.failure}; {lost} recorded exchange{'s' if lost != 1 else ''} not saved",
+            print(f"plantstub: --record: {self.failure}; {plural(lost, 'recorded exchange')} not saved",
                   file=sys.stderr, flush=True)
             return max(lost, 1)
         if saved.file is not None:
-            left = len(saved.left_out)
-            print(f"plantstub: recorded {saved.recorded} exchange{'s' if saved.recorded != 1 else ''} in "
-                  f"{saved.rules} rule{'s' if saved.rules != 1 else ''} to {saved.file}"
-                  + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr, flush=True)
+            print(saved.said(), file=sys.stderr, flush=True)
         return 0
 
     def _take(self) -> tuple[list[Exchange], list[str], int, int]:
@@ -260,8 +262,7 @@ class Recorder:
         freed = sum(size for _, size in self.kept[:len(exchanges)]) + sum(map(len, left))
         del self.kept[:len(exchanges)]
         del self.left[:len(left)]
-        self.held -= freed
-        self.memory.give(KIND, freed)
+        self.held.give(freed)
         self.left_more -= left_more
         self.dropped -= dropped
         self.failure = None
@@ -272,11 +273,11 @@ class Recorder:
         document: Document = build(exchanges, contract, self.redact, self.ignored)
         document.left_out[:0] = left
         if left_more:
-            document.left_out.append(f"{left_more} more line{'s' if left_more > 1 else ''} of what was left out, not "
+            document.left_out.append(f"{plural(left_more, 'more line')} of what was left out, not "
                                      f"listed: over the {MAX_LEFT:,} one save lists; save more often (POST "
                                      "/__plantstub/record/save)")
         if dropped:
-            document.left_out.append(f"{dropped} exchange{'s' if dropped > 1 else ''} dropped: the memory budget "
+            document.left_out.append(f"{plural(dropped, 'exchange')} dropped: the memory budget "
                                      f"(--max-bytes) or the {MAX_EXCHANGES:,} exchanges one save keeps were full; "
                                      "save more often (POST /__plantstub/record/save)")
         if not exchanges and not document.left_out:
@@ -295,17 +296,18 @@ class Recorder:
     # -- health --------------------------------------------------------------------------------------------------
     def figures(self) -> dict[str, Any]:
         """What health shows: exchanges kept (and their bytes), left out, dropped, files written, a failed save."""
-        return {"kept": len(self.kept), "bytes": self.held, "left_out": len(self.left) + self.left_more,
+        return {"kept": len(self.kept), "bytes": self.held.held, "left_out": len(self.left) + self.left_more,
                 "dropped": self.dropped, "saved_files": self.saves, "saving": self.saving, "failure": self.failure}
 
     def problems(self) -> list[str]:
         """Why recorded exchanges are being lost or at risk, `where: what` each (empty when none are)."""
         found = []
         if self.dropped:
-            found.append(f"record: {self.dropped} exchange{'s' if self.dropped > 1 else ''} dropped since the last "
+            found.append(f"record: {plural(self.dropped, 'exchange')} dropped since the last "
                          "save: the memory budget (--max-bytes) or the 10,000 exchanges one save keeps were full; save "
                          "(POST /__plantstub/record/save) to let the kept ones go")
         if self.failure is not None:
-            found.append(f"record: the last save failed: {self.failure}; {len(self.kept)} exchanges are kept until a "
-                         "save succeeds")
+            kept = len(self.kept)
+            found.append(f"record: the last save failed: {self.failure}; {plural(kept, 'exchange')} "
+                         f"{'is' if kept == 1 else 'are'} kept until a save succeeds")
         return found

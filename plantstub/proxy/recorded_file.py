@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plantstub._json import decode_json, is_json
+from plantstub._words import plural
 from plantstub._yaml import dump_yaml
 from plantstub.errors import ScenarioError
 from plantstub.redaction import REDACTED, Redactor, secret_name, secret_value
@@ -24,12 +25,12 @@ from plantstub.scenarios.load import load_rule
 # text around (the bidirectional marks and overrides); the rest, and `\` itself, is written as an escape (`\x0a`).
 _UNSAFE = re.compile(r"[^\t\x20-\x5b\x5d-\x7e\xa0-\u200d\u2010-\u2027\u202f-\u2065\u206a-\ud7ff\ue000-\ufefe"
                      r"\uff00-\ufffd\U00010000-\U0010ffff]")
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone half of a UTF-16 pair: JSON's `\ud800` escape allows it, YAML not
+_SURROGATE = re.compile(r"[\ud800-\udfff]")  # a lone half of a UTF-16 pair: JSON's `\ud800` escape allows it, YAML not
 FILE_VALUES = MAX_VALUES - 100  # what a file's rules may hold, with room for the description and the keys around
 
 
 def unwritable(value: Any) -> str | None:
-    """Why a YAML file cannot hold `value` (a lone surrogate, `\ud800`, in a text or a key), or None when it can."""
+    """Why a YAML file cannot hold `value` (a lone surrogate, `\\ud800`, in a text or a key), or None when it can."""
     todo = [value]
     while todo:
         item = todo.pop()
@@ -102,8 +103,8 @@ class Document:
 
     def text(self, source: str) -> str:
         """The file: the leading comment (one escaped line each), then the data as PyYAML's emitter writes it."""
-        head = [f"Recorded by plantstub from {source}: {self.recorded} exchange{'s' if self.recorded != 1 else ''} "
-                f"in {len(self.rules)} rule{'s' if len(self.rules) != 1 else ''}."]
+        head = [f"Recorded by plantstub from {source}: {plural(self.recorded, 'exchange')} "
+                f"in {plural(len(self.rules), 'rule')}."]
         if self.left_out:
             head.append(f"Left out ({len(self.left_out)}):")
             head.extend(f"  {line}" for line in self.left_out)

@@ -11,6 +11,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from plantstub._json import MISSING, NO_BODY, shown
 from plantstub._regex import RegexBudget
+from plantstub._words import plural
 from plantstub.errors import CallAssertionError
 from plantstub.pattern import RequestPattern, pattern_problems
 from plantstub.recording.call import Call
@@ -73,10 +74,6 @@ def _parts(call: Call) -> tuple[str, str, Mapping[str, str], dict[str, Any], Any
     return call.method, call.path, headers, call.query, call.body, call.status
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def call_line(call: Call) -> str:
     """`#2 POST /plants  400  invalid: body.id: ...` - one recorded call, as failure texts list it."""
     line = f"  #{call.seq} {call.method:<6} {call.path}  {call.outcome}"
@@ -93,7 +90,7 @@ def render_calls(calls: list[Call], limit: int = 20) -> str:
     if not calls:
         return "No calls recorded."
     shown = calls[-limit:]
-    head = f"{_plural(len(calls), 'call')} recorded" + (f" (last {limit} shown)" if len(calls) > limit else "")
+    head = f"{plural(len(calls), 'call')} recorded" + (f" (last {limit} shown)" if len(calls) > limit else "")
     return head + ":\n" + "\n".join(call_line(c) for c in shown)
 
 
@@ -128,7 +125,7 @@ def assert_called(calls: list[Call], expectation: Expectation, times: int | None
             raise CallAssertionError(f"plantstub: {budget.message()}")
         if (times is None and found) or (times is not None and len(found) == times):
             return found
-        wanted = "at least 1 call" if times is None else _plural(times, "call")
+        wanted = "at least 1 call" if times is None else plural(times, "call")
         raise CallAssertionError(_failure(f"expected {wanted}", calls, expectation, found,
                                           times is None or len(found) < times))
 
@@ -145,7 +142,7 @@ def _failure(head: str, calls: list[Call], expectation: Expectation, found: list
 
 def wait_failure(calls: list[Call], expectation: Expectation, found: list[Call], n: int, timeout: float) -> str:
     """The text when `n` calls like `expectation` did not arrive within `timeout` seconds."""
-    return _failure(f"waited {timeout:g} s for {_plural(n, 'call')}", calls, expectation, found, True)
+    return _failure(f"waited {timeout:g} s for {plural(n, 'call')}", calls, expectation, found, True)
 
 
 def assert_all_valid(calls: list[Call], who: str = "the code under test") -> None:
@@ -156,6 +153,6 @@ def assert_all_valid(calls: list[Call], who: str = "the code under test") -> Non
         return
     lines = [f"#{c.seq} {c.method} {c.path} -> {c.outcome}: {'; '.join(c.errors)}" for c in bad]
     raise CallAssertionError(
-        f"plantstub: {who} sent {_plural(len(bad), 'request')} that {'breaks' if len(bad) == 1 else 'break'} "
+        f"plantstub: {who} sent {plural(len(bad), 'request')} that {'breaks' if len(bad) == 1 else 'break'} "
         "the contract:\n  " + "\n  ".join(lines)
     )

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from plantstub._json import NO_BODY
+from plantstub._json import NO_BODY, shown
 from plantstub.pattern import RequestPattern
 
 
@@ -42,10 +42,6 @@ class FilterError(ValueError):
     """A filter with an unknown name or a value of the wrong kind; the message names it (`query.status: ...`)."""
 
 
-def _shown(value: str, limit: int = 40) -> str:
-    return repr(value if len(value) <= limit else value[:limit] + "…")
-
-
 @dataclass(frozen=True, slots=True)
 class CallFilter:
     """Every field optional; the calls kept match all that are given. `limit` keeps the newest that many."""
@@ -69,13 +65,13 @@ class CallFilter:
         for name in ("status", "since", "limit"):
             if name in query:
                 if not _INTEGER.fullmatch(query[name]):
-                    raise FilterError(f"query.{name}: {_shown(query[name])} is not an integer")
+                    raise FilterError(f"query.{name}: {shown(query[name], 40)} is not an integer")
                 numbers[name] = int(query[name])
         if numbers.get("limit", 0) < 0:
             raise FilterError(f"query.limit: {numbers['limit']} is negative (the newest N calls: 0 or more)")
         valid = query.get("valid")
         if valid is not None and valid not in ("true", "false"):
-            raise FilterError(f"query.valid: {_shown(valid)} is not true or false")
+            raise FilterError(f"query.valid: {shown(valid, 40)} is not true or false")
         return cls(
             method=query.get("method"), path=query.get("path"), valid=None if valid is None else valid == "true",
             scenario=query.get("scenario"), rule=query.get("rule"), **numbers,

@@ -48,6 +48,7 @@ class Journal:
         self.size = size
         self.max_bytes = max_bytes
         self.memory = Budget(max_bytes) if memory is None else memory
+        self._held = self.memory.holding(KIND)  # the calls', the pending ones' and the bytes taken ahead
         # Bytes taken from the budget ahead of the calls that will hold them: most calls then take no lock but the
         # journal's own. At most twice AHEAD (a 64th of a small budget), counted in the budget's `calls`.
         self._chunk = min(AHEAD, self.memory.limit // 64)
@@ -80,7 +81,7 @@ class Journal:
         readers and waiters see at once and append() replaces. False when it is not listed (a later epoch, no room in
         the memory budget, or as many pending as the journal keeps calls): it then shows once answered, as before."""
         size = record.size
-        if not (self.memory.take(KIND, size) or self._make_room(size)):
+        if not (self._held.take(size) or self._make_room(size)):
             return False
         with self._lock:
             listed = epoch == self.epoch and len(self._pending) < self.size
@@ -88,7 +89,7 @@ class Journal:
                 self._pending[record.seq] = record
                 listeners = self._listeners
         if not listed:
-            self.memory.give(KIND, size)
+            self._held.give(size)
             return False
         if listeners:
             self._tell(listeners, record, body)
@@ -98,7 +99,7 @@ class Journal:
         """Under the lock: the pending listing of call `seq` goes (its answer is in, or the call is gone)."""
         record = self._pending.pop(seq, None)
         if record is not None:
-            self.memory.give(KIND, record.size)
+            self._held.give(record.size)
 
     @property
     def pending(self) -> int:
@@ -148,10 +149,10 @@ class Journal:
             need = size - self._ahead
         # From the session's budget and the stub's, outside the journal's lock (taking may make other kinds shed under
         # their own locks): what is missing and some bytes ahead, or just what is missing, or room made for it.
-        memory, ahead = self.memory, self._chunk
-        if memory.take(KIND, need + ahead):
+        held, ahead = self._held, self._chunk
+        if held.take(need + ahead):
             got = need + ahead
-        elif memory.take(KIND, need) or self._make_room(need):
+        elif held.take(need) or self._make_room(need):
             got = need
         else:
             self._refuse(size)
@@ -203,7 +204,7 @@ class Journal:
                 freed = self._drop_oldest(max(memory.held + need - memory.limit, 1))
             if not freed:
                 return False
-            if memory.take(KIND, need):
+            if self._held.take(need):
                 return True
 
     def _drop_oldest(self, short: int, count: int = 1) -> int:
@@ -218,12 +219,12 @@ class Journal:
             self._bytes -= freed
             self.dropped_bytes += freed
             if short > 0:
-                self.memory.give(KIND, freed)
-                self.memory.lost(KIND, freed, gone_count)
+                self._held.give(freed)
+                self._held.lost(freed, gone_count)
             else:
                 self._ahead += freed
                 if self._ahead > 2 * self._chunk:
-                    self.memory.give(KIND, self._ahead - self._chunk)
+                    self._held.give(self._ahead - self._chunk)
                     self._ahead = self._chunk
         return freed
 
@@ -242,7 +243,7 @@ class Journal:
         with self._lock:
             ahead, self._ahead = self._ahead, 0
             if ahead:
-                self.memory.give(KIND, ahead)
+                self._held.give(ahead)
             return ahead + (self._drop_oldest(short - ahead, 0) if ahead < short else 0)
 
     def _refuse(self, size: int) -> None:
@@ -250,7 +251,7 @@ class Journal:
         with self._lock:
             self.refused += 1
             self.dropped_bytes += size
-        self.memory.lost(KIND, size)
+        self._held.lost(size)
 
     def listen(self, listener: Listener) -> list[Record]:
         """Call `listener(record, body)` (from the recording thread) after every call recorded from now on, and
@@ -324,7 +325,8 @@ class Journal:
             self.dropped_bytes = 0
             self.refused = 0
             self.epoch += 1
-            self.memory.give(KIND, held)
+            # What the journal counts, not release(): bytes a _keep() took outside the lock join _ahead after this.
+            self._held.give(held)
             listeners = self._listeners
         if listeners:
             self._tell(listeners, None, NO_BODY)

@@ -14,7 +14,6 @@ from plantstub.errors import ConfigError
 
 FLUSH_DELAY = 0.1  # batched mode: a call reaches the file within this
 STAT_INTERVAL = 0.1  # how often the path is checked for a moved or deleted file
-FLUSH_MODES = ("batch", "call")
 STDOUT = Path("-")  # --journal -: the lines go to standard output
 log = logging.getLogger("plantstub")
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
 from plantstub._json import MISSING, NO_BODY, essence, match_media
 from plantstub._memo import IdentityMemo
+from plantstub._words import did_you_mean
 from plantstub.contract.model import MediaType, Operation, Response, Spec
 from plantstub.contract.operations import ServedOperation, serve
-from plantstub.contract.resources import Resources
 from plantstub.contract.router import Router
 from plantstub.contract.schema import SchemaCheck, Violation, location_path
 from plantstub.contract.streams import StreamCheck, is_stream
@@ -21,6 +20,7 @@ from plantstub.scenarios.document import ScenarioDocument
 from plantstub.scenarios.model import Criteria, Reply, Rule
 from plantstub.scenarios.placeholder_types import Source, describe, fits, placeholder_source, wanted_types
 from plantstub.scenarios.templating import Placeholder, parse, placeholder_paths
+from plantstub.stateful.resources import Resources
 
 OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
 
@@ -253,9 +253,9 @@ class ScenarioContract:
                     hook = callbacks[0]
             if hook is None:
                 names = [*hooks, *dict.fromkeys(c.name for op in ops for c in op.callbacks)]
-                close = difflib.get_close_matches(sent.name, names, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else f"declared: {', '.join(names)}" if names else \
-                    "the spec declares no webhooks and the rule's operations no callbacks"
+                hint = did_you_mean(sent.name, names) or (f"declared: {', '.join(names)}" if names else
+                                                         "the spec declares no webhooks and the rule's operations no "
+                                                         "callbacks")
                 found.append(doc.error(f"{where}.name", f"{sent.name!r} is not a webhook of the spec nor a callback "
                                                         f"of the operations this rule matches ({hint})"))
                 continue

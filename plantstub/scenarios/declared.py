@@ -9,6 +9,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -16,7 +17,7 @@ from plantstub._budget import Budget
 from plantstub.incoming import IncomingRequest
 from plantstub.scenarios.model import Rule, Scenario
 from plantstub.scenarios.rule_bytes import rule_bytes
-from plantstub.scenarios.select import RuleIndex, mismatches, uses_regex
+from plantstub.scenarios.select import RuleIndex, first_answering, uses_regex
 
 MAX_RULES = 10_000  # per stub (per session): a client in a loop cannot grow the stub without end
 RULES = "rules"  # the kind of bytes rules from code take from the session's memory Budget
@@ -77,11 +78,11 @@ class DeclaredRules:
 
     def __init__(self, memory: Budget) -> None:
         self.memory = memory
+        # Bytes taken from `memory`: the rules kept, and the removed ones a level still holds.
+        self.holding = memory.holding(RULES)
         self.rules: dict[str, DeclaredRule] = {}  # in declaration order; tried in that order
-        self.uses: dict[str, int] = {}
+        self.uses: dict[int, int] = {}  # rule index -> answers given
         self.templates: dict[int, Any] = {}  # compiled reply templates (scenarios/replies.py)
-        self.held = 0  # bytes taken from `memory`: the rules kept, and the removed ones a level still holds
-        self.indexed = 0  # rules put into an index so far (what declaring has cost the index)
         self._next = 0  # ids never come back, so a handle kept past a reset cannot reach a newer rule
         self._levels: list[_Level] = []
         self._by_index: dict[int, DeclaredRule] = {}
@@ -98,15 +99,13 @@ class DeclaredRules:
         MAX_RULES, NoRoom when the memory budget cannot hold it (nothing is kept then)."""
         self.check_count()
         size = rule_bytes(rule, data, source) if size is None else size
-        if not self.memory.take(RULES, size) and not self._room_once_merged(size):
-            self.memory.lost(RULES, size)
+        if not self.holding.take(size) and not self._room_once_merged(size):
+            self.holding.lost(size)
             raise NoRoom(no_room(self.memory, size))
-        self.held += size
         self._next += 1
         # Numbered in declaration order, so each level's RuleIndex keeps that order among its candidates.
         declared = DeclaredRule(f"r{self._next}", replace(rule, index=self._next), data, source, size)
         self.rules[declared.id] = declared
-        self.uses[declared.id] = 0
         self._by_index[declared.rule.index] = declared
         self._push(declared.rule)
         self.regex += uses_regex(rule)
@@ -117,7 +116,7 @@ class DeclaredRules:
         declared = self.rules.pop(rule_id, None)
         if declared is None:
             return False
-        del self.uses[rule_id]
+        self.uses.pop(declared.rule.index, None)
         del self._by_index[declared.rule.index]
         self.regex -= uses_regex(declared.rule)
         for part in (*declared.rule.replies, *(declared.rule.webhooks or ())):
@@ -139,8 +138,7 @@ class DeclaredRules:
         self._by_index.clear()
         self._levels.clear()
         self.regex = 0
-        self.memory.give(RULES, self.held)
-        self.held = 0
+        self.holding.release()
         return count
 
     def select(self, request: IncomingRequest, body: Any, operation: str = "") -> tuple[DeclaredRule, int] | None:
@@ -152,21 +150,16 @@ class DeclaredRules:
             if self._quiet > len(self._by_index):  # no declaration for a while: one index again (O(n) once)
                 self._merge_all()
                 levels = self._levels
-        by_index, uses = self._by_index, self.uses
-        for level in levels:
-            for rule in level.index.candidates(request, body):
-                declared = by_index.get(rule.index)
-                if declared is None:  # removed; its level is not rebuilt yet
-                    continue
-                before = uses[declared.id]
-                if rule.times is not None and before >= rule.times:
-                    continue
-                if rule.answers is not None and operation not in rule.answers:
-                    continue
-                if not mismatches(rule.match, request, body):
-                    uses[declared.id] = before + 1
-                    return declared, min(before, len(rule.replies) - 1)
-        return None
+        candidates = (levels[0].index.candidates(request, body) if len(levels) == 1 else
+                      chain.from_iterable(level.index.candidates(request, body) for level in levels))
+        # A removed rule a level still holds is passed over: only those in _by_index are kept.
+        chosen = first_answering(candidates, self.uses, request, body, operation, self._by_index)
+        return None if chosen is None else (self._by_index[chosen[0].index], chosen[1])
+
+    def uses_of(self, rule_id: str) -> int:
+        """How often rule `rule_id` has answered (0: no such rule)."""
+        declared = self.rules.get(rule_id)
+        return 0 if declared is None else self.uses.get(declared.rule.index, 0)
 
     def listing(self) -> list[dict[str, Any]]:
         """The rules as `stub.rules` shows them (copies: the caller may change them)."""
@@ -175,14 +168,13 @@ class DeclaredRules:
     def entries(self) -> Iterator[dict[str, Any]]:
         """The rules as `GET /__plantstub/rules` writes them, not copied: which rules and their uses are taken now
         (references only: cheap on the event loop), each entry is made as it is read (off the loop)."""
-        taken = [(d, self.uses[d.id]) for d in self.rules.values()]
+        taken = [(d, self.uses.get(d.rule.index, 0)) for d in self.rules.values()]
         return ({"id": d.id, "source": d.source, "uses": uses, "rule": d.data} for d, uses in taken)
 
     # -- the index's levels --------------------------------------------------------------------------
     def _push(self, rule: Rule) -> None:
         levels = self._levels
         levels.append(_Level((rule,)))
-        self.indexed += 1
         while len(levels) > 1 and len(levels[-2].rules) <= len(levels[-1].rules):
             levels[-2:] = self._rebuilt(levels[-2:])
         self._quiet = 0
@@ -191,10 +183,8 @@ class DeclaredRules:
         """`levels` as one, without their removed rules (whose bytes are given back now); none when all went."""
         freed = sum(level.dead_bytes for level in levels)
         if freed:
-            self.memory.give(RULES, freed)
-            self.held -= freed
+            self.holding.give(freed)
         live = tuple(rule for level in levels for rule in level.rules if rule.index in self._by_index)
-        self.indexed += len(live)
         return [_Level(live)] if live else []
 
     def _merge_all(self) -> None:
@@ -206,7 +196,7 @@ class DeclaredRules:
         if not any(level.dead for level in self._levels):
             return False
         self._merge_all()
-        return self.memory.take(RULES, size)
+        return self.holding.take(size)
 
 
 # -- declaring from Python ------------------------------------------------------------------------
@@ -286,11 +276,10 @@ def _given(**fields: Any) -> dict[str, Any]:
 class RuleBuilder:
     """`stub.when(...)`: what a request must look like; `.reply()`, `.replies()` or `.fault()` declares the rule."""
 
-    __slots__ = ("_match", "_owner", "_rule")
+    __slots__ = ("_owner", "_rule")
 
     def __init__(self, owner: RuleOwner, match: dict[str, Any], times: int | None, off_contract: bool) -> None:
         self._owner = owner
-        self._match = match
         self._rule: dict[str, Any] = {"match": match}
         if times is not None:
             self._rule["times"] = times

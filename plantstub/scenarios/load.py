@@ -5,7 +5,6 @@ Every problem becomes a ScenarioError reading `file:line: path: message`; all of
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import replace
 from functools import cache
@@ -15,6 +14,7 @@ from typing import Any
 
 from plantstub._gc import collector_paused
 from plantstub._json import NO_BODY, shown
+from plantstub._words import did_you_mean
 from plantstub.contract.messages import python_message
 from plantstub.contract.model import Spec
 from plantstub.contract.schema import SchemaCheck
@@ -70,7 +70,7 @@ def _explainer() -> Any:
 
 
 # -- the scenario schema ------------------------------------------------------------------------
-def _shown(value: Any) -> str:
+def _as_written(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return "a mapping" if isinstance(value, dict) else "a list"
     return json.dumps(value) if value is None or isinstance(value, bool) else shown(value)
@@ -83,8 +83,8 @@ def _kind(value: Any) -> str:
 
 
 def _suggest(word: Any, choices: Any) -> str:
-    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1) if isinstance(word, str) else []
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(word, choices) if isinstance(word, str) else ""
+    return f" ({hint})" if hint else ""
 
 
 def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
@@ -116,7 +116,7 @@ def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
         elif kind == "type":
             expected = error.validator_value
             expected = ", ".join(map(repr, expected)) if isinstance(expected, list) else repr(expected)
-            message = f"{_shown(instance)} is not of type {expected}"
+            message = f"{_as_written(instance)} is not of type {expected}"
         elif kind == "enum":
             message = python_message(error) + _suggest(instance, error.validator_value)
         else:

@@ -9,10 +9,10 @@ place it sits. When none of the first is among the second, the rule is refused a
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, NamedTuple
 
 from plantstub._json import MISSING, is_json, pick_json
+from plantstub._words import did_you_mean
 from plantstub.contract.flatten import JSON_TYPES, defs_of, flatten, types_of
 from plantstub.contract.model import MediaType, Operation
 from plantstub.contract.samples import sample
@@ -79,10 +79,10 @@ def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | Non
         elif isinstance(extra, dict):
             node = extra
         else:
-            close = difflib.get_close_matches(step, list(properties), n=1)
-            if extra is False or close:
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                return None, f"{step!r} is not declared ({hint}declared: {', '.join(properties) or 'none'})"
+            hint = did_you_mean(step, properties)
+            if extra is False or hint:
+                return None, f"{step!r} is not declared ({hint + ' ' if hint else ''}declared: " \
+                             f"{', '.join(properties) or 'none'})"
             return None, None
     return node, None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from operator import attrgetter
 from typing import Any
 
@@ -22,25 +22,22 @@ class RuleCounters:
     and per scenario when a reload changes its rules (`forget`)."""
 
     def __init__(self) -> None:
-        self._uses: dict[tuple[str, int], int] = {}
+        self._uses: dict[str, dict[int, int]] = {}  # scenario name -> rule index -> answers given
 
-    def uses(self, scenario: Scenario, rule: Rule) -> int:
-        return self._uses.get((scenario.name, rule.index), 0)
-
-    def count(self, scenario: Scenario, rule: Rule) -> int:
-        """Record one more answer of `rule`; returns how many it had given before."""
-        key = (scenario.name, rule.index)
-        before = self._uses.get(key, 0)
-        self._uses[key] = before + 1
-        return before
+    def of(self, scenario: Scenario) -> dict[int, int]:
+        """The counts of `scenario`'s rules, by rule index (what select_rule() counts in)."""
+        uses = self._uses.get(scenario.name)
+        if uses is None:
+            uses = self._uses[scenario.name] = {}
+        return uses
 
     def clear(self) -> None:
         self._uses.clear()
 
     def forget(self, names: set[str]) -> None:
         """Start the scenarios `names` afresh; the others keep their counts."""
-        if names:
-            self._uses = {key: n for key, n in self._uses.items() if key[0] not in names}
+        for name in names:
+            self._uses.pop(name, None)
 
 
 def _without_lines(rule: Rule) -> tuple:
@@ -148,19 +145,29 @@ class RuleIndex:
 def select_rule(
     index: RuleIndex, counters: RuleCounters, request: IncomingRequest, body: Any, operation: str = ""
 ) -> tuple[Rule, int] | None:
-    """The first rule that matches and has uses left, with the index of the reply it gives; else None.
+    """The scenario's rule that answers `request`, with the index of its reply (first_answering()); else None."""
+    return first_answering(index.candidates(request, body), counters.of(index.scenario), request, body, operation)
 
+
+def first_answering(rules: Iterable[Rule], uses: dict[int, int], request: IncomingRequest, body: Any,
+                    operation: str = "", kept: Container[int] | None = None) -> tuple[Rule, int] | None:
+    """The first of `rules` that matches and has uses left, with the index of the reply it gives; else None. The one
+    rule selection: of a scenario's rules and of the rules from code.
+
+    `uses`: how often each rule (by index) has answered; the use is counted there, so the caller must send that reply.
     `operation` is the request's (`POST /plants`): a rule narrowed to others (`Rule.answers`) does not answer it.
-    Counts the use, so the caller must send that reply.
+    `kept`: the indexes of the rules still there (a rule removed but still in an index is passed over); None: all.
     """
-    scenario = index.scenario
     method, path, query, headers = request[:4]  # read once, not once per rule tried
-    for rule in index.candidates(request, body):
-        if rule.times is not None and counters.uses(scenario, rule) >= rule.times:
+    for rule in rules:
+        if kept is not None and rule.index not in kept:
+            continue
+        if rule.times is not None and uses.get(rule.index, 0) >= rule.times:
             continue
         if rule.answers is not None and operation not in rule.answers:
             continue
         if not rule.match.mismatches(method, path, headers, query, body):
-            before = counters.count(scenario, rule)
+            before = uses.get(rule.index, 0)
+            uses[rule.index] = before + 1
             return rule, min(before, len(rule.replies) - 1)
     return None

@@ -9,7 +9,6 @@ are, never copied.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from plantstub._json import MISSING, NO_BODY
+from plantstub._words import did_you_mean
 
 FIELDS = ("body", "headers", "query", "path", "method")
 EXPECTED = "request.body, request.headers, request.query, request.path or request.method"
@@ -74,8 +74,7 @@ def parse(text: str) -> Ref:
         at = m.end()
     if not steps or not isinstance(steps[0], str) or steps[0] not in FIELDS:
         found = steps[0] if steps else ""
-        close = difflib.get_close_matches(str(found), FIELDS, n=1)
-        hint = f"did you mean 'request.{close[0]}'?" if close else f"expected {EXPECTED}"
+        hint = did_you_mean(str(found), FIELDS, "request.") or f"expected {EXPECTED}"
         raise TemplateError(f"unknown request field {found!r} in {text!r} ({hint})")
     field, below = steps[0], tuple(steps[1:])
     if field in ("path", "method") and below:

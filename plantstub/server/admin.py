@@ -21,10 +21,11 @@ from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.answer import Streamed, streamed
+from plantstub.server.limits import seed_key_problem
 from plantstub.server.page import PageRoutes
 from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.server.response import internal_error
-from plantstub.server.session import NotStateful, Session, seed_key_problem
+from plantstub.server.session import NotStateful, Session
 from plantstub.webhooks.deliveries import Sent
 
 if TYPE_CHECKING:

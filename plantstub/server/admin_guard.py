@@ -8,17 +8,13 @@ import hmac
 import ipaddress
 from collections.abc import Mapping
 
-from plantstub._json import is_json
+from plantstub._json import is_json, shown
+from plantstub.server.prefixes import ADMIN_PREFIX
 from plantstub.webhooks.sender import WEBHOOK_HEADER
 
-OPEN_PATHS = frozenset({"/__plantstub/health",  # for orchestrators' probes, token or not
-                        "/__plantstub/"})  # the live page: a file with no data in it, which asks for the token
+OPEN_PATHS = frozenset({ADMIN_PREFIX + "health",  # for orchestrators' probes, token or not
+                        ADMIN_PREFIX})  # the live page: a file with no data in it, which asks for the token
 SAFE_METHODS = frozenset({"GET", "HEAD"})
-SHOWN = 80  # characters of a header value quoted in a refusal
-
-
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= SHOWN else value[:SHOWN] + "…")
 
 
 class AdminGuard:
@@ -47,7 +43,7 @@ class AdminGuard:
                          "admin API"), {}
         host = headers.get("Host")
         if self._loopback_only and host is not None and not _is_loopback(_hostname(host)):
-            return 403, (f"Host: {_shown(host)} is not a loopback name; this stub listens on a loopback "
+            return 403, (f"Host: {shown(host)} is not a loopback name; this stub listens on a loopback "
                          "address, so its admin API answers only to localhost or a loopback IP (a web page "
                          "of another site can make its own name point here)"), {}
         if self._token is not None and not self.carries_token(headers):
@@ -80,11 +76,11 @@ def _cross_site(headers: Mapping[str, str]) -> tuple[int, str, dict[str, str]] |
     """Why a state-changing admin request looks like it comes from a page on another site, if it does."""
     origin = headers.get("Origin")
     if origin is not None and origin.partition("://")[2].lower() != (headers.get("Host") or "").lower():
-        return 403, (f"Origin: {_shown(origin)} is another site; admin calls that change state are refused "
+        return 403, (f"Origin: {shown(origin)} is another site; admin calls that change state are refused "
                      "from web pages of other sites"), {}
     fetch_site = headers.get("Sec-Fetch-Site", "").lower()
     if fetch_site in ("cross-site", "same-site"):
-        return 403, (f"Sec-Fetch-Site: {_shown(fetch_site)}; admin calls that change state are refused "
+        return 403, (f"Sec-Fetch-Site: {shown(fetch_site)}; admin calls that change state are refused "
                      "from web pages of other sites"), {}
     if headers.get("Content-Length", "0").strip() == "0" and "Transfer-Encoding" not in headers:
         return None  # no body: its declared type does not matter
@@ -92,6 +88,6 @@ def _cross_site(headers: Mapping[str, str]) -> tuple[int, str, dict[str, str]] |
     if content_type is None:
         return 415, "Content-Type: missing for a body; admin calls take an application/json body, or none", {}
     if not is_json(content_type):
-        return 415, (f"Content-Type: {_shown(content_type)} is not JSON; admin calls take an application/json "
+        return 415, (f"Content-Type: {shown(content_type)} is not JSON; admin calls take an application/json "
                      "body, or none"), {}
     return None

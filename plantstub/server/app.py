@@ -18,13 +18,11 @@ from aiohttp import ClientConnectionError, web
 from plantstub.config import Settings, build_settings
 from plantstub.contract.model import Spec
 from plantstub.contract.outgoing import error_reply
-from plantstub.recording.answered import CLIENT_LEFT
 from plantstub.scenarios.model import Fault
 from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.cors import allow_origin
 from plantstub.server.front import Front
-from plantstub.server.pipeline import GONE
 from plantstub.server.response import FORBIDDEN, internal_error, sent_headers, unreadable
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
@@ -91,7 +89,7 @@ def aiohttp_handler(front: Front, go_ahead: bool = False) -> Handler:
         except web.RequestPayloadError:  # a broken chunked encoding, gzip that does not inflate
             return await respond(request, pending.refuse(error_reply(400, unreadable(request.headers))))
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError):
-            pending.refuse(error_reply(499, GONE), by=CLIENT_LEFT)  # the client left mid-body: recorded, nothing to answer
+            pending.left()  # the client left mid-body: recorded, nothing to answer
             raise
         if isinstance(raw, Answer):  # over --max-body
             return await respond(request, raw)

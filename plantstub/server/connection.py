@@ -26,12 +26,10 @@ from aiohttp.http import HttpProcessingError, HttpVersion11, RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
 from plantstub.contract.outgoing import Outgoing, error_reply
-from plantstub.recording.answered import CLIENT_LEFT
 from plantstub.scenarios.model import Fault
 from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.front import Front, Pending
 from plantstub.server.parser import Flow, request_parser
-from plantstub.server.pipeline import GONE
 from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
 from plantstub.server.unread import HEAD_KEPT, TLS_ON_PLAIN, Broken, request_line, unparsable
 from plantstub.server.wire import CONTINUE, chunk, misbehave, streamed_head, written
@@ -105,7 +103,7 @@ class Connection(asyncio.Protocol):
         self._parser = _Closed()
         self._head = self._last = b""
         if self._open is not None:  # a body still arriving: its reader learns the client left
-            self._open.set_exception(ConnectionResetError(GONE))
+            self._open.set_exception(ConnectionResetError("the client closed the connection"))
         if self._left is not None and not self._left.done():
             self._left.set_result(None)
         if self._drained is not None and not self._drained.done():
@@ -361,7 +359,7 @@ class Connection(asyncio.Protocol):
         except web.RequestPayloadError:  # a broken chunked encoding, gzip that does not inflate
             answer = pending.refuse(error_reply(400, unreadable(message.headers)))
         except ConnectionError:  # the client left mid-body: recorded, nothing to answer
-            pending.refuse(error_reply(499, GONE), by=CLIENT_LEFT)
+            pending.left()
             answer = Answer(None)
         except Exception as exc:  # a plantstub bug: a JSON 500, and this connection ends; the stub keeps serving
             log.exception("plantstub: internal error on %s %s", message.method, message.path)

@@ -75,10 +75,10 @@ class Decision(NamedTuple):
         return self._replace(out=out, errors=(out.ours if out.ours is not None else out.body["message"],), fault=None,
                              sends=False, answerer=answerer)
 
-    def unsent(self, message: str) -> Decision:
-        """This decision's answer never went out (the client left, the stub stopped): a 499 saying so is recorded; the
-        request keeps its verdict, nothing is covered and no webhook is sent."""
-        return self._replace(out=error_reply(499, message), op=None, fault=None, sends=False, answerer=CLIENT_LEFT)
+    def unsent(self, out: Outgoing) -> Decision:
+        """This decision's answer never went out (the client left, the stub stopped): `out`, a 499 saying so
+        (answered.unanswered()), is recorded; the request keeps its verdict, nothing is covered, no webhook sent."""
+        return self._replace(out=out, op=None, fault=None, sends=False, answerer=CLIENT_LEFT)
 
     def crashed(self, message: str) -> Decision:
         """This decision answered by a plantstub bug's 500 (the stub's error: the client is not to blame)."""

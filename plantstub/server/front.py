@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub._json import shown
+from plantstub.contract.outgoing import Outgoing, error_reply, unanswered
 from plantstub.incoming import IncomingRequest, sent_method
-from plantstub.recording.answered import CHECK, Answerer
+from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
 from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.answer import Answer
@@ -50,7 +51,7 @@ def choose_session(target: str, headers: Headers) -> Choice | Outgoing:
         if problem is not None:
             return error_reply(400, problem)
         if named is not None and named != sid:
-            return error_reply(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the path "
+            return error_reply(400, f"headers.{SESSION_HEADER}: {shown(named)} names another session than the path "
                                     f"({sid!r}); send one of them")
         return Choice(sid, joined("/" + rest))
     if named is None or target.startswith(SESSIONS_ROUTE):  # opening or ending the session it names: the default's
@@ -63,10 +64,6 @@ def joined(target: str) -> str:
     """A target with a doubled slash at its start read as one: a base URL ends with '/' (a session's, the fixture's),
     so `url + "/plants"` sends `//plants`. Only there: `/plants//1` stays what it is."""
     return target[1:] if target.startswith("//") else target
-
-
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= 80 else value[:80] + "…")
 
 
 class Desk:
@@ -224,6 +221,10 @@ class Pending(NamedTuple):
         if self.arrival is not None:
             self.desk.pipeline.refuse(self.incoming(), self.arrival, out, by)
         return Answer(out, None, self.origin, close)
+
+    def left(self) -> None:
+        """The client left mid-body: recorded (a 499, answered by CLIENT_LEFT); nothing to answer."""
+        self.refuse(unanswered("sending the whole body"), by=CLIENT_LEFT)
 
     def over(self, size: int | None) -> Answer | None:
         """The 413 when a body of `size` bytes (declared, or read) is over --max-body, else None: the connection

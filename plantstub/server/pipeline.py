@@ -11,7 +11,7 @@ from collections.abc import Coroutine
 from typing import Any, NamedTuple, Protocol
 
 from plantstub._json import NO_BODY, is_json
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.outgoing import Outgoing, unanswered
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.forward import ClientLeft
 from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
@@ -22,7 +22,6 @@ from plantstub.server.response import internal_error, sent_headers
 from plantstub.server.session import Session
 
 log = logging.getLogger("plantstub")
-GONE = "request: the client closed the connection before sending the whole body"  # a 499 while the body came
 _NO_HEADERS: dict[str, str] = {}  # a pending call's reply headers: none yet (never changed: Record.view copies)
 
 
@@ -159,7 +158,7 @@ class Pipeline:
         )
 
 
-_GONE = error_reply(499, "client went away before the answer")
+_GONE = unanswered("the answer was sent")
 
 
 async def _waited(client: Client, delay_ms: int) -> bool:
@@ -173,9 +172,8 @@ async def _waited(client: Client, delay_ms: int) -> bool:
     return not lost.done()
 
 
-def _unsent(client: Client, delay_ms: int) -> str:
-    """Why a delayed reply never went out: the stub stopping (closing its connections), or the client leaving."""
-    why = "the client closed the connection" if client.left() and not client.stopping else "the stub stopped"
-    if not delay_ms:
-        return f"request: {why} before the answer was sent; no answer went out"
-    return f"request: {why} before the reply delayed {delay_ms} ms (delay_ms) was sent; no answer went out"
+def _unsent(client: Client, delay_ms: int) -> Outgoing:
+    """The 499 of a reply that never went out: the stub stopping (closing its connections), or the client leaving."""
+    stopped = not (client.left() and not client.stopping)
+    return unanswered(f"the reply delayed {delay_ms} ms (delay_ms) was sent" if delay_ms else "the answer was sent",
+                      stopped)

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from typing import Any
 
-from plantstub._budget import Budget
-from plantstub.config import Settings
+from plantstub._budget import Budget, OverBudget
 from plantstub.contract.dynamic import Draws
 from plantstub.contract.outgoing import problem
 from plantstub.errors import CallAssertionError, ConfigError, ScenarioError, UnknownScenario
@@ -25,56 +24,22 @@ from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rul
 from plantstub.scenarios.model import Rule
 from plantstub.scenarios.rule_bytes import rule_bytes, value_bytes
 from plantstub.scenarios.select import RuleCounters
+from plantstub.server.limits import Limits
 from plantstub.server.runtime import Runtime
 from plantstub.store import Store
-from plantstub.store.records import MAX_BYTES
-from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES, Delivery, Sent
+from plantstub.webhooks.deliveries import Delivery, Sent
 from plantstub.webhooks.dispatch import Webhooks
 from plantstub.webhooks.outbox import GRACE, Outbox
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
 
-SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes (--max-bytes) and of each kind's
-
-
 WAITERS = "waiters"  # the memory budget's kind for waits in progress
 WAITER_BYTES = 4096  # a wait's own objects (the waiter, its event, its task), about
 
 
-SEED_KEY_CHARS = 4096  # a seed key's longest (a test's node id, parameters and all)
-
-
-def seed_key_problem(value: object, where: str) -> str | None:
-    """Why `value` (at `where`, e.g. `body.seed_key`) is not a seed key, or None: a string of at most
-    SEED_KEY_CHARS characters."""
-    if not isinstance(value, str):
-        return f"{where}: expected a string (a test's node id, say), not {type(value).__name__}"
-    if len(value) > SEED_KEY_CHARS:
-        return f"{where}: {len(value)} characters; at most {SEED_KEY_CHARS}"
-    return None
-
-
 class NotStateful(LookupError):
     """A state was asked of a stub started without --stateful."""
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The bytes one session may keep of each kind: of calls (the journal), of records (the store), of deliveries;
-    all of them within its memory Budget (`memory`, bytes), itself within the stub's (--max-bytes)."""
-
-    journal_bytes: int
-    store_bytes: int
-    delivery_bytes: int
-    memory: int
-
-    @classmethod
-    def of(cls, settings: Settings, share: int = 1) -> Limits:
-        """The stub's whole limits (`share` 1), or a sidecar session's: --max-sessions of them cannot each
-        take the whole."""
-        return cls(max(settings.journal_bytes // share, 1), MAX_BYTES // share, DEFAULT_LOG_BYTES // share,
-                   max(settings.max_bytes // share, 1))
 
 
 class Session:
@@ -193,35 +158,31 @@ class Session:
     async def wait_for_calls(self, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
         """Wait on the loop until `n` calls meet `expectation`: the matching calls still kept, and the failure text or
         None. :raises WaitOverBudget: when the session's memory budget cannot hold the wait."""
-        size = self._hold_waiter(expectation)
         try:
-            return await wait_for_calls_async(self.journal, expectation, n, timeout)
-        finally:
-            self.memory.give(WAITERS, size)
+            with self._waiting(expectation):
+                return await wait_for_calls_async(self.journal, expectation, n, timeout)
+        except OverBudget as exc:
+            raise WaitOverBudget(self._no_room_to_wait(exc.size)) from None
 
     def wait_from_thread(self, expectation: Expectation, n: int, timeout: float) -> list[Call]:
         """Wait, blocking a thread other than the loop's, until `n` calls meet `expectation`; CallAssertionError
         after `timeout` seconds, or at once when the session's memory budget cannot hold the wait."""
         __tracebackhide__ = True
         try:
-            size = self._hold_waiter(expectation)
-        except WaitOverBudget as exc:
-            raise CallAssertionError(f"plantstub: wait_for_calls(): {exc}") from None
-        try:
-            return wait_for_calls(self.journal, expectation, n, timeout)
-        finally:
-            self.memory.give(WAITERS, size)
+            with self._waiting(expectation):
+                return wait_for_calls(self.journal, expectation, n, timeout)
+        except OverBudget as exc:
+            raise CallAssertionError(f"plantstub: wait_for_calls(): {self._no_room_to_wait(exc.size)}") from None
 
-    def _hold_waiter(self, expectation: Expectation) -> int:
-        """Take what a wait holds from the budget (its filters as parsed, the numbers of up to twice the journal's
-        count bound of calls, the waiter itself); its size."""
+    def _waiting(self, expectation: Expectation) -> AbstractContextManager[None]:
+        """What a wait holds of the budget while it waits: its filters as parsed, the numbers of up to twice the
+        journal's count bound of calls, the waiter itself. :raises OverBudget: (on entering) when they do not fit."""
         size = WAITER_BYTES + 16 * self.journal.size + value_bytes(
             [expectation.body, expectation.headers, expectation.query, expectation.path])
-        if not self.memory.take(WAITERS, size):
-            self.memory.lost(WAITERS, size)
-            raise WaitOverBudget(self.memory.refusal(size, "this wait", "end other waits, or start the stub with a "
-                                                                        "larger --max-bytes"))
-        return size
+        return self.memory.hold(WAITERS, size)
+
+    def _no_room_to_wait(self, size: int) -> str:
+        return self.memory.refusal(size, "this wait", "end other waits, or start the stub with a larger --max-bytes")
 
     # -- rules from code -----------------------------------------------------------------------
     def add_rule(self, data: Any, file: str, line: int | None = None) -> str:
@@ -268,12 +229,12 @@ class Session:
         declared = self.declared.rules.get(rule_id)
         if declared is None:
             return None
-        return {"id": rule_id, "source": declared.source, "uses": self.declared.uses[rule_id],
+        return {"id": rule_id, "source": declared.source, "uses": self.declared.uses_of(rule_id),
                 "rule": copy.deepcopy(declared.data)}
 
     def rule_uses(self, rule_id: str) -> int:
         """How many calls rule `rule_id` has answered (0 when there is no such rule)."""
-        return self.declared.uses.get(rule_id, 0)
+        return self.declared.uses_of(rule_id)
 
     def rule_ids(self) -> list[str]:
         """The ids of the rules from code, in the order tried."""

@@ -8,30 +8,26 @@ import re
 import secrets
 import time
 
+from plantstub._json import shown
 from plantstub.contract.outgoing import Outgoing
 from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import iso_time
 from plantstub.server.admin import Handler
 from plantstub.server.admin_json import error, read_json, reply
+from plantstub.server.limits import seed_key_problem
 from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX
-from plantstub.server.session import seed_key_problem
 from plantstub.server.table import SessionLimit, Sessions
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ID_RULE = "1 to 64 letters, digits, '_' or '-'"
 SESSIONS_ROUTE = ADMIN_PREFIX + "sessions"
-SHOWN = 80
-
-
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= SHOWN else value[:SHOWN] + "…")
 
 
 def session_id_problem(sid: str, where: str, example: str = "") -> str | None:
     """Why `sid`, found at `where`, is not a session id; None when it is one."""
     if SESSION_ID.fullmatch(sid):
         return None
-    return f"{where}: {_shown(sid)} is not a session id (expected {ID_RULE}{',' if example else ''}{example})"
+    return f"{where}: {shown(sid)} is not a session id (expected {ID_RULE}{',' if example else ''}{example})"
 
 
 def new_id() -> str:
@@ -98,7 +94,7 @@ class SessionAdmin:
             return named
         live = self.sessions.entry(sid)
         if live is None or not self.sessions.end(sid):
-            return error(404, f"path: no session {_shown(sid)} (it ended, or never began)")
+            return error(404, f"path: no session {shown(sid)} (it ended, or never began)")
         return reply({"ended": sid, "instance": live.instance, "dynamic_answers": live.session.draws.answers})
 
 
@@ -111,6 +107,6 @@ def _named(request: IncomingRequest, sid: str | None, where: str) -> str | Outgo
     if problem is not None:
         return error(400, problem)
     if sid is not None and named != sid:
-        return error(400, f"headers.{SESSION_HEADER}: {_shown(named)} names another session than the {where} "
+        return error(400, f"headers.{SESSION_HEADER}: {shown(named)} names another session than the {where} "
                           f"({sid!r}); send one of them")
     return named

@@ -10,10 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 from plantstub._budget import Budget
+from plantstub._words import plural
 from plantstub.recording.coverage import Tally, merge, report_of
 from plantstub.scenarios.library import FolderLoad
+from plantstub.server.limits import SESSION_SHARE, Limits
 from plantstub.server.runtime import Runtime
-from plantstub.server.session import SESSION_SHARE, Limits, Session
+from plantstub.server.session import Session
 from plantstub.webhooks.outbox import GRACE, Outbox
 
 ADMIN = "admin"  # opened by the admin API (or a request with the admin token): ends only by DELETE or expiry
@@ -113,7 +115,7 @@ class Sessions:
     def _create(self, sid: str, seed_key: str | None = None) -> Session:
         if len(self._live) >= self.cap and not self._evict():
             raise SessionLimit(
-                f"session {sid!r}: this stub already serves {self.cap} session{'s' if self.cap != 1 else ''}, its cap (--max-sessions, "
+                f"session {sid!r}: this stub already serves {plural(self.cap, 'session')}, its cap (--max-sessions, "
                 f"PLANTSTUB_MAX_SESSIONS); end one with DELETE /__plantstub/sessions/ID, or wait: a session "
                 f"unused for {self.idle:g} s ends (--session-idle)")
         return Session(self.runtime, self.limits, self.memory, shares_file=self.default, outbox=self.outbox,
@@ -224,10 +226,6 @@ class Sessions:
             session.rebase(loaded)
         notes.append(f"reloaded {len(loaded.scenarios)} scenario(s) from {self.runtime.folder.path}")
         return notes
-
-    def reload(self) -> list[str]:
-        """load_folder() then install(), in one go (for callers without an event loop)."""
-        return self.install(self.load_folder())
 
     # -- the end ---------------------------------------------------------------------------------
     async def close(self) -> int:

@@ -34,8 +34,19 @@ class TlsDoor(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)  # a stream server's
         self._transport = transport
         self._doors.add(self)
-        transport.pause_reading()  # nothing is read before the first byte is known: TLS reads it itself
+        # Nothing is read before the first byte is known: TLS reads it itself. Paused in the loop's next turn: before
+        # Python 3.11 the transport starts reading after this method, in a callback of its own already queued.
+        asyncio.get_running_loop().call_soon(self._begin, transport)
+
+    def _begin(self, transport: asyncio.Transport) -> None:
+        if self._transport is None:  # gone already
+            return
+        transport.pause_reading()
         self._task = asyncio.get_running_loop().create_task(self._open(transport))
+
+    def data_received(self, data: bytes) -> None:  # never, while reading is paused: what TLS needs would be lost
+        if self._transport is not None:
+            self._transport.abort()
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._transport = None

@@ -1,5 +1,5 @@
 """A `--stateful` list answer: the records a list's filters keep, the page its paging parameters ask for, as an
-array or in the object the operation wraps them in (contract/pages.py)."""
+array or in the object the operation wraps them in (stateful/pages.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from plantstub._json import JSON
 from plantstub.contract.outgoing import Outgoing, json_reply
 from plantstub.contract.params import read_scalar
-from plantstub.contract.resources import Action
+from plantstub.stateful.model import Action
 
 
 def count_of(text: str) -> int | None:

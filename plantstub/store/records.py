@@ -16,19 +16,9 @@ from plantstub._budget import Budget
 from plantstub._json import JSON, NO_BODY, deep_json_bytes, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
-from plantstub.contract.resources import (
-    CREATE,
-    DELETE,
-    LIST,
-    MAX_BYTES,
-    MAX_RECORDS,
-    MERGE,
-    READ,
-    REPLACE,
-    Action,
-    Resources,
-    key_text,
-)
+from plantstub.stateful.keys import key_text
+from plantstub.stateful.model import CREATE, DELETE, LIST, MERGE, READ, REPLACE, Action
+from plantstub.stateful.resources import MAX_BYTES, MAX_RECORDS, Resources
 from plantstub.store.held import MAX_DEPTH, TooDeep, decode, encode, merge_patch
 from plantstub.store.lists import list_answer
 
@@ -75,10 +65,15 @@ class Store:
         self.most = most
         self.most_bytes = most_bytes
         self.memory = memory if memory is not None else Budget(most_bytes)
+        self._held = self.memory.holding(KIND)  # records and collections, as the memory budget counts them
         self._created: dict[str, Any] | None = None
         self.buckets: dict[str, _Bucket] = {}
         self.count = 0
-        self.bytes = 0  # held: records and collections, as the memory budget counts them
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes held: records and collections, as the memory budget counts them."""
+        return self._held.held
 
     @property
     def created(self) -> dict[str, Any] | None:
@@ -91,14 +86,13 @@ class Store:
         """Hold `more` records and `size` more bytes; the refusal when they do not fit (counted as lost)."""
         if self.count + more > self.most:
             held = f"{self.most:,} records is the most a stub keeps"
-        elif self.bytes + size > self.most_bytes:
+        elif self.held_bytes + size > self.most_bytes:
             held = f"{self.most_bytes // 2**20} MiB of records is the most a stub keeps"
-        elif self.memory.take(KIND, size):
-            self.bytes += size
+        elif self._held.take(size):
             return None
         else:
             held = f"the memory budget has no room for {size:,} more bytes ({self._budget_text(size)})"
-        self.memory.lost(KIND, size, more)
+        self._held.lost(size, more)
         return error_reply(action.full, f"store: full, {held}; delete some, or reset it (POST /__plantstub/reset)")
 
     def _budget_text(self, size: int) -> str:
@@ -108,12 +102,11 @@ class Store:
         return f"{whose} at most {short.limit:,} bytes of what clients send, --max-bytes"
 
     def _free(self, size: int) -> None:
-        self.bytes -= size
-        self.memory.give(KIND, size)
+        self._held.give(size)
 
     def figures(self) -> dict[str, int]:
         """Records and collections held, their bytes and the store's bounds, as health shows them."""
-        return {"records": self.count, "collections": len(self.buckets), "bytes": self.bytes,
+        return {"records": self.count, "collections": len(self.buckets), "bytes": self.held_bytes,
                 "max_records": self.most, "max_bytes": self.most_bytes}
 
     # -- the whole state ---------------------------------------------------------------------
@@ -157,14 +150,14 @@ class Store:
         """Hold exactly `state` (checked already); keys assigned later continue after the largest integer key.
         When the memory budget has no room for it, nothing changes and the one problem says so."""
         buckets, count, size = self._build(state)
-        more = size - self.bytes
-        if more > 0 and not self.memory.take(KIND, more):
-            self.memory.lost(KIND, more, count)
+        more = size - self.held_bytes
+        if more > 0 and not self._held.take(more):
+            self._held.lost(more, count)
             return [(root, f"{size:,} bytes of records as held; the memory budget has no room for them "
                            f"({self._budget_text(more)})")]
         if more < 0:
-            self.memory.give(KIND, -more)
-        self.buckets, self.count, self.bytes = buckets, count, size
+            self._held.give(-more)
+        self.buckets, self.count = buckets, count
         return []
 
     def use_seed(self, seed: Mapping[str, list[dict[str, Any]]] | None) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plantstub._json import MISSING, NO_BODY, cut, shown
+from plantstub._words import plural
 from plantstub.contract.operations import ServedOperation
 from plantstub.matching import json_equal
 from plantstub.proxy.verdict import header_problems, judge
@@ -76,7 +77,7 @@ def kind(value: Any) -> str:
 
 
 def _items(value: list[Any]) -> str:
-    return f"{len(value)} item{'s' if len(value) != 1 else ''}"
+    return f"{plural(len(value), 'item')}"
 
 
 def _service(value: Any) -> str:

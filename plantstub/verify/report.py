@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plantstub._json import NO_BODY
+from plantstub._words import plural
 from plantstub.verify.judge import Verdict
 from plantstub.verify.request import NOT_SENT, NOT_VERIFIABLE, Request, sent_headers
 from plantstub.verify.secrets import Secrets
@@ -81,7 +82,7 @@ def counted(outcomes: list[Outcome]) -> Counter[str]:
 def summary(outcomes: list[Outcome], scenarios: int, against: str, seconds: float) -> str:
     counts = counted(outcomes)
     parts = ", ".join(f"{counts[o]} {_WORDS[o][0] if counts[o] == 1 else _WORDS[o][1]}" for o in OUTCOMES)
-    rules = f"{len(outcomes)} rule{'s' if len(outcomes) != 1 else ''} of {scenarios} scenario{'s' if scenarios != 1 else ''}"
+    rules = f"{plural(len(outcomes), 'rule')} of {plural(scenarios, 'scenario')}"
     return f"plantstub: {rules} against {against}: {parts} ({seconds:.2f} s)"
 
 

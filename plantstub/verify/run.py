@@ -14,6 +14,7 @@ from typing import Any
 
 from plantstub._budget import Budget
 from plantstub._json import JSON, NO_BODY, json_bytes
+from plantstub._words import plural
 from plantstub.config import shown_url
 from plantstub.contract.load import load_spec
 from plantstub.contract.operations import serve
@@ -160,7 +161,7 @@ def verify(settings: VerifySettings) -> int:
             print(line)
         said = summary(outcomes, len(loaded.scenarios), against, seconds)
         errors = len(loaded.errors)
-        print(said + (f"; {errors} load error{'s' if errors != 1 else ''} (on stderr)" if errors else ""))
+        print(said + (f"; {plural(errors, 'load error')} (on stderr)" if errors else ""))
     if not outcomes and not loaded.errors:
         print(f"plantstub: no scenario rules to verify in {', '.join(map(str, settings.paths))}", file=sys.stderr)
         status = 1
@@ -183,9 +184,6 @@ def _save(recorder: Recorder, contract: ScenarioContract, settings: VerifySettin
     if saved.file is None:
         print("plantstub: --record: no request was sent; nothing recorded", file=sys.stderr)
         return 0
-    left = len(saved.left_out)
-    print(f"plantstub: recorded {saved.recorded} exchange{'s' if saved.recorded != 1 else ''} in "
-          f"{saved.rules} rule{'s' if saved.rules != 1 else ''} to {saved.file}"
-          + (f"; {left} left out (listed in its leading comment)" if left else ""), file=sys.stderr)
+    print(saved.said(), file=sys.stderr)
     return 0
 

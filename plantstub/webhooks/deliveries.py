@@ -11,6 +11,7 @@ from typing import Any
 from plantstub._budget import Budget
 from plantstub._clock import iso_time
 from plantstub._json import NO_BODY, body_for_record, shown
+from plantstub._words import plural
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches
 
@@ -79,7 +80,7 @@ class DeliveryLog:
                  memory: Budget | None = None) -> None:
         self.size = size
         self.max_bytes = max_bytes
-        self.memory = memory
+        self.held = None if memory is None else memory.holding(KIND)
         self.items: deque[Sent] = deque()
         self.bytes = 0
         self.dropped = 0
@@ -107,13 +108,13 @@ class DeliveryLog:
         self.recorded += 1
         while self.items and (len(self.items) >= self.size or self.bytes + size > self.max_bytes):
             self._drop_oldest()
-        if self.memory is not None:
-            while not self.memory.take(KIND, size):
+        if self.held is not None:
+            while not self.held.take(size):
                 if not self.items:  # bigger than the room there is: not kept, and counted
                     self.dropped += 1
-                    self.memory.lost(KIND, size)
+                    self.held.lost(size)
                     return
-                self.memory.lost(KIND, self._drop_oldest())
+                self.held.lost(self._drop_oldest())
         self.items.append(sent)
         self.bytes += size
 
@@ -121,8 +122,8 @@ class DeliveryLog:
         size = self.items.popleft().size
         self.bytes -= size
         self.dropped += 1
-        if self.memory is not None:
-            self.memory.give(KIND, size)
+        if self.held is not None:
+            self.held.give(size)
         return size
 
     def _shed(self, short: int) -> int:
@@ -130,7 +131,7 @@ class DeliveryLog:
         freed = 0
         while self.items and freed < short:
             size = self._drop_oldest()
-            self.memory.lost(KIND, size)  # type: ignore[union-attr]  # only registered with a budget
+            self.held.lost(size)  # type: ignore[union-attr]  # only registered with a budget
             freed += size
         return freed
 
@@ -147,8 +148,8 @@ class DeliveryLog:
         again (a test's first delivery is #1): one decided before it keeps its number and is not recorded after it."""
         count = len(self.items)
         self.items.clear()
-        if self.memory is not None:
-            self.memory.give(KIND, self.bytes)
+        if self.held is not None:
+            self.held.give(self.bytes)
         self.bytes = 0
         self.lost_full = self.lost_memory = 0
         self.recorded = 0
@@ -164,10 +165,6 @@ class DeliveryLog:
             found.append(f"webhooks: {self.lost_memory} deliveries were not sent: the session's memory budget "
                          "(--max-bytes) had no room for them while they waited to be sent")
         return found
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun[:-1]}ies"
 
 
 def _line(d: Delivery) -> str:
@@ -191,10 +188,10 @@ def assert_delivered(deliveries: list[Delivery], name: str | None, body: Any, ti
     what = name if name is not None else "any webhook"
     wanted = f" with body {shown(body)}" if body is not NO_BODY else ""
     count = 1 if times is None else times
-    lines = [f"plantstub: expected {'at least ' if times is None else ''}{_count(count, 'delivery')} of {what}"
-             f"{wanted}; got {len(found)}."]
+    lines = [f"plantstub: expected {'at least ' if times is None else ''}{plural(count, 'delivery', 'deliveries')} "
+             f"of {what}{wanted}; got {len(found)}."]
     if deliveries:
-        lines.append(f"{_count(len(deliveries), 'delivery')} recorded:")
+        lines.append(f"{plural(len(deliveries), 'delivery', 'deliveries')} recorded:")
         lines.extend(_line(d) for d in deliveries[-10:])
     else:
         lines.append("no deliveries recorded (is a receiver subscribed? see stub.subscribe() and --webhook)")

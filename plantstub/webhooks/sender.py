@@ -70,7 +70,7 @@ class Sender:
     def __init__(self, log: DeliveryLog, outbox: Turns, memory: Budget | None = None, cap: int = QUEUE_CAP) -> None:
         self.log = log
         self.outbox = outbox
-        self.memory = memory
+        self.held = None if memory is None else memory.holding(KIND)  # the bytes of the jobs waiting and flying
         self.cap = cap
         self.queue: deque[Job] = deque()  # ready to go, oldest first
         self.later: dict[asyncio.TimerHandle, Job] = {}  # waiting out a rule's delay_ms
@@ -88,9 +88,9 @@ class Sender:
         if len(self.queue) + len(self.later) >= self.cap:
             self.log.lost_full += 1
             return
-        if self.memory is not None and not self.memory.take(KIND, job.size):
+        if self.held is not None and not self.held.take(job.size):
             self.log.lost_memory += 1
-            self.memory.lost(KIND, job.size)
+            self.held.lost(job.size)
             return
         if not delay_ms:
             self._queue(job)
@@ -129,8 +129,8 @@ class Sender:
             self.log.add(sent, job.epoch)
 
     def _give(self, job: Job) -> None:
-        if self.memory is not None:
-            self.memory.give(KIND, job.size)
+        if self.held is not None:
+            self.held.give(job.size)
 
     def forget_before(self, epoch: int) -> None:
         """Drop the waiting jobs decided before `epoch` (a reset): not sent to a test that has ended."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from plantstub._words import did_you_mean
 from plantstub.config import shown_url, webhook_url
 from plantstub.errors import SubscriptionError
 
@@ -25,8 +25,7 @@ class Subscriptions:
             return str(name)
         if not self.names:
             raise SubscriptionError(f"{where}: {name!r}: the spec declares no webhooks")
-        close = difflib.get_close_matches(str(name), self.names, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"declared: {', '.join(self.names)}, or * for every one"
+        hint = did_you_mean(str(name), self.names) or f"declared: {', '.join(self.names)}, or * for every one"
         raise SubscriptionError(f"{where}: {name!r} is not a webhook of the spec ({hint})")
 
     def subscribe(self, url: Any, name: Any = "*", where: str = "url", name_where: str = "name") -> None:

@@ -259,7 +259,7 @@ def measure(envs: dict[str, dict[str, str]], args: argparse.Namespace, url: str)
         figures[label]["importtime Stub"] = importtime(
             ["import pytest", "import plantstub.pytest_plugin", "import plantstub.stub"], env)[:16]
         figures[label]["importtime sidecar"] = importtime(
-            ["import pytest", "import plantstub.pytest_plugin", "import plantstub.server.remote"], env)[:12]
+            ["import pytest", "import plantstub.pytest_plugin", "import plantstub.client.remote"], env)[:12]
     return figures
 
 

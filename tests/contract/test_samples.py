@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstub.contract.bundle import bundle_schema
+from plantstub.contract.bundle import Bundler
 from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import SpecError
@@ -36,7 +36,7 @@ def no_refs(target: str, where: str, ref: str) -> tuple[Any, str]:
 
 def openapi30(schema: dict) -> dict | bool:
     """The 2020-12 meaning of an OpenAPI 3.0 schema, as the spec loader bundles it."""
-    return bundle_schema(schema, "file:///api.yaml", no_refs, legacy=True, where="test")
+    return Bundler(no_refs, legacy=True).bundle(schema, "file:///api.yaml", "test")
 
 
 def errors(schema: dict | bool, value: Any) -> list[str]:

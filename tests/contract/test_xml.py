@@ -17,7 +17,8 @@ from plantstub._json import BodyError
 from plantstub.contract.load import load_spec
 from plantstub.contract.samples import generate
 from plantstub.contract.schema import SchemaCheck
-from plantstub.contract.xml import Mapping, decode_name, encode_name
+from plantstub.contract.xml import Mapping
+from plantstub.contract.xml_shape import decode_name, encode_name
 from tests.helpers import SPECS
 
 

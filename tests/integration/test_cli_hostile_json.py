@@ -15,8 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstub import cli
-from plantstub.cli import main
+from plantstub.cli import coverage, main
 from plantstub.config import Settings
 from plantstub.proxy.har import HarError, read_har
 from plantstub.proxy.recorded_file import build
@@ -82,7 +81,7 @@ def test_coverage_gives_a_server_that_drips_a_deadline(monkeypatch, capsys):
                 connection.sendall(bytes([byte]))
 
     threading.Thread(target=drip, daemon=True).start()
-    monkeypatch.setattr(cli, "COVERAGE_DEADLINE", 1.0)
+    monkeypatch.setattr(coverage, "COVERAGE_DEADLINE", 1.0)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     started = time.monotonic()
     try:

@@ -50,7 +50,8 @@ def test_client_leaving_mid_body_is_recorded_not_a_crash(tmp_path):
             time.sleep(0.02)
         [call] = stub.calls
         assert call.status == 499
-        assert call.errors == ("request: the client closed the connection before sending the whole body",)
+        assert call.errors == ("request: the client closed the connection before sending the whole body; no answer went "
+                               "out",)
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from plantstub.client.admin import AtCapacity
 from plantstub.plugin.sidecar import open_session
-from plantstub.server.remote import AtCapacity
 
 CONFTEST = '''
 import pytest

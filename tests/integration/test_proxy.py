@@ -209,8 +209,8 @@ def test_a_client_that_leaves_while_the_service_thinks_is_recorded_and_the_stub_
         assert by_name["Fern"].status == 200
         assert by_name["Slow"].status == 499 and by_name["Slow"].proxied
         assert by_name["Slow"].upstream["errors"] == [  # type: ignore[index]
-            f"request: the client closed the connection before {upstream.url}/plants answered; the forwarded request "
-            "was cancelled and no answer went out"]
+            f"request: the client closed the connection before {upstream.url}/plants answered (the forwarded request "
+            "was cancelled); no answer went out"]
 
 
 def test_a_scenario_that_lets_broken_requests_through_forwards_them(upstream, tmp_path):

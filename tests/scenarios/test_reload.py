@@ -20,7 +20,7 @@ from plantstub.scenarios.watch import FolderSnapshot, off_loop
 from plantstub.server.app import SESSIONS_KEY
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
-from tests.helpers import JSON_AUTH, make_request, no_hang, write
+from tests.helpers import JSON_AUTH, make_request, no_hang, reload, write
 
 SEQUENCE = """\
 description: {description}
@@ -57,14 +57,14 @@ def test_reload_keeps_the_active_scenario_while_its_file_is_missing(tmp_path):
     assert answer(control) == "rules[0].replies[0]"
     kept = control.default.scenarios.scenarios["seq"]
     seq.unlink()
-    assert control.reload() == [
+    assert reload(control) == [
         f"{seq} is gone; the active scenario 'seq' stays active as last loaded until its file is back",
         f"reloaded 1 scenario(s) from {tmp_path}",
     ]
     assert (control.default.active, control.default.scenarios.scenarios["seq"], control.default.scenarios.missing) == ("seq", kept, {"seq": str(seq)})
     assert answer(control) == "rules[0].replies[1]"  # answers as before, counters and all
     write(tmp_path, "seq.yaml", SEQUENCE.format(description="v1", second="two"))
-    assert control.reload() == [
+    assert reload(control) == [
         f"the active scenario 'seq' is back ({seq}); loaded, still active",
         f"reloaded 2 scenario(s) from {tmp_path}",
     ]
@@ -77,7 +77,7 @@ def test_reload_keeps_the_active_scenario_when_its_file_names_another(tmp_path):
     seq = write(tmp_path, "seq.yaml", SEQUENCE.format(description="v1", second="two"))
     control = control_for(tmp_path)
     write(tmp_path, "seq.yaml", "name: renamed\n" + SEQUENCE.format(description="v1", second="two"))
-    assert control.reload()[0] == (
+    assert reload(control)[0] == (
         f"{seq} no longer defines 'seq'; the active scenario 'seq' stays active as last loaded until its file is back")
     assert (control.default.active, sorted(control.default.scenarios.missing)) == ("seq", ["seq"])
     assert {"seq", "renamed"} <= set(control.default.scenarios.scenarios)
@@ -87,7 +87,7 @@ def test_reload_keeps_the_folder_version_over_a_builtin_of_that_name(tmp_path):
     closed = write(tmp_path, "store-closed.yaml", OTHER.format(description="mine"))
     control = control_for(tmp_path, "store-closed")
     closed.unlink()
-    control.reload()
+    reload(control)
     assert control.default.scenarios.scenarios["store-closed"].description == "mine"  # not switched to the built-in meanwhile
     assert control.default.scenarios.missing == {"store-closed": str(closed)}
 
@@ -97,7 +97,7 @@ def test_switching_away_drops_the_kept_scenario(tmp_path):
     write(tmp_path, "other.yaml", OTHER.format(description="v1"))
     control = control_for(tmp_path)
     seq.unlink()
-    control.reload()
+    reload(control)
     control.default.use("other")
     assert ("seq" in control.default.scenarios.scenarios, control.default.scenarios.missing) == (False, {})
 
@@ -107,7 +107,7 @@ async def test_missing_is_listed_by_the_admin_api(aiohttp_client, tmp_path):
     app = create_app(scenarios=str(tmp_path), scenario="seq", watch=True)
     client = await aiohttp_client(app)
     seq.unlink()
-    app[SESSIONS_KEY].reload()
+    reload(app[SESSIONS_KEY])
     listed = await (await client.get("/__plantstub/scenarios")).json()
     assert listed["active"] == "seq"
     assert {s["name"]: s["missing"] for s in listed["scenarios"]}["seq"] is True
@@ -122,13 +122,13 @@ def test_reload_keeps_counters_of_scenarios_whose_rules_did_not_change(tmp_path)
     control = control_for(tmp_path)
     assert answer(control) == "rules[0].replies[0]"
     write(tmp_path, "other.yaml", OTHER.format(description="v2"))  # another file
-    control.reload()
+    reload(control)
     assert answer(control) == "rules[0].replies[1]"
     seq.write_text("# a comment moves every line\n" + SEQUENCE.format(description="v2", second="two"))
-    control.reload()
+    reload(control)
     assert answer(control) == "rules[0].replies[2]"  # lines and description are not rules
     write(tmp_path, "seq.yaml", SEQUENCE.format(description="v2", second="deux"))
-    control.reload()
+    reload(control)
     assert answer(control) == "rules[0].replies[0]"  # its own rules changed: afresh
 
 
@@ -138,7 +138,7 @@ def test_a_broken_reload_keeps_counters(tmp_path):
     control = control_for(tmp_path)
     assert answer(control) == "rules[0].replies[0]"
     broken.write_text("rules: [")
-    assert control.reload()[-1] == "kept the last good scenarios (6)"
+    assert reload(control)[-1] == "kept the last good scenarios (6)"
     assert answer(control) == "rules[0].replies[1]"
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from plantstub import create_app
 from plantstub.server.app import SESSIONS_KEY
+from plantstub.server.limits import SESSION_SHARE
 from plantstub.server.runtime import load
-from plantstub.server.session import SESSION_SHARE
 from plantstub.server.table import SessionLimit, Sessions
-from tests.helpers import AUTH, HANG, JSON_AUTH
+from tests.helpers import AUTH, HANG, JSON_AUTH, reload
 
 FERN = b'{"id": 1, "name": "Fern"}'
 
@@ -354,7 +354,7 @@ async def test_a_reload_reaches_every_session(aiohttp_client, tmp_path):
     await client.put("/__session/a/__plantstub/scenario", json={"name": "closed"})
     (tmp_path / "closed.yaml").write_text(
         "rules:\n  - match: {path: /plants}\n    reply: {status: 400, body: {error: 2, message: shut}}\n")
-    app[SESSIONS_KEY].reload()
+    reload(app[SESSIONS_KEY])
     assert (await post(client, "/__session/a/plants"))[1] == {"error": 2, "message": "shut"}
 
 

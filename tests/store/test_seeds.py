@@ -12,7 +12,7 @@ import pytest
 from plantstub import PlantstubError, ScenarioError, Stub, create_app
 from plantstub.contract.load import load_spec
 from plantstub.scenarios.load import load_scenarios
-from tests.helpers import AUTH, SPECS, same, write
+from tests.helpers import AUTH, SPECS, reload, same, write
 
 FULL = load_spec("plant-store-full")
 SEEDED = """\
@@ -151,7 +151,7 @@ def test_state_reset_restores_the_seed_as_reloaded(tmp_path):
     sessions = Sessions(load(build_settings({"spec": "plant-store-full", "scenarios": tmp_path, "scenario": "seeded",
                                              "stateful": True})))
     write(tmp_path, "seeded.yaml", "state:\n  /plants:\n    - {id: 5, name: Palm}\n")
-    assert sessions.reload()[-1] == f"reloaded 1 scenario(s) from {tmp_path}"
+    assert reload(sessions)[-1] == f"reloaded 1 scenario(s) from {tmp_path}"
     session = sessions.default
     assert [p["name"] for p in session.state["/plants"]] == ["Fern", "Ivy"]  # a reload alone changes nothing
     session.reset()

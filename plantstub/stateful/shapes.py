@@ -9,13 +9,13 @@ from typing import Any
 
 from plantstub._json import concrete, pick_json
 from plantstub.contract.answers import answer_key, sends_no_body, status_of
-from plantstub.contract.branches import Branch, branch_of, pick
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten
 from plantstub.contract.model import Operation
 from plantstub.contract.params import schema_types
 from plantstub.contract.samples import sample
 from plantstub.contract.schema import SchemaCheck
+from plantstub.stateful.branches import Branch, branch_of, pick
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Shape:
     # The wrapper's other properties it requires (Xero's `pagination`), each with a generated value.
     around: tuple[tuple[str, Any], ...] = ()
     rows: bool = False  # the wrapper's property is an array of records (Xero's `{"Contacts": [{...}], "Id": ...}`)
-    # A choice of objects (`oneOf`): its branches, one picked per record (contract/branches.py), and whether one
+    # A choice of objects (`oneOf`): its branches, one picked per record (stateful/branches.py), and whether one
     # is closed (`additionalProperties: false`: the record's other fields are left out of the answer).
     choice: tuple[Branch, ...] = ()
     closed: bool = False
@@ -255,7 +255,7 @@ def shape_of(op: Operation, checks: Checks | None = None, fields: frozenset[str]
            record: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Shape:
     """The shape of `op`'s success answer: its lowest declared 2xx (else what answers with no scenario).
     `fields`: the records' fields, which tell a wrapper answer (`{"user": {...}}`) from a record; `within`: the
-    property of an object answer that holds the list of records (`{"data": [...]}`, contract/pages.py);
+    property of an object answer that holds the list of records (`{"data": [...]}`, stateful/pages.py);
     `record`: the records' flattened schema and its `$defs`, against which the answer's fields are compared."""
     key = answer_key(op)
     if key is None:

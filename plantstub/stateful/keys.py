@@ -10,7 +10,7 @@ from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, types_of
 from plantstub.contract.params import schema_types
 from plantstub.contract.samples import sample
-from plantstub.contract.shapes import fields_of, flat_of, is_record, wrapper
+from plantstub.stateful.shapes import fields_of, flat_of, is_record, wrapper
 
 
 def with_defs(schema: Any) -> tuple[Any, dict[str, Any]]:

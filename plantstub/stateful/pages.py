@@ -14,7 +14,7 @@ from typing import Any
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import types_of
 from plantstub.contract.samples import sample
-from plantstub.contract.shapes import fields_of, flat_of
+from plantstub.stateful.shapes import fields_of, flat_of
 
 # The array properties that hold a list's records by convention, preferred in this order (then the collection's
 # own name, `things` for /things) when a wrapper has more than one.
