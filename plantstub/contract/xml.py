@@ -114,9 +114,9 @@ class Mapping:
     def shape(self, schema: Any) -> Shape:
         if not isinstance(schema, dict):
             return ANY
-        found = self.shapes.get(schema)
-        if found is not None:
-            return found
+        kept = self.shapes.get(schema)
+        if kept is not None:
+            return kept
         shape = self.shapes.put(schema, Shape())
         flat = flatten(schema, self.defs)
         if not isinstance(flat, dict):
