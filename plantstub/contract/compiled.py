@@ -86,7 +86,8 @@ class Checks:
             self.compiled.put(schema, check)
         return check
 
-    def valid(self, value: object, schema: dict[str, object] | bool, defs: dict[str, object]) -> bool:
+    def valid(self, value: object, schema: object, defs: dict[str, object]) -> bool:
+        """Does `schema` (a dict or bool, as a subschema is found) take `value`? False when it cannot be compiled."""
         if isinstance(schema, bool):
             return schema
         if isinstance(schema, dict) and set(schema) == {"allOf"} and isinstance(schema["allOf"], list) \
@@ -94,7 +95,7 @@ class Checks:
             # flatten.merge()'s `allOf: [a, b]` of two subschemas: each checked as it is, not compiled anew
             return all(self.valid(value, part, defs) for part in schema["allOf"])
         try:
-            return self.check(schema, defs).is_valid(value)
+            return self.check(cast("dict[str, object]", schema), defs).is_valid(value)  # else refused: below
         except Exception:  # noqa: BLE001 - a schema jsonschema-rs cannot compile: the value is not known good
             return False
 

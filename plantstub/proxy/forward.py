@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import (
     ClientConnectorCertificateError,
@@ -27,7 +27,7 @@ from yarl import URL
 from plantstub._json import NO_BODY
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.outgoing import ErrorRecord, Outgoing, error_reply
 from plantstub.errors import ConfigError
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.record import Recorder
@@ -59,7 +59,7 @@ class ClientLeft(Exception):
     (a 499) and `upstream` are what the call records; no answer goes out."""
 
     def __init__(self, out: Outgoing, upstream: dict[str, Any]) -> None:
-        super().__init__(out.body["message"])
+        super().__init__(cast(ErrorRecord, out.body)["message"])  # our 499's Error record
         self.out = out
         self.upstream = upstream
 

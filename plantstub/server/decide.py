@@ -9,13 +9,13 @@ aiohttp to it and back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from plantstub._json import NO_BODY
 from plantstub._regex import REQUEST_SECONDS, RegexBudget
 from plantstub.contract.model import Operation
 from plantstub.contract.operations import ServedOperation, preferred
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.outgoing import ErrorRecord, Outgoing, error_reply
 from plantstub.contract.requests import challenge
 from plantstub.contract.schema import Violation
 from plantstub.contract.webhooks import RequestValues
@@ -72,8 +72,9 @@ class Decision(NamedTuple):
     def refused(self, out: Outgoing, answerer: Answerer = CHECK) -> Decision:
         """This decision answered by a refusal instead (its message is the call's error): the request check's, or
         `answerer`'s (Prefer's that cannot be met; a client that left mid-body)."""
-        return self._replace(out=out, errors=(out.ours if out.ours is not None else out.body["message"],), fault=None,
-                             sends=False, answerer=answerer)
+        # No `ours`: the body is the Error record itself (the cast costs a call only then).
+        return self._replace(out=out, errors=(out.ours if out.ours is not None else cast(ErrorRecord, out.body)["message"],),
+                             fault=None, sends=False, answerer=answerer)
 
     def unsent(self, message: str) -> Decision:
         """This decision's answer never went out (the client left, the stub stopped): a 499 saying so is recorded; the
