@@ -29,7 +29,9 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from itertools import pairwise
+from typing import TypeVar
 
+V = TypeVar("V")
 REDACTED = "REDACTED"
 WORDS = frozenset({
     "auth", "authorization", "cookie", "credential", "cvc", "cvv", "jwt", "key", "otp", "passcode", "passphrase",
@@ -103,7 +105,7 @@ class Redactor:
         return [(name, self._took(value) if secret_name(name) or secret_value(value) else value)
                 for name, value in pairs]
 
-    def mapping(self, mapping: Mapping[str, object]) -> dict[str, object]:
+    def mapping(self, mapping: Mapping[str, V]) -> dict[str, V | str]:
         """Headers or query parameters as a mapping (a value may be a list of the values of a repeated name)."""
         return {name: self._took(value) if secret_name(name) or any(map(secret_value, _listed(value)))
                 else value for name, value in mapping.items()}

@@ -17,7 +17,7 @@ from plantstub.recording.redacted import redact_call
 from plantstub.redaction import Redactor
 
 if TYPE_CHECKING:
-    from plantstub.recording.call import Call
+    from plantstub.recording.call import Call, CallResponse
 
 MAX_CALLS = 200  # a test's calls shown in full at most; the rest are counted
 MAX_TEXT = 2000  # characters of a body or a failure shown at most
@@ -41,7 +41,7 @@ def call_entry(call: Call) -> dict[str, Any]:
 def _entry(call: Call) -> dict[str, Any]:
     """One call's entry. Its verdict and problems by whom are the call's own (recording/verdict.py), who answered is
     its `answered_by`."""
-    response = call.response or {}
+    response: CallResponse = call.response or {"status": None, "headers": {}, "body": None}  # pending: nothing sent
     problems = call.problems
     return {
         "seq": call.seq, "time": call.time, "method": call.method, "path": call.path,

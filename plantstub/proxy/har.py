@@ -18,7 +18,7 @@ from plantstub.contract.operations import ServedOperation
 from plantstub.contract.router import Router
 from plantstub.proxy.recorded_file import Exchange
 from plantstub.proxy.verdict import judge
-from plantstub.recording.call import Call, Record
+from plantstub.recording.call import Call, CallResponse, Record
 from plantstub.recording.redacted import redact_call
 from plantstub.redaction import Redactor
 
@@ -56,7 +56,7 @@ def har_entry(call: Call, base: str) -> dict[str, Any]:
         text = _text(call.body)
         request["postData"] = {"mimeType": _content_type(call.headers) or "application/json", "text": text}
         request["bodySize"] = len(text.encode())
-    answer = call.response or {}
+    answer: CallResponse = call.response or {"status": None, "headers": {}, "body": None}  # pending: nothing sent
     headers = answer.get("headers") or {}
     body = answer.get("body")
     text = "" if body is None else _text(body)
