@@ -186,7 +186,7 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
                 return decision
     store = session.store
     if store is not None:  # --stateful: the records answer where the default answer would
-        action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it
+        action = session.actions.get(served.op)  # base.op: the operation routed, served's own
         if action is not None:
             # No body sent (an optional one): the record starts empty; None is a body that was sent but not read.
             out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
