@@ -73,10 +73,12 @@ class Checks:
         """The compiled check of `schema`: a place as it is, a subschema with the `$defs` it needs."""
         check = self.compiled.get(schema)
         if check is None:
-            if isinstance(schema, dict) and (name := self.shared.name(schema)) is not None:
+            # (A schema has a name once the shared validator compiled: it is there then.)
+            if isinstance(schema, dict) and (name := self.shared.name(schema)) is not None and (
+                    validator := self.shared.validator) is not None:
                 # compiled already: the whole `$defs` is there for jsonschema, if it is asked
                 root: dict[str, object] | bool = schema if "$defs" in schema or not defs else {**schema, "$defs": defs}
-                check = SchemaCheck(root, where, checked=True, shared=(self.shared.validator, name))
+                check = SchemaCheck(root, where, checked=True, shared=(validator, name))
             else:
                 root = schema
                 if isinstance(schema, dict) and "$defs" not in schema and defs:

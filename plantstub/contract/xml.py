@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 from xml.etree import ElementTree
 from xml.parsers import expat
 
@@ -104,14 +103,14 @@ ANY = Shape()
 class Mapping:
     """The shapes of one bundled schema's places (its `$defs` shared), each made once."""
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: object) -> None:
         self.defs = defs_of(schema)
         self.shapes: IdentityMemo[Shape] = IdentityMemo()
         self.root = self.shape(schema)
         if self.root.name is None:
             self.root.name = _component(schema) or self.root.title or "root"
 
-    def shape(self, schema: Any) -> Shape:
+    def shape(self, schema: object) -> Shape:
         if not isinstance(schema, dict):
             return ANY
         kept = self.shapes.get(schema)
@@ -138,7 +137,7 @@ class Mapping:
         shape.wrapped = xml.get("wrapped") is True or node == "element"
         shape.title = _text(flat.get("title")) if _NAME.match(str(flat.get("title", ""))) else None
         shape.types = types_of(schema, self.defs) or set()
-        subs: dict[str, list[Any]] = {}  # each property's schemas, in every part (a branch's too)
+        subs: dict[str, list[object]] = {}  # each property's schemas, in every part (a branch's too)
         for part in parts:
             required = part.get("required")
             shape.required += [r for r in (required if isinstance(required, list) else ())
@@ -165,7 +164,7 @@ class Mapping:
         return shape
 
     # -- writing -------------------------------------------------------------------------------------------------
-    def write(self, value: Any) -> str:
+    def write(self, value: object) -> str:
         """`value` (valid against the schema) as an XML document."""
         out = ['<?xml version="1.0" encoding="UTF-8"?>']
         root = self.root
@@ -176,21 +175,21 @@ class Mapping:
         return "".join(out)
 
     # -- reading -------------------------------------------------------------------------------------------------
-    def read(self, raw: bytes) -> Any:
+    def read(self, raw: bytes) -> object:
         """The value an XML body holds by this mapping; BodyError naming what is wrong (not well-formed, a DTD)."""
         return _value(parse(raw), self.root, top=True)
 
 
-def _xml(schema: Any) -> dict[str, Any]:
+def _xml(schema: object) -> dict[str, object]:
     xml = schema.get("xml") if isinstance(schema, dict) else None
     return xml if isinstance(xml, dict) else {}
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _component(schema: Any) -> str | None:
+def _component(schema: object) -> str | None:
     """The component a root's `$ref` names (its `$defs` key, as the bundler made it from the component's name)."""
     ref = schema.get("$ref") if isinstance(schema, dict) else None
     if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
@@ -244,7 +243,7 @@ def _open(out: list[str], name: str, shape: Shape, attributes: list[str]) -> str
     return tag
 
 
-def _element(out: list[str], name: str, value: Any, shape: Shape, depth: int) -> None:
+def _element(out: list[str], name: str, value: object, shape: Shape, depth: int) -> None:
     if depth > MAX_NESTING:
         raise BodyError("nested too deeply to write as XML")
     if value is None:
@@ -252,7 +251,7 @@ def _element(out: list[str], name: str, value: Any, shape: Shape, depth: int) ->
         out.append("/>")
         return
     attributes: list[str] = []
-    children: list[tuple[str, Any, Shape]] = []  # (name, value, shape) of each child element
+    children: list[tuple[str, object, Shape]] = []  # (name, value, shape) of each child element
     text = ""
     if isinstance(value, dict):
         for prop, member in value.items():
@@ -326,7 +325,7 @@ def parse(raw: bytes) -> ElementTree.Element:
     return root
 
 
-def _refuse_doctype(*_: Any) -> None:
+def _refuse_doctype(*_: object) -> None:
     raise BodyError("a document type declaration (<!DOCTYPE ...>) is not accepted: plantstub reads no DTD, so no entity"
                     " can be declared or expanded")
 
@@ -352,7 +351,7 @@ def _inner_text(element: ElementTree.Element) -> str:
     return "".join(parts)
 
 
-def _value(element: ElementTree.Element, shape: Shape, top: bool = False) -> Any:
+def _value(element: ElementTree.Element, shape: Shape, top: bool = False) -> object:
     """The value `element` holds as `shape` maps it."""
     if element.get(_NIL) in ("true", "1"):
         return None
@@ -370,15 +369,15 @@ def _value(element: ElementTree.Element, shape: Shape, top: bool = False) -> Any
             return []
         if not ((containers or not types) and not text.strip()):  # an empty element of an object or any value: {}
             return _scalar(text, types)  # an object's place holding a text: the text, which the schema refuses
-    out: dict[str, Any] = {}
-    for name, value in attributes.items():
+    out: dict[str, object] = {}
+    for name, written in attributes.items():
         prop = shape.attributes.get(name, name)
-        out[prop] = _scalar(value, shape.child(prop).types)
+        out[prop] = _scalar(written, shape.child(prop).types)
     text = _inner_text(element) if shape.text is not None else ""
     if shape.text is not None and text.strip():
         out[shape.text] = _scalar(text, shape.child(shape.text).types)
     index = shape.index()
-    lists: set[str] = set()
+    lists: dict[str, list[object]] = {}  # a name met again where one value stands: its values so far
     for child in children:
         name = _local(child.tag)
         prop = index.get(name, name)
@@ -391,9 +390,8 @@ def _value(element: ElementTree.Element, shape: Shape, top: bool = False) -> Any
         value = _value(child, sub)
         if prop in out:  # a name met again where one value stands: a list (which the schema then refuses)
             if prop not in lists:
-                out[prop] = [out[prop]]
-                lists.add(prop)
-            out[prop].append(value)
+                out[prop] = lists[prop] = [out[prop]]
+            lists[prop].append(value)
         else:
             out[prop] = value
     for prop in shape.required:  # a required array written as no element at all: an empty one
@@ -402,7 +400,7 @@ def _value(element: ElementTree.Element, shape: Shape, top: bool = False) -> Any
     return out
 
 
-def _scalar(text: str, types: set[str]) -> Any:
+def _scalar(text: str, types: set[str]) -> object:
     """An element's or attribute's text read as `types` read it (null only by `xsi:nil`); the text when none fits."""
     if types & {"integer", "number", "boolean"}:
         value = read_scalar(text.strip(), types - {"null"})

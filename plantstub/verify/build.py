@@ -244,7 +244,7 @@ class _Builder:
         name = pick_json(self.op.body or {})
         media = self.op.body[name] if self.op.body and name is not None and is_json(name) else None
         schema = media.schema if media is not None else None
-        base = MISSING
+        base: object = MISSING
         if media is not None:  # the spec's own example of the request body, when it keeps the schema
             given = [media.example, *media.examples.values()]
             base = next((v for v in given if v is not MISSING and (not isinstance(schema, dict)
