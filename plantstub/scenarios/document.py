@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 import yaml
@@ -23,8 +23,8 @@ Parts = tuple[str | int, ...]  # a location path's steps: keys and indexes
 class MatchData(TypedDict, total=False):
     method: str
     path: str
-    headers: dict[str, object]  # a text, number or boolean, or a matcher
-    query: dict[str, object]
+    headers: Mapping[str, object]  # a text, number or boolean, or a matcher (a list: a repeated name's values)
+    query: Mapping[str, object]
     body: object
 
 
