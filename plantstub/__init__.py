@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from plantstub._version import __version__
 from plantstub.errors import (
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Imported on first use: pytest loads the plugin (plantstub.pytest_plugin) in every project that has
     # plantstub installed, and a suite that never uses the stub must not pay for aiohttp and the rest.
     from plantstub._gc import collector_paused  # what the import builds lives on: no collection walks it meanwhile

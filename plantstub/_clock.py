@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any
 
 
 def iso_time(started: float) -> str:
@@ -21,4 +20,4 @@ def iso_time(started: float) -> str:
     return f"{_second[1]}.{micro // 1000:03d}Z"
 
 
-_second: list[Any] = [None, ""]  # the last second iso_time() wrote, and its date and time
+_second: list[int | str | None] = [None, ""]  # the last second iso_time() wrote, and its date and time

@@ -11,11 +11,11 @@ import json
 import math
 import re
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, NamedTuple
+from typing import Final, NamedTuple, NoReturn
 
 import orjson
 
@@ -40,9 +40,9 @@ class _NoBody(_Marker):
 
 
 # No body: a request or reply without one (a body of `null` is the JSON value None).
-NO_BODY: Any = _NoBody("NO_BODY")
+NO_BODY: Final = _NoBody("NO_BODY")
 # No value at this place: an absent header, a field the request lacks, an example the spec does not give.
-MISSING: Any = _Marker("MISSING")
+MISSING: Final = _Marker("MISSING")
 
 
 # -- media types --------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ class TooDeep(BodyError):
     """The body nests deeper than plantstub parses."""
 
 
-def _no_constants(name: str) -> Any:
+def _no_constants(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
@@ -137,13 +137,13 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 MAX_NESTING = 1024  # levels of arrays and objects a body may nest: orjson's own bound, kept on every path
 
 
-def nests_deeper(value: Any, levels: int) -> bool:
+def nests_deeper(value: object, levels: int) -> bool:
     """Does `value` nest lists, tuples and mappings more than `levels` deep? (a loop: any depth is measured)"""
-    todo: list[tuple[Any, int]] = [(value, 0)]
+    todo: list[tuple[object, int]] = [(value, 0)]
     while todo:
         item, depth = todo.pop()
         if isinstance(item, Mapping):
-            children: Any = item.values()
+            children: Iterable[object] = item.values()
         elif isinstance(item, (list, tuple)):
             children = item
         else:
@@ -168,7 +168,7 @@ def json_nesting(raw: bytes) -> int:
     return max(accumulate(array("b", _JSON_STRING.sub(b"", structure).translate(_JSON_STEPS))), default=0)
 
 
-def decode_json(raw: bytes) -> Any:
+def decode_json(raw: bytes) -> object:
     """Parse a JSON body strictly: UTF-8 only, no NaN/Infinity, bounded nesting, integers exact.
 
     orjson parses; whatever it refuses (or might not keep exact) is read again by the standard
@@ -200,16 +200,17 @@ def decode_json(raw: bytes) -> Any:
     return value
 
 
-def scan_json(text: str, at: int) -> tuple[Any, int]:
+def scan_json(text: str, at: int) -> tuple[object, int]:
     """One JSON value of `text` starting at index `at`, read as strictly as decode_json() reads, and the index after
     it. Raises StopIteration when no value starts there, ValueError or RecursionError as the strict decoder does."""
     return _SCAN(text, at)
 
 
-_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]  # the C scanner decode() itself uses
+# The C scanner decode() itself uses: an attribute JSONDecoder sets in __init__, which typeshed does not declare.
+_SCAN: Callable[[str, int], tuple[object, int]] = vars(_DECODER)["scan_once"]
 
 
-def body_for_record(raw: bytes) -> Any:
+def body_for_record(raw: bytes) -> object:
     """The body as a call shows it: parsed JSON when it parses, else text, else None when empty."""
     if not raw:
         return None
@@ -225,7 +226,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
-def json_bytes(value: Any) -> bytes:
+def json_bytes(value: object) -> bytes:
     """Compact UTF-8 JSON, as every answer is sent (orjson; the standard library for integers beyond
     64 bits and keys that are not strings, which orjson refuses)."""
     try:
@@ -243,22 +244,19 @@ def json_bytes(value: Any) -> bytes:
         return deep_json_bytes(value)
 
 
-def deep_json_bytes(value: Any) -> bytes:
+def deep_json_bytes(value: object) -> bytes:
     """Compact ASCII JSON of parsed JSON (dicts, lists, strings, numbers, booleans, None) at any depth.
 
     A loop with its own stack, for what the recursive encoders refuse: slower, so only their fallback.
     """
     parts: list[str] = []
-    todo: list[Any] = [value]
-    close = object()  # marks where a container's closing bracket goes
+    todo: list[object] = [value]
     while todo:
         item = todo.pop()
-        if item is close:
-            parts.append(todo.pop())
-        elif isinstance(item, _Literal):
+        if isinstance(item, _Literal):
             parts.append(item.text)
         elif isinstance(item, dict):
-            todo.extend(("}", close))
+            todo.append(_CLOSE_OBJECT)
             entries = list(item.items())
             for i in range(len(entries) - 1, -1, -1):
                 key, member = entries[i]
@@ -266,7 +264,7 @@ def deep_json_bytes(value: Any) -> bytes:
                 todo.append(_Literal(("," if i else "") + _ASCII_ENCODER.encode(str(key)) + ":"))
             parts.append("{")
         elif isinstance(item, (list, tuple)):
-            todo.extend(("]", close))
+            todo.append(_CLOSE_ARRAY)
             for i in range(len(item) - 1, -1, -1):
                 todo.append(item[i])
                 if i:
@@ -283,7 +281,10 @@ class _Literal(NamedTuple):
     text: str
 
 
-def scalar_text(value: Any) -> str:
+_CLOSE_OBJECT, _CLOSE_ARRAY = _Literal("}"), _Literal("]")  # where a container's closing bracket goes
+
+
+def scalar_text(value: object) -> str:
     """A scalar as text (`text/plain`, an XML element's or attribute's text): true/false, a JSON number, the string."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -298,7 +299,7 @@ def scalar_text(value: Any) -> str:
 MAX_SHOWN = 80  # characters of a value (or of a key, tag or anchor name) that any message quotes
 
 
-def shown(value: Any, limit: int = MAX_SHOWN) -> str:
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
     """`repr()` of a value, cut short: a 1 MB body must not become a 1 MB message, nor take its time. A text is
     quoted whole up to `limit` characters, else its first `limit` and `…`; anything else is cut at `limit`."""
     if isinstance(value, str):
@@ -313,7 +314,7 @@ def cut(text: str, limit: int = MAX_SHOWN) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _repr_into(value: Any, parts: list[str], left: list[int]) -> None:
+def _repr_into(value: object, parts: list[str], left: list[int]) -> None:
     """Append the repr of `value` to `parts` until about `left[0]` characters are written."""
     if left[0] <= 0:
         return

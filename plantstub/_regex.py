@@ -9,7 +9,10 @@ import sys
 import time
 from contextvars import ContextVar, Token
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import regex
 
 if sys.version_info >= (3, 11):  # the parser behind `re`: how large a `$regex` grows once compiled
     from re import _parser as sre_parse
@@ -21,7 +24,7 @@ REQUEST_SECONDS = 0.1  # at most, for every `$regex` of one request's rule selec
 
 
 @lru_cache(maxsize=512)
-def _compiled(pattern: str) -> Any:
+def _compiled(pattern: str) -> regex.Pattern[str]:
     import regex  # the `regex` package: matches under a timeout (Python's `re` has none); loaded on first use
 
     return regex.compile(pattern)
@@ -32,7 +35,10 @@ _COUNTED = re.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
 
 
 def _expanded(items: Any) -> int:
-    """How large a parsed pattern is once its counted repeats are written out (the `regex` package compiles so)."""
+    """How large a parsed pattern is once its counted repeats are written out (the `regex` package compiles so).
+
+    `items`: sre_parse's (opcode, argument) pairs, each argument shaped as its opcode says (left `Any`: a private
+    structure whose typeshed union no opcode narrows)."""
     total = 0
     for op, av in items:
         name = str(op)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 import yaml
 from yaml.constructor import ConstructorError
@@ -49,7 +49,7 @@ def check_json_shape(text: str) -> None:
             depth -= 1
 
 
-class JsonSafeLoader(_SAFE_BASE):  # type: ignore[misc,valid-type]
+class JsonSafeLoader(_SAFE_BASE):
     """`yaml.SafeLoader` reading plain scalars by the YAML 1.2 core schema, as OpenAPI recommends.
 
     Only `true`/`false` are booleans (a country code `NO` stays a string), `18:00` and dates stay
@@ -64,15 +64,15 @@ class JsonSafeLoader(_SAFE_BASE):  # type: ignore[misc,valid-type]
         self.text = stream
         self.max_values = max_values  # None: as many as MAX_ALIASED and the nesting allow
 
-    def get_single_node(self) -> Any:
+    def get_single_node(self) -> yaml.Node | None:
         check_yaml_shape(self.text, self.max_values)
         return super().get_single_node()
 
-    def construct_undefined(self, node: yaml.Node) -> Any:
+    def construct_undefined(self, node: yaml.Node) -> NoReturn:
         raise ConstructorError(None, None, f"could not determine a constructor for the tag {shown(node.tag)}",
                                node.start_mark)
 
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, object]:
         if isinstance(node, yaml.MappingNode):
             seen: dict[tuple[str, str], yaml.Node] = {}
             for key_node, _ in node.value:
@@ -97,10 +97,13 @@ def _written_tag(tag: str) -> str:
     return cut("!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag)
 
 
-def _scalar(construct: Callable[[Any, yaml.ScalarNode], Any]) -> Callable[[Any, yaml.ScalarNode], Any]:
+_Construct = Callable[[_SAFE_BASE, yaml.ScalarNode], object]  # a loader's constructor of a scalar's value
+
+
+def _scalar(construct: _Construct) -> _Construct:
     """`construct`, refusing in YAML's terms a value it cannot read (`!!int abc`, `!!bool maybe`, `!!timestamp x`)."""
 
-    def guarded(loader: Any, node: yaml.ScalarNode) -> Any:
+    def guarded(loader: _SAFE_BASE, node: yaml.ScalarNode) -> object:
         try:
             return construct(loader, node)
         except (ValueError, LookupError, AttributeError, TypeError):  # what PyYAML's constructors then raise
@@ -136,7 +139,9 @@ for _tag, _pattern, _first in (
 JsonSafeLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 for _tag in ("int", "float", "bool", "timestamp"):
     JsonSafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _scalar(JsonSafeLoader.yaml_constructors[f"tag:yaml.org,2002:{_tag}"]))
-JsonSafeLoader.add_constructor(_MERGE, yaml.SafeLoader.construct_scalar)  # `<<` as a value, not a key
+# `<<` as a value, not a key: its text (SafeConstructor's construct_scalar, named as this loader's constructor)
+_merge_text: Callable[[JsonSafeLoader, yaml.ScalarNode], str] = JsonSafeLoader.construct_scalar
+JsonSafeLoader.add_constructor(_MERGE, _merge_text)
 JsonSafeLoader.add_constructor(None, JsonSafeLoader.construct_undefined)
 
 
@@ -144,7 +149,7 @@ class JsonSafeDumper(yaml.SafeDumper):
     """PyYAML's safe emitter, quoting every text that YAML 1.1 or the loader above (YAML 1.2's core schema) would read
     as something else (`yes`, `1e3`, `0o17`): a file it writes reads back as the data it was given."""
 
-    def analyze_scalar(self, scalar: str) -> Any:
+    def analyze_scalar(self, scalar: str) -> yaml.emitter.ScalarAnalysis:
         """A text holding NEL, U+2028 or U+2029 double-quoted (written `\\N`, `\\L`, `\\P`): PyYAML writes them as they
         are in other styles, where a reader folds them into a space."""
         analysis = super().analyze_scalar(scalar)
@@ -160,13 +165,13 @@ JsonSafeDumper.yaml_implicit_resolvers = {  # its own: PyYAML's are shared by ev
 }
 
 
-def dump_yaml(data: Any) -> str:
+def dump_yaml(data: object) -> str:
     """`data` (JSON values) as a block-style YAML document, keys in their order: the one way plantstub writes YAML."""
     return yaml.dump(data, Dumper=JsonSafeDumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
                      width=120)
 
 
-def parse_text(text: str, name: str, *, quote: bool = True) -> Any:
+def parse_text(text: str, name: str, *, quote: bool = True) -> object:
     """Parse JSON (by extension) or YAML text; raises ValueError with `name:line: reason`.
 
     With `quote=False` a syntax error says where, not what (the parser's words may quote the text):
@@ -196,7 +201,7 @@ def parse_text(text: str, name: str, *, quote: bool = True) -> Any:
         raise ValueError(f"{name}: not valid YAML{_reason(str(exc), quote)}") from None
 
 
-def parse_bytes(data: bytes, name: str, *, quote: bool = True) -> Any:
+def parse_bytes(data: bytes, name: str, *, quote: bool = True) -> object:
     """parse_text() of a file's bytes, as decode_text() reads them: a YAML file in UTF-8 is given to libyaml as it
     is, never held as text beside them (libyaml reads a text's UTF-8 copy: the two were 90 MB of a 47 MB spec's
     peak). Whatever that way does not read plainly (JSON, a byte-order mark of UTF-16, a tag, a syntax error, bytes
@@ -213,7 +218,7 @@ def _reason(text: str | None, quote: bool) -> str:
     return f": {cut(text, 3 * MAX_SHOWN)}" if quote and text else ""
 
 
-def _json_loads(text: str, name: str, quote: bool) -> Any:
+def _json_loads(text: str, name: str, quote: bool) -> object:
     check_json_shape(text)
     try:
         return json.loads(text)
@@ -245,7 +250,7 @@ def decode_text(data: bytes, name: str) -> str:
 
 
 # -- YAML with line marks ---------------------------------------------------------------------
-def _text_key(key: Any) -> Any:
+def _text_key(key: object) -> str:
     return key if isinstance(key, str) else json.dumps(key)  # as JsonSafeLoader turns keys into text
 
 
@@ -255,18 +260,18 @@ class LineMarkedLoader(JsonSafeLoader):
 
     def __init__(self, stream: str, max_values: int | None = None) -> None:
         super().__init__(stream, max_values)
-        self.line_marks: IdentityMemo[Any] = IdentityMemo()  # container -> {key: line} or [line, ...]
+        self.line_marks: IdentityMemo[dict[str, int] | list[int]] = IdentityMemo()  # container -> {key: line} or [line, ...]
 
-    def construct_line_map(self, node: Any) -> Iterator[dict[str, Any]]:
-        data: dict[str, Any] = {}
+    def construct_line_map(self, node: yaml.MappingNode) -> Iterator[dict[Hashable, object]]:
+        data: dict[Hashable, object] = {}
         yield data
         data.update(self.construct_mapping(node))
         # node.value is flattened now (merge keys resolved); a key written later wins, as in the data.
         lines = {_text_key(self.construct_object(k)): k.start_mark.line + 1 for k, _ in node.value}
         self.line_marks.put(data, lines)
 
-    def construct_line_seq(self, node: Any) -> Iterator[list[Any]]:
-        data: list[Any] = []
+    def construct_line_seq(self, node: yaml.SequenceNode) -> Iterator[list[object]]:
+        data: list[object] = []
         yield data
         data.extend(self.construct_sequence(node))
         self.line_marks.put(data, [item.start_mark.line + 1 for item in node.value])
@@ -276,6 +281,6 @@ LineMarkedLoader.add_constructor("tag:yaml.org,2002:map", LineMarkedLoader.const
 LineMarkedLoader.add_constructor("tag:yaml.org,2002:seq", LineMarkedLoader.construct_line_seq)
 
 
-def read_events(text: str) -> Any:
+def read_events(text: str) -> object:
     """The value JsonSafeLoader reads from `text`, built straight from libyaml's events (_yaml_events.py)."""
     return _read_events(text, JsonSafeLoader)

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import Container
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 from yaml import events
 
-# libyaml's parser when PyYAML has it (about 9x faster: start-up time), the pure-Python one otherwise.
-_SAFE_BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's parser when PyYAML has it (about 9x faster: start-up time), the pure-Python one otherwise. Type checks
+# read it as SafeLoader: both are a safe constructor and resolver over a parser of the same events.
+if TYPE_CHECKING:
+    _SAFE_BASE = yaml.SafeLoader
+else:
+    _SAFE_BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # What a spec or scenario document may be, aliases expanded: deeper or larger data would crash libyaml's
 # composer (it recurses; 50,000 levels overflow the C stack) or make every later walk over it take hours.
@@ -130,7 +135,7 @@ class _Unusual(Exception):
 _STR = "tag:yaml.org,2002:str"
 
 
-def read_events(text: str | bytes, loader_class: Any) -> Any:
+def read_events(text: str | bytes, loader_class: type[_SAFE_BASE]) -> object:
     """The value `loader_class` (_yaml.JsonSafeLoader) reads from `text` (or a file's UTF-8 bytes), built straight
     from libyaml's events, with no node tree (a 10 MB spec took 18 s and gigabytes to compose; this takes a quarter of the time). The limits of
     check_yaml_shape() raise DocumentLimit; anything else out of the ordinary _Unusual (read with the loader then)."""
@@ -138,8 +143,8 @@ def read_events(text: str | bytes, loader_class: Any) -> Any:
     build = _Build(loader_class)
     # The current collection is `into` (None: the document itself), with `key` (a mapping's key waiting for its
     # value); `count` values so far. Locals, not attributes: this loop runs two million times for a 20 MB document.
-    into: Any = None
-    key: Any = _NO_KEY
+    into: _Collection | None = None
+    key: object = _NO_KEY
     count = 0
     get_event, scalar_event, opening, closing, no_key = parser.get_event, _SCALAR, _OPENING, _CLOSING, _NO_KEY
     plain, typed = build.plain, build.typed
@@ -177,7 +182,7 @@ def read_events(text: str | bytes, loader_class: Any) -> Any:
                     raise _Unusual  # JsonSafeLoader says why, or reads a collection or an alias as a key
                 else:
                     key = value
-            elif into is not None:
+            elif type(into) is list:
                 into.append(value)
             else:
                 build.result = value
@@ -191,29 +196,30 @@ def read_events(text: str | bytes, loader_class: Any) -> Any:
 class _Build:
     """What read_events() keeps besides the current collection: the open ones around it, anchors, counts."""
 
-    def __init__(self, loader_class: Any) -> None:
+    def __init__(self, loader_class: type[_SAFE_BASE]) -> None:
         self.resolvers = loader_class.yaml_implicit_resolvers
         self.loader = loader_class("")  # builds ints, floats, booleans and nulls with its own constructors
         # plain scalar -> its value (a document repeats its words: each is read once, and kept once in memory)
-        self.plain: dict[str, Any] = {}
+        self.plain: dict[str, object] = {}
         # The open collections around the current one: [collection, its pending key, anchor, values before it,
         # deepest level inside].
         self.stack: list[list[Any]] = []
-        self.anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> (value, values it stands for, levels)
+        self.anchors: dict[str, tuple[object, int, int]] = {}  # anchor -> (value, values it stands for, levels)
         self.aliased = self.documents = 0
-        self.result: Any = None
+        self.result: object = None
 
-    def typed(self, value: str) -> Any:
+    def typed(self, value: str) -> object:
         """A plain scalar's value, by the core schema's resolvers (remembered)."""
         tag = next((t for t, regexp in self.resolvers.get(value[:1], []) if regexp.match(value)), _STR)
         known = self.plain[value] = value if tag is _STR else _typed(self.loader, tag, value)
         return known
 
-    def anchor(self, anchor: str, value: Any) -> None:
+    def anchor(self, anchor: str, value: object) -> None:
         _define(anchor, self.anchors, self.stack)
         self.anchors[anchor] = (value, 1, 0)
 
-    def open(self, event: Any, into: Any, key: Any, count: int) -> tuple[Any, Any]:
+    def open(self, event: events.CollectionStartEvent, into: _Collection | None, key: object,
+             count: int) -> tuple[_Collection, object]:
         """A collection starts inside `into`: the new current one, with no key yet."""
         if event.tag is not None:
             raise _Unusual
@@ -221,10 +227,10 @@ class _Build:
             _define(event.anchor, self.anchors, self.stack)
         self.stack.append([into, key, event.anchor, count, len(self.stack) + 1])
         if len(self.stack) > MAX_DEPTH:
-            raise DocumentLimit(event.start_mark.line + 1, TOO_DEEP)
+            raise DocumentLimit(_line(event), TOO_DEEP)
         return ([] if type(event) is events.SequenceStartEvent else {}), _NO_KEY
 
-    def close(self, value: Any, count: int) -> tuple[Any, Any, Any]:
+    def close(self, value: _Collection | None, count: int) -> tuple[object, _Collection | None, object]:
         """The current collection ends: its value (keys as text), and the collection around it with its key."""
         into, key, anchor, before, deepest = self.stack.pop()
         if type(value) is dict and not all(type(k) is str for k in value):
@@ -235,9 +241,9 @@ class _Build:
             self.stack[-1][4] = deepest
         return value, into, key
 
-    def alias(self, event: Any) -> tuple[Any, int]:
+    def alias(self, event: events.AliasEvent) -> tuple[object, int]:
         """The value an alias stands for, and how many values it adds; DocumentLimit past a limit."""
-        line, name = event.start_mark.line + 1, event.anchor
+        line, name = _line(event), event.anchor
         if name not in self.anchors:
             if any(frame[2] == name for frame in self.stack):
                 raise _alias_loop(line)
@@ -258,7 +264,12 @@ class _Build:
                 raise _Unusual
 
 
-def _typed(loader: Any, tag: str, value: str) -> Any:
+def _line(event: events.Event) -> int:
+    """The line an event starts on, counted from 1 (the parser marks every event)."""
+    return 0 if event.start_mark is None else event.start_mark.line + 1
+
+
+def _typed(loader: _SAFE_BASE, tag: str, value: str) -> object:
     if tag.endswith(":merge"):
         raise _Unusual
     try:
@@ -267,7 +278,7 @@ def _typed(loader: Any, tag: str, value: str) -> Any:
         raise _Unusual from None
 
 
-def _define(anchor: str, anchors: dict[str, Any], stack: list[list[Any]]) -> None:
+def _define(anchor: str, anchors: Container[str], stack: list[list[Any]]) -> None:
     """JsonSafeLoader refuses an anchor defined twice in a document, in its own words."""
     if anchor in anchors or any(frame[2] == anchor for frame in stack):
         raise _Unusual
@@ -275,4 +286,6 @@ def _define(anchor: str, anchors: dict[str, Any], stack: list[list[Any]]) -> Non
 
 
 
-_NO_KEY: Any = object()  # a mapping waiting for its next key
+_NO_KEY: Final = object()  # a mapping waiting for its next key
+# A collection being filled: a mapping (its keys as read, made text when it closes) or a sequence.
+_Collection = dict[object, object] | list[object]

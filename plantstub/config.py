@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat, cast
 from urllib.parse import urlsplit
 
 from plantstub.errors import ConfigError
@@ -97,13 +97,13 @@ def shown_default(field: str) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _path(name: str, value: Any) -> Path | None:
+def _path(name: str, value: object) -> Path | None:
     if value in (None, ""):
         return None
-    return Path(value)
+    return Path(cast("str | os.PathLike[str]", value))  # anything else: TypeError, as Path() says
 
 
-def _spec_cache(name: str, value: Any) -> Path | bool:
+def _spec_cache(name: str, value: object) -> Path | bool:
     """--spec-cache: `off` (no cache), or the folder of the cache."""
     if isinstance(value, (bool, Path)):
         return value
@@ -119,11 +119,11 @@ def spec_cache_setting(env: Mapping[str, str] | None = None) -> Path | bool:
     return _spec_cache(env_name("spec_cache"), value) if value else True
 
 
-def _text(name: str, value: Any) -> str | None:
+def _text(name: str, value: object) -> str | None:
     return None if value in (None, "") else str(value)
 
 
-def _bool(name: str, value: Any) -> bool:
+def _bool(name: str, value: object) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -134,8 +134,8 @@ def _bool(name: str, value: Any) -> bool:
     raise ConfigError(f"{name}={value!r}: not a boolean (expected 1/0, true/false, yes/no, on/off)")
 
 
-def _int_in(low: int, high: int, what: str) -> Callable[[str, Any], int]:
-    def convert(name: str, value: Any) -> int:
+def _int_in(low: int, high: int, what: str) -> Callable[[str, object], int]:
+    def convert(name: str, value: object) -> int:
         try:
             number = int(str(value).strip()) if not isinstance(value, int) else value
         except ValueError:
@@ -147,9 +147,9 @@ def _int_in(low: int, high: int, what: str) -> Callable[[str, Any], int]:
     return convert
 
 
-def _seconds(name: str, value: Any) -> float:
+def _seconds(name: str, value: object) -> float:
     try:
-        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+        number = float(str(value).strip()) if isinstance(value, str) else float(cast(SupportsFloat, value))
     except (TypeError, ValueError):
         number = None
     if number is None or isinstance(value, bool) or not 0 < number <= 86_400:
@@ -157,37 +157,37 @@ def _seconds(name: str, value: Any) -> float:
     return number
 
 
-def _host(name: str, value: Any) -> str:
+def _host(name: str, value: object) -> str:
     text = str(value).strip()
     if not text:
         raise ConfigError(f"{name}={value!r}: empty host (expected an address such as 127.0.0.1)")
     return text
 
 
-def _log_format(name: str, value: Any) -> str:
+def _log_format(name: str, value: object) -> str:
     text = str(value).strip().lower()
     if text not in ("none", "text", "json"):
         raise ConfigError(f"{name}={value!r}: unknown log format (expected none, text or json)")
     return text
 
 
-def _journal_flush(name: str, value: Any) -> str:
+def _journal_flush(name: str, value: object) -> str:
     text = str(value).strip().lower()
     if text not in ("batch", "call"):
         raise ConfigError(f"{name}={value!r}: unknown flush mode (expected batch or call)")
     return text
 
 
-def _record_secrets(name: str, value: Any) -> str:
+def _record_secrets(name: str, value: object) -> str:
     text = str(value).strip().lower()
     if text not in ("redact", "keep"):
         raise ConfigError(f"{name}={value!r}: unknown mode (expected redact or keep)")
     return text
 
 
-def _names(name: str, value: Any) -> tuple[str, ...]:
+def _names(name: str, value: object) -> tuple[str, ...]:
     """A list of query parameter names: separated by commas or spaces (a list or tuple as it is)."""
-    items = value.replace(",", " ").split() if isinstance(value, str) else [str(item) for item in value]
+    items = value.replace(",", " ").split() if isinstance(value, str) else [str(item) for item in cast(Iterable[object], value)]
     for item in items:
         if not item or any(ord(c) < 0x21 or ord(c) == 0x7F for c in item) or len(item) > 200:
             raise ConfigError(f"{name}: {item[:60]!r} is not a query parameter name (expected names separated by "
@@ -195,7 +195,7 @@ def _names(name: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _token(name: str, value: Any) -> str | None:
+def _token(name: str, value: object) -> str | None:
     text = str(value)
     if text == "":
         return None
@@ -204,7 +204,7 @@ def _token(name: str, value: Any) -> str | None:
     return text
 
 
-def webhook_url(url: Any) -> str:
+def webhook_url(url: object) -> str:
     """`url` if plantstub may send webhooks to it (http or https, with a host, no control character); else
     ValueError saying why."""
     text = str(url) if isinstance(url, str) else ""
@@ -234,7 +234,7 @@ def shown_url(url: str) -> str:
     return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{rest[end:]}"
 
 
-def proxy_url(value: Any) -> str:
+def proxy_url(value: object) -> str:
     """`value` if the stub may forward to it (--proxy): an http:// or https:// URL with a host and no query or
     fragment, without its trailing slash (request paths are appended to it); else ValueError saying why."""
     url = webhook_url(value)
@@ -244,7 +244,7 @@ def proxy_url(value: Any) -> str:
     return url.rstrip("/")
 
 
-def _proxy(name: str, value: Any) -> str | None:
+def _proxy(name: str, value: object) -> str | None:
     if value in (None, ""):
         return None
     try:
@@ -263,9 +263,9 @@ def subscription(text: str) -> tuple[str, str]:
     return name, webhook_url(url)
 
 
-def _webhooks(name: str, value: Any) -> tuple[tuple[str, str], ...]:
+def _webhooks(name: str, value: object) -> tuple[tuple[str, str], ...]:
     """--webhook (repeatable) or PLANTSTUB_WEBHOOK (values separated by spaces): one URL per webhook name."""
-    values = value.split() if isinstance(value, str) else list(value)
+    values = value.split() if isinstance(value, str) else list(cast(Iterable[object], value))
     found: dict[str, str] = {}
     for item in values:
         try:
@@ -324,9 +324,9 @@ def env_name(field: str) -> str:
 
 
 def build_settings(
-    explicit: Mapping[str, Any] | None = None,
+    explicit: Mapping[str, object] | None = None,
     env: Mapping[str, str] | None = None,
-    fallback: Mapping[str, Any] | None = None,
+    fallback: Mapping[str, object] | None = None,
 ) -> Settings:
     """Merge explicit values > PLANTSTUB_* environment > fallback (e.g. pytest ini) > defaults.
 
@@ -339,7 +339,7 @@ def build_settings(
     unknown = set(explicit) - set(FIELDS)
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))} (known: {', '.join(FIELDS)})")
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # field -> its value, of the type its converter gives (its field's)
     for field, convert in _CONVERTERS.items():
         if explicit.get(field) is not None:
             values[field] = convert("--" + field.replace("_", "-"), explicit[field])

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from plantstub._json import MISSING
 from plantstub._regex import costly, pattern_problem, searches
@@ -24,8 +24,8 @@ class Mismatch(NamedTuple):
     """
 
     field: str
-    expected: Any
-    actual: Any
+    expected: object
+    actual: object
 
     def __str__(self) -> str:
         shown = "<absent>" if self.actual is MISSING else repr(self.actual)
@@ -154,14 +154,14 @@ def path_pattern(path: str) -> re.Pattern[str] | PathTemplate:
     return template if template.shared else template_regex(path)
 
 
-def _same(expected: Any, actual: Any) -> bool:
+def _same(expected: object, actual: object) -> bool:
     # JSON equality: 1 == 1.0, but True is not 1.
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
     return bool(expected == actual)
 
 
-def body_mismatches(expected: Any, actual: Any, where: str = "body", matchers: bool = True) -> list[Mismatch]:
+def body_mismatches(expected: object, actual: object, where: str = "body", matchers: bool = True) -> list[Mismatch]:
     """Partial JSON match: each key given must be in the request and match; lists match item by item.
 
     A mapping whose keys start with `$` is a matcher (matcher_mismatches()), at any depth; `matchers=False`
@@ -199,9 +199,9 @@ def body_mismatches(expected: Any, actual: Any, where: str = "body", matchers: b
 MATCHERS = ("$regex", "$contains", "$present", "$absent", "$eq")
 
 
-def uses_matchers(value: Any) -> bool:
+def uses_matchers(value: object) -> bool:
     """Does `value` (a `match:` body) hold a matcher anywhere?"""
-    stack = [value]
+    stack: list[object] = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
@@ -220,7 +220,7 @@ def is_matcher(value: dict) -> bool:
     return isinstance(first, str) and first.startswith("$")
 
 
-def as_text(value: Any) -> str | None:
+def as_text(value: object) -> str | None:
     """The one coercion: a value as the text a request carries, as JSON writes it (`True` -> "true", `None` ->
     "null", `2` -> "2", `2.5` -> "2.5"); None for a list or an object, which are no text. Expected header and
     query values are compared so, and `$regex` / `$contains` read a body's numbers and booleans so."""
@@ -231,7 +231,7 @@ def as_text(value: Any) -> str | None:
     return None
 
 
-def expected_text(value: Any) -> Any:
+def expected_text(value: object) -> object:
     """An expected header or query value, ready to compare with what a request carries: text (as_text()), a
     matcher as written, or for a list (a repeated name) a list of texts."""
     if type(value) is str or isinstance(value, dict):
@@ -242,7 +242,7 @@ def expected_text(value: Any) -> Any:
     return str(value) if text is None else text  # a date, a UUID...: its str(), as the user would write it
 
 
-def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
+def _holds(op: str, wanted: object, actual: object) -> bool | str:
     """Does one operator hold? True, False, or a reason it could not be judged (shown as what was got)."""
     if op == "$present":
         return (actual is not MISSING) == bool(wanted)
@@ -266,7 +266,7 @@ def _holds(op: str, wanted: Any, actual: Any) -> bool | str:
     return f"{op!r} is not a matcher (known: {', '.join(MATCHERS)})"
 
 
-def json_equal(a: Any, b: Any) -> bool:
+def json_equal(a: object, b: object) -> bool:
     """Deep JSON equality: as ==, but true and 1 differ."""
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
@@ -275,7 +275,7 @@ def json_equal(a: Any, b: Any) -> bool:
     return _same(a, b)
 
 
-def matcher_mismatches(matcher: dict, actual: Any, where: str) -> list[Mismatch]:
+def matcher_mismatches(matcher: dict, actual: object, where: str) -> list[Mismatch]:
     """Every operator of `matcher` that does not hold for `actual` (MISSING: the field is absent)."""
     found = []
     for op, wanted in matcher.items():
@@ -285,7 +285,7 @@ def matcher_mismatches(matcher: dict, actual: Any, where: str) -> list[Mismatch]
     return found
 
 
-def value_mismatches(expected: Any, actual: Any, where: str) -> list[Mismatch]:
+def value_mismatches(expected: object, actual: object, where: str) -> list[Mismatch]:
     """A header or query value: equal as text (expected_text(): `1` is "1", `True` is "true"), or a matcher.
 
     `actual` is text, or MISSING; or, when `expected` is a list, the list of a repeated name's values."""
@@ -297,7 +297,7 @@ def value_mismatches(expected: Any, actual: Any, where: str) -> list[Mismatch]:
     return [Mismatch(where, wanted, actual)]
 
 
-def matcher_problems(value: Any, where: str) -> list[tuple[str, str]]:
+def matcher_problems(value: object, where: str) -> list[tuple[str, str]]:
     """The mistakes in the matchers anywhere inside `value` (a `match:` body, header or query value), each as
     (location path, message); checked when a rule loads, so a typo is not a rule that never matches."""
     found: list[tuple[str, str]] = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from plantstub._json import MISSING, NO_BODY, shown
 from plantstub.matching import (
@@ -18,7 +17,8 @@ from plantstub.matching import (
     value_mismatches,
 )
 
-Row = tuple[str, Any, Any, bool]  # (field, expected, actual, ok): one line of a near miss
+Query = Mapping[str, str | list[str]]  # a request's query: each name's value, or the list of its values
+Row = tuple[str, object, object, bool]  # (field, expected, actual, ok): one line of a near miss
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +32,9 @@ class RequestPattern:
 
     method: str | None = None  # upper case
     path: str | None = None  # a literal path or a template: /plants/{id}
-    headers: dict[str, Any] = field(default_factory=dict)
-    query: dict[str, Any] = field(default_factory=dict)
-    body: Any = NO_BODY
+    headers: dict[str, object] = field(default_factory=dict)  # name -> text, a matcher or a list (expected_text())
+    query: dict[str, object] = field(default_factory=dict)
+    body: object = NO_BODY
     status: int | None = field(default=None, kw_only=True)  # keyword-only: Criteria's `line` follows `body`
     matchers: bool = field(init=False, default=False)  # whether `body` holds a matcher: if not, none is looked for
 
@@ -42,14 +42,14 @@ class RequestPattern:
         object.__setattr__(self, "matchers", self.body is not NO_BODY and uses_matchers(self.body))
 
     @classmethod
-    def of(cls, method: str | None = None, path: str | None = None, headers: Mapping[str, Any] | None = None,
-           query: Mapping[str, Any] | None = None, body: Any = NO_BODY, status: int | None = None) -> RequestPattern:
+    def of(cls, method: str | None = None, path: str | None = None, headers: Mapping[str, object] | None = None,
+           query: Mapping[str, object] | None = None, body: object = NO_BODY, status: int | None = None) -> RequestPattern:
         """The pattern of what a user wrote: the method in upper case, values coerced once (expected_text())."""
         return cls(None if method is None else method.upper(), path,
                    {name: expected_text(value) for name, value in (headers or {}).items()},
                    {name: expected_text(value) for name, value in (query or {}).items()}, body, status=status)
 
-    def mismatches(self, method: str, path: str, headers: Mapping[str, str], query: Mapping[str, Any], body: Any,
+    def mismatches(self, method: str, path: str, headers: Mapping[str, str], query: Query, body: object,
                    status: int | None = None) -> list[Mismatch]:
         """Every way a request fails this pattern; empty means it matches. On the request path: plain values cost
         a comparison each, matchers are looked at only when the plain comparison fails.
@@ -63,7 +63,7 @@ class RequestPattern:
         if self.path is not None and not path_pattern(self.path).match(path):
             found.append(Mismatch("path", self.path, path))
         for name, value in self.headers.items():
-            actual = headers.get(name, MISSING)
+            actual: object = headers.get(name, MISSING)
             if actual != value:
                 if type(value) is str:  # the common case, written out: a failing plain value costs one record
                     found.append(Mismatch(f"headers.{name}", value, actual))
@@ -86,14 +86,14 @@ class RequestPattern:
             found.append(Mismatch("status", self.status, status))
         return found
 
-    def rows(self, method: str, path: str, headers: Mapping[str, str], query: Mapping[str, Any], body: Any,
+    def rows(self, method: str, path: str, headers: Mapping[str, str], query: Query, body: object,
              status: int | None = None) -> list[Row]:
         """Each field this pattern looks at, as near misses show it: what came, and what was expected where
         it differs. Built from mismatches(), so what is shown is what was judged."""
         missed: dict[str, list[Mismatch]] = {}
         for miss in self.mismatches(method, path, headers, query, body, status):
             missed.setdefault(_top(miss.field), []).append(miss)
-        looked: list[tuple[str, Any, Any]] = []
+        looked: list[tuple[str, object, object]] = []
         if self.method is not None:
             looked.append(("method", self.method, method))
         if self.path is not None:
@@ -115,8 +115,8 @@ class RequestPattern:
         return rows
 
 
-def pattern_problems(method: Any = None, path: Any = None, headers: Any = None, query: Any = None, body: Any = NO_BODY,
-                     status: Any = None) -> list[tuple[str, str]]:
+def pattern_problems(method: object = None, path: object = None, headers: object = None, query: object = None,
+                     body: object = NO_BODY, status: object = None) -> list[tuple[str, str]]:
     """What is wrong with criteria given from code or JSON (assertions, waits), each as (location path, message):
     so a typo is an error, not a criterion that never holds (rules get the same from their loader)."""
     found: list[tuple[str, str]] = []
@@ -145,7 +145,7 @@ def _all(headers: Mapping[str, str], name: str) -> list[str]:
     return [] if value is None else [value]
 
 
-def _query_value(query: Mapping[str, Any], name: str, whole: bool) -> Any:
+def _query_value(query: Query, name: str, whole: bool) -> object:
     """A query name's first value (MISSING when absent), or with `whole` the list of all its values."""
     got = query.get(name, MISSING)
     values = [] if got is MISSING else got if type(got) is list else [got]

@@ -4,7 +4,7 @@ mode and the coverage summary. The parts live in `plantstub.plugin`."""
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,10 +26,12 @@ from plantstub.plugin.pool import StubPool
 from plantstub.plugin.seeds import add_failure_section, merge_worker, note_drawn, seed_key, worker_finished, write_seeds
 from plantstub.plugin.sidecar import check_stateful, end_session, open_session, sidecar_terms
 from plantstub.plugin.strict import settled_deliveries, strict_failures
-from plantstub.plugin.summary import COVERAGE_KEY, session_finished, write_summary
+from plantstub.plugin.summary import COVERAGE_KEY, WorkerNode, session_finished, write_summary
 from plantstub.recording.coverage import merge, tally_of
 
 if TYPE_CHECKING:
+    import pluggy
+
     from plantstub.client.remote import RemoteStub
     from plantstub.stub import Stub
 
@@ -60,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist installed, pytest must not see it as unknown
-def pytest_configure_node(node: Any) -> None:
+def pytest_configure_node(node: WorkerNode) -> None:
     """pytest-xdist: every worker draws dynamic answers from the seed the header shows."""
     node.workerinput["plantstub_seed"] = run_seed(node.config)
 
@@ -100,7 +102,7 @@ def plantstub_pool(request: pytest.FixtureRequest) -> Iterator[StubPool]:
         pool.stop()
 
 
-def _sidecar_of(config: pytest.Config, settings: Any, pool: StubPool) -> tuple[RemoteStub, str | None] | None:
+def _sidecar_of(config: pytest.Config, settings: Settings | dict[str, object], pool: StubPool) -> tuple[RemoteStub, str | None] | None:
     """The sidecar of --plantstub-url for the test's settings, and the scenario they start it with; None: no sidecar.
 
     Looked up per test, not cached by pytest: a folder's settings (its admin token) apply to that folder's tests only,
@@ -117,7 +119,7 @@ def _sidecar_of(config: pytest.Config, settings: Any, pool: StubPool) -> tuple[R
 
 
 @pytest.fixture
-def plantstub_sidecar(pytestconfig: pytest.Config, plantstub_settings: Any, plantstub_pool: StubPool) -> RemoteStub | None:
+def plantstub_sidecar(pytestconfig: pytest.Config, plantstub_settings: Settings | dict[str, object], plantstub_pool: StubPool) -> RemoteStub | None:
     """The running stub of --plantstub-url (env PLANTSTUB_URL, ini plantstub_url), connected with the test's admin
     token (PLANTSTUB_ADMIN_TOKEN, or an overridden plantstub_settings' admin_token); None without one."""
     found = _sidecar_of(pytestconfig, plantstub_settings, plantstub_pool)
@@ -125,7 +127,7 @@ def plantstub_sidecar(pytestconfig: pytest.Config, plantstub_settings: Any, plan
 
 
 @pytest.fixture
-def plantstub_server(pytestconfig: pytest.Config, plantstub_settings: Any, plantstub_pool: StubPool) -> Stub | RemoteStub:
+def plantstub_server(pytestconfig: pytest.Config, plantstub_settings: Settings | dict[str, object], plantstub_pool: StubPool) -> Stub | RemoteStub:
     """The running stub for the settings this test sees (started once per session, per xdist worker), or the
     sidecar of --plantstub-url."""
     found = _sidecar_of(pytestconfig, plantstub_settings, plantstub_pool)
@@ -133,7 +135,7 @@ def plantstub_server(pytestconfig: pytest.Config, plantstub_settings: Any, plant
 
 
 @pytest.fixture
-def plantstub(plantstub_settings: Any, plantstub_pool: StubPool, request: pytest.FixtureRequest) -> Iterator[Stub | RemoteStub]:
+def plantstub(plantstub_settings: Settings | dict[str, object], plantstub_pool: StubPool, request: pytest.FixtureRequest) -> Iterator[Stub | RemoteStub]:
     """A running stub with an empty journal (its first call is #1) and the scenario of the test's markers, else of
     its settings (or none).
 
@@ -203,7 +205,7 @@ def _drawn(request: pytest.FixtureRequest, stub: Stub | RemoteStub, drawn: int) 
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """Strict mode: a test that passed but whose calls broke the contract fails, with the reasons. A failed test
     that drew dynamic answers names their seed."""
     outcome = yield
@@ -225,7 +227,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without xdist installed, pytest must not see it as unknown
-def pytest_testnodedown(node: Any, error: Any) -> None:
+def pytest_testnodedown(node: WorkerNode, error: object) -> None:
     """pytest-xdist: merge each worker's coverage tally, and its count of tests that drew dynamic answers, into the
     controller's."""
     merge_worker(node.config, node)
@@ -240,6 +242,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session_finished(session)
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     write_seeds(terminalreporter, config)
     write_summary(terminalreporter, config)

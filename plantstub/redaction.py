@@ -29,8 +29,9 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from itertools import pairwise
-from typing import Any
+from typing import TypeVar
 
+V = TypeVar("V")
 REDACTED = "REDACTED"
 WORDS = frozenset({
     "auth", "authorization", "cookie", "credential", "cvc", "cvv", "jwt", "key", "otp", "passcode", "passphrase",
@@ -58,14 +59,14 @@ def secret_name(name: str) -> bool:
     return any(pair in PHRASES for pair in pairwise(parts))
 
 
-def secret_value(value: Any) -> bool:
+def secret_value(value: object) -> bool:
     """Whether a value is a credential whatever its name: `Bearer TOKEN`, `Basic TOKEN`."""
     return isinstance(value, str) and _CREDENTIAL.fullmatch(value.strip()) is not None
 
 
-def _leaves(value: Any) -> Iterable[str]:
+def _leaves(value: object) -> Iterable[str]:
     """The texts of a value's strings and numbers, at any depth (what a message could quote of it)."""
-    todo = [value]
+    todo: list[object] = [value]
     while todo:
         item = todo.pop()
         if isinstance(item, dict):
@@ -86,11 +87,11 @@ class Redactor:
         self.found: set[str] = set()
         self._compiled: tuple[int, re.Pattern[str]] | None = None  # of `found`, as many as it held then
 
-    def _took(self, value: Any) -> str:
+    def _took(self, value: object) -> str:
         self.found.update(_leaves(value))
         return REDACTED
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: object) -> object:
         """`value` (parsed JSON) with every secret replaced by REDACTED, at any depth (a copy where it changed)."""
         if isinstance(value, dict):
             return {k: self._took(v) if isinstance(k, str) and secret_name(k) else self.value(v)
@@ -104,7 +105,7 @@ class Redactor:
         return [(name, self._took(value) if secret_name(name) or secret_value(value) else value)
                 for name, value in pairs]
 
-    def mapping(self, mapping: Mapping[str, Any]) -> dict[str, Any]:
+    def mapping(self, mapping: Mapping[str, V]) -> dict[str, V | str]:
         """Headers or query parameters as a mapping (a value may be a list of the values of a repeated name)."""
         return {name: self._took(value) if secret_name(name) or any(map(secret_value, _listed(value)))
                 else value for name, value in mapping.items()}
@@ -118,7 +119,7 @@ class Redactor:
         pattern = self._pattern()
         return text if pattern is None else pattern.sub(REDACTED, text)
 
-    def hide_in(self, value: Any) -> Any:
+    def hide_in(self, value: object) -> object:
         """`value` (parsed JSON) with every value redacted so far replaced by REDACTED in its texts (a message in an
         answer quoting the URL's `?api_key=`, a field echoing a token under another name)."""
         pattern = self._pattern()
@@ -140,7 +141,7 @@ class Redactor:
         return self._compiled[1]
 
 
-def _listed(value: Any) -> list[Any]:
+def _listed(value: object) -> list[object]:
     return value if isinstance(value, list) else [value]
 
 
@@ -149,7 +150,7 @@ def _forms(text: str) -> set[str]:
     return {text, repr(text)[1:-1], json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
 
 
-def redacted(value: Any) -> Any:
+def redacted(value: object) -> object:
     """`value` (parsed JSON) with every secret replaced by REDACTED."""
     return Redactor().value(value)
 

@@ -9,7 +9,7 @@ import functools
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from plantstub.client.remote import RemoteStub
 from plantstub.config import Settings, build_settings
@@ -30,6 +30,10 @@ from plantstub.server.tls import Throwaway, server_context
 from plantstub.webhooks.deliveries import Delivery, DeliveryChecks
 
 _R = TypeVar("_R")
+if TYPE_CHECKING:  # the arguments of a function called on the server's loop, typed as the function's (PEP 646)
+    from typing_extensions import TypeVarTuple, Unpack
+
+    _Args = TypeVarTuple("_Args")
 
 
 def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
@@ -113,7 +117,7 @@ class _Background:
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def call(self, fn: Callable[..., _R], *args: Any) -> _R:
+    def call(self, fn: Callable[[Unpack[_Args]], _R], *args: Unpack[_Args]) -> _R:
         """`fn(*args)` on the server's loop, where state belongs, waiting for it (directly once stopped)."""
         if self._loop is None or not self.alive():
             return fn(*args)
@@ -171,7 +175,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         scenario: str | None = None,
         port: int = 0,
         settings: Settings | None = None,
-        **options: Any,
+        **options: object,
     ) -> None:
         if settings is None:
             settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
@@ -244,7 +248,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
             raise PlantstubError("the stub is not started; use `with Stub(...) as stub:` or stub.start()")
         return self._session
 
-    def _call(self, fn: Callable[..., _R], *args: Any) -> _R:
+    def _call(self, fn: Callable[[Unpack[_Args]], _R], *args: Unpack[_Args]) -> _R:
         # State belongs to the server's loop: mutate it there, and wait for it.
         return fn(*args) if self._server is None else self._server.call(fn, *args)
 
@@ -340,7 +344,7 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         return self.pending_deliveries()
 
     # -- waiting ------------------------------------------------------------------------------
-    def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: Any) -> list[Call]:
+    def wait_for_calls(self, n: int, timeout: float = 5.0, **filters: object) -> list[Call]:
         """Wait until `n` calls like this have been recorded (counting those already there); returns every
         matching call. Blocks the calling thread: from an async test, ``await asyncio.to_thread(...)``.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from plantstub._json import JSON, MISSING, NO_BODY, BodyError, concrete, is_json, pick_json
@@ -63,12 +63,14 @@ class Answer:
         response = op.responses[key]
         chosen = pick_json(response.content)
         self.media = response.content[chosen] if chosen is not None else None
-        self.examples: dict[str, Any] = dict(self.media.examples) if self.media else {}
+        self.examples: dict[str, object] = dict(self.media.examples) if self.media else {}
         if self.media and self.media.example is not MISSING:
             self.examples.setdefault("example", self.media.example)
+        # The body answered, shared (never changed in place): a JSON value, a text written, or NO_BODY; a dict
+        # whenever `echo` names fields. Any: the request path copies it as that dict with no check.
         self.base: Any = NO_BODY
         self.echo: tuple[str, ...] = ()  # response properties a request's fields may fill
-        self.hidden: dict[str, tuple[Any, dict[str, Any]]] = {}  # of those, the ones with writeOnly members
+        self.hidden: dict[str, tuple[object, dict[str, object]]] = {}  # of those, the ones with writeOnly members
         self.whole: SchemaCheck | None = None
         self.keeps = False  # an echo of a request that passed its schema never breaks `whole` (contract/echo.py)
         self.problem: str | None = None
@@ -122,7 +124,7 @@ class Answer:
             return
         flat = samples.flatten(schema, defs)[0] if samples is not None else flatten(schema, defs)
         if isinstance(self.base, dict) and isinstance(flat, dict) and whole is not None:
-            props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
+            props: dict[str, object] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
             checks = samples if samples is not None else Checks()
             if not checks.marks_inside(schema, defs, "writeOnly"):  # one look (kept per schema) for most answers
                 self.echo = tuple(props)
@@ -146,10 +148,12 @@ class Answer:
             return text or ""
         whole = check(self.media)
         made = samples.generated(self.media.schema, generate) if samples is not None else generate(self.media.schema)
-        fits = made.problem is None and isinstance(made.value, str) and (whole is None or whole.is_valid(made.value))
-        return made.value if fits else ""
+        value = made.value
+        if made.problem is None and isinstance(value, str) and (whole is None or whole.is_valid(value)):
+            return value
+        return ""
 
-    def written(self, value: Any, whole: SchemaCheck | None = None) -> Any:
+    def written(self, value: object, whole: SchemaCheck | None = None) -> object:
         """`value` as this answer's media type writes it (the value itself for JSON); the written body must read back
         as a value `whole` takes, else the answer has a `problem` (the media type cannot hold it)."""
         if self.writer is None or isinstance(value, str):
@@ -167,7 +171,7 @@ class Answer:
                                 f" for its schema: read back, {found[0]}")
         return text
 
-    def reply(self, body: Any, headers: dict[str, str]) -> Outgoing:
+    def reply(self, body: object, headers: dict[str, str]) -> Outgoing:
         """`body` (a value, or a text already written) sent in this answer's media type."""
         content_type = self.content_type or JSON
         if self.writer is not None and not isinstance(body, str):
@@ -185,7 +189,7 @@ class Answer:
             if isinstance(self.base.get(name), int) and self.whole.is_valid({**self.base, name: self.status}):
                 self.base = {**self.base, name: self.status}
 
-    def body_for(self, request_body: Any, example: str | None = None, valid: bool = False) -> Any:
+    def body_for(self, request_body: object, example: str | None = None, valid: bool = False) -> object:
         """The body to send: a named example, or the base value with request fields echoed in.
 
         The echo keeps the contract: all fields at once when the whole body validates (the fast path; not even
@@ -204,7 +208,7 @@ class Answer:
             return body
         return self.echoed(self.base, request_body, valid)
 
-    def echoed(self, base: dict[str, Any], request_body: dict[str, Any], valid: bool = False) -> dict[str, Any]:
+    def echoed(self, base: dict[str, object], request_body: dict[str, object], valid: bool = False) -> dict[str, object]:
         """`base` (a body that fits the schema: this answer's, or a dynamic one) with the request's fields echoed
         in where the schema takes them (see body_for())."""
         assert self.whole is not None  # set whenever `echo` is
@@ -227,7 +231,7 @@ class Answer:
                 body = trial
         return body
 
-    def build(self, request_body: Any, example: str | None = None, valid: bool = False) -> Outgoing:
+    def build(self, request_body: object, example: str | None = None, valid: bool = False) -> Outgoing:
         """The answer to send (`valid`: the request passed its schemas, see body_for())."""
         if self.problem is not None and (example is None or example not in self.examples):
             return error_reply(UNANSWERABLE, f"plantstub cannot answer {self.label}: {self.problem}; a scenario rule"
@@ -243,7 +247,7 @@ class Answer:
         return json_reply(self.status, body, dict(self.headers), content_type=content_type)
 
 
-def required_headers(schemas: dict[str, Any], names: tuple[str, ...], samples: Checks | None) -> dict[str, str]:
+def required_headers(schemas: Mapping[str, object], names: tuple[str, ...], samples: Checks | None) -> dict[str, str]:
     """The response headers the spec marks `required`, each a value generated from its schema, written as the
     `simple` style writes it (`1,2`; an object `k,v`); a header no value can be made for is left out."""
     out: dict[str, str] = {}
@@ -251,7 +255,7 @@ def required_headers(schemas: dict[str, Any], names: tuple[str, ...], samples: C
         schema = schemas.get(name)
         made = (samples.generated(schema, generate) if samples is not None else generate(schema)) if schema else None
         if made is None or made.problem is not None:
-            value: Any = "x" if schema in (None, True, {}) else None
+            value: object = "x" if schema in (None, True, {}) else None
         else:
             value = made.value
         text = _simple(value)
@@ -260,7 +264,7 @@ def required_headers(schemas: dict[str, Any], names: tuple[str, ...], samples: C
     return out
 
 
-def _simple(value: Any) -> str | None:
+def _simple(value: object) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float, str)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import cast, overload
 from urllib.parse import unquote, urldefrag, urljoin
 
 from plantstub._json import MAX_SHOWN, cut, shown
@@ -35,7 +35,7 @@ from plantstub.errors import SpecError
 _HOLDS_SCHEMAS = SCHEMA_MAPS | SCHEMA_ONE | SCHEMA_LISTS | {"dependencies"}
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
-Lookup = Callable[[str, str, str], "tuple[Any, str]"]
+Lookup = Callable[[str, str, str], tuple[object, str]]  # (target URI, where, $ref) -> (its contents, their URI)
 
 
 @lru_cache(maxsize=65536)
@@ -63,7 +63,7 @@ class Bundler:
         self.warnings: list[str] = []  # dialects read as 2020-12, patterns not checked: and why
         self.where = ""
         self.keys: dict[str, str] = {}  # absolute target URI -> key in $defs
-        self.defs: dict[str, Any] = {}  # key -> converted schema: the `$defs` of every bundle
+        self.defs: dict[str, object] = {}  # key -> converted schema: the `$defs` of every bundle
         self.targets: dict[str, str] = {}  # key -> its target URI (to name it in a message)
         self.dialects: dict[str, str] = {}  # key -> the dialect its schema was read in (to name it in a refusal)
         self.fresh: list[str] = []  # keys made by the bundle being built: checked at its end
@@ -71,22 +71,24 @@ class Bundler:
         self.done: IdentityMemo[dict | bool] = IdentityMemo()  # node, base -> its bundle
         self.annotated: set[str] = set()  # `readOnly` / `writeOnly`, once any schema says it (directed())
         self.variants: dict[tuple[str, str], str | None] = {}  # (keyword, $defs key) -> its directed key, or None
-        self.directed_done: IdentityMemo[Any] = IdentityMemo()  # root, keyword -> directed()
+        self.directed_done: IdentityMemo[dict[str, object]] = IdentityMemo()  # root, keyword -> directed()
 
-    def bundle(self, node: Any, base: str, where: str) -> dict | bool:
+    def bundle(self, node: object, base: str, where: str) -> dict | bool:
         """`node` as one self-contained schema; SpecError naming `where` when it cannot be."""
         self.where = where
         done = self.done.get(node, base)
         if done is not None:  # a shared parameter or response, met once per operation
             return done
-        bare = isinstance(node, dict) and set(node) == {"$ref"} and isinstance(node["$ref"], str)
-        if bare and join(base, node["$ref"]) in self.whole:
-            return self.whole[join(base, node["$ref"])]
+        target = join(base, node["$ref"]) if isinstance(node, dict) and set(node) == {"$ref"} and isinstance(
+            node["$ref"], str) else None  # a bare `$ref`'s
+        if target is not None and target in self.whole:
+            return self.whole[target]
         refs: set[str] = set()
         self.fresh = []
-        root = self.convert(node, base, refs)
+        converted = self.convert(node, base, refs)
         own = node.get("$schema") if isinstance(node, dict) else None
-        _check(root, [], where, self.dialect_named(own, "$schema") if isinstance(own, str) else self.dialect)
+        _check(converted, [], where, self.dialect_named(own, "$schema") if isinstance(own, str) else self.dialect)
+        root = cast("dict[str, object] | bool", converted)  # valid JSON Schema: _check() refuses anything else
         # The targets first met here; each earlier one was checked, loops and all, by the bundle that met it.
         for key in self.fresh:
             _check(self.defs[key], ["$defs", key], where, self.dialects.get(key, self.dialect))
@@ -96,13 +98,13 @@ class Bundler:
                 root = {} if root else {"not": {}}
             root = dict(root)
             root["$defs"] = self.defs  # its own `$defs`, if any, are targets under their own keys already
-        if bare:
-            self.whole[join(base, node["$ref"])] = root
+        if target is not None:
+            self.whole[target] = root
         self.done.put(node, root, base)
         return root
 
     # -- readOnly / writeOnly: one schema per direction --------------------------------------------------------
-    def directed(self, root: Any, direction: str) -> Any:
+    def directed(self, root: dict | bool, direction: str) -> dict | bool:
         """`root` as a request ("request") or an answer ("response") must be: a required property marked
         `readOnly` is not required in a request, one marked `writeOnly` not in an answer (OpenAPI 3.0's words,
         kept for 3.1). Returns `root` itself when nothing changes; else a copy whose `$ref`s lead to directed
@@ -110,8 +112,8 @@ class Bundler:
         keyword = "readOnly" if direction == "request" else "writeOnly"
         if keyword not in self.annotated or not isinstance(root, dict):
             return root
-        done = self.directed_done.get(root, keyword, _NOT_YET)
-        if done is not _NOT_YET:
+        done = self.directed_done.get(root, keyword)
+        if done is not None:
             return done
         body = {k: v for k, v in root.items() if k != "$defs"}
         changed = self.settle(keyword, refs_in(body)) or _strips(body, keyword, self.defs)
@@ -156,7 +158,13 @@ class Bundler:
             self.defs[variant] = self.rewrite(self.defs[key], keyword)
         return any(self.variants.get((keyword, k)) for k in start)
 
-    def rewrite(self, node: Any, keyword: str) -> Any:
+    @overload
+    def rewrite(self, node: dict[str, object], keyword: str) -> dict[str, object]: ...
+
+    @overload
+    def rewrite(self, node: object, keyword: str) -> object: ...
+
+    def rewrite(self, node: object, keyword: str) -> object:
         """A copy of `node` (a schema, not following `$ref`s) with directed `$ref`s and `required` lists."""
         if isinstance(node, list):
             return [self.rewrite(item, keyword) for item in node]
@@ -170,7 +178,8 @@ class Bundler:
                 out["$ref"] = "#/$defs/" + variant
         dropped = _dropped(node, keyword, self.defs)
         if dropped:
-            out["required"] = [name for name in out["required"] if name not in dropped]
+            # `node`'s required is a list (_dropped() says so), and rewritten as a list of the same names
+            out["required"] = [name for name in cast("list[object]", out["required"]) if name not in dropped]
         return out
 
     def ref(self, ref: str, base: str, refs: set[str]) -> str:
@@ -186,7 +195,7 @@ class Bundler:
         refs.add(self.keys[target])
         return "#/$defs/" + self.keys[target]
 
-    def refuse_ref_loops(self, root: Any, keys: list[str]) -> None:
+    def refuse_ref_loops(self, root: object, keys: list[str]) -> None:
         """A chain of bare `$ref`s that comes back to itself describes no value at all."""
         for start in [root, *(self.defs[k] for k in keys)]:
             seen: list[str] = []
@@ -248,7 +257,14 @@ class Bundler:
                 self.warnings.append(warning)
             return dialects.DRAFT2020
 
-    def convert(self, node: Any, base: str, refs: set[str], dialect: str | None = None) -> Any:
+    @overload
+    def convert(self, node: dict[str, object], base: str, refs: set[str],
+                dialect: str | None = None) -> dict[str, object]: ...
+
+    @overload
+    def convert(self, node: object, base: str, refs: set[str], dialect: str | None = None) -> object: ...
+
+    def convert(self, node: object, base: str, refs: set[str], dialect: str | None = None) -> object:
         """`node` in 2020-12 terms; the `$defs` keys it refers to are added to `refs`.
 
         `dialect`: the one `node` is written in (the document's when None), unless its own `$schema` says.
@@ -265,8 +281,8 @@ class Bundler:
                 return {"$ref": pointer}  # OpenAPI 3.0 and draft-07 and older ignore a $ref's siblings
             rest = self.convert({k: v for k, v in node.items() if k != "$ref"}, base, refs, dialect)
             return {"$ref": pointer, **rest}
-        out: dict[str, Any] = {}
-        old: dict[str, Any] = {}  # subschemas whose keyword changes name once the schema is read
+        out: dict[str, object] = {}
+        old: dict[str, object] = {}  # subschemas whose keyword changes name once the schema is read
         for key, value in node.items():
             if key not in _HOLDS_SCHEMAS:  # most keywords: a value, kept as it is
                 out[key] = value
@@ -295,21 +311,20 @@ class Bundler:
             if out.get(keyword) is True:
                 self.annotated.add(keyword)
         served_patterns(out, self.where, self.warnings)  # ECMA forms rewritten; what jsonschema-rs cannot run set aside
-        bounds = INT_BOUNDS.get(out["format"]) if isinstance(out.get("format"), str) else None
+        bounds = INT_BOUNDS.get(named) if isinstance(named := out.get("format"), str) else None
         if bounds:
             low, high = bounds
-            if not isinstance(out.get("minimum"), (int, float)) or out["minimum"] < low:
+            if not isinstance(least := out.get("minimum"), (int, float)) or least < low:
                 out["minimum"] = low
-            if not isinstance(out.get("maximum"), (int, float)) or out["maximum"] > high:
+            if not isinstance(most := out.get("maximum"), (int, float)) or most > high:
                 out["maximum"] = high
         return out
 
 
 ANNOTATIONS = ("readOnly", "writeOnly")
-_NOT_YET: Any = object()
 
 
-def _dropped(node: dict[str, Any], keyword: str, defs: dict[str, Any]) -> set[str]:
+def _dropped(node: dict[str, object], keyword: str, defs: dict[str, object]) -> set[str]:
     """The names of `node`'s own `required` whose property is marked `keyword`."""
     required, props = node.get("required"), node.get("properties")
     if not isinstance(required, list) or not isinstance(props, dict):
@@ -317,7 +332,7 @@ def _dropped(node: dict[str, Any], keyword: str, defs: dict[str, Any]) -> set[st
     return {name for name in required if isinstance(name, str) and marked(props.get(name), keyword, defs)}
 
 
-def _strips(node: Any, keyword: str, defs: dict[str, Any]) -> bool:
+def _strips(node: object, keyword: str, defs: dict[str, object]) -> bool:
     """Does a schema (not following `$ref`s) require a property marked `keyword` anywhere in it?"""
     todo = [node]
     while todo:
@@ -329,7 +344,7 @@ def _strips(node: Any, keyword: str, defs: dict[str, Any]) -> bool:
     return False
 
 
-def _check(schema: Any, at: list[str], where: str, dialect: str) -> None:
+def _check(schema: object, at: list[str], where: str, dialect: str) -> None:
     """Refuse what is not valid JSON Schema, naming the keyword's place (`$defs.Plant.properties.id.type`) and the
     dialect the schema was read in (an OpenAPI 3.0 document's, a `jsonSchemaDialect`, its own `$schema`).
 

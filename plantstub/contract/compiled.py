@@ -9,7 +9,7 @@ shared validator leaves out, with only the `$defs` it needs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TypeVar, cast
 
 from plantstub._memo import IdentityMemo
 from plantstub.contract.flatten import flatten_keys, merge
@@ -18,7 +18,7 @@ from plantstub.contract.schema import NOT_SCHEMAS, SchemaCheck, refs_in
 from plantstub.contract.shared import Shared
 
 
-def places(spec: Spec) -> Iterator[Any]:
+def places(spec: Spec) -> Iterator[object]:
     """Every schema of `spec`: parameters, request bodies, response bodies and headers."""
     for op in spec.operations:
         yield from (p.schema for p in op.parameters)
@@ -34,44 +34,51 @@ def places(spec: Spec) -> Iterator[Any]:
             yield from response.headers.values()
 
 
+T = TypeVar("T")
+
+
 class Checks:
     """The compiled checks of one spec's schemas (the places `roots`, and every subschema of them), shared by
     its request checks and answers. Keyed by object identity, holding the object."""
 
-    def __init__(self, roots: Iterable[Any] = (), annotated: frozenset[str] = frozenset(("readOnly", "writeOnly"))) -> None:
+    def __init__(self, roots: Iterable[object] = (), annotated: frozenset[str] = frozenset(("readOnly", "writeOnly"))) -> None:
         self.annotated = annotated  # the annotations some schema of the spec says: the others are looked for nowhere
         self.shared = Shared(list(roots))  # compiled on first use
         self.compiled: IdentityMemo[SchemaCheck] = IdentityMemo()
         self.refs: IdentityMemo[frozenset[str]] = IdentityMemo()
-        self.flat: IdentityMemo[tuple[Any, frozenset[str]]] = IdentityMemo()
-        self.merged: IdentityMemo[Any] = IdentityMemo()  # (flat, branch) -> the two merged
+        self.flat: IdentityMemo[tuple[object, frozenset[str]]] = IdentityMemo()
+        self.merged: IdentityMemo[object] = IdentityMemo()  # (flat, branch) -> the two merged
         self.marks: IdentityMemo[bool] = IdentityMemo()  # node, keyword -> whether it marks something keyword
-        self.made: IdentityMemo[Any] = IdentityMemo()  # schema -> the value generated for it
+        self.made: IdentityMemo[object] = IdentityMemo()  # schema -> the value generated for it
 
-    def flatten(self, schema: Any, defs: dict[str, Any]) -> tuple[Any, frozenset[str]]:
+    def flatten(self, schema: object, defs: dict[str, object]) -> tuple[object, frozenset[str]]:
         """flatten_keys(), kept: the same schema folds into the same object, whose checks are then compiled once."""
         return self.flat.make(schema, lambda: flatten_keys(schema, defs))
 
-    def generated(self, schema: Any, generate: Callable[[Any, Checks], Any]) -> Any:
-        """`generate(schema, self)`, kept: operations answering with the same schema share one value."""
-        return self.made.make(schema, lambda: generate(schema, self))
+    def generated(self, schema: object, generate: Callable[[object, Checks], T]) -> T:
+        """`generate(schema, self)`, kept: operations answering with the same schema share one value. (One
+        generator per spec, samples.generate: what is kept is what it made.)"""
+        return cast(T, self.made.make(schema, lambda: generate(schema, self)))
 
-    def merge(self, flat: dict[str, Any], branch: Any, defs: dict[str, Any]) -> Any:
+    def merge(self, flat: dict[str, object], branch: object, defs: dict[str, object]) -> object:
         """A oneOf/anyOf branch of `flat` merged with the keywords beside it, kept like flatten()."""
-        def build() -> Any:
+        def build() -> object:
             rest = {k: v for k, v in flat.items() if k not in ("oneOf", "anyOf")}
             return merge([rest, branch], defs)
 
         return self.merged.make((flat, branch), build)
 
-    def check(self, schema: Any, defs: dict[str, Any] | None = None, where: str = "") -> SchemaCheck:
+    def check(self, schema: dict[str, object] | bool, defs: dict[str, object] | None = None,
+              where: str = "") -> SchemaCheck:
         """The compiled check of `schema`: a place as it is, a subschema with the `$defs` it needs."""
         check = self.compiled.get(schema)
         if check is None:
-            name = self.shared.name(schema) if isinstance(schema, dict) else None
-            if name is not None:  # compiled already: the whole `$defs` is there for jsonschema, if it is asked
-                root = schema if "$defs" in schema or not defs else {**schema, "$defs": defs}
-                check = SchemaCheck(root, where, checked=True, shared=(self.shared.validator, name))
+            # (A schema has a name once the shared validator compiled: it is there then.)
+            if isinstance(schema, dict) and (name := self.shared.name(schema)) is not None and (
+                    validator := self.shared.validator) is not None:
+                # compiled already: the whole `$defs` is there for jsonschema, if it is asked
+                root: dict[str, object] | bool = schema if "$defs" in schema or not defs else {**schema, "$defs": defs}
+                check = SchemaCheck(root, where, checked=True, shared=(validator, name))
             else:
                 root = schema
                 if isinstance(schema, dict) and "$defs" not in schema and defs:
@@ -81,7 +88,8 @@ class Checks:
             self.compiled.put(schema, check)
         return check
 
-    def valid(self, value: Any, schema: Any, defs: dict[str, Any]) -> bool:
+    def valid(self, value: object, schema: object, defs: dict[str, object]) -> bool:
+        """Does `schema` (a dict or bool, as a subschema is found) take `value`? False when it cannot be compiled."""
         if isinstance(schema, bool):
             return schema
         if isinstance(schema, dict) and set(schema) == {"allOf"} and isinstance(schema["allOf"], list) \
@@ -89,11 +97,11 @@ class Checks:
             # flatten.merge()'s `allOf: [a, b]` of two subschemas: each checked as it is, not compiled anew
             return all(self.valid(value, part, defs) for part in schema["allOf"])
         try:
-            return self.check(schema, defs).is_valid(value)
+            return self.check(cast("dict[str, object]", schema), defs).is_valid(value)  # else refused: below
         except Exception:  # noqa: BLE001 - a schema jsonschema-rs cannot compile: the value is not known good
             return False
 
-    def marks_inside(self, schema: Any, defs: dict[str, Any], keyword: str) -> bool:
+    def marks_inside(self, schema: object, defs: dict[str, object], keyword: str) -> bool:
         """Does `schema`, or a `$defs` entry it needs, mark something `keyword` (`writeOnly`)? One look at the
         whole `$defs` first, kept: a spec that never says it costs nothing more."""
         if keyword not in self.annotated:
@@ -102,7 +110,7 @@ class Checks:
             return False
         return self._marked(schema, keyword) or any(self._marked(defs[k], keyword) for k in self.closure(schema, defs))
 
-    def _marked(self, node: Any, keyword: str) -> bool:
+    def _marked(self, node: object, keyword: str) -> bool:
         """`keyword: true` anywhere in `node` (not following `$ref`s), kept per node."""
         found = self.marks.get(node, keyword)
         if found is None:
@@ -118,10 +126,10 @@ class Checks:
             self.marks.put(node, found, keyword)
         return found
 
-    def closure(self, schema: Any, defs: dict[str, Any]) -> set[str]:
+    def closure(self, schema: object, defs: dict[str, object]) -> set[str]:
         """The `$defs` keys `schema` needs, directly or through other entries."""
         needed: set[str] = set()
-        todo = [schema]
+        todo: list[object] = [schema]
         while todo:
             for key in self._refs(todo.pop()):
                 if key in defs and key not in needed:
@@ -129,5 +137,5 @@ class Checks:
                     todo.append(defs[key])
         return needed
 
-    def _refs(self, schema: Any) -> frozenset[str]:
+    def _refs(self, schema: object) -> frozenset[str]:
         return self.refs.make(schema, lambda: frozenset(refs_in(schema)))

@@ -8,7 +8,7 @@ calls `to_2020_12` on every schema object it converts).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 OAS30 = "OpenAPI 3.0"  # draft-04 with OpenAPI's changes (`nullable`, no `id`)
 DRAFT4, DRAFT6, DRAFT7, DRAFT2019, DRAFT2020 = "draft-04", "draft-06", "draft-07", "2019-09", "2020-12"
@@ -65,7 +65,7 @@ def ref_siblings_ignored(dialect: str) -> bool:
     return dialect in _SIBLINGS_IGNORED
 
 
-def to_2020_12(schema: dict[str, Any], dialect: str) -> dict[str, Any]:
+def to_2020_12(schema: dict[str, object], dialect: str) -> dict[str, object]:
     """Rewrite one schema object's own keywords (its subschemas are already converted) to 2020-12."""
     schema.pop("$schema", None)  # the result is 2020-12, whatever it was written in
     # A schema's identifier: every `$ref` is bundled already (one `#/$defs/...` pointer), none may resolve against it.
@@ -78,16 +78,18 @@ def to_2020_12(schema: dict[str, Any], dialect: str) -> dict[str, Any]:
                 flag = schema.pop(exclusive)
                 if flag and bound in schema:
                     schema[exclusive] = schema.pop(bound)
-    if dialect in _DEPENDENCIES and isinstance(schema.get("dependencies"), dict):
-        for name, needs in schema.pop("dependencies").items():
+    if dialect in _DEPENDENCIES and isinstance(dependencies := schema.get("dependencies"), dict):
+        del schema["dependencies"]
+        for name, needs in dependencies.items():
             key = "dependentRequired" if isinstance(needs, list) else "dependentSchemas"
-            schema.setdefault(key, {})[name] = needs
+            # A `dependent*` field written beside (no keyword before 2019-09) is merged into, as it always was.
+            cast("dict[str, object]", schema.setdefault(key, {}))[name] = needs
     if dialect == OAS30:
         return _nullable(schema)
     return schema
 
 
-def tuple_items(schema: dict[str, Any], converted: dict[str, Any]) -> None:
+def tuple_items(schema: dict[str, object], converted: dict[str, object]) -> None:
     """`items: [a, b]` (before 2020-12) is `prefixItems`, and then `additionalItems` is the new `items`.
 
     `converted` holds the subschemas already converted under their old keywords; `schema` is the result.
@@ -97,7 +99,7 @@ def tuple_items(schema: dict[str, Any], converted: dict[str, Any]) -> None:
     schema.pop("additionalItems", None)  # beside a single `items` schema it applied to nothing
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def _nullable(schema: dict[str, object]) -> dict[str, object]:
     """OpenAPI 3.0's `nullable: true`: null is allowed too, also where an `allOf`/`oneOf`/`anyOf` beside it would
     refuse it (Plaid's nullable address whose allOf part is an object): what the document means, as clients read it."""
     if schema.pop("nullable", False) is not True:
@@ -107,8 +109,8 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
         return {"anyOf": [{"type": "null"}, schema]}
     if isinstance(kind, str):
         schema["type"] = [kind, "null"]
-        if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
-            schema["enum"] = [*schema["enum"], None]
+        if isinstance(enum := schema.get("enum"), list) and None not in enum:
+            schema["enum"] = [*enum, None]
     elif isinstance(kind, list):
         if "null" not in kind:
             schema["type"] = [*kind, "null"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
-from typing import Any
 
 from plantstub._json import JSON, NO_BODY, is_json
 from plantstub._memo import IdentityMemo
@@ -78,11 +77,11 @@ class Dynamic:
         self.checks = checks
         self.draws = Draws(seed)  # for a caller that gives no draws of its own
         self._plans: IdentityMemo[Planned] = IdentityMemo()  # what each schema asks, read once
-        self._fixes: IdentityMemo[Any] = IdentityMemo()  # the fixed value of a place, made once
+        self._fixes: IdentityMemo[tuple[object, int]] = IdentityMemo()  # the fixed value of a place, made once
         self.fixed = 0  # answers sent fixed because no random value fitted (for tests and figures)
         self.first: Callable[[], object] | None = None  # called once, before the first dynamic answer is made
 
-    def body(self, answer: Answer, check: SchemaCheck, draws: Draws) -> Any:
+    def body(self, answer: Answer, check: SchemaCheck, draws: Draws) -> object:
         """A random value of the answer's schema that passes `check`; else the answer's fixed body."""
         assert answer.media is not None and answer.media.schema is not None
         schema = answer.media.schema
@@ -103,7 +102,7 @@ class Dynamic:
         self.fixed += 1
         return answer.base
 
-    def build(self, answer: Answer, check: SchemaCheck | str, request_body: Any, valid: bool = False,
+    def build(self, answer: Answer, check: SchemaCheck | str, request_body: object, valid: bool = False,
               draws: Draws | None = None) -> Outgoing:
         """`answer` with a random body drawn from `draws` (default: the stub's own), the request's fields echoed in
         as the fixed answer does; an answer with no JSON schema, or none that keeps the contract, is the fixed one."""

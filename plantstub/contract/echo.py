@@ -9,7 +9,6 @@ property refuses, or if the response schema constrains the object as a whole (a 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.model import Operation
@@ -20,11 +19,11 @@ _PLAIN = frozenset((
     "type", "properties", "required", "additionalProperties", "title", "description", "example", "examples",
     "default", "deprecated", "xml", "externalDocs", "$comment", "$defs",
 ))
-_ANYTHING: tuple[Any, ...] = (True, {})
+_ANYTHING: tuple[object, ...] = (True, {})
 _DEPTH = 32
 
 
-def echo_keeps(op: Operation, response_schema: Any, echo: tuple[str, ...]) -> bool:
+def echo_keeps(op: Operation, response_schema: object, echo: tuple[str, ...]) -> bool:
     """True when a dict fitting `response_schema` stays fitting after any of `echo` is set from a request body
     that passed every request body schema of `op` (each property either taken by anything, or held to the same
     schema on the request side, or the request's whole body held to the response schema itself)."""
@@ -49,13 +48,13 @@ def echo_keeps(op: Operation, response_schema: Any, echo: tuple[str, ...]) -> bo
         if any(node is target for node in held):
             continue  # the request body itself passed the response schema
         for name in wanted:
-            if not any(isinstance(node.get("properties"), dict) and name in node["properties"]
-                       and node["properties"][name] == props[name] for node in held):
+            if not any(isinstance(theirs := node.get("properties"), dict) and name in theirs
+                       and theirs[name] == props[name] for node in held):
                 return False
     return True
 
 
-def _target(schema: Any, defs: dict[str, Any]) -> Any:
+def _target(schema: object, defs: dict[str, object]) -> object:
     """The schema a root that is only a `$ref` (and its `$defs`) names, followed to the end; else the root."""
     for _ in range(_DEPTH):
         if not isinstance(schema, dict) or set(schema) - {"$defs"} != {"$ref"}:
@@ -67,7 +66,7 @@ def _target(schema: Any, defs: dict[str, Any]) -> Any:
     return None
 
 
-def _implied(schema: Any, defs: dict[str, Any], depth: int) -> Iterator[dict[str, Any]]:
+def _implied(schema: object, defs: dict[str, object], depth: int) -> Iterator[dict[str, object]]:
     """The schemas a value that passed `schema` surely passed too: itself, what its `$ref` names (its siblings left
     out: OpenAPI 3.0 ignores them), its `allOf` members, and so on down."""
     if depth > _DEPTH or not isinstance(schema, dict):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import http
 import re
-from typing import Any
+from typing import cast
 
 from plantstub._json import NO_BODY, essence, is_json
 from plantstub.contract.answers import Answer
@@ -47,7 +47,7 @@ def header_text(message: str) -> str:
     return text
 
 
-def _put(value: Any, path: Path, leaf: Any) -> Any:
+def _put(value: object, path: Path, leaf: object) -> object:
     """A copy of `value` with `leaf` at `path` (only the containers along the path are copied)."""
     if not path:
         return leaf
@@ -56,22 +56,23 @@ def _put(value: Any, path: Path, leaf: Any) -> Any:
         copy = list(value)
         copy[int(head)] = _put(copy[int(head)], rest, leaf)
         return copy
-    return {**value, head: _put(value.get(head), rest, leaf)}
+    mapping = cast("dict[str | int, object]", value)  # a path is one the walk found: an object's key here
+    return {**mapping, head: _put(mapping.get(head), rest, leaf)}
 
 
 class ErrorShape:
     """One declared error response, ready to carry our text: a template body and the places to put things."""
 
-    def __init__(self, answer: Answer, whole: SchemaCheck, schema: Any, checks: Checks) -> None:
+    def __init__(self, answer: Answer, whole: SchemaCheck, schema: object, checks: Checks) -> None:
         self.content_type = answer.content_type or "application/json"
         self.problem = essence(self.content_type) == PROBLEM
         self.whole = whole
         self.checks = checks
         self.defs = defs_of(schema)
-        self.base: Any = answer.base
+        self.base: object = answer.base
         self.texts: list[tuple[tuple[int, int, int], Path, int | None]] = []  # (rank, path, maxLength)
         self.statuses: list[Path] = []
-        self.fixed: dict[Path, Any] = {}  # problem+json's `type`
+        self.fixed: dict[Path, str] = {}  # problem+json's `type`
         self.titles: list[Path] = []  # problem+json's `title`: the status's reason phrase
         self._walk(self.base, schema, (), 0)
         self.texts.sort(key=lambda t: t[0])
@@ -93,7 +94,7 @@ class ErrorShape:
             self.records[status] = record
         return record
 
-    def _flat(self, schema: Any) -> Any:
+    def _flat(self, schema: object) -> object:
         return self.checks.flatten(schema, self.defs)[0]
 
     def _rank(self, name: str | int, order: int, depth: int) -> tuple[int, int, int]:
@@ -101,7 +102,7 @@ class ErrorShape:
         key = _norm(name) if isinstance(name, str) else ""
         return (names.index(key) if key in names else len(names), depth, order)
 
-    def _walk(self, value: Any, schema: Any, path: Path, depth: int) -> None:
+    def _walk(self, value: object, schema: object, path: Path, depth: int) -> None:
         flat = self._flat(schema)
         if not isinstance(flat, dict):
             flat = {}
@@ -119,13 +120,13 @@ class ErrorShape:
                 grown = _put(self.base, path, [sample(items, self.defs, checks=self.checks)])
                 if self.whole.is_valid(grown):
                     self.base = grown
-                    value = [_get(grown, path)[0]]
+                    value = [cast("list[object]", _get(grown, path))[0]]  # the list just put there
             if value:
                 self._walk(value[0], items if items is not None else {}, (*path, 0), depth + 1)
             return
         if not isinstance(value, dict):
             return
-        props: dict[str, Any] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
+        props: dict[str, object] = flat["properties"] if isinstance(flat.get("properties"), dict) else {}
         for name in {**props, **value}:
             sub = props.get(name, {})
             here = (*path, name)
@@ -147,7 +148,7 @@ class ErrorShape:
                 continue
             self._walk(present, sub, here, depth + 1)
 
-    def body(self, status: int, message: str) -> Any:
+    def body(self, status: int, message: str) -> object:
         """The declared body carrying `message` where the schema takes it (else the generated body as it is)."""
         try:
             phrase = http.HTTPStatus(status).phrase
@@ -177,13 +178,14 @@ class ErrorShape:
         return Outgoing(out.status, out.body, out.payload, out.content_type, out.headers, message)
 
 
-def _get(value: Any, path: Path) -> Any:
+def _get(value: object, path: Path) -> object:
+    """What `value` holds at `path`, a path the walk found (each step an index of a list or a key of an object)."""
     for key in path:
-        value = value[key]
+        value = cast("list[object]", value)[key] if isinstance(key, int) else cast("dict[str, object]", value)[key]
     return value
 
 
-def _typed(flat: Any, kind: str) -> bool:
+def _typed(flat: object, kind: str) -> bool:
     if not isinstance(flat, dict):
         return False
     declared = flat.get("type")

@@ -5,7 +5,7 @@ answer) and read back into the value its schema checks (a request, a proxied ans
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -42,7 +42,7 @@ class TextBody:
     so an answer is made from the schema as a JSON one is, and a body sent in it is read into a value and checked.
     Other media (CSV, HTML, binary, a text whose schema is a string) are written and taken as text, as before."""
 
-    def __init__(self, media_type: str, schema: Any) -> None:
+    def __init__(self, media_type: str, schema: object) -> None:
         self.kind = media_kind(media_type)
         self.schema = schema
         types = types_of(schema, defs_of(schema)) if isinstance(schema, dict) else None
@@ -56,7 +56,7 @@ class TextBody:
 
         return Mapping(self.schema if isinstance(self.schema, dict) else {})
 
-    def write(self, value: Any) -> str | None:
+    def write(self, value: object) -> str | None:
         """`value` as this media type writes it; None when it cannot hold it (plain text holding an object)."""
         if self.kind == "xml":
             return self.mapping.write(value)
@@ -68,7 +68,7 @@ class TextBody:
             return scalar_text(value)
         return None
 
-    def read(self, raw: bytes) -> Any:
+    def read(self, raw: bytes) -> object:
         """The value a body holds (where it `holds_values`); BodyError naming what is wrong."""
         if self.kind == "xml":
             return self.mapping.read(raw)

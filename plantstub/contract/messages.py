@@ -7,47 +7,58 @@ failing value to explain it. Wording follows what plantstub has always said; pyt
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from plantstub._json import MAX_SHOWN, cut, shown
+
+if TYPE_CHECKING:
+    import jsonschema_rs
 
 __all__ = ["MAX_SHOWN", "message_of", "python_message", "shown"]
 
 
-def _names(values: list[Any]) -> str:
+class _Limited(Protocol):
+    """A kind of error about a bound (MinLength, MaxItems, Minimum...): its `limit`."""
+
+    @property
+    def limit(self) -> object: ...
+
+
+def _names(values: Iterable[object]) -> str:
     return ", ".join(shown(v) for v in values)
 
 
-def _unexpected(names: list[Any], what: str) -> str:
+def _unexpected(names: list[object], what: str) -> str:
     verb = "was" if len(names) == 1 else "were"
     return f"{what} are not allowed ({_names(sorted(names, key=str))} {verb} unexpected)"
 
 
-def _bound(name: str, value: str, kind: Any) -> str:
+def _bound(name: str, value: str, kind: _Limited) -> str:
     side, bound = ("less than", "minimum") if name.endswith("Minimum") else ("greater than", "maximum")
     equal = " or equal to" if name.startswith("Exclusive") else ""
     return f"{value} is {side}{equal} the {bound} of {kind.limit!r}"
 
 
-def _too_short(value: str, kind: Any) -> str:
+def _too_short(value: str, kind: _Limited) -> str:
     return f"{value} should be non-empty" if kind.limit == 1 else f"{value} is too short"
 
 
-def _too_long(value: str, kind: Any) -> str:
+def _too_long(value: str, kind: _Limited) -> str:
     return f"{value} is expected to be empty" if kind.limit == 0 else f"{value} is too long"
 
 
-def _none_valid(value: str, kind: Any) -> str:
+def _none_valid(value: str, kind: object) -> str:
     return f"{value} is not valid under any of the given schemas"
 
 
-def _costly(value: str, kind: Any) -> str:
+def _costly(value: str, kind: object) -> str:
     return f"{value} could not be checked against its pattern (too costly to match)"
 
 
 # The kind's class name (ValidationErrorKind.Required, ...) -> the text, from the kind alone: the value is not
-# quoted, so not shown (writing a body out is most of the cost of a missing property's message).
+# quoted, so not shown (writing a body out is most of the cost of a missing property's message). Looked up by name
+# (a kind a later jsonschema-rs adds falls through), so each function reads the attributes its kind has: Any.
 _PLAIN: dict[str, Callable[[Any], str]] = {
     "Required": lambda k: f"{k.property!r} is a required property",
     "Constant": lambda k: f"{shown(k.expected_value)} was expected",
@@ -91,7 +102,7 @@ _TEXTS: dict[str, Callable[[str, Any], str]] = {
 }
 
 
-def message_of(error: Any) -> str:
+def message_of(error: jsonschema_rs.ValidationError) -> str:
     """The text of one jsonschema-rs ValidationError, without its location; a kind a later jsonschema-rs adds
     says the keyword that failed."""
     kind = error.kind
@@ -108,13 +119,13 @@ def message_of(error: Any) -> str:
     return text(shown(error.instance), kind)
 
 
-def _keyword(error: Any) -> str:
+def _keyword(error: jsonschema_rs.ValidationError) -> str:
     """The keyword that failed: the last word of the error's schema path."""
     words = [w for w in error.schema_path if isinstance(w, str)]
     return words[-1] if words else type(error.kind).__name__
 
 
-def python_message(error: Any) -> str:
+def python_message(error: Any) -> str:  # python jsonschema's ValidationError: read untyped here
     """The text of one `jsonschema` ValidationError, with the value it quotes in full cut short (`shown`)."""
     text, whole = str(error.message), repr(error.instance)
     if text.startswith(whole):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from plantstub._json import MISSING
 
@@ -31,8 +30,8 @@ class MediaType:
 
     name: str
     schema: dict | bool | None
-    example: Any = MISSING
-    examples: dict[str, Any] = field(default_factory=dict)
+    example: object = MISSING
+    examples: dict[str, object] = field(default_factory=dict)
     item_schema: dict | bool | None = None
 
 

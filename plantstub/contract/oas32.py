@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import urljoin
 
 from plantstub._json import essence, shown
@@ -38,12 +38,12 @@ class _Reader(Protocol):
 
     warnings: list[str]
 
-    def deref(self, node: Any, base: str, where: str) -> tuple[Any, str]: ...
+    def deref(self, node: object, base: str, where: str) -> tuple[object, str]: ...
 
-    def schema(self, node: Any, base: str, where: str, direction: str = "request") -> dict | bool | None: ...
+    def schema(self, node: object, base: str, where: str, direction: str = "request") -> dict | bool | None: ...
 
 
-def operations(item: dict[str, Any], where: str, v32: bool, warnings: list[str]) -> list[tuple[str, Any, str]]:
+def operations(item: dict[str, object], where: str, v32: bool, warnings: list[str]) -> list[tuple[str, object, str]]:
     """(method, Operation, location) of each operation of a Path Item: its fixed fields (`query` too in 3.2) and,
     in 3.2, each entry of `additionalOperations`, whose key is the method as sent (`COPY`)."""
     found = [(method, item[method], f"{where}.{method}") for method in (METHODS_32 if v32 else METHODS) if method in item]
@@ -77,7 +77,7 @@ def operations(item: dict[str, Any], where: str, v32: bool, warnings: list[str])
     return found
 
 
-def self_base(doc: dict[str, Any], uri: str, warnings: list[str]) -> str | None:
+def self_base(doc: dict[str, object], uri: str, warnings: list[str]) -> str | None:
     """The URI the document's `$self` gives it (relative to where it was read), when it has one."""
     written = doc.get("$self")
     if written is None:
@@ -99,7 +99,7 @@ def as_read(target: str, own: str, uri: str) -> str:
     return target
 
 
-def querystring(reader: _Reader, raw: dict[str, Any], base: str, where: str) -> Parameter:
+def querystring(reader: _Reader, raw: dict[str, object], base: str, where: str) -> Parameter:
     """An `in: querystring` parameter: the whole query string as one value of its one `content` media type."""
     content = raw.get("content")
     if isinstance(content, dict) and len(content) == 1:
@@ -132,7 +132,7 @@ def querystring_warnings(params: list[Parameter], where: str) -> list[str]:
     return out
 
 
-def tag_warnings(doc: dict[str, Any]) -> list[str]:
+def tag_warnings(doc: dict[str, object]) -> list[str]:
     """A tag whose `parent` names no declared tag, or whose parents lead back to it (the specification's MUSTs)."""
     tags = doc.get("tags")
     if not isinstance(tags, list):
@@ -154,7 +154,7 @@ def tag_warnings(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def media_aside(media: dict[str, Any], name: str, where: str) -> list[str]:
+def media_aside(media: dict[str, object], name: str, where: str) -> list[str]:
     """The 3.2 fields of one Media Type Object that plantstub does not serve, each with its place."""
     aside = [f"{field} ({where})" for field in ("itemEncoding", "prefixEncoding") if field in media]
     if "itemSchema" in media and not is_sequential(name):

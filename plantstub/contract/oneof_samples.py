@@ -3,29 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
 from plantstub.contract.flatten import types_of
 from plantstub.contract.sample_values import NONE, admits, made, of
 
 SPOILER_TRIES = 64
 APART_DEPTH = 4  # how deep a value only one branch takes is looked for (`cells[0].properties.type`)
-_ONE_OF_EACH_TYPE: tuple[Any, ...] = (None, "x", 0, True, [], {})
+_ONE_OF_EACH_TYPE: tuple[object, ...] = (None, "x", 0, True, [], {})
 
 
 class Maker(Protocol):
     """What telling branches apart needs of the sampler (contract/samples.py)."""
 
-    defs: dict[str, Any]
+    defs: dict[str, object]
     twins: list[str]  # oneOf branches that are the same schema, every one of them with another ("A and B")
 
-    def valid(self, value: Any, schema: Any) -> bool: ...
+    def valid(self, value: object, schema: object) -> bool: ...
 
-    def flat(self, schema: Any) -> Any: ...
+    def flat(self, schema: object) -> object: ...
 
-    def value(self, schema: Any, depth: int, path: tuple[str, ...]) -> Any: ...
+    def value(self, schema: object, depth: int, path: tuple[str, ...]) -> object: ...
 
-    def candidates(self, schema: Any, depth: int, path: tuple[str, ...]) -> tuple[Any, list[Any], list[Any]]: ...
+    def candidates(self, schema: object, depth: int, path: tuple[str, ...]) -> tuple[object, list[object], list[object]]: ...
 
 
 class Apart:
@@ -34,9 +34,11 @@ class Apart:
     def __init__(self, maker: Maker) -> None:
         self.maker = maker
 
-    def spoiled(self, schema: Any, flat: Any, candidates: list[Any]) -> Any:
+    def spoiled(self, schema: object, flat: object, candidates: list[object]) -> object:
         """A candidate object changed (a property of a type the other branches refuse) to match one branch only."""
-        branches = flat.get("oneOf") if isinstance(flat, dict) else None
+        if not isinstance(flat, dict):
+            return NONE
+        branches = flat.get("oneOf")
         if not isinstance(branches, list):
             return NONE
         tries = 0
@@ -47,34 +49,39 @@ class Apart:
         if len(twinned) == len(branches) and not self.maker.twins:
             first = next(j for j in range(1, len(flats)) if flats[j] == flats[0])
             self.maker.twins.append(f"{_name(branches[0], 0)} and {_name(branches[first], first)}")
-        tried: list[Any] = []
+        tried: list[object] = []
         for candidate in (c for c in candidates if isinstance(c, dict)):
             if candidate in tried:
                 continue
             tried.append(candidate)
             matched = [b for b in branches if self.maker.valid(candidate, b)]
             for target in (b for i, b in enumerate(branches) if b in matched and i not in twinned):
-                value: Any = candidate
+                value, lost = candidate, False  # lost: a change found no value
                 for other in (b for b in matched if b is not target):
                     if not self.maker.valid(value, other):  # a change made for a branch before refuses it too
                         continue
                     # Each change must leave fewer branches matching: one made for this branch may not bring back
                     # a branch an earlier change refused.
                     now = self.matching(value, branches)
-                    fits = (v for v in self.spoilers(value, target, other)
+                    spoiling = self.spoilers(value, target, other)
+                    fits = (v for v in spoiling
                             if self.maker.valid(v, target) and not self.maker.valid(v, other)
                             and self.matching(v, branches) < now)
-                    value = next(fits, NONE)
+                    found = next(fits, NONE)
                     tries += 1
-                    if value is NONE or tries > SPOILER_TRIES:
+                    if found is NONE:
+                        lost = True
                         break
-                if value is not NONE and self.maker.valid(value, schema):
+                    value = found
+                    if tries > SPOILER_TRIES:
+                        break
+                if not lost and self.maker.valid(value, schema):
                     return self.named(value, flat, target, schema)
                 if tries > SPOILER_TRIES:
                     return NONE
         return NONE
 
-    def named(self, value: dict[str, Any], flat: dict[str, Any], target: Any, schema: Any) -> dict[str, Any]:
+    def named(self, value: dict[str, object], flat: dict[str, object], target: object, schema: object) -> dict[str, object]:
         """`value` with the discriminator's property naming `target`, when the schema still takes it (a report
         told apart by its `breakdown` says `name: known_faces`, not the first name its schema allows)."""
         found = flat.get("discriminator")
@@ -90,19 +97,19 @@ class Apart:
                 return trial
         return value
 
-    def matching(self, value: Any, branches: list[Any]) -> int:
+    def matching(self, value: object, branches: list[object]) -> int:
         """How many of `branches` take `value`."""
         return sum(1 for branch in branches if self.maker.valid(value, branch))
 
-    def spoilers(self, value: dict[str, Any], target: Any, other: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
+    def spoilers(self, value: dict[str, object], target: object, other: object, depth: int = 0) -> Iterator[dict[str, object]]:
         """`value` changed so that `other` may refuse it: the target's own value where the two disagree, a
         property `other` declares with a type it refuses, one it forbids, one it requires taken away; then,
         made only if those fail, a property both declare holding a value only the target's schema of it takes."""
         mine, theirs = (self.maker.flat(b) for b in (target, other))
         mine = mine if isinstance(mine, dict) else {}
         theirs = theirs if isinstance(theirs, dict) else {}
-        own_props: dict[str, Any] = of(mine, "properties", dict, {})
-        their_props: dict[str, Any] = of(theirs, "properties", dict, {})
+        own_props: dict[str, object] = of(mine, "properties", dict, {})
+        their_props: dict[str, object] = of(theirs, "properties", dict, {})
         for name, sub in their_props.items():
             if name in own_props:
                 built = self.maker.candidates(own_props[name], 3, ())
@@ -120,13 +127,13 @@ class Apart:
                 if inner is not NONE:
                     yield {**value, name: inner}
 
-    def apart(self, mine: Any, theirs: Any, depth: int, start: Any = NONE) -> Any:
+    def apart(self, mine: object, theirs: object, depth: int, start: object = NONE) -> object:
         """A value `mine` takes and `theirs` refuses, looked for APART_DEPTH levels down, built on `start` (the
         value there now, so that what an earlier change put in it stays) when `mine` takes it; NONE if none."""
         if depth > APART_DEPTH:
             return NONE
         _, given, built = self.maker.candidates(mine, depth, ())
-        base: Any = NONE
+        base: object = NONE
         for candidate in ([] if start is NONE else [start]) + [made(c) for c in given + built]:
             if self.maker.valid(candidate, mine):
                 if not self.maker.valid(candidate, theirs):
@@ -145,7 +152,7 @@ class Apart:
         return NONE
 
 
-def _name(branch: Any, i: int) -> str:
+def _name(branch: object, i: int) -> str:
     """How a message names a oneOf branch: its schema's name, else its place."""
     ref = branch.get("$ref") if isinstance(branch, dict) else None
     return ref.rsplit("/", 1)[-1] if isinstance(ref, str) else f"oneOf[{i}]"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 from functools import cached_property
-from typing import Any
 
 from plantstub._json import NO_BODY
 from plantstub.config import fresh_seed
@@ -45,7 +44,7 @@ class ServedOperation:
         self._response_checks: dict[tuple[str, str], SchemaCheck | str] = {}
         self._texts: dict[tuple[str, str], TextBody] = {}
         self._error_shapes: dict[str, ErrorShape | str | None] = {}
-        self._own_shapes: dict[int, Any] = {}  # status -> its shape, as _shape_for() found it (own() on every refusal)
+        self._own_shapes: dict[int, ErrorShape | str | None] = {}  # status -> its shape, as _shape_for() found it (own() on every refusal)
 
     @cached_property
     def check(self) -> RequestCheck:
@@ -65,7 +64,7 @@ class ServedOperation:
         key = answer_key(self.op)
         return None if key is None else self.answer(key)
 
-    def default(self, request_body: Any, valid: bool = False, draws: Draws | None = None) -> Outgoing:
+    def default(self, request_body: object, valid: bool = False, draws: Draws | None = None) -> Outgoing:
         """What a request gets when nothing else decides: the default answer (an operation that declares no
         responses has 204, contract/load.py); an empty 200 only for an Operation built by hand without any.
         `valid`: the request passed its schemas (the echo into the answer may then go unchecked, Answer.keeps);
@@ -73,7 +72,7 @@ class ServedOperation:
         answer = self.default_answer
         return Outgoing(200, NO_BODY, b"", None) if answer is None else answer.build(request_body, None, valid)
 
-    def varied(self, key: str, request_body: Any, valid: bool = False, draws: Draws | None = None) -> Outgoing:
+    def varied(self, key: str, request_body: object, valid: bool = False, draws: Draws | None = None) -> Outgoing:
         """The declared response `key` as a dynamic answer drawn from `draws` (contract/dynamic.py)."""
         answer = self.answer(key)
         check = self.response_check(key, answer.media) if answer.media is not None else ""
@@ -158,7 +157,7 @@ class VariedOperation(ServedOperation):
 
     varies = True
 
-    def default(self, request_body: Any, valid: bool = False, draws: Draws | None = None) -> Outgoing:
+    def default(self, request_body: object, valid: bool = False, draws: Draws | None = None) -> Outgoing:
         answer = self.default_answer
         return (super().default(request_body, valid) if answer is None
                 else self.varied(answer.key, request_body, valid, draws))
@@ -201,7 +200,7 @@ def _prefer_tokens(prefer: str) -> dict[str, str]:
     return tokens
 
 
-def preferred(served: ServedOperation, prefer: str, request_body: Any,
+def preferred(served: ServedOperation, prefer: str, request_body: object,
               draws: Draws | None = None) -> tuple[Outgoing | None, str | None]:
     """Answer a `Prefer: code=NNN` / `example=NAME` / `dynamic=true|false` header (as Prism does); (None, None) if
     it asks nothing. A dynamic answer is drawn from `draws` (the session's).

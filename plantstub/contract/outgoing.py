@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 from plantstub._json import JSON, NO_BODY, json_bytes
 
@@ -14,7 +14,7 @@ class Outgoing(NamedTuple):
     in place (a changed answer is a new Outgoing)."""
 
     status: int
-    body: Any = NO_BODY
+    body: object = NO_BODY
     payload: bytes = b""
     content_type: str | None = JSON
     headers: dict[str, str] = {}  # noqa: RUF012 - never mutated: a NamedTuple's default
@@ -22,11 +22,22 @@ class Outgoing(NamedTuple):
     more: tuple[tuple[str, str], ...] = ()  # header lines beyond `headers` (a name sent again: a proxied Set-Cookie)
 
 
-def json_reply(status: int, body: Any, headers: dict[str, str] | None = None, content_type: str = JSON) -> Outgoing:
+def json_reply(status: int, body: object, headers: dict[str, str] | None = None, content_type: str = JSON) -> Outgoing:
     return Outgoing(status, body, json_bytes(body), content_type, headers or {})
 
 
-def error_body(status: int, message: str) -> dict[str, Any]:
+class _Record(TypedDict):
+    error: int
+    message: str
+
+
+class ErrorRecord(_Record, total=False):
+    """The Error record: `{"error": status, "message": ...}`, and the problems apart when there are several."""
+
+    problems: list[dict[str, str]]  # each a problem()
+
+
+def error_body(status: int, message: str) -> ErrorRecord:
     """The Error record, the spec's own error shape: {"error": status, "message": ...}."""
     return {"error": status, "message": message}
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from plantstub._json import MAX_DIGITS, MISSING, BodyError, decode_json, is_json, shown
 from plantstub.contract.compiled import Checks
@@ -28,12 +27,12 @@ _INTEGER = re.compile(rf"[+-]?[0-9]{{1,{MAX_DIGITS}}}")
 _DELIMITERS = {"spaceDelimited": " ", "pipeDelimited": "|", "tabDelimited": "\t"}  # the last: Swagger 2.0's tsv
 
 
-def schema_types(schema: Any, defs: dict[str, Any] | None = None) -> set[str]:
+def schema_types(schema: object, defs: dict[str, object] | None = None) -> set[str]:
     """The JSON types a schema names, to read a parameter's or form field's text by (empty: read as text)."""
     return types_of(schema, defs_of(schema) if defs is None else defs) or set()
 
 
-def property_types(schema: Any) -> dict[str, set[str]]:
+def property_types(schema: object) -> dict[str, set[str]]:
     """The JSON types of each declared property of an object schema, to read its fields' text by."""
     defs = defs_of(schema)
     flat = flatten(schema, defs)  # an allOf loop folds in once (flatten.py)
@@ -43,7 +42,7 @@ def property_types(schema: Any) -> dict[str, set[str]]:
     return {name: types_of(sub, defs) or set() for name, sub in props.items()}
 
 
-def read_scalar(text: str, types: set[str]) -> Any:
+def read_scalar(text: str, types: set[str]) -> int | float | bool | str | None:
     """Read a parameter string the way its schema types it; leave it alone when it does not fit."""
     if ("integer" in types or "number" in types) and _INTEGER.fullmatch(text):
         return int(text)
@@ -119,7 +118,7 @@ class ParameterCheck:
         label = {"header": "headers", "cookie": "cookies"}.get(param.location, param.location)
         self.where = f"{label}.{param.name}"
 
-    def _members(self, flat: dict[str, Any], defs: dict[str, Any]) -> None:
+    def _members(self, flat: dict[str, object], defs: dict[str, object]) -> None:
         """An object parameter: the types of its members, and which query names an exploded form object takes."""
         self.field_types = property_types(self.param.schema)
         props = flat.get("properties")
@@ -133,7 +132,7 @@ class ParameterCheck:
         open_ended = not self.field_types or extra is not False or bool(flat.get("patternProperties"))
         self.spread = None if open_ended else frozenset(self.field_types)
 
-    def value(self, request: IncomingRequest, path_params: Mapping[str, str], cookies: Mapping[str, str]) -> Any:
+    def value(self, request: IncomingRequest, path_params: Mapping[str, str], cookies: Mapping[str, str]) -> object:
         """The parameter's value as JSON: MISSING when not sent, a Malformed reason when its shape is wrong."""
         p = self.param
         if p.location == "path":
@@ -152,7 +151,7 @@ class ParameterCheck:
             return read_scalar(values[0], self.types)
         return self.read(values)
 
-    def read(self, values: list[str]) -> Any:
+    def read(self, values: list[str]) -> object:
         """`values` (as `text()` gives them) read by style and schema."""
         if self.kind == "content":
             return self._content(values[0])
@@ -196,7 +195,7 @@ class ParameterCheck:
         parts = [part for value in values for part in _split(value, delimiter)]
         return [part.strip() for part in parts] if p.location == "header" else parts  # HTTP lists may space items
 
-    def _content(self, text: str) -> Any:
+    def _content(self, text: str) -> object:
         if not is_json(self.param.media):
             return text
         try:
@@ -204,9 +203,9 @@ class ParameterCheck:
         except BodyError as exc:
             return Malformed(f"{exc} ({self.param.media})")
 
-    def _fields(self, members: Mapping[str, str | list[str]]) -> dict[str, Any]:
+    def _fields(self, members: Mapping[str, str | list[str]]) -> dict[str, object]:
         """An object's members read by their property's types (text where it declares none)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for name, sent in members.items():
             types = self.field_types.get(name, self.extra_types)
             if "array" in types:
@@ -216,7 +215,7 @@ class ParameterCheck:
                 out[name] = read_scalar(sent[0] if isinstance(sent, list) else sent, types)
         return out
 
-    def _spread(self, query: Mapping[str, list[str]]) -> Any:
+    def _spread(self, query: Mapping[str, list[str]]) -> object:
         """An exploded form object: its members are query names of their own (`?R=100&G=200`)."""
         if self.spread is not None:
             members = {name: query[name] for name in self.spread if name in query}
@@ -224,10 +223,10 @@ class ParameterCheck:
             members = {name: values for name, values in query.items() if name not in self.others}
         return self._fields(members) if members else MISSING
 
-    def _deep_object(self, query: Mapping[str, list[str]]) -> Any:
+    def _deep_object(self, query: Mapping[str, list[str]]) -> object:
         """`id[R]=100&id[G]=200`; a further `[...]` nests (`id[a][b]=1`), its value read as text."""
         head = self.param.name + "["
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for key, values in query.items():
             if not (key.startswith(head) and key.endswith("]")):
                 continue

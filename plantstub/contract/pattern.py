@@ -228,7 +228,7 @@ def unknown_class(pattern: str) -> str | None:
     return unknown[0] if unknown and readable(text) else None
 
 
-def served_patterns(schema: dict[str, Any], where: str, warnings: list[str]) -> None:
+def served_patterns(schema: dict[str, object], where: str, warnings: list[str]) -> None:
     """Rewrite the ECMA forms of `schema`'s `pattern` and `patternProperties` keys (ecma_pattern), in place.
 
     A `pattern` that is a regular expression jsonschema-rs cannot compile (over its size limit, a Python-only
@@ -249,9 +249,8 @@ def served_patterns(schema: dict[str, Any], where: str, warnings: list[str]) -> 
                 warning = f"pattern {shown(pattern)} is not checked: {reason}"
                 if not any(w.endswith(warning) for w in warnings):
                     warnings.append(f"{where}: {warning}" if where else warning)
-    if isinstance(schema.get("patternProperties"), dict):
-        schema["patternProperties"] = {ecma_pattern(k) if isinstance(k, str) else k: v
-                                       for k, v in schema["patternProperties"].items()}
+    if isinstance(patterns := schema.get("patternProperties"), dict):
+        schema["patternProperties"] = {ecma_pattern(k) if isinstance(k, str) else k: v for k, v in patterns.items()}
 
 
 # -- strings built to match ---------------------------------------------------------------------------

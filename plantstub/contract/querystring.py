@@ -8,7 +8,6 @@ Problems are located under `query` (`query.limit: 'x' is not of type 'integer'`)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import unquote
 
 from plantstub._json import BodyError, decode_json, essence, is_json
@@ -40,7 +39,7 @@ class QuerystringCheck:
         text = request.raw_query
         if not text:
             return [Violation(self.where, "required query string is missing")] if self.param.required else []
-        value: Any
+        value: object
         try:
             if self.form is not None:
                 value = self.form.urlencoded(text.encode("utf-8"))

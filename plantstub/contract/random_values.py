@@ -43,23 +43,23 @@ class Plan:
 
     __slots__ = ("how", "kinds", "null", "optional", "required", "values")
 
-    def __init__(self, how: str, values: list[Any] | None = None, kinds: list[str] | None = None,
+    def __init__(self, how: str, values: list[object] | None = None, kinds: list[str] | None = None,
                  null: bool = False) -> None:
         self.how = how  # const, enum, fixed, branch, typed
         self.values = values or []  # the enum values its type takes (the const alone)
         self.kinds = kinds or []  # the types a value may take, null apart
         self.null = null  # whether null is one of them
-        self.required: list[tuple[str, Any]] = []  # an object's required properties and their schemas
-        self.optional: list[tuple[str, Any]] = []  # the others, but those marked writeOnly
+        self.required: list[tuple[str, object]] = []  # an object's required properties and their schemas
+        self.optional: list[tuple[str, object]] = []  # the others, but those marked writeOnly
 
 
-def plan(flat: dict[str, Any], defs: dict[str, Any]) -> Plan:
+def plan(flat: dict[str, object], defs: dict[str, object]) -> Plan:
     """The Plan of a folded schema (a dict)."""
     if "const" in flat:
         return Plan("const", [flat["const"]])
-    if isinstance(flat.get("enum"), list) and flat["enum"]:
-        kinds = types_of(flat, defs)
-        allowed = [v for v in flat["enum"] if kinds is None or admits(kinds, v)]  # its `type` may refuse some
+    if isinstance(enum := flat.get("enum"), list) and enum:
+        types = types_of(flat, defs)
+        allowed = [v for v in enum if types is None or admits(types, v)]  # its `type` may refuse some
         return Plan("enum", allowed) if allowed else Plan("fixed")
     if not _UNREAD.isdisjoint(flat):
         return Plan("fixed")
@@ -72,7 +72,7 @@ def plan(flat: dict[str, Any], defs: dict[str, Any]) -> Plan:
     else:
         found = Plan("typed", kinds=[kind_of(flat)])
     if "object" in found.kinds:
-        props: dict[str, Any] = of(flat, "properties", dict, {})
+        props: dict[str, object] = of(flat, "properties", dict, {})
         extra = flat.get("additionalProperties", True)
         names = [n for n in of(flat, "required", list, []) if isinstance(n, str)]
         found.required = [(n, props.get(n, extra if isinstance(extra, dict) else {})) for n in dict.fromkeys(names)]
@@ -80,14 +80,16 @@ def plan(flat: dict[str, Any], defs: dict[str, Any]) -> Plan:
     return found
 
 
-Planned = tuple[Any, frozenset[str], Plan | None]  # a schema folded, the `$defs` keys it went through, its Plan
+# A schema folded, the `$defs` keys it went through, its Plan. The folded schema stays Any: it is a dict exactly when
+# there is a Plan, which a tuple type cannot say without a check on every draw.
+Planned = tuple[Any, frozenset[str], Plan | None]
 
 
 class RandomValues:
     """A random value per call of `value()`, drawn from `rng`, for schemas whose `$defs` are `defs`."""
 
-    def __init__(self, rng: random.Random, checks: Checks, defs: dict[str, Any], plans: IdentityMemo[Planned],
-                 fixes: IdentityMemo[Any]) -> None:
+    def __init__(self, rng: random.Random, checks: Checks, defs: dict[str, object], plans: IdentityMemo[Planned],
+                 fixes: IdentityMemo[tuple[object, int]]) -> None:
         self.rng = rng
         self.checks = checks
         self.defs = defs
@@ -95,7 +97,7 @@ class RandomValues:
         self.fixes = fixes  # by schema and depth, likewise: each fixed value with its size in bytes
         self.room = Room(DRAW)  # what the value being drawn may still take (the caller gives each draw its own)
 
-    def fixed(self, schema: Any, depth: int) -> Any:
+    def fixed(self, schema: object, depth: int) -> object:
         """The value contract/samples.py makes (the one a plain default answer holds), made once per place and depth
         (never changed: a body holding it is only written out); its bytes charged to the draw.
 
@@ -104,7 +106,7 @@ class RandomValues:
         self.room.take(size, "a fixed value")
         return value
 
-    def value(self, schema: Any, depth: int = 0, path: tuple[str, ...] = ()) -> Any:
+    def value(self, schema: object, depth: int = 0, path: tuple[str, ...] = ()) -> object:
         kept = self.plans.get(schema)
         if kept is None:
             flat, keys = self.checks.flatten(schema, self.defs)
@@ -123,7 +125,7 @@ class RandomValues:
             kinds = found.kinds
             kind = kinds[0] if len(kinds) == 1 else self.rng.choice(kinds)
             if kind == "object":
-                return self.object(found, flat, schema, depth, path)
+                return self.properties(found, flat, schema, depth, path)
             return self.of_kind(kind, flat, schema, depth, path)
         if how == "const":
             return found.values[0]
@@ -134,8 +136,8 @@ class RandomValues:
             return self.branch(schema, flat, flat[key], depth, path)
         return self.fixed(schema, depth)
 
-    def branch(self, schema: Any, flat: dict[str, Any], branches: list[Any], depth: int,
-               path: tuple[str, ...]) -> Any:
+    def branch(self, schema: object, flat: dict[str, object], branches: list[object], depth: int,
+               path: tuple[str, ...]) -> object:
         """A value of a oneOf/anyOf branch chosen at random (merged with the keywords beside it), the next when
         it does not fit the whole (a oneOf's value matching two branches); the fixed value when none does."""
         alone = all(k in ("oneOf", "anyOf") for k in flat)
@@ -148,7 +150,7 @@ class RandomValues:
                 return found
         return self.fixed(schema, depth)
 
-    def of_kind(self, kind: str, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
+    def of_kind(self, kind: str, flat: dict[str, object], schema: object, depth: int, path: tuple[str, ...]) -> object:
         if kind == "string":
             text = self.string(flat)
             return self.fixed(schema, depth) if text is None else text
@@ -167,7 +169,7 @@ class RandomValues:
     def words(self) -> str:
         return words(self.rng, 0, None)
 
-    def object(self, found: Plan, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
+    def properties(self, found: Plan, flat: dict[str, object], schema: object, depth: int, path: tuple[str, ...]) -> object:
         """Every required property; each optional one by chance (fewer deeper down; never a `writeOnly` one)."""
         out = {name: self.value(sub, depth + 1, path) for name, sub in found.required}
         required = set(out)
@@ -186,7 +188,7 @@ class RandomValues:
                 del out[name]
         return out
 
-    def array(self, flat: dict[str, Any], schema: Any, depth: int, path: tuple[str, ...]) -> Any:
+    def array(self, flat: dict[str, object], schema: object, depth: int, path: tuple[str, ...]) -> object:
         """minItems to SPREAD more (deeper down, minItems), maxItems kept; distinct items when uniqueItems says."""
         items = flat.get("items", {})
         low = int(number(flat, "minItems") or 0)
@@ -200,7 +202,7 @@ class RandomValues:
         if items is False:
             return [] if low == 0 else self.fixed(schema, depth)
         unique = flat.get("uniqueItems") is True
-        out: list[Any] = []
+        out: list[object] = []
         for _ in range(3 * count if unique else count):
             if len(out) >= count:
                 break
@@ -209,7 +211,7 @@ class RandomValues:
                 out.append(item)
         return out if len(out) >= low else self.fixed(schema, depth)
 
-    def bounds(self, flat: dict[str, Any], integer: bool) -> tuple[float | None, float | None, bool, bool]:
+    def bounds(self, flat: dict[str, object], integer: bool) -> tuple[float | None, float | None, bool, bool]:
         """(low, high, low excluded, high excluded) of a number schema."""
         low, high = number(flat, "minimum"), number(flat, "maximum")
         low_out = high_out = False
@@ -224,7 +226,7 @@ class RandomValues:
             low_out = high_out = False
         return low, high, low_out, high_out
 
-    def integer(self, flat: dict[str, Any], schema: Any, depth: int) -> Any:
+    def integer(self, flat: dict[str, object], schema: object, depth: int) -> object:
         try:
             low, high, _, _ = self.bounds(flat, integer=True)
             if flat.get("format") == "int32":
@@ -248,7 +250,7 @@ class RandomValues:
         start = max(low, min(0, high - NEAR))
         return start, min(high, start + NEAR)
 
-    def number(self, flat: dict[str, Any], schema: Any, depth: int) -> Any:
+    def number(self, flat: dict[str, object], schema: object, depth: int) -> object:
         try:
             low, high, low_out, high_out = self.bounds(flat, integer=False)
             low, high = _span(low, high)
@@ -262,7 +264,7 @@ class RandomValues:
         except (OverflowError, ValueError):
             return self.fixed(schema, depth)
 
-    def multiple(self, step: float, low: float, high: float, schema: Any, depth: int) -> Any:
+    def multiple(self, step: float, low: float, high: float, schema: object, depth: int) -> object:
         """A random multiple of `step` within the bounds, written with no more decimals than `step` has."""
         first, last = math.ceil(low / step), math.floor(high / step)
         if first > last:
@@ -278,11 +280,11 @@ class RandomValues:
                 return int(value) if value == int(value) else value
         return self.fixed(schema, depth)
 
-    def string(self, flat: dict[str, Any]) -> str | None:
+    def string(self, flat: dict[str, object]) -> str | None:
         """A match of its pattern, else a value of its format, else words; within minLength and maxLength (None:
         none found, the fixed value goes there)."""
         low: int = of(flat, "minLength", int, 0)
-        high = flat["maxLength"] if isinstance(flat.get("maxLength"), int) else None
+        high = most if isinstance(most := flat.get("maxLength"), int) else None
         if low > LONGEST:  # made once, not per call
             return None
         text = self._string(flat, low, high)
@@ -290,7 +292,7 @@ class RandomValues:
             self.room.take(len(text) + 3, "texts")
         return text
 
-    def _string(self, flat: dict[str, Any], low: int, high: int | None) -> str | None:
+    def _string(self, flat: dict[str, object], low: int, high: int | None) -> str | None:
         pattern, fmt = flat.get("pattern"), flat.get("format")
         if isinstance(pattern, str):
             for _ in range(PATTERN_TRIES):
@@ -305,7 +307,7 @@ class RandomValues:
         return words(self.rng, low, high)
 
 
-def _sized(value: Any) -> tuple[Any, int]:
+def _sized(value: object) -> tuple[object, int]:
     return value, len(json_bytes(value))
 
 

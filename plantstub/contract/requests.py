@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
 from plantstub._json import BodyError, decode_json, is_json, match_media
 from plantstub.contract.compiled import Checks
@@ -150,7 +149,7 @@ class RequestCheck:
             self._media_for[content_type] = found
         return found
 
-    def body_violations(self, request: IncomingRequest) -> tuple[list[Violation], Any]:
+    def body_violations(self, request: IncomingRequest) -> tuple[list[Violation], object]:
         if not self.bodies:
             return [], None
         raw = request.raw
@@ -192,7 +191,7 @@ class RequestCheck:
             return [], value
         return check.errors(value, "body", len(raw) <= LARGE), value
 
-    def violations(self, request: IncomingRequest, path_params: dict[str, str]) -> tuple[list[Violation], Any]:
+    def violations(self, request: IncomingRequest, path_params: dict[str, str]) -> tuple[list[Violation], object]:
         """All violations of `request` against the operation, and the parsed body (None if none)."""
         cookies = request.cookies() if self.uses_cookies else {}
         found = self.security_violations(request, cookies)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
-from typing import Any
+from typing import Any, cast
 
 import jsonschema_rs
 
@@ -34,7 +34,7 @@ NOT_SCHEMAS = frozenset((*_DATA_KEYWORDS, "$defs"))
 _IN_VALUE = SCHEMA_ONE - {"additionalItems"}  # 2019-09's keyword: not a 2020-12 subschema
 
 
-def _subresources(schema: Any) -> Iterator[Any]:
+def _subresources(schema: dict[str, object] | bool) -> Iterator[object]:
     """The subschemas right below a 2020-12 schema, as `referencing`'s DRAFT202012.subresources_of finds them
     (the same keywords, the same errors on a malformed value); not imported from it: `referencing` and `attrs`
     add tens of milliseconds to every start."""
@@ -45,20 +45,20 @@ def _subresources(schema: Any) -> Iterator[Any]:
             yield schema[each]
     for each in SCHEMA_LISTS:
         if each in schema:
-            yield from schema[each]
+            yield from cast("list[object]", schema[each])  # a valid schema's; anything else raises as referencing does
     for each in SCHEMA_MAPS:
         if each in schema:
-            yield from schema[each].values()
+            yield from cast("dict[str, object]", schema[each]).values()
 
 
-def subschemas(schema: dict[str, Any]) -> Iterable[Any]:
+def subschemas(schema: dict[str, object]) -> Iterable[object]:
     """The subschemas right below a bundled (2020-12) schema, as `referencing` finds them, but for its `$defs`:
     a bundle's root holds the whole document's, which a walk looks at apart, by key."""
     return _subresources({k: v for k, v in schema.items() if k != "$defs"} if "$defs" in schema else schema)
 
 
 # -- the metaschema -------------------------------------------------------------------------
-def _patterns(schema: Any) -> Iterator[str]:
+def _patterns(schema: object) -> Iterator[str]:
     """Every regular expression in `schema`: `pattern` values and `patternProperties` keys."""
     if not isinstance(schema, dict):
         return
@@ -75,7 +75,7 @@ class EngineMismatch(RuntimeError):
     never in the spec, so not a SpecError and not caught as a document's odd shape."""
 
 
-def _engine(schema: Any, formats: bool | None = None) -> Any:
+def _engine(schema: dict[str, object] | bool, formats: bool | None = None) -> jsonschema_rs.Validator:
     """jsonschema-rs's validator, offline (no URL is ever fetched); `formats` None keeps its defaults.
 
     jsonschema-rs refuses a schema with ValueError; a TypeError or AttributeError is plantstub's call.
@@ -94,13 +94,13 @@ def _engine(schema: Any, formats: bool | None = None) -> Any:
 
 
 @cache
-def _fast_metaschema() -> Any:
+def _fast_metaschema() -> jsonschema_rs.Validator:
     """jsonschema-rs's check against the 2020-12 metaschema, offline. Its `meta.is_valid` reads a
     schema's `$schema` to choose a dialect and fetches one it does not know: never here."""
     return _engine({"$ref": "https://json-schema.org/draft/2020-12/schema"})
 
 
-def meta_valid(schema: Any) -> bool:
+def meta_valid(schema: object) -> bool:
     """Fast: is `schema` valid 2020-12 JSON Schema whose patterns plantstub serves? False: ask jsonschema why."""
     try:
         if not _fast_metaschema().is_valid(schema):
@@ -111,7 +111,7 @@ def meta_valid(schema: Any) -> bool:
 
 
 @cache
-def metaschema_validator() -> Any:
+def metaschema_validator() -> Any:  # python jsonschema's validator (it ships no types mypy reads here)
     """jsonschema's 2020-12 metaschema validator with its formats asserted (built on first use); a `regex` is
     what jsonschema-rs compiles (contract/pattern.py), not what Python's `re` reads."""
     import jsonschema
@@ -128,10 +128,10 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
-def refs_in(node: Any) -> set[str]:
+def refs_in(node: object) -> set[str]:
     """The `$defs` keys a bundled schema's `$ref`s name, itself and below (not following them)."""
     found: set[str] = set()
-    todo = [node]
+    todo: list[object] = [node]
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
@@ -142,7 +142,7 @@ def refs_in(node: Any) -> set[str]:
     return found
 
 
-def location_path(root: str, parts: Any) -> str:
+def location_path(root: str, parts: Iterable[object]) -> str:
     """`body` + [items, 0, name] -> `body.items[0].name`: one notation for every message."""
     text = root
     for part in parts:
@@ -166,9 +166,10 @@ LARGE = 1000  # parts (values, items, properties) of a value whose violations ar
 MAX_VIOLATIONS = 50
 
 
-def _larger_than(value: Any, limit: int) -> bool:
+def _larger_than(value: object, limit: int) -> bool:
     """Whether `value` has more than `limit` parts, counting no further than that."""
-    todo, seen = [value], 0
+    todo: list[object] = [value]
+    seen = 0
     while todo:
         node = todo.pop()
         seen += 1
@@ -185,7 +186,7 @@ def _more(root: str) -> Violation:
     return Violation(root, f"more than {LARGE} parts: only the first violation is listed")
 
 
-def compile_fast(schema: Any, formats: bool = True) -> Any:
+def compile_fast(schema: dict[str, object] | bool, formats: bool = True) -> jsonschema_rs.Validator:
     """jsonschema-rs's validator of `schema`; raises ValueError for a schema it refuses, EngineMismatch for a bug."""
     return _engine(schema, formats)
 
@@ -196,16 +197,16 @@ class _Property:
 
     __slots__ = ("name", "validator")
 
-    def __init__(self, validator: Any, name: str) -> None:
+    def __init__(self, validator: jsonschema_rs.Validator, name: str) -> None:
         self.validator, self.name = validator, name
 
-    def is_valid(self, instance: Any) -> bool:
+    def is_valid(self, instance: object) -> bool:
         return bool(self.validator.is_valid({self.name: instance}))
 
-    def validate(self, instance: Any) -> None:
+    def validate(self, instance: object) -> None:
         self.validator.validate({self.name: instance})
 
-    def iter_errors(self, instance: Any) -> Iterator[Any]:
+    def iter_errors(self, instance: object) -> Iterator[jsonschema_rs.ValidationError]:
         return iter(self.validator.iter_errors({self.name: instance}))
 
 
@@ -219,7 +220,7 @@ class SchemaCheck:
     """
 
     def __init__(self, schema: dict | bool, where: str, *, checked: bool = False, formats: bool = True,
-                 shared: tuple[Any, str] | None = None) -> None:
+                 shared: tuple[jsonschema_rs.Validator, str] | None = None) -> None:
         if not checked and not meta_valid(schema):
             from jsonschema import Draft202012Validator, SchemaError
 
@@ -229,7 +230,7 @@ class SchemaCheck:
                 raise SpecError(f"{where}: the schema is not valid JSON Schema: {exc.message}") from None
         self.schema = schema
         self.formats = formats
-        self.fast: Any
+        self.fast: jsonschema_rs.Validator | _Property
         self.skip = 0  # leading steps of an error's instance path that are not the value's
         if shared is not None and formats:
             self.fast, self.skip = _Property(*shared), 1
@@ -239,7 +240,7 @@ class SchemaCheck:
         except ValueError:  # load_spec refuses (or sets aside) what it would refuse: not reached
             raise SpecError(f"{where}: jsonschema-rs cannot compile the schema; check its patterns") from None
 
-    def errors(self, instance: Any, root: str, small: bool = False) -> list[Violation]:
+    def errors(self, instance: object, root: str, small: bool = False) -> list[Violation]:
         """The violations of `instance`, located under `root` (`body`, `query.limit`), in path order.
 
         Every one for a value of up to LARGE parts; for a larger one, the first only (listing all of a
@@ -261,10 +262,10 @@ class SchemaCheck:
             return [Violation(root, "not a JSON value: cannot be checked")]
         return self._listed(root, found)
 
-    def _violation(self, root: str, path: Any, message: str) -> Violation:
+    def _violation(self, root: str, path: Iterable[object], message: str) -> Violation:
         return Violation(location_path(root, path), _short(message))
 
-    def _listed(self, root: str, found: list[tuple[Any, str]]) -> list[Violation]:
+    def _listed(self, root: str, found: list[tuple[list[str | int], str]]) -> list[Violation]:
         """In path order (array indices as numbers), each said once (allOf branches can repeat one)."""
         if len(found) == 1:  # the usual refusal: nothing to order
             return [self._violation(root, *found[0])]
@@ -274,7 +275,7 @@ class SchemaCheck:
             return [*unique[:MAX_VIOLATIONS], Violation(root, f"more violations follow; the first {MAX_VIOLATIONS} are listed")]
         return unique
 
-    def is_valid(self, instance: Any) -> bool:
+    def is_valid(self, instance: object) -> bool:
         try:
             return bool(self.fast.is_valid(instance))
         except (ValueError, RecursionError):

@@ -4,15 +4,17 @@ but never declares (not enforced; one warning each). Also the two small readers 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from plantstub._json import MAX_SHOWN, cut, shown
 from plantstub._words import did_you_mean
 from plantstub.contract.model import SecurityScheme
 from plantstub.errors import SpecError
 
+_D = TypeVar("_D", dict, list)  # dict or list: what a document holds there
 
-def expect(kind: type, node: Any, where: str, what: str) -> Any:
+
+def expect(kind: type[_D], node: object, where: str, what: str) -> _D:
     """`node` if it is a `kind` (dict or list); absent (None) reads as empty."""
     if node is None:
         return kind()
@@ -33,13 +35,13 @@ def suggest(name: str, declared: dict) -> str:
 class Securities:
     """The `security` lists of one document, read against its `components.securitySchemes`."""
 
-    def __init__(self, schemes: dict, deref: Callable[[Any, str], tuple[Any, str]]) -> None:
+    def __init__(self, schemes: dict, deref: Callable[[object, str], tuple[object, str]]) -> None:
         """`deref(node, where)`: a scheme's `$ref`s followed, from the document's own file."""
         self.schemes = schemes
         self.deref = deref
         self.undeclared: dict[str, list[str]] = {}  # security scheme named but not declared -> where it is named
 
-    def read(self, raw: Any, where: str) -> tuple[tuple[SecurityScheme, ...], ...]:
+    def read(self, raw: object, where: str) -> tuple[tuple[SecurityScheme, ...], ...]:
         """The alternatives of a `security` list; a scheme `components.securitySchemes` lacks is not enforced.
 
         An undeclared scheme cannot be checked, so it counts as met: it drops out of its requirement (the

@@ -9,7 +9,6 @@ checked against a place as that property of a one-key object: `{"12": value}`.
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import quote
 
 from plantstub._memo import IdentityMemo
@@ -25,7 +24,7 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.$@:-]*\Z")  # a pointer step that needs no esc
 _TOKENS: dict[str, str] = {}
 
 
-def _token(step: Any) -> str:
+def _token(step: object) -> str:
     """One step of a JSON pointer in a URI fragment (`~` and `/` escaped, then percent-encoded)."""
     text = str(step)
     token = _TOKENS.get(text)
@@ -46,22 +45,22 @@ class Shared:
     means something else away from its own document (a dynamic reference), and whatever reaches either.
     """
 
-    def __init__(self, roots: list[Any]) -> None:
+    def __init__(self, roots: list[object]) -> None:
         self.roots = list({id(r): r for r in roots if isinstance(r, dict)}.values())  # each once, in order
         self.names: IdentityMemo[str] = IdentityMemo()
         # The schemas holding or reaching a pattern jsonschema-rs refuses: jsonschema checks them at once
         # (compiling one takes jsonschema-rs 0.1 s to refuse, each time: `^.{0,262144}$`).
         self.hopeless: IdentityMemo[bool] = IdentityMemo()
-        self.validator: Any = None
+        self.validator: jsonschema_rs.Validator | None = None
         self.built = False
 
-    def name(self, schema: Any) -> str | None:
+    def name(self, schema: object) -> str | None:
         """The property that checks `schema` (that very object), or None when it is not shared."""
         if not self.built:
             self.build()
         return self.names.get(schema)
 
-    def compiles(self, schema: Any) -> bool:
+    def compiles(self, schema: object) -> bool:
         """False when jsonschema-rs is known to refuse `schema` (a pattern it cannot run, held or reached)."""
         if not self.built:
             self.build()
@@ -78,11 +77,11 @@ class Shared:
         refused, hopeless = _refused(walks), _refused(walks, "hopeless")
         for key in hopeless:
             _mark(defs[key], hopeless, self.hopeless)
-        properties: dict[str, Any] = {}
+        properties: dict[str, object] = {}
         names: IdentityMemo[str] = IdentityMemo()
         by_key: dict[str, str] = {}  # `$defs` key -> the property checking it
 
-        def add(node: Any, entry: Any) -> str:
+        def add(node: object, entry: object) -> str:
             name = str(len(properties))
             properties[name] = entry
             names.put(node, name)
@@ -118,15 +117,15 @@ class _Walk:
     """One pass over a schema: its subschemas with a `$ref` in them (with their JSON pointers), and whether it
     holds anything the shared validator must not (`unfit`)."""
 
-    def __init__(self, node: Any, pointer: str) -> None:
+    def __init__(self, node: object, pointer: str) -> None:
         self.node, self.pointer = node, pointer
-        self.found: list[tuple[dict[str, Any], str]] = []
+        self.found: list[tuple[dict[str, object], str]] = []
         self.unfit = False
         self.hopeless = False  # it holds a pattern jsonschema-rs refuses: no validator of it can be compiled
         if isinstance(node, dict):
             self._visit(node, pointer)
 
-    def _visit(self, node: dict[str, Any], at: str) -> bool:
+    def _visit(self, node: dict[str, object], at: str) -> bool:
         has = "$ref" in node
         if ("pattern" in node or "patternProperties" in node) and not _patterns_run(node):
             self.unfit = self.hopeless = True
@@ -154,7 +153,7 @@ class _Walk:
         nodes = [sub for sub, _ in self.found]
         if isinstance(self.node, dict):
             nodes.append(self.node)
-        return {sub["$ref"][8:] for sub in nodes if isinstance(sub.get("$ref"), str)}
+        return {ref[8:] for sub in nodes if isinstance(ref := sub.get("$ref"), str)}
 
 
 def _refused(walks: dict[str, _Walk], attribute: str = "unfit") -> set[str]:
@@ -175,7 +174,7 @@ def _refused(walks: dict[str, _Walk], attribute: str = "unfit") -> set[str]:
     return refused
 
 
-def _mark(node: Any, hopeless: set[str], into: IdentityMemo[bool]) -> bool:
+def _mark(node: object, hopeless: set[str], into: IdentityMemo[bool]) -> bool:
     """Put in `into` every schema in `node` (itself included) that holds or reaches a pattern jsonschema-rs
     refuses (reaching: a `$ref` to a `hopeless` key); whether `node` does."""
     if not isinstance(node, dict):
@@ -190,11 +189,11 @@ def _mark(node: Any, hopeless: set[str], into: IdentityMemo[bool]) -> bool:
     return bad
 
 
-def _patterns_run(node: dict[str, Any]) -> bool:
+def _patterns_run(node: dict[str, object]) -> bool:
     """Whether jsonschema-rs compiles the node's `pattern` and `patternProperties`."""
-    patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
-    if isinstance(node.get("patternProperties"), dict):
-        patterns += [str(p) for p in node["patternProperties"]]
+    patterns = [pattern] if isinstance(pattern := node.get("pattern"), str) else []
+    if isinstance(named := node.get("patternProperties"), dict):
+        patterns += [str(p) for p in named]
     return all(_runs(pattern) for pattern in patterns)
 
 

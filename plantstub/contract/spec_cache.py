@@ -19,10 +19,10 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import orjson
 import yaml
@@ -46,7 +46,7 @@ def digest(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def default_folder(env: Any = None) -> Path:
+def default_folder(env: Mapping[str, str] | None = None) -> Path:
     """$XDG_CACHE_HOME/plantstub (when it is an absolute path, as the XDG spec says), else ~/.cache/plantstub."""
     env = os.environ if env is None else env
     xdg = env.get("XDG_CACHE_HOME", "")
@@ -167,7 +167,7 @@ _LONG_INTEGER = re.compile(rb"[:,\[](-?[0-9]{19,})")
 _READ_EXACTLY = range(-(2**63), 2**64)
 
 
-def _payload(data: dict[str, Any]) -> bytes | None:
+def _payload(data: dict[str, object]) -> bytes | None:
     """`data` as an entry's JSON, or None when it might not read back the same: NaN or an infinity, an integer
     orjson reads as a float. (Keys are text: the loader makes every key of a document text, as spec_json does.)"""
     try:

@@ -7,6 +7,7 @@ the memory of a loaded one, and what is compiled once per object (contract/share
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from typing import Any
 
 from plantstub._json import MISSING
@@ -24,12 +25,12 @@ class _Writer:
     """Each distinct schema object (and each distinct `$defs` mapping) once, named by its index."""
 
     def __init__(self) -> None:
-        self.schemas: list[list[Any]] = []  # [schema without its `$defs`, index of its `$defs` or None]
-        self.defs: list[dict[str, Any]] = []
+        self.schemas: list[tuple[dict[str, object], int | None]] = []  # (schema without its `$defs`, its `$defs`' index)
+        self.defs: list[dict[str, object]] = []
         self.seen: IdentityMemo[int] = IdentityMemo()  # schema -> its index
         self.seen_defs: IdentityMemo[int] = IdentityMemo()
 
-    def schema(self, schema: Any) -> Any:
+    def schema(self, schema: dict | bool | None) -> int | bool | None:
         if not isinstance(schema, dict):
             return schema  # True, False or None
         at = self.seen.get(schema)
@@ -43,14 +44,14 @@ class _Writer:
                     self.defs.append(defs)
                 body = {k: v for k, v in schema.items() if k != "$defs"}
             at = self.seen.put(schema, len(self.schemas))
-            self.schemas.append([body, which])
+            self.schemas.append((body, which))  # written as a JSON array, as a list was
         return at
 
-    def media(self, media: MediaType) -> list[Any]:
+    def media(self, media: MediaType) -> list[object]:
         example = [] if media.example is MISSING else [media.example]
         return [media.name, self.schema(media.schema), example, media.examples, self.schema(media.item_schema)]
 
-    def operation(self, op: Operation) -> dict[str, Any]:
+    def operation(self, op: Operation) -> dict[str, object]:
         return {
             "method": op.method, "path": op.path, "id": op.operation_id,
             "parameters": [[p.name, p.location, p.required, self.schema(p.schema), p.explode, p.style, p.media]
@@ -64,11 +65,11 @@ class _Writer:
             "callbacks": [self.webhook(w) for w in op.callbacks],
         }
 
-    def webhook(self, hook: Webhook) -> list[Any]:
+    def webhook(self, hook: Webhook) -> list[object]:
         return [hook.name, self.operation(hook.operation), hook.expression]
 
 
-def encode(spec: Spec) -> dict[str, Any]:
+def encode(spec: Spec) -> dict[str, object]:
     """`spec` as JSON-typed data (lists, mappings, text, numbers); decode() gives it back."""
     writer = _Writer()
     operations = [writer.operation(op) for op in spec.operations]
@@ -80,11 +81,12 @@ def encode(spec: Spec) -> dict[str, Any]:
     }
 
 
+# Reading back, each field is read as encode() wrote it, unchecked (see media() below): the data is Any here.
 class _Reader:
-    def __init__(self, defs: Any, schemas: Any) -> None:
+    def __init__(self, defs: object, schemas: object) -> None:
         if not isinstance(defs, list) or not isinstance(schemas, list):
             raise Corrupt("no schemas")
-        self.schemas: list[Any] = []
+        self.schemas: list[dict[str, object]] = []
         for body, which in schemas:
             if not isinstance(body, dict):
                 raise Corrupt("a schema that is not a mapping")
@@ -92,7 +94,7 @@ class _Reader:
                 body["$defs"] = _mapping(defs[_index(which, defs)])
             self.schemas.append(body)
 
-    def schema(self, value: Any) -> Any:
+    def schema(self, value: object) -> dict | bool | None:
         if value is None or value is True or value is False:
             return value
         return self.schemas[_index(value, self.schemas)]
@@ -138,19 +140,19 @@ def decode(data: Any) -> Spec:
     )
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if not isinstance(value, str):
         raise Corrupt(f"expected text, found {type(value).__name__}")
     return value
 
 
-def _mapping(value: Any) -> dict[str, Any]:
+def _mapping(value: object) -> dict[str, object]:
     if not isinstance(value, dict):
         raise Corrupt(f"expected a mapping, found {type(value).__name__}")
     return value
 
 
-def _index(value: Any, into: list[Any]) -> int:
+def _index(value: object, into: Sized) -> int:
     if type(value) is not int or not 0 <= value < len(into):
         raise Corrupt("a schema index out of range")
     return value

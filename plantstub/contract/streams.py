@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from plantstub._json import BodyError, decode_json, essence, json_bytes
 from plantstub.contract.compiled import Checks
@@ -56,7 +55,7 @@ def is_stream(media: MediaType) -> bool:
     return media.item_schema is not None or "array" in (types_of(media.schema, defs_of(media.schema)) or ())
 
 
-def read_items(raw: bytes, media: str) -> list[Any]:
+def read_items(raw: bytes, media: str) -> list[object]:
     """The items of a stream sent as `media`; ItemError for an item that cannot be read (its line, and why), BodyError
     for a stream that is none."""
     kind = essence(media)
@@ -74,7 +73,7 @@ def read_items(raw: bytes, media: str) -> list[Any]:
         chunks = [(0, part) for part in parts[1:]]
     if len(chunks) > MAX_ITEMS:
         raise BodyError(f"more than {MAX_ITEMS:,} items; plantstub reads at most {MAX_ITEMS:,}")
-    items = []
+    items: list[object] = []
     for i, (line, chunk) in enumerate(chunks):
         try:
             items.append(decode_json(chunk.strip(b"\r\n\t ")))
@@ -85,7 +84,7 @@ def read_items(raw: bytes, media: str) -> list[Any]:
     return items
 
 
-def _events(raw: bytes) -> list[dict[str, Any]]:
+def _events(raw: bytes) -> list[object]:
     """A text/event-stream as the WHATWG parser reads it: fields up to a blank line make one event; `data` lines
     join with a newline; comments (`:`), unknown fields and a `retry` that is not digits are ignored; an event
     with no `data` is none (as a browser dispatches none). The last event needs no blank line after it."""
@@ -93,8 +92,8 @@ def _events(raw: bytes) -> list[dict[str, Any]]:
         text = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise BodyError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    events: list[dict[str, Any]] = []
-    current: dict[str, Any] = {}
+    events: list[object] = []  # each an event: its fields
+    current: dict[str, object] = {}
     data: list[str] = []
     for line in [*_LINE_END.split(text), ""]:
         if not line:
@@ -117,7 +116,7 @@ def _events(raw: bytes) -> list[dict[str, Any]]:
     return events
 
 
-def write_items(items: list[Any], media: str) -> bytes:
+def write_items(items: list[object], media: str) -> bytes:
     """`items` in the framing of `media` (each JSON item on its line, after a record separator, or as an event)."""
     kind = essence(media)
     if kind == _SSE:
@@ -127,7 +126,7 @@ def write_items(items: list[Any], media: str) -> bytes:
     return b"".join(_RS + json_bytes(item) + b"\n" for item in items)
 
 
-def _event(item: Any) -> bytes:
+def _event(item: object) -> bytes:
     """One event: its fields, `data` last (one `data:` line per line of it), then a blank line. A field that is
     not text (an object for `data`) is written as JSON, which reads back as text: the check after says if the
     item schema takes that."""
@@ -154,7 +153,7 @@ class StreamCheck:
         self.item = item
         self.whole = whole
 
-    def violations(self, raw: bytes, root: str = "body") -> tuple[list[Violation], Any]:
+    def violations(self, raw: bytes, root: str = "body") -> tuple[list[Violation], list[object] | None]:
         """Every problem of the stream (up to MAX_VIOLATIONS), and its items as the call records them."""
         try:
             items = read_items(raw, self.media)
@@ -173,7 +172,7 @@ class StreamCheck:
         return found[:MAX_VIOLATIONS], items
 
 
-def stream_problem(items: list[Any], media: str, check: SchemaCheck | None) -> tuple[bytes, str | None]:
+def stream_problem(items: list[object], media: str, check: SchemaCheck | None) -> tuple[bytes, str | None]:
     """`items` written in `media`, and why the stream breaks its item schema once read back (None: it keeps it)."""
     payload = write_items(items, media)
     if check is None:
@@ -188,7 +187,7 @@ def stream_problem(items: list[Any], media: str, check: SchemaCheck | None) -> t
     return payload, None
 
 
-def stream_answer(media: MediaType, examples: dict[str, Any], samples: Checks | None) -> tuple[str, str | None]:
+def stream_answer(media: MediaType, examples: dict[str, object], samples: Checks | None) -> tuple[str, str | None]:
     """A default answer in a sequential media type: a declared example whose items all keep the item schema (as
     written: the serialized stream, or a list of its items), else ITEMS items generated from it (or, with a
     `schema` of the whole array only, its generated array). Returns the text to send and why no stream keeps the
@@ -217,11 +216,11 @@ def stream_answer(media: MediaType, examples: dict[str, Any], samples: Checks | 
     return payload.decode("utf-8"), problem
 
 
-def _fit(items: list[Any], check: SchemaCheck | None, whole: SchemaCheck | None) -> bool:
+def _fit(items: list[object], check: SchemaCheck | None, whole: SchemaCheck | None) -> bool:
     return (check is None or all(check.is_valid(item) for item in items)) and (whole is None or whole.is_valid(items))
 
 
-def streamed(media: MediaType, draw: Callable[[], Any], checks: Checks) -> bytes | None:
+def streamed(media: MediaType, draw: Callable[[], object], checks: Checks) -> bytes | None:
     """A dynamic stream: ITEMS items each drawn by `draw()` (a few tries each) and checked, written in `media`; None
     when no draw fits (the fixed answer is sent instead). With no item schema, `draw()` gives the whole array."""
     if media.item_schema is None:

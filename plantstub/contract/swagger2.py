@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from plantstub._json import essence, shown
 from plantstub._memo import IdentityMemo
@@ -32,7 +32,7 @@ from plantstub.contract.swagger2_parts import (
 )
 from plantstub.errors import SpecError
 
-Deref = Callable[[Any, str, str], "tuple[Any, str]"]
+Deref = Callable[[object, str, str], "tuple[object, str]"]
 
 TARGET = "3.0.3"  # the OpenAPI version a 2.0 document is converted to
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch")  # a 2.0 Path Item's operations
@@ -48,7 +48,7 @@ class _Param:
 
     __slots__ = ("at", "base", "raw")
 
-    def __init__(self, raw: dict[str, Any], base: str, at: Steps) -> None:
+    def __init__(self, raw: dict[str, object], base: str, at: Steps) -> None:
         self.raw, self.base, self.at = raw, base, at
 
     @property
@@ -60,7 +60,7 @@ class Converted(NamedTuple):
     """A Swagger 2.0 document as OpenAPI 3.0, the conversion's own warnings (each with the 2.0 location it is
     about), and what its schemas need where they are read from other files (`schemas()`)."""
 
-    doc: dict[str, Any]
+    doc: dict[str, object]
     notes: list[tuple[str, Steps]]
     fixes: SchemaFixes
 
@@ -68,14 +68,14 @@ class Converted(NamedTuple):
         """`lookup` (the loader's, for the bundler) with the schemas of other files fixed as the document's are."""
         main = self.fixes.main
 
-        def fixed(target: str, where: str, ref: str) -> tuple[Any, str]:
+        def fixed(target: str, where: str, ref: str) -> tuple[object, str]:
             contents, base = lookup(target, where, ref)
             return (contents, base) if base == main else (self.fixes.fix(contents, base), base)
 
         return fixed
 
 
-def convert(doc: dict[str, Any], deref: Deref, uri: str, origins: Origins) -> Converted:
+def convert(doc: dict[str, object], deref: Deref, uri: str, origins: Origins) -> Converted:
     """The OpenAPI 3.0 document `doc` (a Swagger 2.0 document at `uri`) means. `deref(node, base, where)` follows a
     `$ref` as the loader does; `origins` gets where each converted place was written.
 
@@ -88,15 +88,15 @@ def convert(doc: dict[str, Any], deref: Deref, uri: str, origins: Origins) -> Co
 
 
 class _Converter:
-    def __init__(self, doc: dict[str, Any], deref: Deref, uri: str, origins: Origins) -> None:
+    def __init__(self, doc: dict[str, object], deref: Deref, uri: str, origins: Origins) -> None:
         self.doc = doc
         self.deref = deref
         self.uri = uri
         self.origins = origins
         self.fixes = SchemaFixes(uri)
         self.notes: list[tuple[str, Steps]] = []
-        self.parameters: IdentityMemo[dict[str, Any]] = IdentityMemo()  # a 2.0 parameter -> its 3.0 form
-        self.answers: IdentityMemo[dict[str, Any]] = IdentityMemo()  # a 2.0 response, per media types -> its 3.0 form
+        self.parameters: IdentityMemo[dict[str, object]] = IdentityMemo()  # a 2.0 parameter -> its 3.0 form
+        self.answers: IdentityMemo[dict[str, object]] = IdentityMemo()  # a 2.0 response, per media types -> its 3.0 form
         self.at: Steps = ()  # the place being converted: where a refusal is placed
         self.consumes: list[str] = []
         self.produces: list[str] = []
@@ -104,7 +104,7 @@ class _Converter:
     def warn(self, text: str, at: Steps) -> None:
         self.notes.append((f"{shown_at(at)}: {text}", at))
 
-    def media_list(self, raw: Any, at: Steps) -> list[str]:
+    def media_list(self, raw: object, at: Steps) -> list[str]:
         """`consumes` / `produces`: a list of media types (a lone string read as one)."""
         if raw is None:
             return []
@@ -115,7 +115,7 @@ class _Converter:
             raise SpecError(f"{shown_at(at)}: expected a list of media types, found {shown(raw)}")
         return list(dict.fromkeys(raw))
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> dict[str, object]:
         doc = self.doc
         self.at = ("swagger",)
         if str(doc.get("swagger")) != "2.0":
@@ -123,7 +123,7 @@ class _Converter:
                             " OpenAPI 3.0, 3.1 and 3.2)")
         self.consumes = self.media_list(doc.get("consumes"), ("consumes",))
         self.produces = self.media_list(doc.get("produces"), ("produces",))
-        out: dict[str, Any] = {key: value for key, value in doc.items() if key not in _REPLACED}
+        out: dict[str, object] = {key: value for key, value in doc.items() if key not in _REPLACED}
         out["openapi"] = TARGET
         servers = self.servers()
         if servers:
@@ -155,8 +155,8 @@ class _Converter:
         return [{"url": base_path}] if base_path else []
 
     # -- paths and operations ---------------------------------------------------------------------------------
-    def paths(self, paths: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def paths(self, paths: dict[str, object]) -> dict[str, object]:
+        out: dict[str, object] = {}
         for template, item in paths.items():
             if not isinstance(template, str) or template.startswith("x-"):
                 out[template] = item  # an extension, or a key the loader refuses in its own words
@@ -167,7 +167,7 @@ class _Converter:
                 out[template] = item
                 continue
             shared = self.params(item.get("parameters"), base, at)
-            converted: dict[str, Any] = {key: value for key, value in item.items()
+            converted: dict[str, object] = {key: value for key, value in item.items()
                                          if key not in METHODS and key not in ("parameters", "$ref")}
             kept = [p for p in shared if p.raw["in"] not in ("body", "formData")]
             if kept:
@@ -180,7 +180,7 @@ class _Converter:
             out[template] = converted
         return out
 
-    def params(self, raw: Any, base: str, at: Steps) -> list[_Param]:
+    def params(self, raw: object, base: str, at: Steps) -> list[_Param]:
         """A `parameters` list, each `$ref` followed; SpecError for one that is no parameter."""
         found = []
         listed = f"{shown_at(at)}.parameters"
@@ -196,12 +196,12 @@ class _Converter:
             found.append(_Param(param, param_base, here))
         return found
 
-    def parameter(self, param: _Param) -> dict[str, Any]:
+    def parameter(self, param: _Param) -> dict[str, object]:
         # One conversion per parameter object: a shared one (`#/parameters/...`) is one schema to bundle and compile.
         return self.parameters.make(param.raw, lambda: parameter(param.raw, self.fixes, param.base, param.at, self.warn),
                                    param.base)
 
-    def operation(self, node: Any, base: str, template: str, method: str, shared: list[_Param]) -> Any:
+    def operation(self, node: object, base: str, template: str, method: str, shared: list[_Param]) -> object:
         at = self.at = ("paths", template, method)
         where = f"paths.{template}.{method}"
         node, base = self.deref(node, base, where)
@@ -213,7 +213,7 @@ class _Converter:
         mine = {p.key for p in own}
         # A path-level parameter applies unless the operation declares one of the same name and location.
         every = [p for p in shared if p.key not in mine] + own
-        out: dict[str, Any] = {key: value for key, value in node.items()
+        out: dict[str, object] = {key: value for key, value in node.items()
                                if key not in ("parameters", "responses", "consumes", "produces", "schemes")}
         kept = [p for p in own if p.raw["in"] not in ("body", "formData")]
         if kept:
@@ -221,11 +221,11 @@ class _Converter:
         body = self.request_body([p for p in every if p.raw["in"] in ("body", "formData")], consumes, where)
         if body is not None:
             out["requestBody"] = body
-        out["responses"] = self.responses(node.get("responses"), base, produces, at, where)
-        self.origins.later(partial(_mark_operation, self.origins, where, at, kept, out["responses"]))
+        out["responses"] = responses = self.responses(node.get("responses"), base, produces, at, where)
+        self.origins.later(partial(_mark_operation, self.origins, where, at, kept, responses))
         return out
 
-    def request_body(self, params: list[_Param], consumes: list[str], where: str) -> dict[str, Any] | None:
+    def request_body(self, params: list[_Param], consumes: list[str], where: str) -> dict[str, object] | None:
         """The body parameter, or the formData parameters, as one request body."""
         bodies = [p for p in params if p.raw["in"] == "body"]
         forms = [p for p in params if p.raw["in"] == "formData"]
@@ -241,9 +241,9 @@ class _Converter:
         medias = [m for m in consumes if essence(m) in (URLENCODED, MULTIPART)]
         if not medias:  # 2.0 says a form is sent as one of these two; a file only as multipart
             medias = [MULTIPART if any(p.raw.get("type") == "file" for p in forms) else URLENCODED]
-        properties: dict[str, Any] = {}
+        properties: dict[str, object] = {}
         required: list[str] = []
-        encoding: dict[str, Any] = {}
+        encoding: dict[str, object] = {}
         for param in forms:
             name = str(param.raw["name"])
             properties[name] = form_property(param.raw, self.fixes, param.base)
@@ -252,19 +252,19 @@ class _Converter:
             sent = form_encoding(param.raw)
             if sent is not None and sent != {"style": "form", "explode": True}:
                 encoding[name] = sent
-        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        schema: dict[str, object] = {"type": "object", "properties": properties}
         if required:
             schema["required"] = required
         self.origins.later(partial(_mark_form, self.origins, where, forms, medias))
         content = {media: {"schema": schema, **({"encoding": encoding} if encoding else {})} for media in medias}
         return {"content": content, **({"required": True} if required else {})}
 
-    def body(self, param: _Param, consumes: list[str], where: str) -> dict[str, Any]:
+    def body(self, param: _Param, consumes: list[str], where: str) -> dict[str, object]:
         raw = param.raw
         schema = self.fixes.fix({} if raw.get("schema") is None else raw["schema"], param.base)  # the loader checks it
         medias = consumes or ["application/json"]  # as swagger2openapi reads an operation that consumes nothing
         self.origins.later(partial(_mark_body, self.origins, where, param.at, medias))
-        out: dict[str, Any] = {"content": {media: {"schema": schema} for media in medias}}
+        out: dict[str, object] = {"content": {media: {"schema": schema} for media in medias}}
         if "description" in raw:
             out["description"] = raw["description"]
         if raw.get("required") is True:
@@ -272,12 +272,12 @@ class _Converter:
         out.update(extensions(raw))
         return out
 
-    def responses(self, raw: Any, base: str, produces: list[str], at: Steps, where: str) -> dict[str, Any]:
+    def responses(self, raw: object, base: str, produces: list[str], at: Steps, where: str) -> dict[str, object]:
         if raw is None:  # required in 2.0; swagger2openapi's conversion declares one default response
             self.warn("no responses declared; read as one `default` response with no body", at)
             return {"default": {"description": "Default response"}}
         declared = expect(dict, raw, f"{where}.responses", "a mapping of status codes")
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for status, value in declared.items():
             status = str(status)
             if status.startswith("x-"):
@@ -304,7 +304,7 @@ def _mark_params(origins: Origins, where: str, at: Steps, params: list[_Param]) 
         origins.map(f"{where}.parameters[{j}].schema", param.at)  # a 2.0 parameter holds its type itself
 
 
-def _mark_operation(origins: Origins, where: str, at: Steps, params: list[_Param], responses: dict[str, Any]) -> None:
+def _mark_operation(origins: Origins, where: str, at: Steps, params: list[_Param], responses: dict[str, object]) -> None:
     _mark_params(origins, where, at, params)
     for status, converted in responses.items():
         if status.startswith("x-") or not isinstance(converted, dict):

@@ -10,7 +10,7 @@ header) it is read as 2.0 means it. Each function returns new objects and leaves
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import overload
 
 from plantstub._json import shown
 from plantstub._memo import IdentityMemo
@@ -40,7 +40,7 @@ _FLOWS = {"implicit": "implicit", "password": "password", "application": "client
           "accessCode": "authorizationCode"}
 
 
-def extensions(raw: dict[str, Any]) -> dict[str, Any]:
+def extensions(raw: dict[str, object]) -> dict[str, object]:
     """The `x-` fields of an object, kept as they are."""
     return {key: value for key, value in raw.items() if isinstance(key, str) and key.startswith("x-")}
 
@@ -58,17 +58,23 @@ class SchemaFixes:
 
     def __init__(self, main: str) -> None:
         self.main = main  # the document's URI
-        self.done: IdentityMemo[Any] = IdentityMemo()
+        self.done: IdentityMemo[dict[str, object]] = IdentityMemo()
 
-    def fix(self, node: Any, base: str) -> Any:
+    @overload
+    def fix(self, node: dict[str, object], base: str) -> dict[str, object]: ...
+
+    @overload
+    def fix(self, node: object, base: str) -> object: ...
+
+    def fix(self, node: object, base: str) -> object:
         """`node` fixed (itself when nothing changes); the same object asked again gives the same answer."""
         if not isinstance(node, dict):
             return node
         return self.done.make(node, lambda: self._fix(node, base), base)
 
-    def _fix(self, node: dict[str, Any], base: str) -> dict[str, Any]:
+    def _fix(self, node: dict[str, object], base: str) -> dict[str, object]:
         # Subschemas first, each fixed without the memo (a tree is walked once); a copy only where one changed.
-        changed: dict[str, Any] = {}
+        changed: dict[str, object] = {}
         for key, value in node.items():
             if key in SCHEMA_MAPS and isinstance(value, dict):
                 fixed = _changed_map(value, lambda sub: self._fix(sub, base) if isinstance(sub, dict) else sub)
@@ -94,14 +100,18 @@ class SchemaFixes:
             out.setdefault("nullable", out.pop("x-nullable"))
         if isinstance(node.get("discriminator"), str):
             out["discriminator"] = {"propertyName": node["discriminator"]}
+        # (`changed` holds subschema keywords only: `out`'s `x-` fields are `node`'s.)
         for word in ("anyOf", "oneOf"):
-            if isinstance(node.get(f"x-{word}"), list) and word not in node:
-                out[word] = [self._fix(sub, base) if isinstance(sub, dict) else sub for sub in out.pop(f"x-{word}")]
-        if isinstance(node.get("x-not"), dict) and "not" not in node:
-            out["not"] = self._fix(out.pop("x-not"), base)
-        required = node["required"] if isinstance(node.get("required"), list) else []
-        if isinstance(node.get("x-required"), list):
-            required = [*required, *(name for name in out.pop("x-required") if name not in required)]
+            if isinstance(branches := node.get(f"x-{word}"), list) and word not in node:
+                del out[f"x-{word}"]
+                out[word] = [self._fix(sub, base) if isinstance(sub, dict) else sub for sub in branches]
+        if isinstance(negated := node.get("x-not"), dict) and "not" not in node:
+            del out["x-not"]
+            out["not"] = self._fix(negated, base)
+        required = listed if isinstance(listed := node.get("required"), list) else []
+        if isinstance(more := node.get("x-required"), list):
+            del out["x-required"]
+            required = [*required, *(name for name in more if name not in required)]
         props = out.get("properties")
         if isinstance(props, dict) and _flags(props):
             # `required: true` on a property (a 2.0 habit): the property is required by its object
@@ -120,7 +130,7 @@ class SchemaFixes:
 _TRIGGERS = ("x-nullable", "x-anyOf", "x-oneOf", "x-not", "x-required")
 
 
-def _wants_fixing(node: dict[str, Any], elsewhere: bool) -> bool:
+def _wants_fixing(node: dict[str, object], elsewhere: bool) -> bool:
     """Whether a schema object itself (not its subschemas) is written in a way 3.0 writes otherwise."""
     if node.get("type") == "file" or isinstance(node.get("discriminator"), str) or isinstance(node.get("required"), bool):
         return True
@@ -132,13 +142,13 @@ def _wants_fixing(node: dict[str, Any], elsewhere: bool) -> bool:
     return isinstance(props, dict) and _flags(props)
 
 
-def _flags(props: dict[str, Any]) -> bool:
+def _flags(props: dict[str, object]) -> bool:
     return any(isinstance(sub, dict) and isinstance(sub.get("required"), bool) for sub in props.values())
 
 
-def _changed_map(value: dict[str, Any], fix: Callable[[Any], Any]) -> dict[str, Any]:
+def _changed_map(value: dict[str, object], fix: Callable[[object], object]) -> dict[str, object]:
     """`value` with each entry fixed: `value` itself when none changed, else a copy."""
-    out: dict[str, Any] | None = None
+    out: dict[str, object] | None = None
     for name, sub in value.items():
         fixed = fix(sub)
         if fixed is not sub:
@@ -149,19 +159,19 @@ def _changed_map(value: dict[str, Any], fix: Callable[[Any], Any]) -> dict[str, 
 
 
 # -- parameters -----------------------------------------------------------------------------------------------
-def simple_schema(raw: dict[str, Any], fixes: SchemaFixes, base: str) -> dict[str, Any]:
+def simple_schema(raw: dict[str, object], fixes: SchemaFixes, base: str) -> dict[str, object]:
     """The schema a non-body parameter, an items object or a header writes inline (`type`, `format`, `items`,
     bounds, `enum`...)."""
     if isinstance(raw.get("$ref"), str):  # not 2.0, but written: a schema by reference
         return fixes.fix({"$ref": raw["$ref"]}, base)
     if raw.get("type") == "file":
         return {"type": "string", "format": "binary"}
-    schema: dict[str, Any] = {}
+    schema: dict[str, object] = {}
     if "type" in raw:
         schema["type"] = raw["type"]
     schema.update((key, raw[key]) for key in _SCHEMA_WORDS if key in raw)
-    if isinstance(raw.get("items"), dict):
-        schema["items"] = simple_schema(raw["items"], fixes, base)
+    if isinstance(items := raw.get("items"), dict):
+        schema["items"] = simple_schema(items, fixes, base)
     elif "items" in raw:
         schema["items"] = raw["items"]  # not a 2.0 items object: the loader says what is wrong with it
     elif raw.get("type") == "array":
@@ -171,10 +181,10 @@ def simple_schema(raw: dict[str, Any], fixes: SchemaFixes, base: str) -> dict[st
     return schema
 
 
-def parameter(raw: dict[str, Any], fixes: SchemaFixes, base: str, at: Steps, warn: Warn) -> dict[str, Any]:
+def parameter(raw: dict[str, object], fixes: SchemaFixes, base: str, at: Steps, warn: Warn) -> dict[str, object]:
     """A path, query or header parameter in OpenAPI 3.0 terms (`collectionFormat` as style and explode)."""
     location = raw["in"]
-    out: dict[str, Any] = {"name": raw["name"], "in": location}
+    out: dict[str, object] = {"name": raw["name"], "in": location}
     if "description" in raw:
         out["description"] = raw["description"]
     out["required"] = location == "path" or raw.get("required") is True
@@ -195,11 +205,11 @@ def parameter(raw: dict[str, Any], fixes: SchemaFixes, base: str, at: Steps, war
     return out
 
 
-def _named(raw: dict[str, Any]) -> str:
+def _named(raw: dict[str, object]) -> str:
     return f"parameter {shown(raw.get('name'))} (in: {raw.get('in')})"
 
 
-def _style(raw: dict[str, Any], location: str, at: Steps, warn: Warn) -> tuple[str, bool] | None:
+def _style(raw: dict[str, object], location: object, at: Steps, warn: Warn) -> tuple[str, bool] | None:
     """An array parameter's `collectionFormat` (csv when absent) as (style, explode) for its location."""
     written = raw.get("collectionFormat", "csv")
     items = raw.get("items")
@@ -207,7 +217,7 @@ def _style(raw: dict[str, Any], location: str, at: Steps, warn: Warn) -> tuple[s
         warn(f"{_named(raw)}: an array inside an array (collectionFormat {shown(items['collectionFormat'])} inside"
              f" {shown(written)}): its inner items are read as text", at)
     table = _QUERY_STYLES if location == "query" else _SIMPLE_STYLES
-    if written not in table:
+    if not isinstance(written, str) or written not in table:  # (no other value is a key of it)
         known = "csv, ssv, tsv, pipes and multi" if location == "query" else "csv, ssv, tsv and pipes"
         warn(f"{_named(raw)}: collectionFormat {shown(written)} is not one of {known} for a {location} parameter;"
              " read as csv", at)
@@ -215,7 +225,7 @@ def _style(raw: dict[str, Any], location: str, at: Steps, warn: Warn) -> tuple[s
     return table[written]
 
 
-def form_property(raw: dict[str, Any], fixes: SchemaFixes, base: str) -> dict[str, Any]:
+def form_property(raw: dict[str, object], fixes: SchemaFixes, base: str) -> dict[str, object]:
     """A formData parameter as the property of the form's object schema (a file is a binary string)."""
     schema = simple_schema(raw, fixes, base)
     if "description" in raw:
@@ -224,7 +234,7 @@ def form_property(raw: dict[str, Any], fixes: SchemaFixes, base: str) -> dict[st
     return schema
 
 
-def form_encoding(raw: dict[str, Any]) -> dict[str, Any] | None:
+def form_encoding(raw: dict[str, object]) -> dict[str, object] | None:
     """How an array formData field is sent: `multi` repeats the name (the form default), csv and the rest put the
     items in one value (the Encoding Object's style and explode, as OpenAPI 3 writes it)."""
     if raw.get("type") != "array":
@@ -232,17 +242,17 @@ def form_encoding(raw: dict[str, Any]) -> dict[str, Any] | None:
     written = raw.get("collectionFormat", "csv")
     if written == "multi":
         return {"style": "form", "explode": True}
-    style, _ = _QUERY_STYLES.get(written, ("form", False))
+    style, _ = _QUERY_STYLES.get(written, ("form", False)) if isinstance(written, str) else ("form", False)
     return {"style": style, "explode": False}
 
 
 # -- responses ------------------------------------------------------------------------------------------------
-def response(raw: dict[str, Any], produces: list[str], fixes: SchemaFixes, base: str, at: Steps,
-             warn: Warn) -> dict[str, Any]:
+def response(raw: dict[str, object], produces: list[str], fixes: SchemaFixes, base: str, at: Steps,
+             warn: Warn) -> dict[str, object]:
     """A 2.0 response: its `schema` under each media type the operation produces (`*/*` when it names none), its
     `examples` by media type, its headers with schemas."""
-    out: dict[str, Any] = {"description": raw.get("description") if isinstance(raw.get("description"), str) else ""}
-    content: dict[str, Any] = {}
+    out: dict[str, object] = {"description": raw.get("description") if isinstance(raw.get("description"), str) else ""}
+    content: dict[str, dict[str, object]] = {}
     if raw.get("schema") is not None:
         schema = fixes.fix(raw["schema"], base)
         for media in produces or ["*/*"]:
@@ -263,8 +273,8 @@ def response(raw: dict[str, Any], produces: list[str], fixes: SchemaFixes, base:
     return out
 
 
-def header(raw: dict[str, Any], fixes: SchemaFixes, base: str, at: Steps, warn: Warn) -> dict[str, Any]:
-    out: dict[str, Any] = {"schema": simple_schema(raw, fixes, base)}
+def header(raw: dict[str, object], fixes: SchemaFixes, base: str, at: Steps, warn: Warn) -> dict[str, object]:
+    out: dict[str, object] = {"schema": simple_schema(raw, fixes, base)}
     if "description" in raw:
         out["description"] = raw["description"]
     if raw.get("type") == "array":
@@ -278,16 +288,16 @@ def header(raw: dict[str, Any], fixes: SchemaFixes, base: str, at: Steps, warn: 
 
 
 # -- security -------------------------------------------------------------------------------------------------
-def security_scheme(raw: dict[str, Any], at: Steps, warn: Warn) -> dict[str, Any]:
+def security_scheme(raw: dict[str, object], at: Steps, warn: Warn) -> dict[str, object]:
     """basic -> http basic; apiKey as it is; oauth2's one `flow` -> `flows`."""
     kind = raw.get("type")
-    out: dict[str, Any] = {k: v for k, v in raw.items() if k in ("description",) or k.startswith("x-")}
+    out: dict[str, object] = {k: v for k, v in raw.items() if k in ("description",) or k.startswith("x-")}
     if kind == "basic":
         out.update(type="http", scheme="basic")
     elif kind == "apiKey":
         out.update(type="apiKey", name=raw.get("name"), **{"in": raw.get("in")})
     elif kind == "oauth2":
-        flow: dict[str, Any] = {"scopes": raw.get("scopes") if isinstance(raw.get("scopes"), dict) else {}}
+        flow: dict[str, object] = {"scopes": raw.get("scopes") if isinstance(raw.get("scopes"), dict) else {}}
         for url in ("authorizationUrl", "tokenUrl"):
             if isinstance(raw.get(url), str):
                 flow[url] = raw[url]

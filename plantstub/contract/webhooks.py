@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import quote
 
 from plantstub._json import MISSING, is_json, shown
@@ -19,15 +19,15 @@ class _Reader(Protocol):
 
     warnings: list[str]
 
-    def deref(self, node: Any, base: str, where: str) -> tuple[Any, str]: ...
+    def deref(self, node: object, base: str, where: str) -> tuple[object, str]: ...
 
-    def methods(self, item: dict[str, Any], where: str) -> list[tuple[str, Any, str]]: ...
+    def methods(self, item: dict[str, object], where: str) -> list[tuple[str, object, str]]: ...
 
-    def operation(self, method: str, template: str, node: Any, shared: list, global_security: Any, base: str,
+    def operation(self, method: str, template: str, node: object, shared: list, global_security: object, base: str,
                   where: str) -> Operation: ...
 
 
-def _path_item(reader: _Reader, name: str, item: Any, base: str, where: str, expression: str = "") -> list[Webhook]:
+def _path_item(reader: _Reader, name: str, item: object, base: str, where: str, expression: str = "") -> list[Webhook]:
     item, base = reader.deref(item, base, where)
     if not isinstance(item, dict):
         raise SpecError(f"{where}: expected a Path Item mapping, found {type(item).__name__} {shown(item)}")
@@ -52,7 +52,7 @@ def read_webhooks(reader: _Reader, doc: dict, base: str) -> tuple[Webhook, ...]:
     return tuple(found)
 
 
-def read_callbacks(reader: _Reader, raw: Any, base: str, where: str) -> tuple[Webhook, ...]:
+def read_callbacks(reader: _Reader, raw: object, base: str, where: str) -> tuple[Webhook, ...]:
     """An operation's `callbacks`: name -> {URL expression: Path Item}. A callback whose URL does not come
     from the triggering request is set aside with a warning: plantstub never sends to a URL a spec names."""
     if raw is None:
@@ -112,11 +112,11 @@ class RequestValues:
     method: str
     headers: Mapping[str, str]
     query: Mapping[str, list[str]]
-    path: Mapping[str, Any]
-    body: Any
+    path: Mapping[str, object]
+    body: object
 
 
-def _pointer(value: Any, pointer: str) -> Any:
+def _pointer(value: object, pointer: str) -> object:
     """RFC 6901: `value` at `pointer` ('' is the whole), MISSING when there is nothing there."""
     if pointer == "":
         return value
@@ -133,7 +133,7 @@ def _pointer(value: Any, pointer: str) -> Any:
     return value
 
 
-def evaluate(text: str, request: RequestValues) -> Any:
+def evaluate(text: str, request: RequestValues) -> object:
     """One runtime expression's value for `request`; MISSING when the request has no such value."""
     if text == "$url":
         return request.url

@@ -18,7 +18,6 @@ limits), and no external one is fetched; nesting is bounded.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from plantstub._json import MAX_NESTING, BodyError, scalar_text
 from plantstub._memo import IdentityMemo
@@ -32,19 +31,19 @@ _UNWRITABLE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]
 class Mapping:
     """The shapes of one bundled schema's places (its `$defs` shared), each made once."""
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: object) -> None:
         self.defs = defs_of(schema)
         self.shapes: IdentityMemo[Shape] = IdentityMemo()
         self.root = self.shape(schema)
         if self.root.name is None:
             self.root.name = _component(schema) or self.root.title or "root"
 
-    def shape(self, schema: Any) -> Shape:
+    def shape(self, schema: object) -> Shape:
         if not isinstance(schema, dict):
             return ANY
-        found = self.shapes.get(schema)
-        if found is not None:
-            return found
+        kept = self.shapes.get(schema)
+        if kept is not None:
+            return kept
         shape = self.shapes.put(schema, Shape())
         flat = flatten(schema, self.defs)
         if not isinstance(flat, dict):
@@ -66,7 +65,7 @@ class Mapping:
         shape.wrapped = xml.get("wrapped") is True or node == "element"
         shape.title = _text(flat.get("title")) if NAME.match(str(flat.get("title", ""))) else None
         shape.types = types_of(schema, self.defs) or set()
-        subs: dict[str, list[Any]] = {}  # each property's schemas, in every part (a branch's too)
+        subs: dict[str, list[object]] = {}  # each property's schemas, in every part (a branch's too)
         for part in parts:
             required = part.get("required")
             shape.required += [r for r in (required if isinstance(required, list) else ())
@@ -93,7 +92,7 @@ class Mapping:
         return shape
 
     # -- writing -------------------------------------------------------------------------------------------------
-    def write(self, value: Any) -> str:
+    def write(self, value: object) -> str:
         """`value` (valid against the schema) as an XML document."""
         out = ['<?xml version="1.0" encoding="UTF-8"?>']
         root = self.root
@@ -104,21 +103,21 @@ class Mapping:
         return "".join(out)
 
     # -- reading -------------------------------------------------------------------------------------------------
-    def read(self, raw: bytes) -> Any:
+    def read(self, raw: bytes) -> object:
         """The value an XML body holds by this mapping; BodyError naming what is wrong (not well-formed, a DTD)."""
         return value_of(parse(raw), self.root, top=True)
 
 
-def _xml(schema: Any) -> dict[str, Any]:
+def _xml(schema: object) -> dict[str, object]:
     xml = schema.get("xml") if isinstance(schema, dict) else None
     return xml if isinstance(xml, dict) else {}
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _component(schema: Any) -> str | None:
+def _component(schema: object) -> str | None:
     """The component a root's `$ref` names (its `$defs` key, as the bundler made it from the component's name)."""
     ref = schema.get("$ref") if isinstance(schema, dict) else None
     if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
@@ -153,7 +152,7 @@ def _open(out: list[str], name: str, shape: Shape, attributes: list[str]) -> str
     return tag
 
 
-def _element(out: list[str], name: str, value: Any, shape: Shape, depth: int) -> None:
+def _element(out: list[str], name: str, value: object, shape: Shape, depth: int) -> None:
     if depth > MAX_NESTING:
         raise BodyError("nested too deeply to write as XML")
     if value is None:
@@ -161,7 +160,7 @@ def _element(out: list[str], name: str, value: Any, shape: Shape, depth: int) ->
         out.append("/>")
         return
     attributes: list[str] = []
-    children: list[tuple[str, Any, Shape]] = []  # (name, value, shape) of each child element
+    children: list[tuple[str, object, Shape]] = []  # (name, value, shape) of each child element
     text = ""
     if isinstance(value, dict):
         for prop, member in value.items():

@@ -8,7 +8,6 @@ import dataclasses
 import math
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -139,7 +138,7 @@ def session_wait(config: pytest.Config) -> float:
     return DEFAULT_SESSION_WAIT
 
 
-def _first(value: Any) -> str | None:
+def _first(value: str | list[str] | None) -> str | None:  # an ini value: text, or lines
     if isinstance(value, list):
         return str(value[0]) if value else None
     return value
@@ -186,7 +185,7 @@ def settings_of(config: pytest.Config) -> Settings:
     return settings
 
 
-def with_proxy(settings: Settings | dict[str, Any], url: str) -> Settings | dict[str, Any]:
+def with_proxy(settings: Settings | dict[str, object], url: str) -> Settings | dict[str, object]:
     """The test's settings forwarding to `url` (the marker's `proxy=`): a stub of its own in the pool."""
     if isinstance(settings, dict):
         return {**settings, "proxy": url}

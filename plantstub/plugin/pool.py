@@ -4,7 +4,7 @@ one connection per URL and admin token. Each is made on first use; a failure fai
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -32,13 +32,13 @@ class StubPool:
         self.sidecar_failures: dict[tuple[str, str | None], str] = {}
         self._stateful: dict[str, bool] = {}
 
-    def get(self, settings: Settings | dict[str, Any]) -> Stub:
+    def get(self, settings: Settings | dict[str, object]) -> Stub:
         # The first call imports the server and starts it: every object that builds lives on, so a collection
         # meanwhile would only walk them (about a sixth of a worker's first use).
         with collector_paused():
             return self._get(settings)
 
-    def _get(self, settings: Settings | dict[str, Any]) -> Stub:
+    def _get(self, settings: Settings | dict[str, object]) -> Stub:
         from plantstub.errors import PlantstubError
         from plantstub.stub import Stub
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from plantstub.plugin.report_html import call_problems, render
-from plantstub.plugin.summary import COVERAGE_KEY
+from plantstub.plugin.report_html import CallEntry, CallsKept, Outcome, Reported, call_problems, render
+from plantstub.plugin.summary import COVERAGE_KEY, WorkerNode
 from plantstub.recording.answered import answered_text
 from plantstub.recording.redacted import redact_call
 from plantstub.redaction import Redactor
 
 if TYPE_CHECKING:
-    from plantstub.recording.call import Call
+    from plantstub.recording.call import Call, CallResponse
 
 MAX_CALLS = 200  # a test's calls shown in full at most; the rest are counted
 MAX_TEXT = 2000  # characters of a body or a failure shown at most
@@ -25,23 +25,23 @@ WORKER_KEY = "plantstub_report"
 ORDER = {"failed": 1, "error": 1, "passed": 2, "xpassed": 2, "xfailed": 3, "skipped": 3}
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=repr)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text) - MAX_TEXT:,} more characters)"
 
 
-def call_entry(call: Call) -> dict[str, Any]:
+def call_entry(call: Call) -> CallEntry:
     """What the report keeps of one call: plain data (an xdist worker sends it to the controller), its secrets
     redacted (plantstub/redaction.py): the report is a CI artifact."""
     return _entry(redact_call(call)[0])
 
 
-def _entry(call: Call) -> dict[str, Any]:
+def _entry(call: Call) -> CallEntry:
     """One call's entry. Its verdict and problems by whom are the call's own (recording/verdict.py), who answered is
     its `answered_by`."""
-    response = call.response or {}
+    response: CallResponse = call.response or {"status": None, "headers": {}, "body": None}  # pending: nothing sent
     problems = call.problems
     return {
         "seq": call.seq, "time": call.time, "method": call.method, "path": call.path,
@@ -60,8 +60,8 @@ class Report:
     def __init__(self, config: pytest.Config, path: Path) -> None:
         self.config = config
         self.path = path
-        self.calls: dict[str, dict[str, Any]] = {}  # nodeid -> {"calls": [...], "more": N}
-        self.tests: dict[str, dict[str, Any]] = {}  # nodeid -> outcome, duration, failure text
+        self.calls: dict[str, CallsKept] = {}  # nodeid -> {"calls": [...], "more": N, "hidden": [...]}
+        self.tests: dict[str, Outcome] = {}  # nodeid -> outcome, duration, failure text
         self.failure: str | None = None  # why the file could not be written
 
     def add_calls(self, nodeid: str, calls: list[Call]) -> None:
@@ -86,7 +86,7 @@ class Report:
             test["outcome"] = "xpassed"
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+    def pytest_testnodedown(self, node: WorkerNode, error: object) -> None:
         """pytest-xdist: a worker's calls, by test."""
         self.calls.update(getattr(node, "workeroutput", {}).get(WORKER_KEY) or {})
 
@@ -95,8 +95,8 @@ class Report:
         if hasattr(self.config, "workeroutput"):
             self.config.workeroutput[WORKER_KEY] = self.calls
             return
-        tests = [{"nodeid": nodeid, **test, **self.calls.get(nodeid, {"calls": None, "more": 0})}
-                 for nodeid, test in self.tests.items()]
+        tests: list[Reported] = [{"nodeid": nodeid, **test, **self.calls.get(nodeid, {"calls": None, "more": 0})}
+                                 for nodeid, test in self.tests.items()]
         for test in tests:
             if test.get("hidden") and test["failure"]:
                 redactor = Redactor()
@@ -113,7 +113,7 @@ class Report:
             if session.exitstatus == 0:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if hasattr(self.config, "workeroutput"):
             return
         if self.failure is not None:
@@ -122,7 +122,7 @@ class Report:
             terminalreporter.write_line(f"plantstub: report written to {self.path}")
 
 
-def ordered(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ordered(tests: list[Reported]) -> list[Reported]:
     """Tests with contract problems first, then failures, then the rest; the run's order within each."""
     return sorted(tests, key=lambda t: (0 if call_problems(t.get("calls")) else ORDER.get(t["outcome"], 2)))
 

@@ -5,11 +5,72 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from plantstub._version import __version__
 from plantstub._words import plural
 from plantstub.recording.coverage import Tally, figures
+
+if TYPE_CHECKING:
+    from plantstub.recording.answered import AnsweredBy
+    from plantstub.recording.verdict import Verdict
+
+
+class CallEntry(TypedDict):
+    """One call as the report keeps it (plugin/report.py): plain data, its secrets redacted, its texts cut."""
+
+    seq: int
+    time: str
+    method: str
+    path: str
+    query: str
+    outcome: str
+    verdict: Verdict
+    problems: dict[Verdict, list[str]]
+    answered_by: AnsweredBy | None
+    who: str
+    scenario: str | None
+    rule: str | None
+    headers: str
+    body: str
+    answer_headers: str
+    answer_body: str
+
+
+class CallsKept(TypedDict, total=False):
+    """A test's calls as its fixture's teardown keeps them: the first MAX_CALLS, how many more, the secrets taken out
+    (which its failure text must not show either). `calls` None: the test used no stub."""
+
+    calls: list[CallEntry] | None
+    more: int
+    hidden: list[str]
+
+
+class Outcome(TypedDict):
+    """How a test ended: passed, failed, error, skipped, xfailed or xpassed; its time; its failure's text."""
+
+    outcome: str
+    duration: float
+    failure: str
+
+
+class Reported(Outcome, CallsKept, total=False):
+    """A test as the report shows it: its node id, how it ended, its calls."""
+
+    nodeid: str
+
+
+class Totals(TypedDict):
+    """The run's figures at the report's top."""
+
+    tests: int
+    outcomes: dict[str, int]
+    calls: int
+    invalid: int
+    stub: int
+    upstream: int
+    with_problems: int
+    coverage: str
 
 STYLE = """
 body { font: 13px/1.4 system-ui, sans-serif; margin: 16px; color: #1d1d1f; }
@@ -25,7 +86,7 @@ td.extra { background: #ffe3a8; } .totals td { padding-right: 16px; } li.problem
 """
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
@@ -60,13 +121,13 @@ VERDICT_TEXT = {"invalid": "breaks the contract", "stub": "the stub's answer bro
 BLAME_TEXT = {"invalid": "", "stub": "", "upstream": "the real service: "}
 
 
-def call_problems(calls: list[dict[str, Any]] | None) -> int:
+def call_problems(calls: list[CallEntry] | None) -> int:
     """The contract problems among calls (the consumer's, the stub's and the real service's), as their entries hold
     them (`problems`, by whom)."""
     return sum(len(texts) for c in calls or () for texts in c["problems"].values())
 
 
-def _call(call: dict[str, Any]) -> str:
+def _call(call: CallEntry) -> str:
     shown = VERDICT_TEXT.get(call["verdict"])
     verdict = "ok" if shown is None else f"<span class='{_e(call['verdict'])}'>{shown}</span>"
     target = call["path"] + (f"?{call['query']}" if call["query"] else "")
@@ -81,7 +142,7 @@ def _call(call: dict[str, Any]) -> str:
     return head + inner
 
 
-def _test(test: dict[str, Any]) -> str:
+def _test(test: Reported) -> str:
     calls = test.get("calls")
     problems = call_problems(calls)
     failed = test["outcome"] in ("failed", "error")
@@ -109,7 +170,7 @@ def _test(test: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def totals(tests: list[dict[str, Any]], tally: Tally) -> dict[str, Any]:
+def totals(tests: list[Reported], tally: Tally) -> Totals:
     """The run's figures: tests by outcome, calls, those breaking the contract (by whom: the request, the stub's
     answer, the real service's answer), coverage."""
     outcomes: dict[str, int] = {}
@@ -125,7 +186,7 @@ def totals(tests: list[dict[str, Any]], tally: Tally) -> dict[str, Any]:
             "coverage": f"{covered.covered} of {covered.total} ({covered.percent:.1f}%)" if tally else "none"}
 
 
-def render(tests: list[dict[str, Any]], tally: Tally) -> str:
+def render(tests: list[Reported], tally: Tally) -> str:
     """The whole report: totals, coverage grid, then each test (in the order given)."""
     figures_ = totals(tests, tally)
     outcomes = ", ".join(f"{n} {name}" for name, n in sorted(figures_["outcomes"].items())) or "none"

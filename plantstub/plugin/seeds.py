@@ -5,7 +5,7 @@ of a test that drew dynamic answers, and in the run's terminal summary (every xd
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +14,7 @@ from plantstub.plugin.options import given_seed
 
 if TYPE_CHECKING:
     from plantstub.client.remote import RemoteStub
+    from plantstub.plugin.summary import WorkerNode
     from plantstub.stub import Stub
 
 DRAWN_KEY = pytest.StashKey[dict[str, int]]()  # how to draw them again -> tests that drew dynamic answers
@@ -28,7 +29,8 @@ def seed_key(item: pytest.Item) -> str:
     return item.nodeid
 
 
-def _sidecar_seed(config: pytest.Config, stub: RemoteStub) -> int:
+def _sidecar_seed(config: pytest.Config, stub: Stub | RemoteStub) -> int:
+    """A sidecar's seed, asked once per sidecar: its root URL, whatever the session."""
     from plantstub.server.prefixes import SESSION_PREFIX  # here: loading the plugin imports no server code
 
     root = stub.url.partition(SESSION_PREFIX)[0]
@@ -41,7 +43,7 @@ def _sidecar_seed(config: pytest.Config, stub: RemoteStub) -> int:
 def _again(config: pytest.Config, stub: Stub | RemoteStub, sidecar: bool) -> tuple[int, str]:
     """The stub's seed, and how a run draws from it again (what follows `--plantstub-seed N` or the like)."""
     if sidecar:
-        seed = _sidecar_seed(config, stub)  # type: ignore[arg-type]  # a RemoteStub on a sidecar
+        seed = _sidecar_seed(config, stub)
         return seed, f"a sidecar started with --seed {seed} (PLANTSTUB_SEED={seed})"
     seed = stub.seed
     if seed == given_seed(config):
@@ -105,14 +107,14 @@ def worker_finished(config: pytest.Config) -> None:
         config.workeroutput[WORKER_KEY] = config.stash.get(DRAWN_KEY, {})
 
 
-def merge_worker(config: pytest.Config, node: Any) -> None:
+def merge_worker(config: pytest.Config, node: WorkerNode) -> None:
     """The controller adds a worker's count to its own."""
     tally = config.stash.setdefault(DRAWN_KEY, {})
     for line, n in (getattr(node, "workeroutput", {}).get(WORKER_KEY) or {}).items():
         tally[line] = tally.get(line, 0) + n
 
 
-def write_seeds(terminalreporter: Any, config: pytest.Config) -> None:
+def write_seeds(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """`plantstub: N tests drew dynamic answers from seed S ...` at the end of the run, -q or not."""
     if hasattr(config, "workeroutput"):
         return

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -31,7 +31,7 @@ class SidecarTerms:
     stateful: bool | None  # None: not asked
 
 
-def sidecar_terms(value: Any, default: Settings | None, url: str) -> SidecarTerms:
+def sidecar_terms(value: object, default: Settings | None, url: str) -> SidecarTerms:
     """The terms of `value` (what `plantstub_settings` gave: a dict of Settings fields, or Settings); fails the test,
     naming the keys, when it gives one a sidecar cannot honour. The plugin's own settings (`default`, from the
     options) give their admin token only: the options of the spec, scenarios and store are documented as the

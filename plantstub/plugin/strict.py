@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from plantstub._words import plural
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from plantstub.webhooks.deliveries import Delivery
 
 
-def _listed(calls: list[Call], reasons: Any) -> str:
+def _listed(calls: list[Call], reasons: Callable[[Call], Iterable[str]]) -> str:
     return "; ".join(f"#{c.seq} {c.method} {c.path} -> {c.outcome}: {'; '.join(reasons(c))}" for c in calls)
 
 
@@ -54,7 +54,7 @@ def strict_failures(name: str, calls: list[Call], deliveries: Sequence[Delivery]
         services = ", ".join(dict.fromkeys(_service(c) for c in broken))
         found.append(
             f"plantstub: in {name}, the real service ({services}) broke the contract on "
-            f"{plural(n, 'proxied call')}: {_listed(broken, lambda c: c.upstream['errors'])}. The service, "
+            f"{plural(n, 'proxied call')}: {_listed(broken, lambda c: c.problems['upstream'])}. The service, "
             "not the test, answered so; fix it or its spec, or mark the test @pytest.mark.plantstub(strict=False) "
             "if that was the point."
         )

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 import pytest
 
 from plantstub.recording.coverage import Tally, coverage_rows, figures
 
 COVERAGE_KEY = pytest.StashKey[Tally]()
+
+
+class WorkerNode(Protocol):
+    """pytest-xdist's node of one worker, as the controller's hooks get it: what plantstub reads of it (xdist ships
+    no types; its `workeroutput`, once the worker is done, is read with getattr())."""
+
+    config: pytest.Config
+    workerinput: dict[str, object]
 
 
 def session_finished(session: pytest.Session) -> None:
@@ -26,7 +34,7 @@ def session_finished(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def write_summary(terminalreporter: Any, config: pytest.Config) -> None:
+def write_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     wanted = config.getoption("plantstub_coverage") or config.getoption("plantstub_coverage_fail_under") is not None
     tally = config.stash.get(COVERAGE_KEY, {})
     if not wanted or hasattr(config, "workeroutput"):

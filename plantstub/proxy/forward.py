@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict, cast
 
 from aiohttp import (
     ClientConnectorCertificateError,
     ClientConnectorError,
     ClientError,
     ClientPayloadError,
+    ClientResponse,
     ClientResponseError,
     ClientSession,
     ClientSSLError,
@@ -21,17 +23,18 @@ from aiohttp import (
     ServerDisconnectedError,
     TCPConnector,
 )
-from multidict import CIMultiDict
+from multidict import CIMultiDict, MultiMapping
 from yarl import URL
 
 from plantstub._json import NO_BODY
 from plantstub.config import Settings, shown_url
 from plantstub.contract.operations import ServedOperation
-from plantstub.contract.outgoing import Outgoing, error_reply, unanswered
+from plantstub.contract.outgoing import ErrorRecord, Outgoing, error_reply, unanswered
 from plantstub.errors import ConfigError
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.record import Recorder
 from plantstub.proxy.verdict import judge
+from plantstub.recording.verdict import Upstream
 
 # RFC 9110 7.6.1: meant for one connection, never passed on (and what the connection's own framing sets).
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
@@ -58,8 +61,8 @@ class ClientLeft(Exception):
     """The client closed its connection while the real service thought: the forwarded request was cancelled. `out`
     (a 499) and `upstream` are what the call records; no answer goes out."""
 
-    def __init__(self, out: Outgoing, upstream: dict[str, Any]) -> None:
-        super().__init__(out.body["message"])
+    def __init__(self, out: Outgoing, upstream: Upstream) -> None:
+        super().__init__(cast(ErrorRecord, out.body)["message"])  # our 499's Error record
         self.out = out
         self.upstream = upstream
 
@@ -68,7 +71,7 @@ class _Unsendable(Exception):
     """The upstream's answer has a header that cannot be sent on; the message says which and why."""
 
 
-def unsendable(headers: Any) -> str | None:
+def unsendable(headers: Mapping[str, str]) -> str | None:
     """Why one of the service's answer headers cannot be sent on to the client (a control character in its value, a
     name that is not a token), or None when each can."""
     if _CONTROL.search("\t".join(headers.values())) is None and _TOKENS.fullmatch("\t".join(headers.keys())):
@@ -83,23 +86,33 @@ def unsendable(headers: Any) -> str | None:
     return None
 
 
-def _connection_named(headers: Any) -> set[str]:
+def _connection_named(headers: MultiMapping[str]) -> set[str]:
     """The headers a Connection header names: hop-by-hop for this connection alone."""
     return {name.strip().lower() for value in headers.getall("Connection", ()) for name in value.split(",")}
 
 
-def sent_on(headers: Any) -> CIMultiDict[str]:
+def sent_on(headers: MultiMapping[str]) -> CIMultiDict[str]:
     """The request's headers as the upstream gets them: without hop-by-hop ones and the stub's own."""
     named = _connection_named(headers)
     return CIMultiDict((name, value) for name, value in headers.items()
                        if (low := name.lower()) not in _NOT_SENT and low not in named and not low.startswith(_OURS))
 
 
-def brought_back(headers: Any) -> CIMultiDict[str]:
+def brought_back(headers: MultiMapping[str]) -> CIMultiDict[str]:
     """The upstream's answer headers as the client gets them: without hop-by-hop ones and the framing."""
     named = _connection_named(headers)
     return CIMultiDict((name, value) for name, value in headers.items()
                        if (low := name.lower()) not in _NOT_RETURNED and low not in named)
+
+
+class ProxyFigures(TypedDict):
+    """Health's `proxy`: the real service's URL (no password), calls forwarded, answers that broke the contract,
+    calls it never answered."""
+
+    url: str
+    forwarded: int
+    broke_contract: int
+    failed: int
 
 
 class Forwarder:
@@ -118,7 +131,7 @@ class Forwarder:
         self.failed = 0  # no answer: refused, unreachable, timed out, TLS, unreadable, too big
         self._client: ClientSession | None = None
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> ProxyFigures:
         return {"url": self.shown, "forwarded": self.forwarded, "broke_contract": self.broke, "failed": self.failed}
 
     def _session(self) -> ClientSession:
@@ -154,7 +167,7 @@ class Forwarder:
                 await asyncio.sleep(_TLS_CLOSE)  # shutdown): else a socket is left for the collector (aiohttp 3.11)
 
     async def forward(self, incoming: IncomingRequest, served: ServedOperation, lost: asyncio.Future[None] | None,
-                      recorder: Recorder | None = None) -> tuple[Outgoing, dict[str, Any]]:
+                      recorder: Recorder | None = None) -> tuple[Outgoing, Upstream]:
         """Send `incoming` on: the answer (as recorded and as it is sent back) and the upstream's verdict. `lost`: done
         once the client leaves (None: the transport cannot tell), which cancels the forwarded request (ClientLeft).
         `recorder`: the session's (--record), given the exchange."""
@@ -162,7 +175,9 @@ class Forwarder:
         target = f"{self.url}{incoming.raw_path or incoming.path}{query}"
         shown = f"{self.shown}{incoming.raw_path or incoming.path}{query}"
         self.forwarded += 1
-        exchange = self._exchange(incoming.method, URL(target, encoded=True), sent_on(incoming.headers), incoming.raw)
+        # The front's headers: a multidict (a repeated header and `Connection`'s names are read as sent).
+        headers_sent = sent_on(cast("MultiMapping[str]", incoming.headers))
+        exchange = self._exchange(incoming.method, URL(target, encoded=True), headers_sent, incoming.raw)
         try:
             if lost is None:
                 status, headers, payload = await exchange
@@ -172,7 +187,7 @@ class Forwarder:
                 if not sending.done():
                     sending.cancel()
                     out = unanswered(f"{shown} answered (the forwarded request was cancelled)")
-                    message = out.body["message"]
+                    message = cast(ErrorRecord, out.body)["message"]  # our 499's Error record
                     if recorder is not None:
                         recorder.failed(incoming, message)
                     raise ClientLeft(out, {"url": shown, "status": None, "valid": False, "errors": [message]})
@@ -183,7 +198,7 @@ class Forwarder:
             self.failed += 1
             message = f"upstream: {self._failure(exc, shown)}"
             out = error_reply(502, message)
-            verdict: dict[str, Any] = {"url": shown, "status": None, "valid": False, "errors": [message]}
+            verdict: Upstream = {"url": shown, "status": None, "valid": False, "errors": [message]}
             if recorder is not None:  # a message written to a file carries no query string
                 recorder.failed(incoming, f"upstream: {self._failure(exc, shown.partition('?')[0])}")
             return out, verdict
@@ -218,7 +233,7 @@ class Forwarder:
                 raise _Unsendable(refused)
             return answer.status, headers, payload
 
-    async def _read(self, answer: Any) -> bytes:
+    async def _read(self, answer: ClientResponse) -> bytes:
         """The upstream's body, decoded, refused past --max-body (before it is read when its length says so)."""
         declared = answer.content_length
         if declared is not None and declared > self.max_body and "Content-Encoding" not in answer.headers:

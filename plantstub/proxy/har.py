@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from plantstub._json import BodyError, decode_json, essence, is_json, json_bytes
@@ -18,7 +18,7 @@ from plantstub.contract.operations import ServedOperation
 from plantstub.contract.router import Router
 from plantstub.proxy.recorded_file import Exchange
 from plantstub.proxy.verdict import judge
-from plantstub.recording.call import Call, Record
+from plantstub.recording.call import Call, CallResponse, Record
 from plantstub.recording.redacted import redact_call
 from plantstub.redaction import Redactor
 
@@ -29,23 +29,23 @@ class HarError(ValueError):
     """A file that is not a HAR log; the message says what is wrong and where."""
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _pairs(mapping: Any) -> list[dict[str, str]]:
+def _pairs(mapping: Mapping[str, object]) -> list[dict[str, str]]:
     return [{"name": str(name), "value": str(value)} for name, value in mapping.items()]
 
 
-def _content_type(headers: Any) -> str:
+def _content_type(headers: Mapping[str, object]) -> str:
     return next((str(value) for name, value in headers.items() if str(name).lower() == "content-type"), "")
 
 
-def har_entry(call: Call, base: str) -> dict[str, Any]:
+def har_entry(call: Call, base: str) -> dict[str, object]:
     """One call as a HAR entry; `base` is the stub's URL as the client called it (`http://127.0.0.1:4010`)."""
     query = "&".join(f"{name}={v}" for name, value in call.query.items()
                      for v in (value if isinstance(value, list) else [value]))
-    request: dict[str, Any] = {
+    request: dict[str, object] = {
         "method": call.method, "url": f"{base}{call.path}" + (f"?{query}" if query else ""), "httpVersion": HTTP,
         "cookies": [], "headers": _pairs(call.headers),
         "queryString": [{"name": name, "value": v} for name, value in call.query.items()
@@ -56,7 +56,7 @@ def har_entry(call: Call, base: str) -> dict[str, Any]:
         text = _text(call.body)
         request["postData"] = {"mimeType": _content_type(call.headers) or "application/json", "text": text}
         request["bodySize"] = len(text.encode())
-    answer = call.response or {}
+    answer: CallResponse = call.response or {"status": None, "headers": {}, "body": None}  # pending: nothing sent
     headers = answer.get("headers") or {}
     body = answer.get("body")
     text = "" if body is None else _text(body)
@@ -88,7 +88,7 @@ def har_pieces(records: Iterable[Record], base: str, redact: bool = True) -> Ite
 
 
 # -- reading a HAR file ---------------------------------------------------------------------------------------
-def _entries(data: Any) -> list[Any]:
+def _entries(data: object) -> list[object]:
     log = data.get("log") if isinstance(data, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
@@ -96,7 +96,7 @@ def _entries(data: Any) -> list[Any]:
     return entries
 
 
-def _body_text(content: Any) -> str | None:
+def _body_text(content: object) -> str | None:
     """A HAR body's text (base64 decoded when it says so); None when the body is absent or not text."""
     if not isinstance(content, dict) or not isinstance(content.get("text"), str):
         return None
@@ -109,7 +109,7 @@ def _body_text(content: Any) -> str | None:
     return text
 
 
-def _json(text: str | None) -> tuple[bool, Any]:
+def _json(text: str | None) -> tuple[bool, object]:
     if not text:
         return True, None
     try:
@@ -118,7 +118,7 @@ def _json(text: str | None) -> tuple[bool, Any]:
         return False, None
 
 
-def _header(headers: Any, name: str) -> str | None:
+def _header(headers: object, name: str) -> str | None:
     if isinstance(headers, list):
         for item in headers:
             if isinstance(item, dict) and str(item.get("name", "")).lower() == name:
@@ -136,7 +136,7 @@ class HarRead:
     advice: str | None = None
 
 
-def _prefix(read: list[tuple[int, str, str, str, dict[str, Any], dict[str, Any]]], router: Router) -> str | None:
+def _prefix(read: list[tuple[int, str, str, str, dict[str, object], dict[str, object]]], router: Router) -> str | None:
     """The path prefix most entries are served under when taking it off makes them the spec's (`/v1`), or None."""
     found: Counter[str] = Counter()
     for _, method, _, path, _, _ in read:
@@ -149,14 +149,14 @@ def _prefix(read: list[tuple[int, str, str, str, dict[str, Any], dict[str, Any]]
     return found.most_common(1)[0][0] if found else None
 
 
-def read_har(data: Any, router: Router, served: Mapping[Operation, ServedOperation], base: str = "",
+def read_har(data: object, router: Router, served: Mapping[Operation, ServedOperation], base: str = "",
              redact: bool = True) -> HarRead:
     """The exchanges of a HAR log that a scenario of this spec can answer, and the entries left out with why: the
     ones to hosts other than the one most entries of the spec's paths went to, paths the spec does not have,
     bodies that are not JSON, answers that broke the contract. `base`: a path prefix the service is served under
     (`/v1`), taken off. `redact`: the messages left out carry no secret (plantstub/redaction.py)."""
     entries = _entries(data)
-    read: list[tuple[int, str, str, str, dict[str, Any], dict[str, Any]]] = []
+    read: list[tuple[int, str, str, str, dict[str, object], dict[str, object]]] = []
     result = HarRead()
     for i, entry in enumerate(entries):
         request = entry.get("request") if isinstance(entry, dict) else None
@@ -208,7 +208,7 @@ def read_har(data: Any, router: Router, served: Mapping[Operation, ServedOperati
             result.left_out.append(f"{label}: no status (the browser got no answer)")
             continue
         payload = (text or "").encode("utf-8", "surrogatepass")
-        query = tuple(parse_qsl(urlsplit(request["url"]).query, keep_blank_values=True))
+        query = tuple(parse_qsl(urlsplit(cast(str, request["url"])).query, keep_blank_values=True))  # text: see above
         problems, answer = judge(served[route.operation], status, mime, payload)
         if problems:
             redactor = Redactor()

@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import overload
 
 from plantstub._json import decode_json, is_json
 from plantstub._words import plural
@@ -17,7 +17,7 @@ from plantstub._yaml import dump_yaml
 from plantstub.errors import ScenarioError
 from plantstub.redaction import REDACTED, Redactor, secret_name, secret_value
 from plantstub.scenarios.contract import ScenarioContract
-from plantstub.scenarios.document import MAX_VALUES
+from plantstub.scenarios.document import MAX_VALUES, MatchData, ReplyData, RuleData
 from plantstub.scenarios.load import load_rule
 
 # What may stand in a comment as it is: printable characters YAML does not read as a line break (LF, CR, NEL,
@@ -29,9 +29,9 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")  # a lone half of a UTF-16 pair: JSO
 FILE_VALUES = MAX_VALUES - 100  # what a file's rules may hold, with room for the description and the keys around
 
 
-def unwritable(value: Any) -> str | None:
+def unwritable(value: object) -> str | None:
     """Why a YAML file cannot hold `value` (a lone surrogate, `\\ud800`, in a text or a key), or None when it can."""
-    todo = [value]
+    todo: list[object] = [value]
     while todo:
         item = todo.pop()
         if isinstance(item, str):
@@ -79,14 +79,14 @@ class Exchange:
     def label(self) -> str:
         return f"{self.method} {self.path} -> {self.status}"
 
-    def request_body(self) -> Any:
+    def request_body(self) -> dict[str, object] | None:
         """The request's JSON body when it is an object (what a rule matches on), else None."""
         if not self.body:
             return None
         value = decode_json(self.body)  # it parsed when it came
         return value if isinstance(value, dict) else None
 
-    def answer_body(self) -> Any:
+    def answer_body(self) -> object:
         """The answer's body as a reply carries it: parsed JSON, else text; None when empty."""
         if not self.answer:
             return None
@@ -97,7 +97,7 @@ class Exchange:
 class Document:
     """A scenario made of exchanges: its rules, what was left out and why, and the YAML text."""
 
-    rules: list[dict[str, Any]] = field(default_factory=list)
+    rules: list[RuleData] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     recorded: int = 0  # exchanges the rules answer
 
@@ -112,7 +112,15 @@ class Document:
         return "".join(f"{comment(line)}\n" for line in head) + dump_yaml(data)
 
 
-def matchable(value: Any, redact: bool) -> Any:
+@overload
+def matchable(value: dict[str, object], redact: bool) -> dict[str, object]: ...
+
+
+@overload
+def matchable(value: object, redact: bool) -> object: ...
+
+
+def matchable(value: object, redact: bool) -> object:
     """A request body as a rule matches it: secret fields left out when redacting (the rule then matches whatever
     secret a client sends), and keys starting with `$` left out (a match reads them as matchers)."""
     if isinstance(value, dict):
@@ -124,7 +132,7 @@ def matchable(value: Any, redact: bool) -> Any:
     return REDACTED if redact and secret_value(value) else value
 
 
-def query_match(query: Iterable[tuple[str, str]], redact: bool, ignored: Sequence[str]) -> dict[str, Any]:
+def query_match(query: Iterable[tuple[str, str]], redact: bool, ignored: Sequence[str]) -> dict[str, str | list[str]]:
     """A request's query as a rule matches it: each name's value (the list of them when repeated), without the names
     `ignored` (--record-ignore-query) and, when redacting, those holding secrets (any value then matches)."""
     found: dict[str, list[str]] = {}
@@ -134,9 +142,9 @@ def query_match(query: Iterable[tuple[str, str]], redact: bool, ignored: Sequenc
     return {name: values[0] if len(values) == 1 else values for name, values in found.items()}
 
 
-def values_in(value: Any) -> int:
+def values_in(value: object) -> int:
     """How many values a scenario file counts for `value` (itself, and every item and member inside)."""
-    count, todo = 0, [value]
+    count, todo = 0, [value]  # (a list of object)
     while todo:
         item = todo.pop()
         count += 1
@@ -147,8 +155,8 @@ def values_in(value: Any) -> int:
     return count
 
 
-def _reply(exchange: Exchange, redact: bool) -> dict[str, Any]:
-    reply: dict[str, Any] = {"status": exchange.status}
+def _reply(exchange: Exchange, redact: bool) -> ReplyData:
+    reply: ReplyData = {"status": exchange.status}
     if exchange.content_type and exchange.answer:
         reply["headers"] = {"Content-Type": exchange.content_type}
     answer = exchange.answer_body()
@@ -162,12 +170,12 @@ def _reply(exchange: Exchange, redact: bool) -> dict[str, Any]:
     return reply
 
 
-def _key(value: Any) -> str:
+def _key(value: object) -> str:
     """The same text for equal values (keys in any order): what tells a rule's requests apart."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _fields(value: Any) -> int:
+def _fields(value: object) -> int:
     if isinstance(value, dict):
         return sum(1 + _fields(v) for v in value.values())
     if isinstance(value, list):
@@ -183,9 +191,9 @@ def build(exchanges: Iterable[Exchange], contract: ScenarioContract, redact: boo
     Rules go the most specific first (more query and body fields), so a partial match cannot shadow one. Slow for
     big answers: run it off the event loop."""
     document = Document()
-    groups: dict[tuple[str, str, str, str], tuple[dict[str, Any], list[Exchange]]] = {}
+    groups: dict[tuple[str, str, str, str], tuple[MatchData, list[Exchange]]] = {}
     for exchange in exchanges:
-        match: dict[str, Any] = {"method": exchange.method, "path": exchange.path}
+        match: MatchData = {"method": exchange.method, "path": exchange.path}
         query = query_match(exchange.query, redact, ignored)
         if query:
             match["query"] = query
@@ -201,7 +209,11 @@ def build(exchanges: Iterable[Exchange], contract: ScenarioContract, redact: boo
     room = FILE_VALUES
     for _, (match, group) in ordered:
         replies = [_reply(exchange, redact) for exchange in group]
-        rule = {"match": match, **({"reply": replies[0]} if len(replies) == 1 else {"replies": replies})}
+        rule: RuleData = {"match": match}
+        if len(replies) == 1:
+            rule["reply"] = replies[0]
+        else:
+            rule["replies"] = replies
         size = values_in(rule) + 1
         why = unwritable(rule)
         if why is not None:

@@ -4,7 +4,6 @@ notation (`response.status`, `response.headers.Content-Type`, `response.body.nam
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from plantstub._json import BodyError, decode_json, essence, is_json, match_media
 from plantstub.contract.model import Operation
@@ -18,11 +17,11 @@ def _declared(op: Operation) -> str:
     return ", ".join(op.responses) or "none"
 
 
-def judge(served: ServedOperation, status: int, content_type: str | None, payload: bytes) -> tuple[list[str], Any]:
+def judge(served: ServedOperation, status: int, content_type: str | None, payload: bytes) -> tuple[list[str], object]:
     """The problems of an answer `status` with `payload` sent as `content_type` to a request of `served`'s
     operation, and its body as a call shows it (parsed JSON, else text, None when empty)."""
     op = served.op
-    body: Any = None
+    body: object = None
     problems: list[str] = []
     if payload:
         body = payload.decode("utf-8", "replace")

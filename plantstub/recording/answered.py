@@ -9,7 +9,9 @@ call costs one reference. Its text is built only when a view asks (`answered_tex
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import Literal, NamedTuple, TypedDict
+
+from plantstub.recording.verdict import Upstream
 
 Kind = Literal["check", "prefer", "rule", "scenario", "store", "default", "proxy", "crash", "client_left"]
 KINDS: tuple[Kind, ...] = ("check", "prefer", "rule", "scenario", "store", "default", "proxy", "crash", "client_left")
@@ -63,7 +65,7 @@ class AnsweredBy(TypedDict, total=False):
     errors: list[str]
 
 
-def answered_json(answerer: Answerer, fault: str | None, upstream: Mapping[str, Any] | None) -> AnsweredBy:
+def answered_json(answerer: Answerer, fault: str | None, upstream: Upstream | None) -> AnsweredBy:
     """The JSON form of who answered a call; `fault` and `upstream` are the call's own (`response.fault`,
     `upstream`), shown with the rule that sent the fault and with the proxy."""
     kind = answerer.kind
@@ -91,7 +93,7 @@ _WORDS = {"check": "check", "prefer": "prefer", "store": "store", "default": "de
           "client_left": "client left", "proxy": "real service"}
 
 
-def answered_text(answered: Mapping[str, Any] | None) -> str:
+def answered_text(answered: Mapping[str, object] | None) -> str:
     """`answered_by` in a few words, as the live page and the report show it: `default`, `check`, `scenario
     store-closed rules[0] (scenarios/store-closed.yaml:4)`, `rule r1 (tests/test_x.py:12)`, `real service
     http://host/plants`. None (a call read from a stub older than the field): `unknown`."""
@@ -106,6 +108,7 @@ def answered_text(answered: Mapping[str, Any] | None) -> str:
         said = "" if answered.get("status") is not None else " (no answer)"
         return f"real service {answered['url']}{said}"
     else:
-        return _WORDS.get(kind, str(kind))
+        word = str(kind)
+        return _WORDS.get(word, word)
     fault = answered.get("fault")
     return text if fault is None else f"{text}, fault {fault}"

@@ -13,7 +13,7 @@ from plantstub._json import MISSING, NO_BODY, shown
 from plantstub._regex import RegexBudget
 from plantstub._words import plural
 from plantstub.errors import CallAssertionError
-from plantstub.pattern import RequestPattern, pattern_problems
+from plantstub.pattern import Query, RequestPattern, Row, pattern_problems
 from plantstub.recording.call import Call
 
 NEAR_MISSES = 3
@@ -26,9 +26,9 @@ class Expectation:
 
     method: str | None = None
     path: str | None = None
-    headers: dict[str, Any] | None = None
-    query: dict[str, Any] | None = None
-    body: Any = NO_BODY
+    headers: Mapping[str, object] | None = None
+    query: Mapping[str, object] | None = None
+    body: object = NO_BODY
     status: int | None = None
     pattern: RequestPattern = dataclasses.field(init=False, repr=False, compare=False)  # what the fields above mean, judged
 
@@ -49,7 +49,7 @@ class Expectation:
         pattern = RequestPattern.of(self.method, self.path, self.headers, self.query, self.body, self.status)
         object.__setattr__(self, "pattern", pattern)
 
-    def fields(self, call: Call) -> list[tuple[str, Any, Any, bool]]:
+    def fields(self, call: Call) -> list[Row]:
         """(field, expected, actual, ok) for each thing this expectation looks at."""
         return self.pattern.rows(*_parts(call))
 
@@ -66,7 +66,7 @@ def checked(where: str = "", **criteria: Any) -> Expectation:
     return Expectation(**criteria)
 
 
-def _parts(call: Call) -> tuple[str, str, Mapping[str, str], dict[str, Any], Any, int | None]:
+def _parts(call: Call) -> tuple[str, str, Mapping[str, str], Query, object, int | None]:
     """What a pattern reads of a call; headers case-insensitive even when a Call was built with a plain dict."""
     headers = call.headers
     if not isinstance(headers, (CIMultiDict, CIMultiDictProxy)):

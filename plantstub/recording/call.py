@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -21,7 +21,7 @@ from yarl import URL
 from plantstub._clock import iso_time
 from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
 from plantstub.recording.answered import DEFAULT, PLAIN_JSON, AnsweredBy, Answerer, answered_json
-from plantstub.recording.verdict import Verdict, contract_problems, verdict_of
+from plantstub.recording.verdict import Upstream, Verdict, contract_problems, verdict_of
 
 # What Python objects cost besides the bytes they carry (CPython 64-bit, calibrated with tracemalloc: see
 # tests/recording/test_journal.py): a record with its fixed fields (the tuple, numbers, path, bodies' objects and a
@@ -33,6 +33,43 @@ PARSED_FACTOR = 50  # a form parsed into a dict of strings and numbers: up to ~5
 
 # A request's headers as a record keeps them: packed in one bytes object, or the pairs (see Record.of)
 RawHeaders = bytes | tuple[tuple[bytes, bytes], ...]
+Query = dict[str, "str | list[str]"]  # a name's value, or the list of them when it came more than once
+
+
+class _Sent(TypedDict):
+    status: int | None
+    headers: dict[str, str]
+    # Parsed JSON, else text, else None. Any: what a test reads as it knows it (`call.response["body"]["id"]`).
+    body: Any
+
+
+class CallResponse(_Sent, total=False):
+    """A call's `response`: the status, headers and body sent; `fault` instead when the reply misbehaved on the
+    socket (then no status, no headers, no body)."""
+
+    fault: str
+
+
+class CallJson(TypedDict):
+    """A call as the admin API and the journal file write it (`Call.to_dict()`)."""
+
+    seq: int
+    time: str
+    method: str
+    path: str
+    query: Query
+    headers: dict[str, str]
+    body: object
+    valid: bool
+    errors: list[str]
+    scenario: str | None
+    rule: str | None
+    response: CallResponse | None
+    stub_errors: list[str]
+    pending: bool
+    proxied: bool
+    upstream: Upstream | None
+    answered_by: AnsweredBy | None
 
 
 class Call(NamedTuple):
@@ -46,20 +83,20 @@ class Call(NamedTuple):
     started: float
     method: str
     path: str
-    query: dict[str, Any]
+    query: Query
     headers: Mapping[str, str]
-    body: Any
+    body: Any  # parsed JSON, else text, else None; Any: what a test reads as it knows it (`call.body["name"]`)
     valid: bool
     errors: tuple[str, ...]
     scenario: str | None
     rule: str | None
-    response: dict[str, Any] | None  # None while pending
+    response: CallResponse | None  # None while pending
     # Problems on the stub's side, never the consumer's: a scenario reply that broke the contract once
     # rendered, or a plantstub bug. `valid` and `errors` are about the request alone.
     stub_errors: tuple[str, ...] = ()
     pending: bool = False  # arrived, its reply not sent yet (a delay)
     proxied: bool = False  # --proxy: the real service answered
-    upstream: dict[str, Any] | None = None  # then its verdict: `url`, `status`, `valid`, `errors`
+    upstream: Upstream | None = None  # then its verdict: `url`, `status`, `valid`, `errors`
     answered_by: AnsweredBy | None = None  # who answered (recording/answered.py); None from a stub without it
 
     @property
@@ -92,7 +129,7 @@ class Call(NamedTuple):
         return iso_time(self.started)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Call:
+    def from_dict(cls, data: CallJson) -> Call:
         """A call as the admin API shows it (`to_dict()`), read back: what `Stub.connect(...).calls` gives."""
         started = datetime.fromisoformat(data["time"].replace("Z", "+00:00")).timestamp()
         return cls(data["seq"], started, data["method"], data["path"], data["query"],
@@ -101,7 +138,7 @@ class Call(NamedTuple):
                    bool(data.get("pending", False)), bool(data.get("proxied", False)), data.get("upstream"),
                    data.get("answered_by"))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CallJson:
         """The call as the admin API and the journal file show it."""
         return {
             "seq": self.seq,
@@ -140,7 +177,7 @@ class Record(NamedTuple):
     raw_query: str  # the query string as sent (percent-encoded), "" for none
     raw_headers: RawHeaders  # the request's header names and values as received, NUL-separated
     raw: bytes
-    parsed: Any
+    parsed: object
     valid: bool
     errors: tuple[str, ...]
     scenario: str | None
@@ -153,16 +190,16 @@ class Record(NamedTuple):
     stub_errors: tuple[str, ...]
     size: int  # the bytes of memory the record holds, as Record.of() counted them
     proxied: bool = False  # --proxy: the real service answered (or failed to)
-    upstream: dict[str, Any] | None = None  # then its verdict: url, status, valid, errors
+    upstream: Upstream | None = None  # then its verdict: url, status, valid, errors
     answerer: Answerer = DEFAULT  # who answered: its JSON form is the call's `answered_by`
 
     @classmethod
     def of(
         cls, seq: int, started: float, method: str, path: str, raw_query: str,
-        header_pairs: Sequence[tuple[bytes, bytes]], raw: bytes, parsed: Any, valid: bool, errors: tuple[str, ...],
+        header_pairs: Sequence[tuple[bytes, bytes]], raw: bytes, parsed: object, valid: bool, errors: tuple[str, ...],
         scenario: str | None, rule: str | None, status: int | None, response_headers: dict[str, str],
         payload: bytes, payload_json: bool, fault: str | None, stub_errors: tuple[str, ...] = (),
-        upstream: dict[str, Any] | None = None, answerer: Answerer = DEFAULT,
+        upstream: Upstream | None = None, answerer: Answerer = DEFAULT,
     ) -> Record:
         """A record of one call, `header_pairs` as aiohttp received them (`request.raw_headers`), its size counted
         by arithmetic on lengths (nothing is walked but the few errors and reply headers)."""
@@ -171,7 +208,7 @@ class Record(NamedTuple):
         if headers and headers.count(_SEPARATOR) != 2 * len(header_pairs) - 1:  # a NUL got through: the pairs
             headers = tuple(header_pairs)
         size = RECORD_OVERHEAD + len(raw) + len(payload) + (len(path) if path.isascii() else 4 * len(path))
-        size += len(headers) if type(headers) is bytes else _pairs_bytes(headers)  # type: ignore[arg-type]
+        size += _pairs_bytes(headers) if type(headers) is tuple else len(headers)
         if raw_query:
             size += _text_bytes(raw_query)
         if errors:
@@ -197,7 +234,7 @@ class Record(NamedTuple):
         return _unpacked(self.raw_headers)
 
     @property
-    def query(self) -> dict[str, Any]:
+    def query(self) -> Query:
         """The query parameters: a name's value, or the list of them when it came more than once."""
         if not self.raw_query:
             return {}
@@ -228,15 +265,15 @@ class Record(NamedTuple):
         """Whether the reply is still to be sent: every answer has a status, or else a fault (`Journal.pend()`)."""
         return self.status is None and self.fault is None
 
-    def view(self, body: Any = NO_BODY, response_body: Any = NO_BODY) -> Call:
+    def view(self, body: object = NO_BODY, response_body: object = NO_BODY) -> Call:
         """The Call readers see; `body` and `response_body`, when the caller has them parsed already,
         save parsing the bytes again."""
         if body is NO_BODY:
             body = self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
         if response_body is NO_BODY:
             response_body = _payload_view(self.payload, self.payload_json)
-        response: dict[str, Any] | None = {"status": self.status, "headers": dict(self.response_headers),
-                                           "body": response_body}
+        response: CallResponse | None = {"status": self.status, "headers": dict(self.response_headers),
+                                         "body": response_body}
         if self.fault is not None:
             response = {"status": self.status, "headers": {}, "body": None, "fault": self.fault}
         elif self.status is None:
@@ -246,7 +283,7 @@ class Record(NamedTuple):
         if self.upstream is not None:
             return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                         self.errors, self.scenario, self.rule, response, self.stub_errors, False, True,
-                        dict(self.upstream, errors=list(self.upstream["errors"])), self.answered_by)
+                        {**self.upstream, "errors": list(self.upstream["errors"])}, self.answered_by)
         return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
                     self.errors, self.scenario, self.rule, response, self.stub_errors, False, False, None,
                     self.answered_by)
@@ -287,7 +324,7 @@ def _pairs_bytes(pairs: tuple[tuple[bytes, bytes], ...]) -> int:
     return sum(ENTRY_OVERHEAD + len(name) + len(value) for name, value in pairs)
 
 
-def _payload_view(payload: bytes, is_json: bool) -> Any:
+def _payload_view(payload: bytes, is_json: bool) -> object:
     if not payload:
         return None
     if is_json:
@@ -304,22 +341,22 @@ def _text(value: str) -> str:
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def dumps_call(call: Call, **more: Any) -> bytes:
+def dumps_call(call: Call, **more: object) -> bytes:
     """One line of JSON, with `more` fields (the journal file's `session`); a body too deep or too odd for the
     encoders is shown as text rather than lost."""
-    data = call.to_dict()
+    data: dict[str, object] = dict(call.to_dict())
     if more:
         data.update(more)
     return _dumps(data)
 
 
-def dumps_record(record: Record, body: Any = NO_BODY, response_body: Any = NO_BODY, **more: Any) -> bytes:
+def dumps_record(record: Record, body: object = NO_BODY, response_body: object = NO_BODY, **more: object) -> bytes:
     """`dumps_call(record.view(body, response_body), **more)`, made straight from the record, with no Call and no
     header mapping between: the journal file's line, written for every call."""
     if body is NO_BODY:
         body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
     status, fault = record.status, record.fault
-    response: dict[str, Any] | None
+    response: CallResponse | None
     if fault is not None:
         response = {"status": status, "headers": {}, "body": None, "fault": fault}
     elif status is None:
@@ -355,7 +392,7 @@ def _header_dict(headers: RawHeaders) -> dict[str, str]:
             for name, value in pairs}
 
 
-def _dumps(data: dict[str, Any]) -> bytes:
+def _dumps(data: dict[str, object]) -> bytes:
     try:
         return orjson.dumps(data)
     except (TypeError, orjson.JSONEncodeError):
@@ -366,6 +403,7 @@ def _dumps(data: dict[str, Any]) -> bytes:
         return deep_json_bytes(data)
     except (ValueError, TypeError):
         data["body"] = repr(data["body"])[:10_000]
-        if data["response"] is not None:
-            data["response"] = {**data["response"], "body": repr(data["response"].get("body"))[:10_000]}
+        response = data["response"]
+        if isinstance(response, dict):  # (else None: pending)
+            data["response"] = {**response, "body": repr(response.get("body"))[:10_000]}
         return json.dumps(data).encode("ascii")

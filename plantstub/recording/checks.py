@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from plantstub._json import NO_BODY
 from plantstub.recording.assertions import assert_all_valid, assert_called, checked
@@ -21,9 +21,9 @@ class CallChecks:
         method: str | None = None,
         path: str | None = None,
         *,
-        body: Any = NO_BODY,
-        headers: dict[str, Any] | None = None,
-        query: dict[str, Any] | None = None,
+        body: object = NO_BODY,
+        headers: Mapping[str, object] | None = None,
+        query: Mapping[str, object] | None = None,
         status: int | None = None,
         times: int | None = None,
     ) -> list[Call]:
@@ -46,9 +46,9 @@ class CallChecks:
         method: str | None = None,
         path: str | None = None,
         *,
-        body: Any = NO_BODY,
-        headers: dict[str, Any] | None = None,
-        query: dict[str, Any] | None = None,
+        body: object = NO_BODY,
+        headers: Mapping[str, object] | None = None,
+        query: Mapping[str, object] | None = None,
         status: int | None = None,
     ) -> None:
         """Assert no call like this was received; the filters are assert_called()'s.

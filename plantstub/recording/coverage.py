@@ -119,7 +119,7 @@ def tally_of(report: dict[str, Any]) -> Tally:
     }
 
 
-def report_problem(data: Any) -> str | None:
+def report_problem(data: object) -> str | None:
     """Why `data` is not a coverage report as a stub's `GET coverage` answers it (where and what), or None."""
     if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
         return 'expected {"operations": [...], ...}'
@@ -139,7 +139,7 @@ def report_problem(data: Any) -> str | None:
     return None
 
 
-def _count(value: Any) -> bool:
+def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -147,7 +147,7 @@ def sum_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Coverage reports of several stubs (replicas serving one spec) summed into one, operations in the order first
     seen, each with its operationId."""
     tally: Tally = {}
-    ids: dict[str, Any] = {}
+    ids: dict[str, str | None] = {}  # operation -> its operationId
     for report in reports:
         merge(tally, tally_of(report))
         for op in report["operations"]:

@@ -4,7 +4,6 @@ taken out and of URLs' query strings."""
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from multidict import CIMultiDict
@@ -16,7 +15,7 @@ from plantstub.redaction import Redactor
 _FORM = "application/x-www-form-urlencoded"
 
 
-def _body(redactor: Redactor, body: Any, content_type: str | None) -> Any:
+def _body(redactor: Redactor, body: object, content_type: str | None) -> object:
     if isinstance(body, str) and essence(content_type) == _FORM:  # a form's fields, as a query's
         return urlencode(redactor.pairs(parse_qsl(body, keep_blank_values=True)))
     return redactor.value(body)

@@ -4,7 +4,7 @@ all ask `contract_problems()` (through `Record.problems` / `Call.problems`), so 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeGuard
+from typing import Literal, TypedDict, TypeGuard
 
 Verdict = Literal["ok", "invalid", "stub", "upstream"]
 # In the order of blame: the request ("invalid"), the stub's own reply or a crash ("stub"), the real service's answer
@@ -12,14 +12,24 @@ Verdict = Literal["ok", "invalid", "stub", "upstream"]
 VERDICTS: tuple[Verdict, ...] = ("ok", "invalid", "stub", "upstream")
 
 
-def service_broke(upstream: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
+class Upstream(TypedDict):
+    """A proxied call's `upstream` (--proxy): the real service's answer judged against the contract. `status` None:
+    it never answered (unreachable, timed out: a 502 of ours), and `errors` say why."""
+
+    url: str  # shown as the stub shows URLs: no password
+    status: int | None
+    valid: bool
+    errors: list[str]
+
+
+def service_broke(upstream: Upstream | None) -> TypeGuard[Upstream]:
     """Whether the real service answered (--proxy) and its answer broke the contract. One that never answered
     (unreachable, timed out: a 502 of ours) broke nothing: its `upstream.errors` say why it did not answer."""
     return upstream is not None and upstream["status"] is not None and not upstream["valid"]
 
 
 def contract_problems(errors: Sequence[str], stub_errors: Sequence[str],
-                      upstream: Mapping[str, Any] | None) -> dict[Verdict, list[str]]:
+                      upstream: Upstream | None) -> dict[Verdict, list[str]]:
     """Who broke the contract on one call, each with its problems, in the order of blame; empty when nobody did.
     `errors`, `stub_errors` and `upstream` are the call's own fields."""
     found: dict[Verdict, list[str]] = {}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import cached_property
-from typing import Any
 
 from plantstub._json import MISSING, NO_BODY, essence, match_media
 from plantstub._memo import IdentityMemo
@@ -16,7 +15,7 @@ from plantstub.contract.schema import SchemaCheck, Violation, location_path
 from plantstub.contract.streams import StreamCheck, is_stream
 from plantstub.contract.webhooks import json_body_schema
 from plantstub.errors import ScenarioError
-from plantstub.scenarios.document import ScenarioDocument
+from plantstub.scenarios.document import RuleData, ScenarioDocument
 from plantstub.scenarios.model import Criteria, Reply, Rule
 from plantstub.scenarios.placeholder_types import Source, describe, fits, placeholder_source, wanted_types
 from plantstub.scenarios.templating import Placeholder, parse, placeholder_paths
@@ -42,7 +41,7 @@ def _media(response: Response, reply: Reply) -> tuple[str | None, str, MediaType
     return header, media_type, None if declared is None else response.content[declared]
 
 
-def _probe(value: Any, samples: dict[str, Any], where: str) -> Any:
+def _probe(value: object, samples: dict[str, object], where: str) -> object:
     """`value` with the placeholder at each location of `samples` replaced by its sample (when it has one)."""
     if where in samples:
         return value if samples[where] is MISSING else samples[where]
@@ -77,7 +76,7 @@ class ScenarioContract:
         samples = next(iter(self.served.values())).samples if self.served else None
         return Resources(self.spec, samples)
 
-    def state_errors(self, doc: ScenarioDocument, state: Any) -> list[ScenarioError]:
+    def state_errors(self, doc: ScenarioDocument, state: object) -> list[ScenarioError]:
         """A scenario's `state:`: each collection a path of the spec, each record one of it, with its key."""
         return [doc.error(where, message) for where, message in self.resources.state_problems(state)]
 
@@ -178,7 +177,7 @@ class ScenarioContract:
                 found.append(doc.error(at, message))
         return found
 
-    def rendered_violations(self, op: Operation, reply: Reply, body: Any) -> list[Violation]:
+    def rendered_violations(self, op: Operation, reply: Reply, body: object) -> list[Violation]:
         """Run time: a templated reply body, once filled in, against its declared response schema.
 
         Static bodies were checked at load and are skipped at no cost; so are replies whose status or
@@ -203,7 +202,7 @@ class ScenarioContract:
         check = self.served[op].response_check(response.status, media)
         return check if isinstance(check, SchemaCheck) else None
 
-    def check_rule(self, doc: ScenarioDocument, rule: Rule, raw: dict) -> tuple[list[ScenarioError], Rule]:
+    def check_rule(self, doc: ScenarioDocument, rule: Rule, raw: RuleData) -> tuple[list[ScenarioError], Rule]:
         """The rule's contract errors, and the rule as it answers: one without `method:` whose replies fit some of
         the operations its match allows, and not others, answers only those (`Rule.answers`)."""
         found: list[ScenarioError] = []

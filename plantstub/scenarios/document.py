@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TypedDict
 
 import yaml
 
@@ -15,7 +16,53 @@ from plantstub.errors import ScenarioError
 MAX_VALUES = 100_000  # a scenario file's values, aliases expanded (_yaml bounds nesting and what aliases add)
 
 
-def where_of(parts: Any) -> str:
+Parts = tuple[str | int, ...]  # a location path's steps: keys and indexes
+
+
+# A scenario file's data as data/scenario.schema.json allows it: what it is once that schema passed it.
+class MatchData(TypedDict, total=False):
+    method: str
+    path: str
+    headers: Mapping[str, object]  # a text, number or boolean, or a matcher (a list: a repeated name's values)
+    query: Mapping[str, object]
+    body: object
+
+
+class ReplyData(TypedDict, total=False):
+    status: int
+    headers: dict[str, str]
+    body: object
+    delay_ms: int
+    fault: str
+
+
+class _Webhook(TypedDict):
+    name: str
+
+
+class WebhookData(_Webhook, total=False):
+    body: object
+    delay_ms: int
+
+
+class RuleData(TypedDict, total=False):
+    match: MatchData
+    reply: ReplyData
+    replies: list[ReplyData]
+    times: int
+    off_contract: bool
+    webhooks: list[WebhookData]
+
+
+class ScenarioData(TypedDict, total=False):
+    name: str
+    description: str
+    validate_requests: bool
+    state: dict[str, list[dict[str, object]]]
+    rules: list[RuleData]
+
+
+def where_of(parts: Iterable[str | int]) -> str:
     """(rules, 0, reply, status) -> `rules[0].reply.status`; () -> ``."""
     parts = list(parts)
     return location_path(str(parts[0]), parts[1:]) if parts else ""
@@ -32,7 +79,7 @@ class ScenarioDocument:
         self.file = file
         self.errors: list[ScenarioError] = []
         self.lines: dict[str, int] = {"": 1}
-        self.data: Any = None
+        self.data: object = None
         loader = LineMarkedLoader(text, MAX_VALUES)  # too many values: refused before the slow composing
         try:
             self.data = loader.get_single_data()
@@ -60,7 +107,7 @@ class ScenarioDocument:
             self.errors = [ScenarioError(file, None, "", message)]
 
     @classmethod
-    def of_data(cls, file: str, data: Any, line: int | None) -> ScenarioDocument:
+    def of_data(cls, file: str, data: object, line: int | None) -> ScenarioDocument:
         """A document made of data already in hand (a rule from code or from the admin API): every location
         it holds is at `line` (None: no line, marked -1 so that "given" still reads true; the caller drops it)."""
         mark = line or -1
@@ -71,7 +118,7 @@ class ScenarioDocument:
         except _TooLarge:
             doc.errors = [ScenarioError(file, line, "", f"too large: more than {MAX_VALUES:,} values")]
             return doc
-        stack: list[tuple[Any, tuple]] = [(data, ())]
+        stack: list[tuple[object, Parts]] = [(data, ())]
         while stack:  # every location present gets the line: a status given is told from the default one
             value, parts = stack.pop()
             if parts:
@@ -85,16 +132,22 @@ class ScenarioDocument:
     def error(self, where: str, message: str, line: int | None = None) -> ScenarioError:
         return ScenarioError(self.file, line or self.line(where), where, message)
 
-    def walk(self, value: Any, parts: tuple, marks: IdentityMemo[Any]) -> None:
+    def walk(self, value: object, parts: Parts, marks: IdentityMemo[dict[str, int] | list[int]]) -> None:
         self.count += 1
         if self.count > MAX_VALUES:
             raise _TooLarge
-        lines = marks.get(value)
-        if isinstance(value, (dict, list)):
-            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        lines = marks.get(value)  # a mapping's {key: line}, a list's [line, ...] (LineMarkedLoader)
+        if isinstance(value, dict):
+            for key, item in value.items():
                 sub = (*parts, key)
-                if lines is not None and (key in lines if isinstance(value, dict) else key < len(lines)):
+                if isinstance(lines, dict) and key in lines:
                     self.lines.setdefault(where_of(sub), lines[key])
+                self.walk(item, sub, marks)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                sub = (*parts, i)
+                if isinstance(lines, list) and i < len(lines):
+                    self.lines.setdefault(where_of(sub), lines[i])
                 self.walk(item, sub, marks)
         elif not (value is None or isinstance(value, (str, int, float, bool))):
             where = where_of(parts)

@@ -6,11 +6,12 @@ Every problem becomes a ScenarioError reading `file:line: path: message`; all of
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from plantstub._gc import collector_paused
 from plantstub._json import NO_BODY, shown
@@ -21,7 +22,7 @@ from plantstub.contract.schema import SchemaCheck
 from plantstub.errors import ScenarioError
 from plantstub.matching import expected_text, matcher_problems
 from plantstub.scenarios.contract import ScenarioContract
-from plantstub.scenarios.document import ScenarioDocument, where_of
+from plantstub.scenarios.document import MatchData, ReplyData, RuleData, ScenarioData, ScenarioDocument, where_of
 from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, RuleWebhook, Scenario
 
 SUFFIXES = (".yaml", ".yml")
@@ -70,19 +71,19 @@ def _explainer() -> Any:
 
 
 # -- the scenario schema ------------------------------------------------------------------------
-def _as_written(value: Any) -> str:
+def _as_written(value: object) -> str:
     if isinstance(value, (dict, list)):
         return "a mapping" if isinstance(value, dict) else "a list"
     return json.dumps(value) if value is None or isinstance(value, bool) else shown(value)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     """What a value is, without quoting it: a whole file that is not a mapping may be any file at all."""
     names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
     return names.get(type(value), "a number")
 
 
-def _suggest(word: Any, choices: Any) -> str:
+def _suggest(word: object, choices: Iterable[object]) -> str:
     hint = did_you_mean(word, choices) if isinstance(word, str) else ""
     return f" ({hint})" if hint else ""
 
@@ -126,19 +127,20 @@ def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
 
 
 # -- the model ---------------------------------------------------------------------------------
-def _matcher_errors(doc: ScenarioDocument, rule: Rule, raw: dict) -> list[ScenarioError]:
+def _matcher_errors(doc: ScenarioDocument, rule: Rule, raw: RuleData) -> list[ScenarioError]:
     """The `$` matchers of a rule's `match:` (headers, query, body), checked: known, well-formed, regexes that compile."""
-    match, base = raw.get("match") or {}, f"{rule.label}.match"
+    match: MatchData = raw.get("match") or {}
+    base = f"{rule.label}.match"
     found = []
-    for part in ("headers", "query"):
-        for name, value in (match.get(part) or {}).items():
+    for part, values in (("headers", match.get("headers")), ("query", match.get("query"))):
+        for name, value in (values or {}).items():
             found.extend(matcher_problems(value, f"{base}.{part}.{name}"))
     if "body" in match:
         found.extend(matcher_problems(match["body"], f"{base}.body"))
     return [doc.error(where, message) for where, message in found]
 
 
-def _reply(raw: dict, line: int) -> Reply:
+def _reply(raw: ReplyData, line: int) -> Reply:
     return Reply(
         status=raw.get("status", 200), headers=dict(raw.get("headers") or {}), body=raw.get("body", NO_BODY),
         delay_ms=raw.get("delay_ms", 0), fault=Fault(raw["fault"]) if "fault" in raw else None, line=line,
@@ -146,10 +148,11 @@ def _reply(raw: dict, line: int) -> Reply:
 
 
 def _build(doc: ScenarioDocument, name: str) -> Scenario:
+    data = cast(ScenarioData, doc.data)  # the scenario schema passed it (_schema_errors)
     rules = []
-    for i, raw in enumerate(doc.data.get("rules") or []):
+    for i, raw in enumerate(data.get("rules") or []):
         base = f"rules[{i}]"
-        match = raw.get("match") or {}
+        match: MatchData = raw.get("match") or {}
         criteria = Criteria(
             method=match["method"].upper() if "method" in match else None,
             path=match.get("path"),
@@ -172,8 +175,8 @@ def _build(doc: ScenarioDocument, name: str) -> Scenario:
         rules.append(Rule(i, criteria, replies, raw.get("times"), raw.get("off_contract", False), doc.line(base),
                           webhooks))
     return Scenario(
-        name=name, description=doc.data.get("description", ""), file=doc.file, rules=tuple(rules),
-        validate_requests=doc.data.get("validate_requests", True), state=doc.data.get("state"),
+        name=name, description=data.get("description", ""), file=doc.file, rules=tuple(rules),
+        validate_requests=data.get("validate_requests", True), state=data.get("state"),
     )
 
 
@@ -205,17 +208,18 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
         doc.errors.append(ScenarioError(file, 1, "", "the file is empty (expected `description:` and `rules:`)"))
     errors = doc.errors or _schema_errors(doc)
     if not errors:
-        scenario = _build(doc, doc.data.get("name", Path(file).stem))
+        data = cast(ScenarioData, doc.data)  # the scenario schema passed it
+        scenario = _build(doc, data.get("name", Path(file).stem))
         checked = []
-        for rule, raw in zip(scenario.rules, doc.data.get("rules") or [], strict=True):
+        for rule, raw in zip(scenario.rules, data.get("rules") or [], strict=True):
             errors.extend(_unreachable_replies(doc, rule))
             errors.extend(_matcher_errors(doc, rule, raw))
             found, answering = contract.check_rule(doc, rule, raw)
             errors.extend(found)
             checked.append(answering)
         scenario = replace(scenario, rules=tuple(checked))
-        if "state" in doc.data:
-            errors.extend(contract.state_errors(doc, doc.data["state"]))
+        if "state" in data:
+            errors.extend(contract.state_errors(doc, data["state"]))
         if not errors:
             return scenario, [], doc.lines.get("name")
     return None, sorted(errors, key=_order), None
@@ -336,8 +340,8 @@ def narrowed_notes(scenario: Scenario, contract: ScenarioContract) -> list[str]:
 MAX_RULE_DEPTH = 64  # nesting of one declared rule: deeper is surely a mistake, and would strain the recursive checks
 
 
-def _too_deep(data: Any) -> bool:
-    stack = [(data, 0)]
+def _too_deep(data: object) -> bool:
+    stack: list[tuple[object, int]] = [(data, 0)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_RULE_DEPTH:
@@ -356,7 +360,7 @@ def _relative(error: ScenarioError, line: int | None) -> ScenarioError:
     return ScenarioError(error.file, line, path, error.message)
 
 
-def load_rule(data: Any, contract: ScenarioContract, file: str, line: int | None = None) -> Rule:
+def load_rule(data: object, contract: ScenarioContract, file: str, line: int | None = None) -> Rule:
     """One rule in the scenario format (`{"match": ..., "reply": ...}`), checked exactly as a scenario file's rules
     are; raises ScenarioLoadError with every problem, each at `file:line` and the location inside the rule."""
     if _too_deep(data):
@@ -364,9 +368,10 @@ def load_rule(data: Any, contract: ScenarioContract, file: str, line: int | None
     doc = ScenarioDocument.of_data(file, {"rules": [data]}, line)
     errors = doc.errors or _schema_errors(doc)
     if not errors:
+        raw = cast(RuleData, data)  # the scenario schema passed it, as the file's one rule
         rule = _build(doc, "").rules[0]
-        found, answering = contract.check_rule(doc, rule, data)
-        errors = [*_unreachable_replies(doc, rule), *_matcher_errors(doc, rule, data), *found]
+        found, answering = contract.check_rule(doc, rule, raw)
+        errors = [*_unreachable_replies(doc, rule), *_matcher_errors(doc, rule, raw), *found]
         if not errors:
             return answering
     raise ScenarioLoadError([_relative(e, line) for e in sorted(errors, key=_order)])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from plantstub._json import NO_BODY
 from plantstub.pattern import RequestPattern
@@ -29,7 +28,7 @@ class Reply:
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    body: Any = NO_BODY
+    body: object = NO_BODY
     delay_ms: int = 0
     fault: Fault | None = None
     line: int = 0
@@ -47,7 +46,7 @@ class RuleWebhook:
     """One entry of a rule's `webhooks:`: a webhook (or callback) of the spec to send after a 2xx answer."""
 
     name: str
-    body: Any = NO_BODY  # NO_BODY: the created record, or a body generated from the webhook's schema
+    body: object = NO_BODY  # NO_BODY: the created record, or a body generated from the webhook's schema
     delay_ms: int = 0
     line: int = 0
 
@@ -81,4 +80,4 @@ class Scenario:
     file: str
     rules: tuple[Rule, ...]
     validate_requests: bool = True
-    state: dict[str, list[dict[str, Any]]] | None = None  # `state:`, what a --stateful stub holds when it activates
+    state: dict[str, list[dict[str, object]]] | None = None  # `state:`, what a --stateful stub holds when it activates

@@ -9,7 +9,7 @@ place it sits. When none of the first is among the second, the rule is refused a
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple, cast
 
 from plantstub._json import MISSING, is_json, pick_json
 from plantstub._words import did_you_mean
@@ -35,10 +35,11 @@ def fits(given: set[str], wanted: set[str]) -> bool:
     )
 
 
-def _branch_field(flat: dict[str, Any], step: str, defs: dict[str, Any]) -> tuple[Any, bool]:
+def _branch_field(flat: dict[str, object], step: str, defs: dict[str, object]) -> tuple[object, bool]:
     """`step` as the branches of a oneOf/anyOf declare it: (its schemas as an anyOf, True), else (None, False)."""
     found = []
-    for branch in (flat.get("oneOf") or []) + (flat.get("anyOf") or []):
+    # A valid schema's (checked at load): lists of schemas, when there
+    for branch in cast("list[object]", flat.get("oneOf") or []) + cast("list[object]", flat.get("anyOf") or []):
         branch = flatten(branch, defs)
         props = branch.get("properties") if isinstance(branch, dict) else None
         if isinstance(props, dict) and step in props:
@@ -46,7 +47,7 @@ def _branch_field(flat: dict[str, Any], step: str, defs: dict[str, Any]) -> tupl
     return ({"anyOf": found} if len(found) > 1 else found[0], True) if found else (None, False)
 
 
-def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | None]:
+def schema_at(schema: object, steps: tuple[str | int, ...]) -> tuple[object, str | None]:
     """The subschema at `steps` below `schema`: (subschema, None), (None, None) when unknowable, or (None, why not).
 
     Only a name that cannot be there is refused: under `additionalProperties: false`, or one that looks
@@ -68,7 +69,7 @@ def schema_at(schema: Any, steps: tuple[str | int, ...]) -> tuple[Any, str | Non
                 return None, None
             continue
         declared = flat.get("properties")
-        properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
+        properties: dict[str, object] = declared if isinstance(declared, dict) else {}
         extra = flat.get("additionalProperties")
         if step in properties:
             node = properties[step]
@@ -91,7 +92,7 @@ class Source(NamedTuple):
     """What a lone placeholder gives for a request to one operation."""
 
     types: set[str] | None  # the JSON types it can have; None: not known
-    sample: Any  # a value of the request schema at that place, or MISSING
+    sample: object  # a value of the request schema at that place, or MISSING
     problem: str | None  # why the placeholder cannot work, for a load error
 
 
@@ -117,7 +118,7 @@ def placeholder_source(op: Operation, ref: Ref) -> Source:
     return Source(types_of(schema, defs), value, None)
 
 
-def wanted_types(response_schema: Any, steps: tuple[str | int, ...]) -> set[str] | None:
+def wanted_types(response_schema: object, steps: tuple[str | int, ...]) -> set[str] | None:
     """The JSON types the response schema accepts at `steps` below the body (None: any, or unknowable)."""
     schema, problem = schema_at(response_schema, steps)
     if schema is None or problem is not None:

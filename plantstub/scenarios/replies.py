@@ -17,6 +17,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 FRAMING_HEADERS = ("content-length", "transfer-encoding", "connection")
 
 
+# `cache`: id(reply or webhook) -> (it, its templates compiled), kept by the rules' owner. Its entries differ by the
+# kind of their object (a reply's holds its headers' templates too), which the request path does not check: Any.
 def _compiled(reply: Reply, cache: dict[int, Any]) -> tuple[Template, dict[str, Template]]:
     entry = cache.get(id(reply))
     if entry is None or entry[0] is not reply:
@@ -30,8 +32,8 @@ def _compiled(reply: Reply, cache: dict[int, Any]) -> tuple[Template, dict[str, 
 
 
 def rule_webhooks(
-    rule: Rule, request: IncomingRequest, request_body: Any, cache: dict[int, Any]
-) -> list[tuple[str, Any, int, bool]]:
+    rule: Rule, request: IncomingRequest, request_body: object, cache: dict[int, Any]
+) -> list[tuple[str, object, int, bool]]:
     """A rule's `webhooks:` for one request, as (name, body, delay_ms, whether the body must still be checked
     against the webhook's schema): templates in bodies filled in; a static body was checked at load."""
     sent = []
@@ -47,7 +49,7 @@ def rule_webhooks(
     return sent
 
 
-def _view(request: IncomingRequest, request_body: Any) -> dict[str, Any]:
+def _view(request: IncomingRequest, request_body: object) -> dict[str, object]:
     return {
         "method": request.method,
         "path": request.path,
@@ -58,7 +60,7 @@ def _view(request: IncomingRequest, request_body: Any) -> dict[str, Any]:
 
 
 def rule_reply(
-    reply: Reply, request: IncomingRequest, request_body: Any, cache: dict[int, Any]
+    reply: Reply, request: IncomingRequest, request_body: object, cache: dict[int, Any]
 ) -> tuple[Outgoing, Fault | None]:
     """The Outgoing a rule's reply describes, templates filled from the request; and its Fault, if any."""
     if reply.fault is not None and not reply.fault.sends_status:

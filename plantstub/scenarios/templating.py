@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from plantstub._json import MISSING, NO_BODY
 from plantstub._words import did_you_mean
@@ -28,7 +27,7 @@ _ROOT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
 _STEP = re.compile(r"\.([^.\[\]\s{}()'\"|]+)|\[(\d+)\]")
 
 Location = tuple[str | int, ...]
-View = Mapping[str, Any]
+View = Mapping[str, object]  # the request as templates read it: method, path, body, headers, query
 
 
 class TemplateError(ValueError):
@@ -82,7 +81,7 @@ def parse(text: str) -> Ref:
     return Ref(field, below)
 
 
-def _header(headers: Any, name: str) -> Any:
+def _header(headers: object, name: str) -> object:
     if not isinstance(headers, Mapping):
         return MISSING
     value = headers.get(name, MISSING)  # a CIMultiDict answers case-insensitively already
@@ -92,7 +91,7 @@ def _header(headers: Any, name: str) -> Any:
     return value
 
 
-def _step(value: Any, step: str | int) -> Any:
+def _step(value: object, step: str | int) -> object:
     if isinstance(value, Mapping) and isinstance(step, str):
         return value.get(step, MISSING)
     if isinstance(value, list):
@@ -103,7 +102,7 @@ def _step(value: Any, step: str | int) -> Any:
     return MISSING
 
 
-def lookup(ref: Ref, view: View) -> Any:
+def lookup(ref: Ref, view: View) -> object:
     """The request value `ref` points at, or the MISSING marker."""
     value = view.get(ref.field, MISSING)
     steps = ref.steps
@@ -120,7 +119,7 @@ def lookup(ref: Ref, view: View) -> Any:
     return value
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """How a value reads inside text: strings as they are, JSON for the rest, empty when missing."""
     if value is MISSING:
         return ""
@@ -134,7 +133,7 @@ def _is_lone(value: str, found: list[re.Match[str]]) -> bool:
 
 
 # A compiled node is None (static: return the value as it is) or a function of the view.
-Node = Callable[[View], Any] | None
+Node = Callable[[View], object] | None
 
 
 def _compile_text(value: str, text_only: bool) -> Node:
@@ -144,7 +143,7 @@ def _compile_text(value: str, text_only: bool) -> Node:
     if _is_lone(value, found) and not text_only:
         ref = parse(found[0].group(0))
 
-        def lone(view: View) -> Any:
+        def lone(view: View) -> object:
             return lookup(ref, view)  # MISSING is resolved by the enclosing object, list or render()
 
         return lone
@@ -163,7 +162,7 @@ def _compile_text(value: str, text_only: bool) -> Node:
     return text
 
 
-def _compile(value: Any, text_only: bool) -> Node:
+def _compile(value: object, text_only: bool) -> Node:
     if isinstance(value, str):
         return _compile_text(value, text_only)
     if isinstance(value, dict):
@@ -171,8 +170,8 @@ def _compile(value: Any, text_only: bool) -> Node:
         if all(node is None for _, _, node in items):
             return None
 
-        def mapping(view: View) -> dict[str, Any]:
-            built = {}
+        def mapping(view: View) -> dict[str, object]:
+            built: dict[str, object] = {}
             for key, item, node in items:
                 if node is not None:
                     item = node(view)
@@ -190,7 +189,7 @@ def _compile(value: Any, text_only: bool) -> Node:
     return None
 
 
-def _present(value: Any) -> Any:
+def _present(value: object) -> object:
     return None if value is MISSING else value
 
 
@@ -199,7 +198,7 @@ class Template:
 
     __slots__ = ("_node", "source")
 
-    def __init__(self, source: Any, node: Node) -> None:
+    def __init__(self, source: object, node: Node) -> None:
         self.source = source
         self._node = node
 
@@ -207,12 +206,12 @@ class Template:
     def static(self) -> bool:
         return self._node is None
 
-    def render(self, view: View) -> Any:
+    def render(self, view: View) -> object:
         """Fill the placeholders from `view` (method, path, body, headers, query)."""
         return self.source if self._node is None else _present(self._node(view))
 
 
-def compile_template(value: Any, *, text: bool = False) -> Template:
+def compile_template(value: object, *, text: bool = False) -> Template:
     """Compile a reply value (recursively through dicts and lists; keys stay literal).
 
     With `text=True` (header values) a lone placeholder renders as text too. Raises TemplateError.
@@ -220,12 +219,12 @@ def compile_template(value: Any, *, text: bool = False) -> Template:
     return Template(value, _compile(value, text))
 
 
-def render(value: Any, request_view: View) -> Any:
+def render(value: object, request_view: View) -> object:
     """Compile and render in one go (a convenience; compile once when rendering often)."""
     return compile_template(value).render(request_view)
 
 
-def placeholder_paths(value: Any, location: Location = ()) -> list[Placeholder]:
+def placeholder_paths(value: object, location: Location = ()) -> list[Placeholder]:
     """Every placeholder in `value` with its location, whether its string is only that, and any problem."""
     found: list[Placeholder] = []
     if isinstance(value, str):

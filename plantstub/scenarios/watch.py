@@ -97,21 +97,23 @@ async def off_loop(work: Callable[[], T]) -> T:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if future.done():  # cancelled meanwhile
-            return
-        if error is not None:
+    def settled(result: T) -> None:
+        if not future.done():  # else cancelled meanwhile
+            future.set_result(result)
+
+    def failed(error: BaseException) -> None:
+        if not future.done():
             future.set_exception(error)
-        else:
-            future.set_result(result)  # type: ignore[arg-type]
 
     def run() -> None:
         try:
-            result, error = work(), None
+            result = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task, raised there
-            result, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting any more
-            loop.call_soon_threadsafe(settle, result, error)
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting any more
+                loop.call_soon_threadsafe(failed, exc)
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settled, result)
 
     threading.Thread(target=run, name="plantstub-watch", daemon=True).start()
     return await future

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import cast
 
 from plantstub._json import JSON, MAX_NESTING, BodyError, TooDeep, decode_json, json_bytes, nests_deeper, scan_json
 from plantstub.contract.outgoing import Outgoing, error_body
@@ -16,7 +16,7 @@ OUTER_LEVELS = 2  # the levels walked here: `{"/plants": [record, ...]}`, each r
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def reply(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Outgoing:
+def reply(value: object, status: int = 200, headers: dict[str, str] | None = None) -> Outgoing:
     """`value` as a JSON answer (orjson, never NaN or Infinity)."""
     return Outgoing(status, value, json_bytes(value), JSON, headers or {})
 
@@ -30,7 +30,7 @@ def error(status: int, message: str, headers: dict[str, str] | None = None,
     return reply(body, status, headers)
 
 
-async def read_json(request: IncomingRequest, example: str) -> Any:
+async def read_json(request: IncomingRequest, example: str) -> object:
     """The request's JSON body (None when empty), parsed as request bodies are (strict, depth-bounded); an Outgoing
     to send instead when it cannot be read: a 400 saying what and where, with `example`. (The transport read the body
     within --max-body.)"""
@@ -51,7 +51,7 @@ class _Elsewhere(Exception):
     """Not read here: decode_json() reads the whole body instead, and words what is wrong with it."""
 
 
-def decode_in_pieces(raw: bytes) -> Any:
+def decode_in_pieces(raw: bytes) -> object:
     """decode_json() of a big body, in pieces: the outer OUTER_LEVELS of objects and arrays walked here, each value
     inside parsed alone, so a thread parsing it lets the GIL go between values (the event loop runs meanwhile)."""
     try:
@@ -70,21 +70,21 @@ def _skip(text: str, at: int) -> int:
     return at if found is None else found.end()
 
 
-def _value(text: str, at: int, levels: int) -> tuple[Any, int]:
+def _value(text: str, at: int, levels: int) -> tuple[object, int]:
     opening = text[at : at + 1]
     if levels and opening == "{":
-        members: dict[str, Any] = {}
+        members: dict[str, object] = {}
         at = _skip(text, at + 1)
         if text.startswith("}", at):
             return members, at + 1
         while True:
             if not text.startswith('"', at):
                 raise _Elsewhere
-            key, at = scan_json(text, at)
+            key, at = scan_json(text, at)  # a string: it starts with a quote
             at = _skip(text, at)
             if not text.startswith(":", at):
                 raise _Elsewhere
-            members[key], at = _value(text, _skip(text, at + 1), levels - 1)
+            members[cast(str, key)], at = _value(text, _skip(text, at + 1), levels - 1)
             at = _skip(text, at)
             if text.startswith("}", at):
                 return members, at + 1
@@ -92,7 +92,7 @@ def _value(text: str, at: int, levels: int) -> tuple[Any, int]:
                 raise _Elsewhere
             at = _skip(text, at + 1)
     if levels and opening == "[":
-        items: list[Any] = []
+        items: list[object] = []
         at = _skip(text, at + 1)
         if text.startswith("]", at):
             return items, at + 1

@@ -9,13 +9,14 @@ aiohttp to it and back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from enum import Enum
+from typing import Any, Final, NamedTuple, cast
 
 from plantstub._json import NO_BODY
 from plantstub._regex import REQUEST_SECONDS, RegexBudget
 from plantstub.contract.model import Operation
 from plantstub.contract.operations import ServedOperation, preferred
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.outgoing import ErrorRecord, Outgoing, error_reply
 from plantstub.contract.requests import challenge
 from plantstub.contract.schema import Violation
 from plantstub.contract.webhooks import RequestValues
@@ -33,6 +34,7 @@ from plantstub.recording.answered import (
     code_rule,
     scenario_rule,
 )
+from plantstub.recording.verdict import Upstream
 from plantstub.scenarios.model import Fault, Rule, Scenario
 from plantstub.scenarios.replies import rule_reply, rule_webhooks
 from plantstub.scenarios.select import select_rule
@@ -42,7 +44,11 @@ from plantstub.webhooks.dispatch import RuleWebhooks
 from plantstub.webhooks.sender import WEBHOOK_HEADER
 
 SCENARIO_HEADER = "X-Plantstub-Scenario"
-_ACTIVE = object()  # decide()'s `active` when not given: the session's active scenario now
+class _Now(Enum):
+    ACTIVE = 0  # decide()'s `active` when not given: the session's active scenario now
+
+
+_ACTIVE: Final = _Now.ACTIVE
 
 
 class Decision(NamedTuple):
@@ -53,9 +59,9 @@ class Decision(NamedTuple):
 
     out: Outgoing | None = None
     op: Operation | None = None
-    params: dict[str, Any] = {}  # noqa: RUF012 - never mutated: a NamedTuple's default
-    body: Any = None  # the request body as validated (None: none read)
-    created: Any = None  # with --stateful, the record a create stored (its key assigned)
+    params: dict[str, str] = {}  # noqa: RUF012 - never mutated: a NamedTuple's default
+    body: object = None  # the request body as validated (None: none read)
+    created: object = None  # with --stateful, the record a create stored (its key assigned)
     errors: tuple[str, ...] = ()  # the request's contract violations
     stub_errors: tuple[str, ...] = ()  # the stub's own: a rule's reply that breaks the contract, a crash
     scenario: str | None = None
@@ -66,14 +72,15 @@ class Decision(NamedTuple):
     sends: bool = False  # whether the answer may send webhooks or callbacks (a 2xx of a watched operation)
     # --proxy: nothing here answers; the pipeline forwards the request to the real service (plantstub/proxy/)
     forward: bool = False
-    upstream: dict[str, Any] | None = None  # the real service's answer as recorded: url, status, valid, errors
+    upstream: Upstream | None = None  # the real service's answer as recorded: url, status, valid, errors
     answerer: Answerer = DEFAULT  # who answered (a shared constant but for rules): the call's `answered_by`
 
     def refused(self, out: Outgoing, answerer: Answerer = CHECK) -> Decision:
         """This decision answered by a refusal instead (its message is the call's error): the request check's, or
         `answerer`'s (Prefer's that cannot be met; a client that left mid-body)."""
-        return self._replace(out=out, errors=(out.ours if out.ours is not None else out.body["message"],), fault=None,
-                             sends=False, answerer=answerer)
+        # No `ours`: the body is the Error record itself (the cast costs a call only then).
+        return self._replace(out=out, errors=(out.ours if out.ours is not None else cast(ErrorRecord, out.body)["message"],),
+                             fault=None, sends=False, answerer=answerer)
 
     def unsent(self, out: Outgoing) -> Decision:
         """This decision's answer never went out (the client left, the stub stopped): `out`, a 499 saying so
@@ -85,7 +92,7 @@ class Decision(NamedTuple):
         return self._replace(out=error_reply(500, message), fault=None, stub_errors=(message,), sends=False,
                              answerer=CRASH)
 
-    def forwarded(self, out: Outgoing, upstream: dict[str, Any], left: bool = False) -> Decision:
+    def forwarded(self, out: Outgoing, upstream: Upstream, left: bool = False) -> Decision:
         """This forwarded decision answered by the real service (`upstream`: its verdict), or by a 502 of ours when
         it could not; `left`: the client left before it answered (`out` a 499 saying so), recorded as such."""
         return self._replace(out=out, upstream=upstream, answerer=CLIENT_LEFT if left else PROXY)
@@ -105,7 +112,8 @@ def refusal(status: int, message: str, headers: dict[str, str] | None = None) ->
     return UNANSWERED.refused(error_reply(status, message, headers))
 
 
-def decide(runtime: Runtime, session: Session, incoming: IncomingRequest, active: Any = _ACTIVE) -> Decision:
+def decide(runtime: Runtime, session: Session, incoming: IncomingRequest,
+           active: str | _Now | None = _ACTIVE) -> Decision:
     """Steps 1-5 of the pipeline, without I/O. `active`: the scenario when the request arrived (default: now)."""
     route = runtime.router.route(incoming.method, incoming.raw_path or incoming.path)
     op = route.operation
@@ -124,7 +132,7 @@ def decide(runtime: Runtime, session: Session, incoming: IncomingRequest, active
 
 
 def _decide(session: Session, served: ServedOperation, op: Operation, params: dict[str, str],
-            incoming: IncomingRequest, active: Any) -> Decision:
+            incoming: IncomingRequest, active: str | _Now | None) -> Decision:
     """The request to a routed operation: pick the scenario, check, answer (our refusals as our Error record)."""
     name = incoming.headers.get(SCENARIO_HEADER) or (session.active if active is _ACTIVE else active)
     scenario = None
@@ -178,7 +186,7 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
                 return decision
     store = session.store
     if store is not None:  # --stateful: the records answer where the default answer would
-        action = session.actions.get(base.op)  # type: ignore[arg-type]  # decide() set it
+        action = session.actions.get(served.op)  # base.op: the operation routed, served's own
         if action is not None:
             # No body sent (an optional one): the record starts empty; None is a body that was sent but not read.
             out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
@@ -251,7 +259,7 @@ def _sends(incoming: IncomingRequest, decision: Decision) -> bool:
     return out is not None and 200 <= out.status < 300 and WEBHOOK_HEADER not in incoming.headers
 
 
-def created_record(decision: Decision) -> Any:
+def created_record(decision: Decision) -> object:
     """What the default trigger sends: the record the store created (--stateful), else the validated request body."""
     return decision.created if decision.created is not None else decision.body
 

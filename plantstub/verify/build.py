@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import cast
 from urllib.parse import quote
 
 from plantstub._json import JSON, MISSING, NO_BODY, is_json, pick_json, shown
@@ -116,7 +116,7 @@ def _constrained(match: Criteria) -> list[str]:
     return places
 
 
-def _leaves(value: Any, where: str) -> Iterable[str]:
+def _leaves(value: object, where: str) -> Iterable[str]:
     if isinstance(value, dict) and value and not is_matcher(value):
         for key, item in value.items():
             yield from _leaves(item, f"{where}.{key}")
@@ -150,7 +150,7 @@ class _Builder:
                        withheld=withheld)
 
     # -- values from a schema ----------------------------------------------------------------------------------
-    def sample(self, schema: Any, defs: dict[str, Any] | None = None) -> Any:
+    def sample(self, schema: object, defs: dict[str, object] | None = None) -> object:
         return sample_of(schema, self.samples, defs)
 
     def text(self, param: Parameter | None, where: str) -> str:
@@ -160,7 +160,7 @@ class _Builder:
             raise NoValue(where, f"{param.name if param else where} is a list or an object; verify builds text")
         return text
 
-    def meet_text(self, matcher: dict[str, Any], param: Parameter | None, where: str) -> str | None:
+    def meet_text(self, matcher: dict[str, object], param: Parameter | None, where: str) -> str | None:
         """Text meeting a header's or query value's matcher (None: `$absent`)."""
         if absent(matcher):
             return None
@@ -204,14 +204,14 @@ class _Builder:
                 pairs.extend((param.name, text) for text in self.param_texts(param))
         return pairs
 
-    def values(self, want: Any, param: Parameter | None, where: str) -> list[str]:
+    def values(self, want: object, param: Parameter | None, where: str) -> list[str]:
         """The texts of one header or query name the match gives: a text, a matcher's, or each of a list."""
         if isinstance(want, list):
             return [text for i, item in enumerate(want) for text in self.values(item, param, f"{where}[{i}]")]
         if isinstance(want, dict):
             text = self.meet_text(want, param, where)
             return [] if text is None else [text]
-        return [want]
+        return [cast(str, want)]  # a match's header and query values are text (expected_text())
 
     def param_texts(self, param: Parameter) -> list[str]:
         """A required parameter the match says nothing of: its example or a generated value, as text(s)."""
@@ -223,7 +223,7 @@ class _Builder:
             return [t for t in texts if t is not None] if param.explode else [",".join(t or "" for t in texts)]
         return [self.text(param, f"{param.location}.{param.name}")]
 
-    def headers(self, body: Any) -> list[tuple[str, str]]:
+    def headers(self, body: object) -> list[tuple[str, str]]:
         given = {name.lower(): value for name, value in self.extra}
         headers: list[tuple[str, str]] = []
         for name, want in self.match.headers.items():
@@ -240,11 +240,11 @@ class _Builder:
             headers.append(("Content-Type", JSON))
         return headers
 
-    def body(self) -> Any:
+    def body(self) -> object:
         name = pick_json(self.op.body or {})
         media = self.op.body[name] if self.op.body and name is not None and is_json(name) else None
         schema = media.schema if media is not None else None
-        base = MISSING
+        base: object = MISSING
         if media is not None:  # the spec's own example of the request body, when it keeps the schema
             given = [media.example, *media.examples.values()]
             base = next((v for v in given if v is not MISSING and (not isinstance(schema, dict)

@@ -26,9 +26,9 @@ class Verdict:
     """The stub's reply and the service's answer side by side, what differs and what broke the contract."""
 
     stub_status: int
-    stub_body: Any  # the rendered reply's body, NO_BODY when it has none
+    stub_body: object  # the rendered reply's body, NO_BODY when it has none
     service_status: int | None  # None: no answer
-    service_body: Any  # parsed JSON, else text, None when empty
+    service_body: object  # parsed JSON, else text, None when empty
     differs: tuple[str, ...]  # what differs: status, status class, shape, body, no answer
     details: tuple[str, ...]  # each difference, in the location notation
     broke: tuple[str, ...]  # the answer's contract problems
@@ -63,7 +63,7 @@ def verdict(rule: Rule, request: Request, answer: Answer | NoAnswer, served: Ser
                    answer.seconds)
 
 
-def kind(value: Any) -> str:
+def kind(value: object) -> str:
     """A JSON value's type as a difference names it: integers and decimals are both numbers."""
     if value is None:
         return "null"
@@ -76,15 +76,15 @@ def kind(value: Any) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
-def _items(value: list[Any]) -> str:
-    return f"{plural(len(value), 'item')}"
+def _items(value: list[object]) -> str:
+    return plural(len(value), "item")
 
 
-def _service(value: Any) -> str:
+def _service(value: object) -> str:
     return "absent" if value is MISSING else f"{shown(value)} ({kind(value)})"
 
 
-def shape_differences(expected: Any, actual: Any, where: str) -> list[str]:
+def shape_differences(expected: object, actual: object, where: str) -> list[str]:
     """Where the reply's shape is not found in the answer: each property the reply has, with the same JSON type (an
     answer may have more); the items of an array each of the shape of one of the reply's items."""
     if actual is MISSING:
@@ -92,10 +92,10 @@ def shape_differences(expected: Any, actual: Any, where: str) -> list[str]:
     if kind(expected) != kind(actual):
         return [f"{where}: stub {kind(expected)}, service {_service(actual)}"]
     found: list[str] = []
-    if isinstance(expected, dict):
+    if isinstance(expected, dict) and isinstance(actual, dict):  # (the same kind, said above)
         for key, item in expected.items():
             found.extend(shape_differences(item, actual.get(key, MISSING), f"{where}.{key}"))
-    elif isinstance(expected, list) and expected:
+    elif isinstance(expected, list) and expected and isinstance(actual, list):
         for i, item in enumerate(actual):
             tried = [shape_differences(one, item, f"{where}[{i}]") for one in expected]
             if all(tried):  # of none of the reply's item shapes: the nearest one's differences
@@ -104,7 +104,7 @@ def shape_differences(expected: Any, actual: Any, where: str) -> list[str]:
     return found
 
 
-def body_differences(expected: Any, actual: Any, where: str) -> list[str]:
+def body_differences(expected: object, actual: object, where: str) -> list[str]:
     """Where the answer's body is not the reply's: values that differ, properties either one lacks."""
     if isinstance(expected, dict) and isinstance(actual, dict):
         found: list[str] = []

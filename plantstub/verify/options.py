@@ -4,10 +4,10 @@ named with what was expected (never the value of a --header: it may be a credent
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from plantstub.config import DEFAULT_SCENARIOS, _bool, _seconds, build_settings, env_name, proxy_url, shown_default
 from plantstub.errors import ConfigError
@@ -63,20 +63,20 @@ def header(text: str, name: str = "--header") -> tuple[str, str]:
     return field, value
 
 
-def _headers(name: str, value: Any) -> tuple[tuple[str, str], ...]:
+def _headers(name: str, value: object) -> tuple[tuple[str, str], ...]:
     """--header (repeatable), or PLANTSTUB_HEADER: one header per line."""
-    items = value.splitlines() if isinstance(value, str) else list(value)
+    items = value.splitlines() if isinstance(value, str) else list(cast("Iterable[str]", value))  # argparse's list
     return tuple(header(item, name) for item in items if item.strip())
 
 
-def _compare(name: str, value: Any) -> str:
+def _compare(name: str, value: object) -> str:
     text = str(value).strip().lower()
     if text not in COMPARE:
         raise ConfigError(f"{name}={value!r}: unknown comparison (expected {', '.join(COMPARE)})")
     return text
 
 
-def _against(name: str, value: Any) -> str:
+def _against(name: str, value: object) -> str:
     try:
         return proxy_url(value)
     except ValueError as exc:
@@ -90,10 +90,10 @@ _CONVERTERS = {"against": _against, "header": _headers, "compare": _compare, "al
 ENV = tuple(env_name(field) for field in _CONVERTERS)  # the variables verify reads besides the stub's own
 
 
-def verify_settings(explicit: Mapping[str, Any], env: Mapping[str, str] | None = None) -> VerifySettings:
+def verify_settings(explicit: Mapping[str, object], env: Mapping[str, str] | None = None) -> VerifySettings:
     """The settings of one run from the command line's values (None: not given) and the environment."""
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # field -> its value, of the type its converter gives (its field's)
     for field, convert in _CONVERTERS.items():
         if explicit.get(field) not in (None, [], ()):
             values[field] = convert("--" + field.replace("_", "-"), explicit[field])
@@ -103,7 +103,7 @@ def verify_settings(explicit: Mapping[str, Any], env: Mapping[str, str] | None =
         raise ConfigError(f"verify needs the real service's base URL: --against URL (or {env_name('against')})")
     shared = build_settings({field: explicit.get(field) for field in ("spec", "spec_root", "scenario")},
                             env={env_name(f): env[env_name(f)] for f in SHARED if env_name(f) in env})
-    paths = tuple(Path(p) for p in explicit.get("paths") or ())
+    paths = tuple(Path(p) for p in cast("Iterable[str]", explicit.get("paths") or ()))  # argparse's list
     named = bool(paths)
     if not named:
         paths = (shared.scenarios or DEFAULT_SCENARIOS,)
@@ -114,5 +114,5 @@ def verify_settings(explicit: Mapping[str, Any], env: Mapping[str, str] | None =
                           record=_path(explicit.get("record")))
 
 
-def _path(value: Any) -> Path | None:
-    return None if value in (None, "") else Path(value)
+def _path(value: object) -> Path | None:
+    return None if value in (None, "") else Path(cast("str | os.PathLike[str]", value))  # a path given

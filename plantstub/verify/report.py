@@ -9,7 +9,6 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from plantstub._json import NO_BODY
 from plantstub._words import plural
@@ -101,21 +100,21 @@ def lines(outcomes: list[Outcome], secrets: Secrets) -> list[str]:
     return out
 
 
-def _body(value: Any) -> Any:
+def _body(value: object) -> object:
     return None if value is NO_BODY else value
 
 
-def as_json(outcome: Outcome, secrets: Secrets, extra: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+def as_json(outcome: Outcome, secrets: Secrets, extra: tuple[tuple[str, str], ...]) -> dict[str, object]:
     """One rule as `--json` shows it."""
-    data: dict[str, Any] = {"file": outcome.file, "line": outcome.line, "scenario": outcome.scenario,
+    data: dict[str, object] = {"file": outcome.file, "line": outcome.line, "scenario": outcome.scenario,
                             "rule": outcome.rule, "outcome": outcome.outcome, "text": f"{outcome.label}: {outcome.said}"}
     if outcome.reason:
         data["reason"] = outcome.reason
     request = outcome.request
     if request is not None:
-        query: dict[str, Any] = {}
+        query: dict[str, object] = {}
         for name, value in request.query:  # a repeated name: its values as a list, as recorded calls show them
-            query[name] = [*query[name], value] if isinstance(query.get(name), list) else \
+            query[name] = [*kept, value] if isinstance(kept := query.get(name), list) else \
                 [query[name], value] if name in query else value
         data["request"] = {"method": request.method, "path": request.path, "query": query,
                            "headers": secrets.headers(sent_headers(request, extra)), "body": _body(request.body),
@@ -125,11 +124,10 @@ def as_json(outcome: Outcome, secrets: Secrets, extra: tuple[tuple[str, str], ..
         data["stub"] = {"status": v.stub_status, "body": _body(v.stub_body)}
         data["service"] = {"status": v.service_status, "body": v.service_body, "seconds": round(v.seconds, 4)}
         data.update(differs=list(v.differs), details=list(v.details), broke=list(v.broke))
-    result: dict[str, Any] = secrets.value(data)
-    return result
+    return secrets.value(data)
 
 
-def json_report(outcomes: list[Outcome], secrets: Secrets, extra: tuple[tuple[str, str], ...], head: dict[str, Any],
+def json_report(outcomes: list[Outcome], secrets: Secrets, extra: tuple[tuple[str, str], ...], head: dict[str, object],
                 load_errors: list[str]) -> str:
     counts = counted(outcomes)
     document = {**head, "passed": not any(counts[o] for o in FAILING) and not load_errors,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote, urlencode
 
 from multidict import CIMultiDict
@@ -28,7 +27,7 @@ class Request:
     raw_path: str  # percent-encoded, appended to --against
     query: tuple[tuple[str, str], ...]
     headers: tuple[tuple[str, str], ...]
-    body: Any  # a JSON value, or NO_BODY
+    body: object  # a JSON value, or NO_BODY
     op: Operation
     breaks: tuple[str, ...] = ()  # the request's own contract problems, when the rule is made to catch them
     withheld: frozenset[str] = frozenset()  # --header names (lower case) not sent: the rule wants them absent

@@ -4,7 +4,7 @@ fields whose name says secret. The one place verify asks the project's redaction
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import overload
 
 from plantstub.redaction import REDACTED, redacted, secret_name
 
@@ -39,12 +39,18 @@ class Secrets:
                 text = text.replace(value, REDACTED)
         return text
 
-    def value(self, value: Any) -> Any:
+    @overload
+    def value(self, value: dict[str, object]) -> dict[str, object]: ...
+
+    @overload
+    def value(self, value: object) -> object: ...
+
+    def value(self, value: object) -> object:
         """A JSON value (an answer's body, a report) with fields named as secrets REDACTED and every string (keys
         too) hidden by text()."""
         return self._hidden(redacted(value))
 
-    def _hidden(self, value: Any) -> Any:
+    def _hidden(self, value: object) -> object:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):

@@ -4,7 +4,6 @@ from a match's partial one: what it gives kept, the rest of every object it name
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from plantstub._json import MISSING, shown
 from plantstub.contract.compiled import Checks
@@ -22,7 +21,7 @@ class NoValue(Exception):
         super().__init__(f"{where}: {why}")
 
 
-def sample_of(schema: Any, samples: Checks, defs: dict[str, Any] | None = None) -> Any:
+def sample_of(schema: object, samples: Checks, defs: dict[str, object] | None = None) -> object:
     """A valid value of `schema` (its example when it has a valid one), MISSING when none is found."""
     if not isinstance(schema, dict):
         return MISSING
@@ -33,21 +32,21 @@ def sample_of(schema: Any, samples: Checks, defs: dict[str, Any] | None = None) 
     return MISSING if value is None and not samples.valid(None, schema, defs or defs_of(schema)) else value
 
 
-def absent(want: Any) -> bool:
+def absent(want: object) -> bool:
     """Whether a criterion wants its field or header absent (`{$absent: true}`, `{$present: false}`)."""
     return isinstance(want, dict) and (want.get("$absent") is True or want.get("$present") is False)
 
 
-def misses(want: Any, actual: str, name: str) -> bool:
+def misses(want: object, actual: str, name: str) -> bool:
     """Whether a header value given with --header fails the rule's criterion for that header."""
     if isinstance(want, dict) and want and is_matcher(want):
         return bool(matcher_mismatches(want, actual, f"headers.{name}"))
     return want != actual
 
 
-def candidates(matcher: Mapping[str, Any]) -> list[Any]:
+def candidates(matcher: Mapping[str, object]) -> list[object]:
     """Values that may meet a matcher, in the order they are tried (each one is checked)."""
-    found: list[Any] = []
+    found: list[object] = []
     if "$eq" in matcher:
         found.append(matcher["$eq"])
     pattern = matcher.get("$regex")
@@ -63,7 +62,7 @@ def candidates(matcher: Mapping[str, Any]) -> list[Any]:
     return found
 
 
-def _scalar(text: str) -> Any:
+def _scalar(text: str) -> object:
     """`text` read as a JSON number or boolean (a `$regex` also meets one, read as text), else MISSING."""
     if text in ("true", "false"):
         return text == "true"
@@ -82,24 +81,24 @@ class Filler:
     """A request body from the match's partial body: each value it gives kept, each matcher met, the rest of every
     object it names filled from the request schema's sample there."""
 
-    def __init__(self, schema: Any, samples: Checks) -> None:
+    def __init__(self, schema: object, samples: Checks) -> None:
         self.schema = schema
         self.defs = defs_of(schema)
         self.samples = samples
 
-    def at(self, steps: tuple[str | int, ...]) -> Any:
+    def at(self, steps: tuple[str | int, ...]) -> object:
         if self.schema is None:
             return None
         return schema_at(self.schema, steps)[0] if steps else self.schema
 
-    def sample(self, steps: tuple[str | int, ...]) -> Any:
+    def sample(self, steps: tuple[str | int, ...]) -> object:
         return sample_of(self.at(steps), self.samples, self.defs)
 
-    def valid(self, value: Any, steps: tuple[str | int, ...]) -> bool:
+    def valid(self, value: object, steps: tuple[str | int, ...]) -> bool:
         schema = self.at(steps)
         return schema is None or self.samples.valid(value, schema, self.defs)
 
-    def fill(self, want: Any, steps: tuple[str | int, ...], base: Any, where: str) -> Any:
+    def fill(self, want: object, steps: tuple[str | int, ...], base: object, where: str) -> object:
         if isinstance(want, dict) and want and is_matcher(want):
             return self.meet(want, steps, base, where)
         if isinstance(want, dict):
@@ -117,7 +116,7 @@ class Filler:
             return [self.fill(item, (*steps, i), MISSING, f"{where}[{i}]") for i, item in enumerate(want)]
         return want
 
-    def meet(self, matcher: dict[str, Any], steps: tuple[str | int, ...], base: Any, where: str) -> Any:
+    def meet(self, matcher: dict[str, object], steps: tuple[str | int, ...], base: object, where: str) -> object:
         """A value meeting `matcher` at `steps`: valid against the schema there when one is found."""
         if absent(matcher):
             return MISSING
