@@ -18,7 +18,8 @@ def iso_time(started: float) -> str:
     second = int(whole)
     if _second[0] != second:
         _second[0], _second[1] = second, datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{_second[1]}.{micro // 1000:03d}Z"
+    return _second[1] + _MILLIS[micro // 1000]
 
 
 _second: list[Any] = [None, ""]  # the last second iso_time() wrote, and its date and time
+_MILLIS = tuple(f".{n:03d}Z" for n in range(1000))  # each millisecond's tail, written once

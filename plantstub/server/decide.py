@@ -259,6 +259,7 @@ def created_record(decision: Decision) -> Any:
 def send_webhooks(session: Session, incoming: IncomingRequest, decision: Decision) -> None:
     """Queue the webhooks and callbacks a decision sends; they go out after its answer, never delaying it."""
     assert decision.op is not None and decision.out is not None
-    values = RequestValues(incoming.url, incoming.method, incoming.headers, incoming.query, decision.params,
-                           decision.body)
+    # Only a rule's `webhooks:` and callbacks read the request (runtime expressions); the default trigger does not.
+    values = None if decision.hooks is None and not decision.op.callbacks else RequestValues(
+        incoming.url, incoming.method, incoming.headers, incoming.query, decision.params, decision.body)
     session.webhooks.answered(decision.op, decision.out.status, created_record(decision), values, decision.hooks)
