@@ -19,7 +19,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from plantstub._clock import iso_time
-from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
+from plantstub._json import MISSING, NO_BODY, body_for_record, deep_json_bytes
 from plantstub.recording.answered import DEFAULT, PLAIN_JSON, AnsweredBy, Answerer, answered_json
 from plantstub.recording.verdict import Verdict, contract_problems, verdict_of
 
@@ -314,7 +314,7 @@ def dumps_call(call: Call, **more: Any) -> bytes:
 
 
 def dumps_record(record: Record, body: Any = NO_BODY, response_body: Any = NO_BODY, newline: bool = False,
-                 **more: Any) -> bytes:
+                 session: Any = MISSING, epoch: Any = MISSING, **more: Any) -> bytes:
     """`dumps_call(record.view(body, response_body), **more)`, made straight from the record, with no Call and no
     header mapping between: the journal file's line, written for every call (ending in a newline when `newline`)."""
     if body is NO_BODY:
@@ -330,15 +330,21 @@ def dumps_record(record: Record, body: Any = NO_BODY, response_body: Any = NO_BO
             response_body = _payload_view(record.payload, record.payload_json)
         # Serialized at once and never changed: the record's own mapping, and tuples written as JSON arrays.
         response = {"status": status, "headers": record.response_headers, "body": response_body}
-    return _dumps({
+    data = {
         "seq": record.seq, "time": iso_time(record.started), "method": record.method, "path": record.path,
         "query": record.query if record.raw_query else {}, "headers": _header_dict(record.raw_headers), "body": body,
         "valid": record.valid, "errors": record.errors, "scenario": record.scenario, "rule": record.rule,
         "response": response, "stub_errors": record.stub_errors, "pending": response is None,
         "proxied": record.proxied, "upstream": record.upstream,
         "answered_by": PLAIN_JSON.get(id(record.answerer)) or answered_json(record.answerer, fault, record.upstream),
-        **more,
-    }, newline)
+    }
+    if session is not MISSING:  # the journal file's (named: no mapping of keywords made for every line)
+        data["session"] = session
+    if epoch is not MISSING:
+        data["epoch"] = epoch
+    if more:
+        data.update(more)
+    return _dumps(data, newline)
 
 
 # The last headers _header_dict() read, and its answer: the same dict again for the same bytes (it is only serialized,
