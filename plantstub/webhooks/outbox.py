@@ -88,11 +88,17 @@ class _Delivery(Exchange):
         """Try again after a pause that doubles each time (the slot in flight is kept meanwhile)."""
         self.link = None
         outbox = self.outbox
+        if outbox.closing:  # the stub stops: nothing more is sent (nor recorded)
+            outbox.landed(self, None)
+            return
         self.pause = outbox.loop.call_later(outbox.backoff * 2 ** (self.attempt - 1), self._resend)
         self.attempt += 1
 
     def _resend(self) -> None:
         self.pause = None
+        if self.outbox.closing:
+            self.outbox.landed(self, None)
+            return
         receivers = self.outbox.receivers
         receivers.send(self.key, self)
         receivers.flush()
@@ -130,6 +136,7 @@ class Outbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._receivers: Receivers | None = None  # subscribed http:// receivers: kept, pipelined connections
         self._routes: dict[tuple[str, str], tuple[Key, bytes] | None] = {}  # (subscribed URL, name) -> _route()
+        self.closing = False  # close() runs: a failed attempt is not tried again
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -147,6 +154,7 @@ class Outbox:
 
     def ready(self, sender: Sender) -> None:
         """`sender` queued one more job: it goes out at the end of this turn of the loop. Call on the loop."""
+        self.closing = False
         if not sender.in_turn:
             sender.in_turn = True
             self._turns.append(sender)
@@ -307,6 +315,7 @@ class Outbox:
 
     async def close(self) -> None:
         """Stop sending and close the connections and HTTP sessions (the stub stops; drain() first)."""
+        self.closing = True
         if self._pumping is not None:
             self._pumping.cancel()
             self._pumping = None

@@ -4,18 +4,20 @@ what one turn of the outbox sends to a connection written in one piece, only eac
 future a delivery: a connection's answers complete its deliveries in the order they were written, in `data_received`.
 
 Why a client of our own beside aiohttp's, which the proxy, verify and callbacks use (issue 38: one client, unless the
-second pays for itself by more than 10 % of a delivery's CPU). Instructions per delivery under callgrind, the stub's
-whole process, `POST /plants` on `--spec plant-store-full` one call after another on one connection with one subscriber
-(an aiohttp receiver), less the same call without a subscriber (`tests/benchmarks/feature_cost.py --instructions 600`;
-`--only webhook`), on one shared 2-core machine:
+second pays for itself by more than 10 % of a delivery's CPU). Instructions under callgrind, the stub's whole process,
+`POST /plants` on `--spec plant-store-full` one call after another on one kept connection, an aiohttp receiver
+subscribed, against the same call with none (`tests/benchmarks/feature_cost.py --instructions 600 --only webhook`; one
+shared 2-core machine; counts do not move with its load):
 
-    aiohttp's client (a ClientSession, kept connections)        ~190k a delivery  (the call 1.69x)
-    this client, one request at a time per connection (before)  ~160k             (1.60x)
-    this client, pipelined, no task a delivery (now)            see CHANGELOG and tests/benchmarks/README.md
+    no subscriber                                                      251k a call
+    aiohttp's client (a ClientSession, its kept connections)*         +510k a delivery   (the call 3.0x)
+    this client before (one request at a time per connection, a task)  +171k             (1.59x)
+    this client now (pipelined, no task, no future a delivery)         +100k             (1.40x)
 
-so aiohttp's client would cost several times the 10 % a delivery may add to its call: the second client stays, and
-only here. It sends what aiohttp's client sent (Host, User-Agent, Accept, Accept-Encoding, Content-Type,
-X-Plantstub-Webhook, Content-Length), and fails in the same words: `FAILED_TO_CONNECT`, `DISCONNECTED`, a timeout, an
+(*: the subscribed URL given a user and password, which sends it through aiohttp's client), so aiohttp's client costs
+five times what this one does for a delivery (of which 24k are the memory budget's holds, the same for either): the
+second client stays, and only here. It sends what aiohttp's client sent (Host, User-Agent, Accept, Accept-Encoding,
+Content-Type, X-Plantstub-Webhook, Content-Length), and fails in the same words: `FAILED_TO_CONNECT`, `DISCONNECTED`, a timeout, an
 answer that is not HTTP/1.x (`unreadable()`). Nothing is ever sent twice by this client: a request written on a
 connection that closes (or times out) before answering it fails that attempt (the outbox counts it and tries again).
 Redirects are never followed (a 3xx is an answer like any other). A connection idle for `IDLE_SECONDS` is closed.
