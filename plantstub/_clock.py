@@ -15,9 +15,10 @@ def iso_time(started: float) -> str:
     if micro >= 1_000_000 or micro < 0:  # rounded up into the next second, or a time before 1970
         return datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     second = int(whole)
-    if _second[0] != second:
-        _second[0], _second[1] = second, datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{_second[1]}.{micro // 1000:03d}Z"
+    if _second[0][0] != second:
+        _second[0] = (second, datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"))
+    return _second[0][1] + _MILLIS[micro // 1000]
 
 
-_second: list[int | str | None] = [None, ""]  # the last second iso_time() wrote, and its date and time
+_second: list[tuple[float, str]] = [(math.nan, "")]  # the last second iso_time() wrote, and its date and time
+_MILLIS = tuple(f".{n:03d}Z" for n in range(1000))  # each millisecond's tail, written once

@@ -7,7 +7,7 @@ from plantstub.webhooks.deliveries import DeliveryLog, Sent
 
 
 def sent(seq: int, payload: bytes) -> Sent:
-    return Sent(seq, "2026-11-24T00:00:00.000Z", "/plant/webhook", "http://127.0.0.1:9/", payload, 1, 200, None, True)
+    return Sent(seq, 1795478400.0, "/plant/webhook", "http://127.0.0.1:9/", payload, 1, 200, None, True)
 
 
 BIG = b'{"name":"' + b"x" * 90 + b'"}'

@@ -19,7 +19,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from plantstub._clock import iso_time
-from plantstub._json import NO_BODY, body_for_record, deep_json_bytes
+from plantstub._json import MISSING, NO_BODY, body_for_record, deep_json_bytes
 from plantstub.recording.answered import DEFAULT, PLAIN_JSON, AnsweredBy, Answerer, answered_json
 from plantstub.recording.verdict import Upstream, Verdict, contract_problems, verdict_of
 
@@ -350,9 +350,10 @@ def dumps_call(call: Call, **more: object) -> bytes:
     return _dumps(data)
 
 
-def dumps_record(record: Record, body: object = NO_BODY, response_body: object = NO_BODY, **more: object) -> bytes:
+def dumps_record(record: Record, body: object = NO_BODY, response_body: object = NO_BODY, newline: bool = False,
+                 session: object = MISSING, epoch: object = MISSING, **more: object) -> bytes:
     """`dumps_call(record.view(body, response_body), **more)`, made straight from the record, with no Call and no
-    header mapping between: the journal file's line, written for every call."""
+    header mapping between: the journal file's line, written for every call (ending in a newline when `newline`)."""
     if body is NO_BODY:
         body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
     status, fault = record.status, record.fault
@@ -364,26 +365,45 @@ def dumps_record(record: Record, body: object = NO_BODY, response_body: object =
     else:
         if response_body is NO_BODY:
             response_body = _payload_view(record.payload, record.payload_json)
-        response = {"status": status, "headers": dict(record.response_headers), "body": response_body}
-    return _dumps({
+        # Serialized at once and never changed: the record's own mapping, and tuples written as JSON arrays.
+        response = {"status": status, "headers": record.response_headers, "body": response_body}
+    data = {
         "seq": record.seq, "time": iso_time(record.started), "method": record.method, "path": record.path,
-        "query": record.query, "headers": _header_dict(record.raw_headers), "body": body, "valid": record.valid,
-        "errors": list(record.errors), "scenario": record.scenario, "rule": record.rule, "response": response,
-        "stub_errors": list(record.stub_errors), "pending": response is None,
+        "query": record.query if record.raw_query else {}, "headers": _header_dict(record.raw_headers), "body": body,
+        "valid": record.valid, "errors": record.errors, "scenario": record.scenario, "rule": record.rule,
+        "response": response, "stub_errors": record.stub_errors, "pending": response is None,
         "proxied": record.proxied, "upstream": record.upstream,
         "answered_by": PLAIN_JSON.get(id(record.answerer)) or answered_json(record.answerer, fault, record.upstream),
-        **more,
-    })
+    }
+    if session is not MISSING:  # the journal file's (named: no mapping of keywords made for every line)
+        data["session"] = session
+    if epoch is not MISSING:
+        data["epoch"] = epoch
+    if more:
+        data.update(more)
+    return _dumps(data, newline)
+
+
+# The last headers _header_dict() read, and its answer: the same dict again for the same bytes (it is only serialized,
+# never changed; a tuple replaced whole, so a thread reading it sees one pair)
+_last_headers: tuple[bytes, dict[str, str]] = (b"", {})
 
 
 def _header_dict(headers: RawHeaders) -> dict[str, str]:
-    """The request's headers as Call.to_dict() writes them (the last of a name written alike wins)."""
+    """The request's headers as Call.to_dict() writes them (the last of a name written alike wins); the result is
+    shared: serialize it, never change it."""
+    global _last_headers
     if not headers:
         return {}
     if isinstance(headers, bytes):
-        if headers.isascii():  # the usual headers: decoded and split whole, in C (a --journal line each call)
-            texts = headers.decode("ascii").split("\0")
-            return dict(zip(texts[::2], texts[1::2], strict=True))
+        last = _last_headers
+        if last[0] == headers:  # a client sends the same headers call after call (a --journal line each call)
+            return last[1]
+        if headers.isascii():  # the usual headers: decoded and split whole, in C
+            texts = iter(headers.decode("ascii").split("\0"))
+            found = dict(zip(texts, texts, strict=False))  # pairs: Record.of() keeps bytes only when each has its NUL
+            _last_headers = (headers, found)
+            return found
         parts = headers.split(_SEPARATOR)
         pairs: Iterable[tuple[bytes, bytes]] = zip(parts[::2], parts[1::2], strict=True)
     else:
@@ -392,11 +412,13 @@ def _header_dict(headers: RawHeaders) -> dict[str, str]:
             for name, value in pairs}
 
 
-def _dumps(data: dict[str, object]) -> bytes:
+def _dumps(data: dict[str, object], newline: bool = False) -> bytes:
     try:
-        return orjson.dumps(data)
+        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE) if newline else orjson.dumps(data)
     except (TypeError, orjson.JSONEncodeError):
         pass
+    if newline:
+        return _dumps(data) + b"\n"
     try:  # ASCII escapes carry what UTF-8 cannot (a lone surrogate from a `\ud800` escape)
         return json.dumps(data).encode("ascii")
     except RecursionError:  # nested deeper than the stack allows here: the same JSON, built by a loop

@@ -131,8 +131,8 @@ class Journal:
                 if self.epoch == now:  # numbers restart in a new epoch: a late answer must not unlist a new call
                     self._unpend(record.seq)
         if self.file is not None:  # a reset numbers calls from 1 again: (session, epoch, seq) names a call in the file
-            line = dumps_record(record, body, response_body, session=self.session, epoch=now if current else epoch)
-            self.file.write(line + b"\n")
+            self.file.write(dumps_record(record, body, response_body, True, session=self.session,
+                                         epoch=now if current else epoch))
         return current
 
     def _keep(self, record: Record, epoch: int) -> tuple[Listener, ...] | None:

@@ -13,7 +13,6 @@ from plantstub._version import __version__
 from plantstub.contract.outgoing import Outgoing, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.incoming import IncomingRequest
-from plantstub.proxy.har import har_pieces
 from plantstub.recording.call import Call, Record, dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_of
@@ -161,6 +160,8 @@ class _Admin:
         found = wanted.apply(self.session.records())  # filters read the compact records: nothing parsed yet
         if shape == "har":  # the same calls as HAR 1.2, their URLs as this client reaches the stub
             base = f"{request.scheme}://{request.host}{request.path.partition(ADMIN_PREFIX)[0]}"
+            from plantstub.proxy.har import har_pieces  # the HAR writer (and the recorder's files): when asked for
+
             return await streamed(har_pieces(found, base, self.session.runtime.settings.record_secrets != "keep"))
         figures = self.session.figures()["journal"]
         return await streamed(_listed(found, _call_json), {

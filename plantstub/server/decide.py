@@ -100,6 +100,8 @@ class Decision(NamedTuple):
 
 UNANSWERED = Decision()
 _new = tuple.__new__  # a Decision from a tuple, faster than _replace() on the request path
+_SENDS = Decision._fields.index("sends")
+assert Decision._fields[4] == "created" and Decision._fields[-1] == "answerer"  # what the store's answer replaces
 
 
 def _answered(base: Decision, out: Outgoing) -> Decision:
@@ -149,7 +151,8 @@ def _decide(session: Session, served: ServedOperation, op: Operation, params: di
         return _new(Decision, (_violation_reply(op, violations, errors), *base[1:-1], CHECK))
     decision = _answer(session, served, scenario, incoming, base)
     if (decision.hooks is not None or op in session.webhooks.watched) and decision.fault is None:
-        return decision._replace(sends=_sends(incoming, decision))
+        sends = _sends(incoming, decision)  # decision._replace(sends=...), without its frames, on every such call
+        return _new(Decision, (*decision[:_SENDS], sends, *decision[_SENDS + 1:])) if sends else decision
     return decision
 
 
@@ -191,8 +194,9 @@ def _answer(session: Session, served: ServedOperation, scenario: Scenario | None
             # No body sent (an optional one): the record starts empty; None is a body that was sent but not read.
             out = store.answer(action, base.params, incoming.query, base.body if incoming.raw else {})
             if out is not None:  # with the response headers its status requires (our refusals: own() in decide())
-                return base._replace(out=served.headed(out) if served.heads else out, created=store.created,
-                                     answerer=STORE)
+                # base._replace(out=..., created=..., answerer=STORE), built whole: a store answers every call
+                return _new(Decision, (served.headed(out) if served.heads else out, base[1], base[2], base[3],
+                                       store.created, *base[5:-1], STORE))
     if session.runtime.forwarder is not None:  # --proxy: the real service answers instead
         return base._replace(forward=True, answerer=PROXY)
     return _answered(base, served.default(base.body, not base.errors, session.draws))
@@ -267,6 +271,7 @@ def created_record(decision: Decision) -> object:
 def send_webhooks(session: Session, incoming: IncomingRequest, decision: Decision) -> None:
     """Queue the webhooks and callbacks a decision sends; they go out after its answer, never delaying it."""
     assert decision.op is not None and decision.out is not None
-    values = RequestValues(incoming.url, incoming.method, incoming.headers, incoming.query, decision.params,
-                           decision.body)
+    # Only a rule's `webhooks:` and callbacks read the request (runtime expressions); the default trigger does not.
+    values = None if decision.hooks is None and not decision.op.callbacks else RequestValues(
+        incoming.url, incoming.method, incoming.headers, incoming.query, decision.params, decision.body)
     session.webhooks.answered(decision.op, decision.out.status, created_record(decision), values, decision.hooks)

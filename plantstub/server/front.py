@@ -5,13 +5,12 @@ pure function, `choose_session`), then its admin API or its pipeline; --cors's p
 from __future__ import annotations
 
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from plantstub._json import shown
 from plantstub.contract.outgoing import Outgoing, error_reply, unanswered
 from plantstub.incoming import IncomingRequest, sent_method
 from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
-from plantstub.server.admin import AdminRoutes
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.answer import Answer
 from plantstub.server.cors import is_preflight, origin_of, preflight
@@ -23,6 +22,9 @@ from plantstub.server.session import Session
 from plantstub.server.sessions import SESSIONS_ROUTE, SessionAdmin, session_id_problem
 from plantstub.server.table import SessionLimit, Sessions
 from plantstub.server.target import Target, not_a_path, read_target
+
+if TYPE_CHECKING:  # the admin API (and all it reads: filters, the page, HAR) is imported on its first request
+    from plantstub.server.admin import AdminRoutes
 
 Headers = Mapping[str, str]
 _new = tuple.__new__  # a NamedTuple made from a tuple: no frame of its __new__, on every request
@@ -67,14 +69,32 @@ def joined(target: str) -> str:
 
 
 class Desk:
-    """One session's handlers: its pipeline and its admin routes."""
+    """One session's handlers: its pipeline and its admin routes (made on the session's first admin request)."""
 
-    __slots__ = ("admin", "pipeline", "session")
+    __slots__ = ("_admin", "_sessions", "pipeline", "session")
 
-    def __init__(self, session: Session, admin: AdminRoutes) -> None:
+    def __init__(self, session: Session, sessions: Sessions | None = None) -> None:
         self.session = session
         self.pipeline = Pipeline(session)
-        self.admin = admin
+        self._sessions = sessions  # the default session's desk: its routes list, open and end sessions too
+        self._admin: AdminRoutes | None = None
+
+    @property
+    def admin(self) -> AdminRoutes:
+        if self._admin is None:
+            self._admin = admin_routes(self.session, self._sessions)
+        return self._admin
+
+
+def admin_routes(session: Session, sessions: Sessions | None = None) -> AdminRoutes:
+    """`session`'s admin routes; with `sessions`, the default session's, which list, open and end sessions too."""
+    from plantstub.server.admin import AdminRoutes  # the first admin request pays for the admin API's modules
+
+    admin = AdminRoutes(session, sessions)
+    if sessions is not None:
+        for method, name, route in SessionAdmin(sessions).routes():
+            admin.add(method, name, route)
+    return admin
 
 
 class Front:
@@ -88,11 +108,8 @@ class Front:
         self.cors = settings.cors
         self.router = sessions.runtime.router
         self.guard = AdminGuard(settings.admin_token, settings.host)
-        admin = AdminRoutes(sessions.default, sessions)
-        for method, name, route in SessionAdmin(sessions).routes():
-            admin.add(method, name, route)
-        self.default = Desk(sessions.default, admin)
-        self._session_admin = AdminRoutes(sessions.default)  # a session's admin routes, to refuse as it would
+        self.default = Desk(sessions.default, sessions)
+        self._session_admin: AdminRoutes | None = None  # a session's admin routes, to refuse as it would
         self._desks: dict[str, Desk] = {}
         sessions.when_ended(lambda sid: self._desks.pop(sid, None))  # an ended session's pipeline (its journal) goes
 
@@ -151,7 +168,7 @@ class Front:
             live.by_admin = True
         desk = self._desks.get(sid)
         if desk is None or desk.session is not live.session:
-            desk = self._desks[sid] = Desk(live.session, AdminRoutes(live.session))
+            desk = self._desks[sid] = Desk(live.session)
         return desk
 
     def _refusal(self, sid: str, method: str, target: str, headers: Headers) -> Answer | None:
@@ -162,6 +179,8 @@ class Front:
             declared = headers.get("Content-Length", "")  # a body over --max-body
             if declared.isdigit() and self.too_large(int(declared)):
                 return Answer(error_reply(413, too_large(self.max_body)), close=True)
+            if self._session_admin is None:
+                self._session_admin = admin_routes(self.sessions.default)
             refused = self._session_admin.refused(method, path, headers)
             return None if refused is None else Answer(refused)
         if is_preflight(method, headers):  # a browser asks before it sends: answered, but it opens nothing

@@ -7,16 +7,19 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from typing import TYPE_CHECKING
 
 from plantstub._json import shown
 from plantstub.contract.outgoing import Outgoing
 from plantstub.incoming import IncomingRequest
 from plantstub.recording.call import iso_time
-from plantstub.server.admin import Handler
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.limits import seed_key_problem
 from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX
 from plantstub.server.table import SessionLimit, Sessions
+
+if TYPE_CHECKING:
+    from plantstub.server.admin import Handler
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ID_RULE = "1 to 64 letters, digits, '_' or '-'"

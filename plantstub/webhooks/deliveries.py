@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from plantstub._budget import Budget
 from plantstub._clock import iso_time
@@ -44,12 +44,12 @@ class Delivery:
 SENT_OVERHEAD = 350
 
 
-@dataclass(frozen=True, slots=True)
-class Sent:
-    """A delivery as the log keeps it: the body as the JSON bytes sent, parsed only when read (`delivery()`)."""
+class Sent(NamedTuple):
+    """A delivery as the log keeps it: the body as the JSON bytes sent, parsed only when read (`delivery()`). A
+    NamedTuple: one is made for every delivery, on the event loop."""
 
     seq: int
-    time: str
+    at: float  # when it was queued, seconds since the epoch (written as text only when shown)
     name: str
     url: str  # as shown
     payload: bytes
@@ -64,11 +64,8 @@ class Sent:
         return len(self.payload) + len(self.url) + len(self.name) + len(self.error or "") + SENT_OVERHEAD
 
     def delivery(self) -> Delivery:
-        return Delivery(self.seq, self.time, self.name, self.url, body_for_record(self.payload), self.attempts,
+        return Delivery(self.seq, iso_time(self.at), self.name, self.url, body_for_record(self.payload), self.attempts,
                         self.status, self.error, self.valid)
-
-
-iso = iso_time  # a delivery's time, written as a call's
 
 
 class DeliveryLog:
@@ -196,11 +193,6 @@ def assert_delivered(deliveries: list[Delivery], name: str | None, body: Any, ti
     else:
         lines.append("no deliveries recorded (is a receiver subscribed? see stub.subscribe() and --webhook)")
     raise CallAssertionError("\n".join(lines))
-
-
-def now() -> tuple[float, str]:
-    at = time.time()
-    return at, iso(at)
 
 
 class DeliveryChecks:

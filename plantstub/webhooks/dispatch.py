@@ -46,15 +46,18 @@ class Webhooks:
     def sample(self, hook: Webhook) -> Any:
         return self.samples.make(hook, lambda: _sample(hook))
 
-    def answered(self, op: Operation, status: int, record: Any, request: RequestValues,
+    def answered(self, op: Operation, status: int, record: Any, request: RequestValues | None,
                  rule: RuleWebhooks | None) -> None:
         """A 2xx answer to `op` was decided: queue what it sends. `record` is the created record; `rule` is the
-        answering rule's `webhooks:` (None: the rule says nothing, or no rule answered)."""
+        answering rule's `webhooks:` (None: the rule says nothing, or no rule answered); `request` is what callbacks
+        and a rule's webhooks read (None when there are neither)."""
         if not 200 <= status < 300:
             return
         if rule is None:
             for hook in self.triggers.get(op, ()):
                 self.send(hook, record, 0)
+            if not op.callbacks:
+                return
         else:
             callbacks = {hook.name: hook for hook in op.callbacks}
             for name, body, delay_ms, unchecked in rule:
@@ -92,7 +95,8 @@ class Webhooks:
             for url in targets:
                 self.sender.submit(job(self.log, hook.name, url, payload, hook.operation), delay_ms)
 
-    def call_back(self, hook: Webhook, request: RequestValues, body: Any, delay_ms: int) -> None:
+    def call_back(self, hook: Webhook, request: RequestValues | None, body: Any, delay_ms: int) -> None:
+        assert request is not None  # given whenever the operation has callbacks or a rule sends webhooks
         url, problem = resolve_url(hook.expression, request)
         if problem is None:
             try:

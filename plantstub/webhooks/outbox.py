@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections import deque
 from urllib.parse import quote
 
@@ -13,10 +12,9 @@ import aiohttp
 from yarl import URL
 
 from plantstub._version import __version__
-from plantstub.contract.model import Operation
 from plantstub.webhooks.deliveries import Sent
-from plantstub.webhooks.lean import LeanClient, UnreadableAnswer, lean_target
 from plantstub.webhooks.own import GuardedResolver, OwnAddress, OwnAddresses
+from plantstub.webhooks.receivers import Exchange, Key, Receivers, receiver_url, timed_out
 from plantstub.webhooks.sender import WEBHOOK_HEADER, Job, Sender
 
 WORKERS = 100  # deliveries in flight at once, all sessions together (so at most as many sockets)
@@ -25,14 +23,8 @@ ATTEMPTS = 3  # on a connection error, a timeout or a 5xx answer
 BACKOFF = 0.2  # seconds before the second attempt; doubled before each later one
 GRACE = 3.0  # seconds pending deliveries have to go out when the stub stops or their session ends
 _POLL = 0.02  # seconds between looks while a grace runs
-_TARGETS = 256  # subscribed URLs whose parse is kept
-
-
-def declared(hook: Operation | None, status: int) -> bool:
-    """Whether the receiver's answer is one the webhook declares (any 2xx when it declares none)."""
-    if hook is None or not hook.responses:
-        return 200 <= status < 300
-    return hook.response_for(status) is not None
+_UNROUTED: tuple[Key, bytes] = (("", -1), b"")  # a subscribed URL not seen yet (_route())
+_TARGETS = 256  # subscribed URLs (and webhook names) whose route is kept
 
 
 def _own_address(exc: BaseException) -> OwnAddress | None:
@@ -50,9 +42,82 @@ def _own_message(what: str) -> str:
             "stub itself (subscribe the URL to send webhooks there)")
 
 
+class _Delivery(Exchange):
+    """A job being sent to a subscribed http:// receiver over webhooks/receivers.py's connections: its attempts, each
+    answer or failure completing it, or a pause before the next attempt. No task of its own."""
+
+    __slots__ = ("attempt", "cancelled", "error", "job", "key", "outbox", "pause", "sender")
+
+    def __init__(self, outbox: Outbox, sender: Sender, job: Job, key: Key, request: bytes) -> None:
+        self.request = request
+        self.deadline = 0.0
+        self.link = None
+        self.outbox = outbox
+        self.sender = sender
+        self.job = job
+        self.key = key
+        self.attempt = 1
+        self.error: str | None = None
+        self.cancelled = False
+        self.pause: asyncio.TimerHandle | None = None
+
+    def answered(self, status: int) -> None:
+        if self.cancelled:
+            return
+        if status >= 500 and self.attempt < self.outbox.attempts:
+            self.error = f"the receiver answered {status}" + (
+                f" on each of {self.attempt} attempts" if self.attempt > 1 else "")
+            self._again()
+            return
+        error = None
+        if status >= 500:
+            error = f"the receiver answered {status}" + (f" on each of {self.attempt} attempts" if self.attempt > 1
+                                                         else "")
+        self.outbox.landed(self, self.job.answered(self.attempt, status, error))
+
+    def failed(self, why: str) -> None:
+        if self.cancelled:
+            return
+        self.error = why
+        if self.attempt < self.outbox.attempts:
+            self._again()
+        else:
+            self.outbox.landed(self, self.job.sent(self.attempt, None, why, False))
+
+    def _again(self) -> None:
+        """Try again after a pause that doubles each time (the slot in flight is kept meanwhile)."""
+        self.link = None
+        outbox = self.outbox
+        if outbox.closing:  # the stub stops: nothing more is sent (nor recorded)
+            outbox.landed(self, None)
+            return
+        self.pause = outbox.loop.call_later(outbox.backoff * 2 ** (self.attempt - 1), self._resend)
+        self.attempt += 1
+
+    def _resend(self) -> None:
+        self.pause = None
+        if self.outbox.closing:
+            self.outbox.landed(self, None)
+            return
+        receivers = self.outbox.receivers
+        receivers.send(self.key, self)
+        receivers.flush()
+
+    def cancel(self) -> None:
+        """The session ended: nothing more is sent or recorded (its bytes go back now)."""
+        if self.cancelled:
+            return
+        self.cancelled = True
+        if self.pause is not None:
+            self.pause.cancel()
+        self.outbox.receivers.forget(self)
+        self.outbox.landed(self, None)
+
+
 class Outbox:
-    """Sends the jobs of every session's Sender in the background of the stub's event loop: `workers` at once,
-    the senders taking turns, so neither sockets nor tasks grow with the number of sessions."""
+    """Sends the jobs of every session's Sender in the background of the stub's event loop: at most `workers` in
+    flight at once, the senders taking turns, so neither sockets nor tasks grow with the number of sessions. What is
+    queued while the loop runs one turn is sent at the end of it (`_pump`), a receiver's deliveries in one write."""
 
     def __init__(self, workers: int = WORKERS, timeout: float = TIMEOUT, attempts: int = ATTEMPTS,
                  backoff: float = BACKOFF) -> None:
@@ -63,25 +128,38 @@ class Outbox:
         self.own = OwnAddresses()  # where the stub listens, once it does
         self.unsent_at_end = 0  # deliveries of ended sessions not sent within the grace
         self._turns: deque[Sender] = deque()  # senders with jobs waiting, in turn
-        self._jobs: asyncio.Semaphore | None = None  # one per job queued (a few more once some were dropped)
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopping = False  # close() cancels the workers
+        self._flying = 0  # deliveries in flight (at most `workers`)
+        self._pumping: asyncio.Handle | None = None  # the pump, once per turn of the loop while jobs wait
+        self._tasks: set[asyncio.Task[None]] = set()  # deliveries through aiohttp's client
         self._http: dict[bool, aiohttp.ClientSession] = {}  # explicit URL? -> its HTTP session
         self._resolver: GuardedResolver | None = None  # the callbacks' (a connector does not close one it is given)
-        self._lean = LeanClient(workers)  # subscribed http:// receivers: kept connections, one write a delivery
-        self._targets: dict[str, URL | None] = {}  # subscribed URL -> lean_target()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._receivers: Receivers | None = None  # subscribed http:// receivers: kept, pipelined connections
+        self._routes: dict[tuple[str, str], tuple[Key, bytes] | None] = {}  # (subscribed URL, name) -> _route()
+        self.closing = False  # close() runs: a failed attempt is not tried again
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
+
+    @property
+    def receivers(self) -> Receivers:
+        receivers = self._receivers
+        if receivers is None:
+            receivers = self._receivers = Receivers(self.loop, self.workers, self.timeout)
+        return receivers
 
     def ready(self, sender: Sender) -> None:
-        """`sender` queued one more job. Call on the loop."""
-        if self._jobs is None:
-            self._jobs = asyncio.Semaphore(0)
-            self._stopping = False
-            loop = asyncio.get_running_loop()
-            self._tasks = [loop.create_task(self._work()) for _ in range(self.workers)]
+        """`sender` queued one more job: it goes out at the end of this turn of the loop. Call on the loop."""
+        self.closing = False
         if not sender.in_turn:
             sender.in_turn = True
             self._turns.append(sender)
-        self._jobs.release()
+        if self._pumping is None:
+            self._pumping = self.loop.call_soon(self._pump)
 
     def _next(self) -> tuple[Sender, Job] | None:
         while self._turns:
@@ -95,49 +173,92 @@ class Outbox:
                 return sender, job
         return None
 
-    async def _work(self) -> None:
-        """One worker: a delivery at a time, sent in the worker's own task (no task a delivery). A session that ends
-        cancels the deliveries it has in flight (Sender.abandon): that cancels this delivery only, not the worker."""
-        assert self._jobs is not None
-        me = asyncio.current_task()
-        assert me is not None  # a task of its own (ready())
-        while True:
-            await self._jobs.acquire()
+    def _pump(self) -> None:
+        """Start what waits, in turn, while fewer than `workers` are in flight; what goes to the receivers' connections
+        is written once, at the end."""
+        self._pumping = None
+        receivers = None
+        routes = self._routes
+        while self._flying < self.workers:
             taken = self._next()
-            if taken is None:  # its job was dropped (a reset, an ended session)
-                continue
+            if taken is None:  # nothing waits (or its job was dropped: a reset, an ended session)
+                break
             sender, job = taken
-            sender.flying[me] = job
-            try:
-                sent = await self.deliver(job)
-            except asyncio.CancelledError:
-                sender.flying.pop(me, None)
-                sender.done(job, None)
-                if self._stopping or not sender.closed:  # this worker is stopped: so is its delivery
-                    raise
-                if sys.version_info >= (3, 11):  # the session's cancel was this delivery's alone
-                    me.uncancel()
+            self._flying += 1
+            if job.error is not None:
+                self.landed_job(sender, job, job.sent(0, None, job.error, False))
                 continue
+            route = routes.get((job.url, job.name), _UNROUTED) if job.explicit else None
+            if route is _UNROUTED:
+                try:
+                    route = self._route(job.url, job.name)
+                except Exception as exc:  # noqa: BLE001 - a URL yarl refuses must not stop the others
+                    why = f"plantstub could not send it ({type(exc).__name__})"
+                    self.landed_job(sender, job, job.sent(1, None, why, False))
+                    continue
+            if route is not None:
+                key, head = route
+                payload = job.payload
+                delivery = _Delivery(self, sender, job, key, b"%s%d\r\n\r\n%s" % (head, len(payload), payload))
+                sender.flying[delivery] = job
+                if receivers is None:
+                    receivers = self.receivers
+                receivers.send(key, delivery)
+                continue
+            task = self.loop.create_task(self._through_aiohttp(sender, job))
+            sender.flying[task] = job
+            self._tasks.add(task)
+        if receivers is not None:
+            receivers.flush()
+
+    def _route(self, url: str, name: str) -> tuple[Key, bytes] | None:
+        """How a subscribed URL is sent to: the receiver and the head of webhook `name`'s deliveries when this module's
+        connections take it, else None (aiohttp's client); kept for the few subscribed URLs."""
+        parsed = receiver_url(url)
+        route = None if parsed is None else self.receivers.head(parsed, url, name)
+        if len(self._routes) >= _TARGETS:
+            self._routes.clear()
+        self._routes[(url, name)] = route
+        return route
+
+    def landed(self, delivery: _Delivery, sent: Sent | None) -> None:
+        """`delivery` is over: `sent` is what is recorded (None: it was cancelled)."""
+        delivery.sender.flying.pop(delivery, None)
+        self.landed_job(delivery.sender, delivery.job, sent)
+
+    def landed_job(self, sender: Sender, job: Job, sent: Sent | None) -> None:
+        self._flying -= 1
+        sender.done(job, sent)
+        if self._turns and self._pumping is None:
+            self._pumping = self.loop.call_soon(self._pump)
+
+    async def _through_aiohttp(self, sender: Sender, job: Job) -> None:
+        """A delivery aiohttp's client sends (a callback, https, a password in the URL), in a task of its own: a session
+        that ends cancels it (Sender.abandon), and it is not recorded then."""
+        me = asyncio.current_task()
+        assert me is not None  # a task of its own (_pump())
+        sent: Sent | None = None
+        try:
+            sent = await self.deliver(job)
+        finally:
             sender.flying.pop(me, None)
-            sender.done(job, sent)
+            self._tasks.discard(me)
+            self.landed_job(sender, job, sent)
 
     async def deliver(self, job: Job) -> Sent:
-        """Send `job`, retrying a connection error, a timeout or a 5xx with growing pauses; what happened."""
-        if job.error is not None:
-            return job.sent(0, None, job.error, False)
+        """Send `job` through aiohttp's client, retrying a connection error, a timeout or a 5xx with growing pauses;
+        what happened."""
         try:
             return await self._send(job)
-        except Exception as exc:  # noqa: BLE001 - a URL aiohttp refuses must not stop a worker for good
+        except Exception as exc:  # noqa: BLE001 - a URL aiohttp refuses must not stop the others
             return job.sent(1, None, f"plantstub could not send it ({type(exc).__name__})", False)
 
     async def _send(self, job: Job) -> Sent:
-        lean = self._lean_target(job.url) if job.explicit else None
-        url = URL(job.url) if lean is None else lean
+        url = URL(job.url)
         if not job.explicit and url.host is not None and self.own.reaches(url.host, url.port or 0):
             return job.sent(0, None, _own_message(f"{url.host}:{url.port} is"), False)
-        http = self._session(job.explicit) if lean is None else None
-        headers = None if http is None else {
-            "Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
+        http = self._session(job.explicit)
+        headers = {"Content-Type": "application/json", WEBHOOK_HEADER: quote(job.name, safe="/{}$#.-_~:?=&")}
         status: int | None = None
         error: str | None = None
         attempt = 0
@@ -148,16 +269,10 @@ class Outbox:
             try:
                 # Never follow a redirect: plantstub sends only to the URL it was given.
                 # Only the status matters: the answer's body is never read (a receiver cannot fill our memory).
-                if http is None:
-                    status = await self._lean.post(url, job.url, job.name, job.payload, self.timeout)
-                else:
-                    async with http.post(job.url, data=job.payload, headers=headers, allow_redirects=False) as answer:
-                        status = answer.status
+                async with http.post(job.url, data=job.payload, headers=headers, allow_redirects=False) as answer:
+                    status = answer.status
             except asyncio.TimeoutError:
-                error = f"the receiver did not answer within {self.timeout:g} s"
-                continue
-            except UnreadableAnswer as exc:
-                error = f"the receiver's answer could not be read: {exc}"
+                error = timed_out(self.timeout)
                 continue
             except (aiohttp.ClientError, OSError) as exc:
                 own = _own_address(exc)
@@ -168,21 +283,9 @@ class Outbox:
             if status < 500:
                 break
             error = f"the receiver answered {status}" + (f" on each of {attempt} attempts" if attempt > 1 else "")
-        valid = status is not None and declared(job.hook, status)
-        if status is not None and status < 500 and not valid:
-            codes = ", ".join(job.hook.responses) if job.hook is not None and job.hook.responses else "2xx"
-            error = f"the receiver answered {status}, which {job.name} does not declare (declared: {codes})"
-        return job.sent(attempt, status, error, valid)
-
-    def _lean_target(self, url: str) -> URL | None:
-        """lean_target(url), parsed once per subscribed URL (there are a few)."""
-        try:
-            return self._targets[url]
-        except KeyError:
-            if len(self._targets) >= _TARGETS:
-                self._targets.clear()
-            target = self._targets[url] = lean_target(url)
-            return target
+        if status is None:
+            return job.sent(attempt, None, error, False)
+        return job.answered(attempt, status, error)
 
     def _session(self, explicit: bool) -> aiohttp.ClientSession:
         """The HTTP session for subscribed URLs (explicit) or for callbacks (own addresses left out when resolved);
@@ -211,17 +314,22 @@ class Outbox:
         return unsent
 
     async def close(self) -> None:
-        """Stop the workers and close the HTTP sessions (the stub stops; drain() first)."""
-        self._stopping = True
-        for task in self._tasks:
+        """Stop sending and close the connections and HTTP sessions (the stub stops; drain() first)."""
+        self.closing = True
+        if self._pumping is not None:
+            self._pumping.cancel()
+            self._pumping = None
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._tasks = []
-        self._jobs = None
+        for sender in self._turns:
+            sender.in_turn = False
         self._turns.clear()
-        self._lean.close()
+        if self._receivers is not None:
+            self._receivers.close()
         for http in self._http.values():
             await http.close()
         self._http = {}

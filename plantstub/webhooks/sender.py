@@ -4,15 +4,15 @@ cap) and by bytes (the session's memory budget, "pending"); the stub's Outbox se
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from plantstub._budget import Budget
 from plantstub._json import json_bytes
 from plantstub.config import shown_url
 from plantstub.contract.model import Operation
-from plantstub.webhooks.deliveries import DeliveryLog, Sent, now
+from plantstub.webhooks.deliveries import DeliveryLog, Sent
 
 QUEUE_CAP = 1000  # deliveries waiting at once per session; beyond it they are counted as lost (health `problems`)
 WEBHOOK_HEADER = "X-Plantstub-Webhook"  # on every delivery: its name (and how the stub knows its own deliveries)
@@ -22,13 +22,12 @@ KIND = "pending"  # the memory budget's name for the deliveries decided and not 
 JOB_OVERHEAD = 400
 
 
-@dataclass(slots=True)
-class Job:
+class Job(NamedTuple):
     """A delivery to make: numbered, timed and its body written as JSON once, when it is decided; recorded (as a
-    `Sent`) when it is done."""
+    `Sent`) when it is done. A NamedTuple: one is made on the request path for every delivery."""
 
     seq: int
-    time: str
+    at: float  # when it was decided (time.time())
     name: str
     url: str
     payload: bytes  # the body as sent; one bytes object, shared by the jobs of one decision
@@ -36,13 +35,36 @@ class Job:
     error: str | None = None  # set when it cannot be sent at all (a callback URL the request lacks)
     epoch: int = 0  # the delivery log's epoch when it was decided
     explicit: bool = True  # the user chose the URL (a subscription); False: a request named it (a callback)
-
-    @property
-    def size(self) -> int:
-        return len(self.payload) + len(self.url) + JOB_OVERHEAD
+    size: int = 0  # the bytes it holds while it waits (the memory budget's "pending"), counted once by job()
 
     def sent(self, attempts: int, status: int | None, error: str | None, valid: bool) -> Sent:
-        return Sent(self.seq, self.time, self.name, shown_url(self.url), self.payload, attempts, status, error, valid)
+        return _new_sent(Sent, (self.seq, self.at, self.name, shown_url(self.url), self.payload, attempts, status, error,
+                                valid))
+
+    def answered(self, attempts: int, status: int, error: str | None) -> Sent:
+        """The delivery the receiver answered `status` on its last attempt: valid when the webhook declares that
+        status (any 2xx when it declares none); `error` (a 5xx's words) or why the status is not declared."""
+        verdict = _verdicts.get((id(self.hook), self.name, status))
+        if verdict is None:
+            verdict = _verdict(self.hook, self.name, status)
+            if len(_verdicts) < 4096:  # (webhook, status) pairs: a few
+                _verdicts[(id(self.hook), self.name, status)] = verdict
+        _, valid, undeclared = verdict
+        return self.sent(attempts, status, undeclared or error, valid)
+
+
+_new_sent = _new_job = tuple.__new__  # a NamedTuple made from a tuple: no frame of its __new__, on every delivery
+# (id of the webhook, its name, a status) -> the webhook (held, so that its id is not reused), whether the status is
+# declared, and the words when it is not
+_verdicts: dict[tuple[int, str, int], tuple[Operation | None, bool, str | None]] = {}
+
+
+def _verdict(hook: Operation | None, name: str, status: int) -> tuple[Operation | None, bool, str | None]:
+    valid = 200 <= status < 300 if hook is None or not hook.responses else hook.response_for(status) is not None
+    if status < 500 and not valid:
+        codes = ", ".join(hook.responses) if hook is not None and hook.responses else "2xx"
+        return hook, valid, f"the receiver answered {status}, which {name} does not declare (declared: {codes})"
+    return hook, valid, None
 
 
 def payload_of(body: Any) -> bytes:
@@ -54,8 +76,16 @@ def payload_of(body: Any) -> bytes:
 def job(log: DeliveryLog, name: str, url: str, payload: bytes, hook: Operation | None, error: str | None = None,
         explicit: bool = True) -> Job:
     """A job numbered and timed now."""
-    _, at = now()
-    return Job(log.number(), at, name, url, payload, hook, error, log.epoch, explicit)
+    seq = log.next_seq
+    log.next_seq = seq + 1
+    return _new_job(Job, (seq, time.time(), name, url, payload, hook, error, log.epoch, explicit,
+                          len(payload) + len(url) + JOB_OVERHEAD))
+
+
+class Cancellable(Protocol):
+    """A delivery in flight, or the task sending one: what a session that ends cancels."""
+
+    def cancel(self) -> object: ...
 
 
 class Turns(Protocol):
@@ -74,7 +104,7 @@ class Sender:
         self.cap = cap
         self.queue: deque[Job] = deque()  # ready to go, oldest first
         self.later: dict[asyncio.TimerHandle, Job] = {}  # waiting out a rule's delay_ms
-        self.flying: dict[asyncio.Task[None], Job] = {}  # being sent, by the outbox's worker sending each
+        self.flying: dict[Cancellable, Job] = {}  # being sent: each delivery, or the task sending it
         self.in_turn = False  # whether the outbox has this sender in its round
         self.closed = False  # the session ended: nothing more is queued or recorded
         self.started = False  # whether anything was ever submitted
@@ -162,6 +192,6 @@ class Sender:
             self._give(job)
         self.later.clear()
         self.queue.clear()
-        for task in self.flying:
-            task.cancel()  # that delivery only: its worker gives its bytes back and goes on (Outbox._work)
+        for flying in list(self.flying):
+            flying.cancel()  # that delivery only: its bytes go back, and its slot in the outbox
         return unsent

@@ -18,7 +18,18 @@ class Subscriptions:
         self.initial: dict[str, str] = {}
         for name, url in initial:
             self.initial[self.checked_name(name, "--webhook")] = url
-        self.urls: dict[str, str] = dict(self.initial)
+        self._urls: dict[str, str] = dict(self.initial)
+        self._targets: dict[str, tuple[str, ...]] = {}  # name -> targets(name), until the subscriptions change
+
+    @property
+    def urls(self) -> dict[str, str]:
+        """Name (or `*`) -> URL, as sent (read only: change them with the methods below)."""
+        return self._urls
+
+    @urls.setter
+    def urls(self, urls: dict[str, str]) -> None:
+        self._urls = urls
+        self._targets = {}
 
     def checked_name(self, name: Any, where: str) -> str:
         if name == "*" or name in self.names:
@@ -33,7 +44,7 @@ class Subscriptions:
         given, or `name_where` the name was (the webhook's name is no URL: `name: '/plants/hook' is not ...`)."""
         key = self.checked_name(name, name_where)
         try:
-            self.urls[key] = webhook_url(url)
+            self.urls = {**self._urls, key: webhook_url(url)}
         except ValueError as exc:
             raise SubscriptionError(f"{where}: {exc}") from None
 
@@ -54,7 +65,12 @@ class Subscriptions:
     def reset(self) -> None:
         self.urls = dict(self.initial)
 
-    def targets(self, name: str) -> list[str]:
+    def targets(self, name: str) -> tuple[str, ...]:
         """The URLs webhook `name` goes to: its own subscription and the one for every webhook (each once)."""
-        urls = self.urls
-        return list(dict.fromkeys(url for key in (name, "*") if (url := urls.get(key)) is not None))
+        found = self._targets.get(name)
+        if found is None:
+            urls = self._urls
+            found = tuple(dict.fromkeys(url for key in (name, "*") if (url := urls.get(key)) is not None))
+            if len(self._targets) < 1024:  # names are the spec's and callbacks'; a few
+                self._targets[name] = found
+        return found

@@ -21,7 +21,8 @@ Features (each against its own "off" case, which differs in that feature alone):
 session by header / by prefix, 100 rules from code (none matching), a scenario of 50 rules (none matching),
 --stateful and a webhook subscriber (both on `--spec plant-store-full`, whose POST /plants declares a webhook; the
 subscriber is an aiohttp receiver in a process of its own on CPU 1), --cors (requests with an Origin),
---admin-token, --journal FILE, one live page open (its requests, as page.html's script makes them).
+--admin-token, --journal FILE, one live page open (its requests, as page.html's script makes them), --proxy when the
+stub answers itself (`Prefer: code=200`, against the same Prefer without --proxy).
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
     off = Case("off")
     full = ["--spec", "plant-store-full"]  # measured 1 s: at 5,000 calls a second the store fills in 2
     origin = {"Origin": "http://app.example"}
+    prefer = {"Prefer": "code=200"}
     journal = str(folder / "journal.jsonl")
     return {
         "session by header": (off, Case("header", headers={"X-Plantstub-Session": "bench"})),
@@ -267,6 +269,9 @@ def pairs(folder: Path, receiver_url: str) -> dict[str, tuple[Case, Case]]:
                                                                    seconds=1)),
         "--cors": (Case("origin", headers=origin), Case("cors", ["--cors"], headers=origin)),
         "--admin-token": (off, Case("token", ["--admin-token", "secret"])),
+        # the stub answers itself (Prefer names the declared answer): the real service is never asked
+        "--proxy, answered by the stub": (Case("prefer", headers=prefer),
+                                          Case("proxy", ["--proxy", "http://127.0.0.1:9"], headers=prefer)),
         "--journal FILE": (off, Case("journal", ["--journal", journal])),
         "--dynamic": (off, Case("dynamic", ["--dynamic", "--seed", "1"])),
         "live page open": (off, Case("page", setup=page_open)),

@@ -6,12 +6,13 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import pytest
 
 from plantstub import Stub
 from plantstub._version import __version__
-from plantstub.webhooks import lean
+from plantstub.webhooks import receivers
 from tests.helpers import HANG, call, wait_until
 
 NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
@@ -163,12 +164,66 @@ def test_a_content_length_past_reading_keeps_the_status_and_drops_the_connection
 
 
 def test_an_idle_kept_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lean, "IDLE_SECONDS", 0.2)
+    monkeypatch.setattr(receivers, "IDLE_SECONDS", 0.2)
     receiver = RawReceiver(OK)
     try:
         with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
             assert call(stub.url, "POST", "/plants", NEW_PLANT)[0] == 200
             stub.wait_for_deliveries(1, timeout=10)
             wait_until(lambda: receiver.closed_by_us == 1)
+    finally:
+        receiver.close()
+
+
+def _pipelined_posts(url: str, first: int, count: int) -> None:
+    """`count` plant creations written in one piece on one connection (so the stub decides them in one turn of its
+    loop); each answer read."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or 80
+    requests = b""
+    for n in range(first, first + count):
+        body = b'{"id":%d,"name":"Fern","tag":"green"}' % n
+        requests += (b"POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer t\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    with socket.create_connection((host, port), timeout=10) as conn:
+        conn.sendall(requests)
+        got = b""
+        while got.count(b"HTTP/1.1 200 ") < count:
+            data = conn.recv(65536)
+            assert data, "the stub closed the connection"
+            got += data
+
+
+def test_deliveries_decided_together_go_pipelined_on_the_kept_connection() -> None:
+    """Once a receiver kept its connection after an answer, the deliveries decided in one turn of the stub's loop are
+    written on it together, without waiting for each answer: one connection, every delivery answered in order."""
+    receiver = RawReceiver(OK)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": 0})[0] == 200
+            stub.wait_for_deliveries(1, timeout=10)
+            _pipelined_posts(stub.url, 1, 20)
+            got = stub.wait_for_deliveries(21, timeout=10)
+        assert [(d.seq, d.attempts, d.status, d.error, d.valid) for d in got] == [
+            (n, 1, 200, None, True) for n in range(1, 22)]
+        assert receiver.bodies == [b'{"id":%d,"name":"Fern","tag":"green"}' % n for n in range(21)]
+        assert receiver.connections == 1
+    finally:
+        receiver.close()
+
+
+def test_pipelined_deliveries_a_receiver_drops_are_each_tried_again() -> None:
+    """A receiver that answers one request and closes the connection with more written on it: each delivery it did not
+    answer counts that attempt as failed and is sent again; none is lost, none is sent twice as one attempt."""
+    receiver = RawReceiver(lambda conn, request: OK if request == 1 else None)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": 0})[0] == 200
+            stub.wait_for_deliveries(1, timeout=10)
+            _pipelined_posts(stub.url, 1, 5)
+            got = stub.wait_for_deliveries(6, timeout=15)
+        assert [(d.attempts, d.status, d.valid) for d in got] == [(1, 200, True)] + [(2, 200, True)] * 5
+        sent = [b'{"id":%d,"name":"Fern","tag":"green"}' % n for n in range(1, 6)]
+        assert sorted(receiver.bodies[-5:]) == sorted(sent)  # each sent again, once
     finally:
         receiver.close()
