@@ -11,7 +11,7 @@ import json
 import math
 import re
 from array import array
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from itertools import accumulate
@@ -135,6 +135,21 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 MAX_NESTING = 1024  # levels of arrays and objects a body may nest: orjson's own bound, kept on every path
+
+
+def inside(value: object, keys: bool = False) -> Iterator[object]:
+    """`value` and every value in it, at any depth (a loop: any depth is walked): each list item and mapping value,
+    and each mapping key too when `keys`. The one walk of a parsed JSON or YAML value; the order is not promised."""
+    todo: list[object] = [value]
+    while todo:
+        item = todo.pop()
+        yield item
+        if isinstance(item, dict):
+            if keys:
+                todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
 
 
 def nests_deeper(value: object, levels: int) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import NamedTuple
 
-from plantstub._json import MISSING
+from plantstub._json import MISSING, inside
 from plantstub._regex import costly, pattern_problem, searches
 from plantstub._words import did_you_mean
 
@@ -201,16 +201,7 @@ MATCHERS = ("$regex", "$contains", "$present", "$absent", "$eq")
 
 def uses_matchers(value: object) -> bool:
     """Does `value` (a `match:` body) hold a matcher anywhere?"""
-    stack: list[object] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if item and is_matcher(item):
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    return any(isinstance(item, dict) and item and is_matcher(item) for item in inside(value))
 
 
 def is_matcher(value: dict) -> bool:

@@ -31,6 +31,8 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import TypeVar
 
+from plantstub._json import inside
+
 V = TypeVar("V")
 REDACTED = "REDACTED"
 WORDS = frozenset({
@@ -66,14 +68,8 @@ def secret_value(value: object) -> bool:
 
 def _leaves(value: object) -> Iterable[str]:
     """The texts of a value's strings and numbers, at any depth (what a message could quote of it)."""
-    todo: list[object] = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-        elif isinstance(item, str) and item:
+    for item in inside(value):
+        if isinstance(item, str) and item:
             yield item
         elif isinstance(item, (int, float)) and not isinstance(item, bool):
             yield json.dumps(item)

@@ -14,11 +14,12 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from plantstub._budget import Budget, shown_bytes
-from plantstub._json import BodyError, decode_json, is_json, json_nesting
+from plantstub._json import BodyError, decode_json, inside, is_json, json_nesting
 from plantstub._words import plural
 from plantstub.incoming import IncomingRequest
 from plantstub.proxy.recorded_file import FILE_VALUES, Document, Exchange, build, matchable
@@ -60,15 +61,7 @@ class Saved:
 
 def _values(value: Any, most: int) -> int:
     """How many values a scenario file counts for `value` (itself and all inside), counted up to `most` + 1."""
-    count, todo = 0, [value]
-    while todo and count <= most:
-        item = todo.pop()
-        count += 1
-        if isinstance(item, dict):
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return count
+    return sum(1 for _ in islice(inside(value), most + 1))
 
 
 def _separators(raw: bytes) -> int:
@@ -78,18 +71,7 @@ def _separators(raw: bytes) -> int:
 
 def _templated(value: Any) -> bool:
     """Whether a value holds `{{`, which a reply would read as a placeholder."""
-    todo = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, str):
-            if _PLACEHOLDER in item:
-                return True
-        elif isinstance(item, dict):
-            todo.extend(item.keys())
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return False
+    return any(isinstance(item, str) and _PLACEHOLDER in item for item in inside(value, keys=True))
 
 
 def _request_body(incoming: IncomingRequest) -> Any:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from plantstub._json import decode_json, is_json
+from plantstub._json import decode_json, inside, is_json
 from plantstub._words import plural
 from plantstub._yaml import dump_yaml
 from plantstub.errors import ScenarioError
@@ -31,19 +31,11 @@ FILE_VALUES = MAX_VALUES - 100  # what a file's rules may hold, with room for th
 
 def unwritable(value: object) -> str | None:
     """Why a YAML file cannot hold `value` (a lone surrogate, `\\ud800`, in a text or a key), or None when it can."""
-    todo: list[object] = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, str):
-            found = _SURROGATE.search(item)
-            if found is not None:
-                return (f"it holds a lone surrogate ({found.group().encode('unicode_escape').decode()}), which JSON's "
-                        "escapes allow and a YAML file cannot hold")
-        elif isinstance(item, dict):
-            todo.extend(item.keys())
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
+    for item in inside(value, keys=True):
+        found = _SURROGATE.search(item) if isinstance(item, str) else None
+        if found is not None:
+            return (f"it holds a lone surrogate ({found.group().encode('unicode_escape').decode()}), which JSON's "
+                    "escapes allow and a YAML file cannot hold")
     return None
 
 
@@ -144,15 +136,7 @@ def query_match(query: Iterable[tuple[str, str]], redact: bool, ignored: Sequenc
 
 def values_in(value: object) -> int:
     """How many values a scenario file counts for `value` (itself, and every item and member inside)."""
-    count, todo = 0, [value]  # (a list of object)
-    while todo:
-        item = todo.pop()
-        count += 1
-        if isinstance(item, dict):
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return count
+    return sum(1 for _ in inside(value))
 
 
 def _reply(exchange: Exchange, redact: bool) -> ReplyData:
