@@ -19,9 +19,11 @@ def mapped() -> set[str]:
             for name in re.findall(r"`([^`]+\.py)`", line.split("|")[1])}
 
 
-def modules() -> set[str]:
-    """Every module of the package but its packages' `__init__.py`, relative to plantstub/."""
-    return {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+def modules(packages: bool = False) -> set[str]:
+    """Every module of the package, relative to plantstub/; its packages' `__init__.py` too when `packages` (the map
+    names one where it holds code, as `cli/__init__.py` does)."""
+    return {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+            if packages or path.name != "__init__.py"}
 
 
 def test_the_code_map_names_every_module_of_the_package():
@@ -30,5 +32,5 @@ def test_the_code_map_names_every_module_of_the_package():
 
 
 def test_the_code_map_names_no_module_that_is_gone():
-    gone = sorted(mapped() - modules())
+    gone = sorted(mapped() - modules(packages=True))
     assert gone == [], f"docs/development.md's code map names modules plantstub/ no longer has: {', '.join(gone)}"
