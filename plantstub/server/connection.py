@@ -95,6 +95,8 @@ class Connection(asyncio.Protocol):
         self._arm()  # a connection that never sends a byte is idle too
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        if self.transport is not None:  # closed by us too: Python 3.10's TLS transport warns at collection otherwise
+            self.transport.close()
         self.transport = None
         self._flow.connection_lost(exc)
         self._server.connections.discard(self)
