@@ -13,7 +13,10 @@ import pytest
 
 from plantstub.config import build_settings
 from plantstub.contract import spec_cache
+from plantstub.contract.compiled import Checks, places
 from plantstub.contract.load import _Loader, load_spec
+from plantstub.contract.property_map import PropertyMap
+from plantstub.contract.schema import SchemaCheck
 from plantstub.contract.spec_json import encode
 from plantstub.errors import SpecError
 from plantstub.stub import Stub
@@ -211,11 +214,11 @@ def test_spec_cache_keeps_the_entries_used_last(tmp_path, monkeypatch):
 
 def test_spec_cache_concurrent_loads_write_one_whole_entry(tmp_path, multi):
     cache = tmp_path / "cache"
-    expected = encode(load_spec(multi, cache=False))
+    expected = {**encode(load_spec(multi, cache=False)), "property_map": None}  # walked when served, not before
     results: list[dict] = []
 
     def load() -> None:
-        results.append(encode(load_spec(multi, cache=cache)))
+        results.append({**encode(load_spec(multi, cache=cache)), "property_map": None})
 
     threads = [threading.Thread(target=load) for _ in range(6)]
     for thread in threads:
@@ -224,7 +227,7 @@ def test_spec_cache_concurrent_loads_write_one_whole_entry(tmp_path, multi):
         thread.join()
     assert results == [expected] * 6
     assert len(entries(cache)) == 1 and list(cache.glob(".spec-*.tmp")) == []
-    assert encode(load_spec(multi, cache=cache)) == expected
+    assert {**encode(load_spec(multi, cache=cache)), "property_map": None} == expected
 
 
 def test_spec_cache_unwritable_folder_warns_and_loads(tmp_path, multi, caplog):
@@ -266,3 +269,73 @@ def test_spec_cache_misses_under_another_engine_release(tmp_path, multi, monkeyp
         monkeypatch.setattr(spec_cache.yaml, "__version__", "0.0-other")
     load_spec(multi, cache=cache)
     assert len(entries(cache)) == 2  # a miss: written again under its own key
+
+
+def _schemas_in(node: object) -> list[dict]:
+    """Every mapping in `node`, itself included (schemas, and the mappings of values beside them)."""
+    found, todo = [], [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return found
+
+
+@pytest.mark.parametrize("name", ["real-world.yaml", "greenhouse-3.1.json", "multi/main.yaml", "tree.yaml",
+                                  "overlapping-oneof.yaml"])
+def test_spec_cache_keeps_the_property_map_a_walk_of_the_spec_read_back_makes(tmp_path, monkeypatch, name):
+    """The shared validator's property map comes back with the spec, naming every schema as walking it anew does."""
+    cache = tmp_path / "cache"
+    load_spec(SPECS / name, cache=cache)
+    loads_nothing(monkeypatch)
+    spec = load_spec(SPECS / name, cache=cache)
+    kept, walked = spec.property_map, PropertyMap.of(list(places(spec)))
+    assert kept is not None and kept.pending  # its pointers are looked up on first use
+    schemas = [s for root in places(spec) for s in _schemas_in(root)]
+    assert [kept.name(s) for s in schemas] == [walked.name(s) for s in schemas]
+    assert (kept.core, kept.pointers) == (walked.core, walked.pointers)
+    assert list(map(tuple, kept.located or ())) == walked.located and kept.located  # bare `$ref`s, pointers
+
+
+def _older(raw: bytes) -> bytes:
+    """The entry as the plantstub before the property map wrote it: format 5, no map, its hash right."""
+    head, _, payload = raw.partition(b"\n")
+    data = orjson.loads(payload)
+    del data["property_map"]
+    older = orjson.dumps(data)
+    return orjson.dumps({**orjson.loads(head), "format": 5, "payload": spec_cache.digest(older)}) + b"\n" + older
+
+
+def test_spec_cache_reads_an_older_plantstubs_entry_as_a_miss_and_writes_it_again(tmp_path, multi):
+    cache = tmp_path / "cache"
+    expected = encode(load_spec(multi, cache=cache))
+    (entry,) = entries(cache)
+    whole = entry.read_bytes()
+    entry.write_bytes(_older(whole))
+    assert encode(load_spec(multi, cache=cache)) == expected
+    assert entry.read_bytes() == whole
+
+
+def test_spec_cache_property_map_leading_nowhere_shares_the_places_and_checks_the_rest_alone(tmp_path, multi):
+    """A forged map (its hash made right) whose pointers lead nowhere: read, never a crash; every verdict is
+    that of the schema compiled alone."""
+    cache = tmp_path / "cache"
+    load_spec(multi, cache=cache)
+    (entry,) = entries(cache)
+    head, _, payload = entry.read_bytes().partition(b"\n")
+    data = orjson.loads(payload)
+    data["property_map"][2] = [["#/$defs/Nowhere/items", "0"], *data["property_map"][2]]
+    forged = orjson.dumps(data)
+    entry.write_bytes(orjson.dumps({**orjson.loads(head), "payload": spec_cache.digest(forged)}) + b"\n" + forged)
+    spec = load_spec(multi, cache=cache)
+    checks = Checks(places(spec), prebuilt=spec.property_map)
+    for root in places(spec):
+        for schema in _schemas_in(root):
+            check = checks.check(schema, root["$defs"]) if isinstance(root, dict) and "$defs" in root else None
+            if check is not None and "type" in schema:
+                alone = SchemaCheck({**schema, "$defs": root["$defs"]}, "test")
+                for value in ({}, [], "x", 5, {"name": "Fern", "height": {"value": 1, "unit": "cm"}}):
+                    assert check.errors(value, "body") == alone.errors(value, "body")
