@@ -1,8 +1,9 @@
 """The property map of a spec's shared validator: which schema is checked by which property of it.
 
 Made by walking every `$defs` entry and place once (`PropertyMap.of`, a few tenths of a second for a 20 MB spec),
-it depends on the bundled schemas alone, so the spec cache keeps it beside them (`to_json` / `from_json`): a
-start from the cache only looks its entries up again, pointer by pointer. contract/shared.py compiles it.
+it depends on the bundled schemas alone, so the spec cache keeps what a start needs of it beside them (`to_json` /
+`from_json`: which property checks each place and each `$defs` entry); the rest is walked when first needed.
+contract/shared.py compiles it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from plantstub._memo import IdentityMemo
 from plantstub.contract.pattern import servable
@@ -23,7 +24,6 @@ _PLACE_BOUND = frozenset(("$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiv
 _MAPS = frozenset(SCHEMA_MAPS) - {"$defs"}  # a schema's own `$defs` are targets under their own keys already
 _ONE, _LISTS = frozenset(SCHEMA_ONE), frozenset(SCHEMA_LISTS)
 _PLAIN = re.compile(r"[A-Za-z0-9_.$@:-]*\Z")  # a pointer step that needs no escaping
-_PLAIN_POINTER = re.compile(r"[A-Za-z0-9_.$@:/#-]*\Z")
 _TOKENS: dict[str, str] = {}
 
 
@@ -38,32 +38,24 @@ def _token(step: object) -> str:
     return token
 
 
-def _steps(pointer: str) -> list[str]:
-    """The steps of a URI-fragment JSON pointer (`#/a/b`), unescaped."""
-    steps = pointer.split("/")[1:]
-    if _PLAIN_POINTER.match(pointer):
-        return steps
-    return [unquote(step).replace("~1", "/").replace("~0", "~") for step in steps]
-
-
 @dataclass(eq=False)
 class PropertyMap:
     """The shared validator's properties over one `$defs` mapping: `core` (each `$defs` entry a property, each place
     another) compiled at start, `pointers` (every other subschema with a `$ref` in it, as a JSON pointer into the
     document) compiled when one is first asked for. `names`: schema object -> the property checking it.
-    `hopeless`: the schemas holding or reaching a pattern jsonschema-rs refuses. No `defs`: nothing is shared."""
+    `hopeless`: the schemas holding or reaching a pattern jsonschema-rs refuses. No `defs`: nothing is shared.
+
+    Read from the cache (from_json), it holds the core alone until a schema that is no place nor `$defs` entry is
+    first asked for (`name()`): the places are walked then, as of() walks them, for the rest."""
 
     defs: dict[str, object] | None = None
     core: dict[str, object] = field(default_factory=dict)
     pointers: dict[str, object] = field(default_factory=dict)
     names: IdentityMemo[str] = field(default_factory=IdentityMemo)
     hopeless: IdentityMemo[bool] = field(default_factory=IdentityMemo)
-    # What to_json() writes: each `$defs` key's property, each place's (object, property), and (pointer, property)
-    # for every other schema named (a bare `$ref` is checked as its target's property); None: not to be kept.
-    by_key: dict[str, str] = field(default_factory=dict)
-    places: list[tuple[dict[str, object], str]] = field(default_factory=list)
-    located: list[tuple[str, str]] | None = field(default_factory=list)
-    pending: bool = False  # `located` is not looked up yet (read from the cache)
+    by_key: dict[str, str] = field(default_factory=dict)  # `$defs` key -> its property
+    places: list[tuple[dict[str, object], str]] = field(default_factory=list)  # (place, its property)
+    pending: bool = False  # read from the cache: its places are not walked yet for the rest
 
     @staticmethod
     def of(roots: list[object]) -> PropertyMap:
@@ -92,24 +84,27 @@ class PropertyMap:
                 fit.append(walk)
             elif walk.hopeless or walk.refs() & hopeless:
                 _mark(root, hopeless, found.hopeless)
-        located = found.located = []
         for walk in fit:
             for sub, pointer in walk.found:
                 ref = sub.get("$ref")
                 if len(sub) == 1 and isinstance(ref, str) and ref[8:] in found.by_key:
-                    name = found.names.put(sub, found.by_key[ref[8:]])  # a bare `$ref`: checked as its target
-                else:
-                    named = found.names.get(sub)
-                    name = found.add(found.pointers, sub, {"$ref": pointer}) if named is None else named
-                located.append((pointer, name))  # every place it stands: each becomes an object of its own in JSON
-        if len(found.hopeless):
-            found.located = None  # kept as objects only (rare: a pattern jsonschema-rs refuses): walked again
+                    found.names.put(sub, found.by_key[ref[8:]])  # a bare `$ref`: checked as its target
+                elif sub not in found.names:
+                    found.add(found.pointers, sub, {"$ref": pointer})
         return found
 
     def add(self, into: dict[str, object], node: object, entry: object) -> str:
         name = str(len(self.core) + len(self.pointers))
         into[name] = entry
         self.names.put(node, name)
+        return name
+
+    def name(self, schema: object, roots: list[object]) -> str | None:
+        """The property that checks `schema` (that very object), or None; `roots`: the places it was made of."""
+        name = self.names.get(schema)
+        if name is None and self.pending:
+            self.walk_rest(roots)
+            name = self.names.get(schema)
         return name
 
     def is_pointer(self, name: str) -> bool:
@@ -120,26 +115,36 @@ class PropertyMap:
         return list(dict.fromkeys(entry["$ref"].split("/", 3)[2] for entry in self.pointers.values()
                                   if isinstance(entry, dict) and entry["$ref"].startswith("#/properties/")))
 
+    def walk_rest(self, roots: list[object]) -> None:
+        """Name the subschemas of a map read from the cache: its places `roots` walked now, as of() walks them. (A
+        walk that does not find the core read back, which a cache entry of this very spec always holds, names
+        none.)"""
+        self.pending = False
+        walked = PropertyMap.of(roots)
+        if walked.core == self.core and walked.by_key == self.by_key:
+            self.names, self.pointers, self.hopeless = walked.names, walked.pointers, walked.hopeless
+
     # -- kept in the spec cache --------------------------------------------------------------------------------
     def to_json(self, index: Callable[[dict[str, object]], int | bool | None]) -> object:
-        """JSON-typed data for from_json(); `index` names a place as spec_json wrote it. None when the map cannot be
-        kept (it is walked again from the schemas read back)."""
+        """JSON-typed data for from_json(): each `$defs` key's property, and each place's, the place named by `index`
+        (as spec_json wrote it). None when it is not kept: walked again from the schemas read back (no place
+        shared, or a pattern jsonschema-rs refuses, rare: what reaches it is marked object by object)."""
         if self.defs is None:
             return []
-        if self.located is None or not self.places:  # (no place shared: its `$defs` are found through none)
+        if not self.places or len(self.hopeless):
             return None
-        return [self.by_key, [[index(root), name] for root, name in self.places], [list(at) for at in self.located]]
+        return [self.by_key, [[index(root), name] for root, name in self.places]]
 
     @staticmethod
     def from_json(data: Any, schemas: list[dict[str, object]]) -> PropertyMap:
-        """The map to_json() wrote for the places `schemas` (spec_json's, read back); KeyError, IndexError, TypeError
-        or ValueError for anything it did not write."""
+        """The map to_json() wrote, over spec_json's `schemas` read back (the places are walked for the rest when
+        first needed); KeyError, IndexError, TypeError or ValueError for anything to_json() did not write."""
         found = PropertyMap()
         if data == []:
             return found
         by_key: dict[str, str]
         places: list[list[Any]]
-        by_key, places, located = data
+        by_key, places = data
         root_of = {name: schemas[at] for at, name in places if type(at) is int}
         defs = next(iter(root_of.values()))["$defs"] if root_of else None
         if not isinstance(defs, dict):
@@ -153,44 +158,12 @@ class PropertyMap:
                 raise ValueError("a place with other `$defs`")
             found.core[name] = {k: v for k, v in root.items() if k != "$defs"}
             found.names.put(root, name)
-        if not isinstance(located, list):
-            raise ValueError("no list of pointers")
+        if len(found.core) != len(by_key) + len(places):
+            raise ValueError("two schemas named as one property")
         found.by_key = by_key
         found.places = [(root, name) for name, root in root_of.items()]
-        found.located = located
-        found.pending = True  # looked up when a schema that is no place nor `$defs` entry is first asked for
+        found.pending = True
         return found
-
-    def name(self, schema: object) -> str | None:
-        """The property that checks `schema` (that very object), or None."""
-        name = self.names.get(schema)
-        if name is None and self.pending:
-            self.locate()
-            name = self.names.get(schema)
-        return name
-
-    def locate(self) -> None:
-        """Name the schemas the pointers read back lead to (what from_json() left for the first use)."""
-        self.pending = False
-        defs, root_of = self.defs or {}, {name: root for root, name in self.places}
-        found: list[tuple[object, str]] = []
-        pointers: dict[str, object] = {}
-        try:
-            for pointer, name in self.located or ():
-                steps = _steps(pointer)
-                node: object = defs[steps[1]] if steps[0] == "$defs" else root_of[steps[1]]
-                for step in steps[2:]:
-                    node = node[int(step)] if isinstance(node, list) else node[step]  # type: ignore[index]
-                if not isinstance(node, dict) or not isinstance(name, str):
-                    raise ValueError("a pointer to something that is not a schema")
-                found.append((node, name))
-                if name not in self.core:
-                    pointers.setdefault(name, {"$ref": pointer})
-        except (KeyError, IndexError, TypeError, ValueError):  # not as written (the entry's hash matched: a bug)
-            return  # the places and `$defs` entries stay shared; any other schema is compiled alone
-        for node, name in found:
-            self.names.put(node, name)
-        self.pointers = pointers
 
 
 class _Walk:

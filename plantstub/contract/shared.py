@@ -36,7 +36,7 @@ class Shared:
         """The property that checks `schema` (that very object), or None when it is not shared."""
         if not self.built:
             self.build()
-        return self.found.name(schema) if self.validator is not None else None
+        return self.found.name(schema, self.roots) if self.validator is not None else None
 
     def lookup(self, schema: object) -> tuple[jsonschema_rs.Validator, str] | None:
         """The validator and property that check `schema`, or None when it is not shared."""
@@ -54,6 +54,8 @@ class Shared:
         """False when jsonschema-rs is known to refuse `schema` (a pattern it cannot run, held or reached)."""
         if not self.built:
             self.build()
+        if self.found.pending:
+            self.found.walk_rest(self.roots)
         return schema not in self.found.hopeless
 
     @property

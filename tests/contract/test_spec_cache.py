@@ -287,17 +287,22 @@ def _schemas_in(node: object) -> list[dict]:
 @pytest.mark.parametrize("name", ["real-world.yaml", "greenhouse-3.1.json", "multi/main.yaml", "tree.yaml",
                                   "overlapping-oneof.yaml"])
 def test_spec_cache_keeps_the_property_map_a_walk_of_the_spec_read_back_makes(tmp_path, monkeypatch, name):
-    """The shared validator's property map comes back with the spec, naming every schema as walking it anew does."""
+    """The shared validator's property map comes back with the spec: the places and `$defs` entries at once, the
+    rest walked on first need, naming every schema as walking the spec read back does."""
     cache = tmp_path / "cache"
     load_spec(SPECS / name, cache=cache)
     loads_nothing(monkeypatch)
     spec = load_spec(SPECS / name, cache=cache)
-    kept, walked = spec.property_map, PropertyMap.of(list(places(spec)))
-    assert kept is not None and kept.pending  # its pointers are looked up on first use
-    schemas = [s for root in places(spec) for s in _schemas_in(root)]
-    assert [kept.name(s) for s in schemas] == [walked.name(s) for s in schemas]
-    assert (kept.core, kept.pointers) == (walked.core, walked.pointers)
-    assert list(map(tuple, kept.located or ())) == walked.located and kept.located  # bare `$ref`s, pointers
+    roots = list(places(spec))
+    kept, walked = spec.property_map, PropertyMap.of(roots)
+    assert kept is not None and kept.pending
+    assert kept.core == walked.core and kept.pointers == {}
+    defs = next(r["$defs"] for r in roots if isinstance(r, dict) and "$defs" in r)
+    assert [kept.names.get(r) for r in roots] == [walked.names.get(r) for r in roots]
+    assert [kept.names.get(d) for d in defs.values()] == [walked.names.get(d) for d in defs.values()]
+    schemas = [s for root in roots for s in _schemas_in(root)]
+    assert [kept.name(s, roots) for s in schemas] == [walked.name(s, roots) for s in schemas]
+    assert not kept.pending and kept.pointers == walked.pointers
 
 
 def _older(raw: bytes) -> bytes:
@@ -319,23 +324,49 @@ def test_spec_cache_reads_an_older_plantstubs_entry_as_a_miss_and_writes_it_agai
     assert entry.read_bytes() == whole
 
 
-def test_spec_cache_property_map_leading_nowhere_shares_the_places_and_checks_the_rest_alone(tmp_path, multi):
-    """A forged map (its hash made right) whose pointers lead nowhere: read, never a crash; every verdict is
-    that of the schema compiled alone."""
-    cache = tmp_path / "cache"
-    load_spec(multi, cache=cache)
-    (entry,) = entries(cache)
+def _forge(entry: Path, change) -> None:
+    """Change the entry's property map, its hash made right."""
     head, _, payload = entry.read_bytes().partition(b"\n")
     data = orjson.loads(payload)
-    data["property_map"][2] = [["#/$defs/Nowhere/items", "0"], *data["property_map"][2]]
+    change(data["property_map"])
     forged = orjson.dumps(data)
     entry.write_bytes(orjson.dumps({**orjson.loads(head), "payload": spec_cache.digest(forged)}) + b"\n" + forged)
-    spec = load_spec(multi, cache=cache)
-    checks = Checks(places(spec), prebuilt=spec.property_map)
-    for root in places(spec):
-        for schema in _schemas_in(root):
-            check = checks.check(schema, root["$defs"]) if isinstance(root, dict) and "$defs" in root else None
-            if check is not None and "type" in schema:
-                alone = SchemaCheck({**schema, "$defs": root["$defs"]}, "test")
-                for value in ({}, [], "x", 5, {"name": "Fern", "height": {"value": 1, "unit": "cm"}}):
-                    assert check.errors(value, "body") == alone.errors(value, "body")
+
+
+def _swap_places(mapped: list) -> None:
+    (first, name_a), (second, name_b) = mapped[1][:2]
+    mapped[1][:2] = [[first, name_b], [second, name_a]]
+
+
+def test_spec_cache_property_map_named_otherwise_checks_as_each_schema_compiled_alone(tmp_path):
+    """A forged map (its hash made right) naming the places otherwise: read, never a crash, and every verdict that
+    of the schema compiled alone (what a walk of the spec does not find as read back is compiled alone)."""
+    path = SPECS / "overlapping-oneof.yaml"
+    cache = tmp_path / "cache"
+    load_spec(path, cache=cache)
+    (entry,) = entries(cache)
+    _forge(entry, _swap_places)
+    spec = load_spec(path, cache=cache)
+    roots = list(places(spec))
+    checks = Checks(roots, prebuilt=spec.property_map)
+    defs = next(r["$defs"] for r in roots if isinstance(r, dict) and "$defs" in r)
+    shared = 0
+    for schema in [*roots, *(s for root in roots for s in _schemas_in(root) if "$defs" not in s)]:
+        if not isinstance(schema, dict) or not ({"type", "$ref", "oneOf", "items"} & schema.keys()):
+            continue
+        check = checks.check(schema, defs)
+        shared += check.skip
+        alone = SchemaCheck(schema if "$defs" in schema else {**schema, "$defs": defs}, "test")
+        for value in ({}, [], "x", 5, {"kind": "a", "name": "Fern"}, [{"kind": "b"}]):
+            assert check.errors(value, "body") == alone.errors(value, "body"), (schema, value)
+    assert shared and spec.property_map is not None and spec.property_map.pointers == {}
+
+
+def test_spec_cache_property_map_naming_two_schemas_as_one_is_a_miss(tmp_path, multi):
+    cache = tmp_path / "cache"
+    expected = encode(load_spec(multi, cache=cache))
+    (entry,) = entries(cache)
+    whole = entry.read_bytes()
+    _forge(entry, lambda mapped: mapped[1].__setitem__(0, [mapped[1][0][0], next(iter(mapped[0].values()))]))
+    assert encode(load_spec(multi, cache=cache)) == expected
+    assert entry.read_bytes() == whole
