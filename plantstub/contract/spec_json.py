@@ -99,9 +99,11 @@ class _Reader:
             self.schemas.append(body)
 
     def schema(self, value: object) -> dict | bool | None:
+        if type(value) is int and value >= 0:  # the usual case first (a big spec reads 100,000 of them)
+            return self.schemas[value]  # IndexError past the end
         if value is None or value is True or value is False:
             return value
-        return self.schemas[_index(value, self.schemas)]
+        raise Corrupt("a schema index out of range")
 
     # What an entry holds was written by encode(): its hash, checked before, says so (spec_cache.py). Types are
     # not checked again field by field (a fifth of the time to read a spec back); a shape encode() never writes
