@@ -102,9 +102,15 @@ class PropertyMap:
     def name(self, schema: object, roots: list[object]) -> str | None:
         """The property that checks `schema` (that very object), or None; `roots`: the places it was made of."""
         name = self.names.get(schema)
-        if name is None and self.pending:
-            self.walk_rest(roots)
-            name = self.names.get(schema)
+        if name is None and self.pending and isinstance(schema, dict):
+            # What of() names besides the places and `$defs` entries holds a `$ref`: a bare one is checked as its
+            # target (as of() names it), and only a schema with one inside is worth the walk (a leaf is not).
+            ref = schema.get("$ref")
+            if len(schema) == 1 and isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in self.by_key:
+                return self.by_key[ref[8:]]
+            if _holds_ref(schema):
+                self.walk_rest(roots)
+                name = self.names.get(schema)
         return name
 
     def is_pointer(self, name: str) -> bool:
@@ -164,6 +170,20 @@ class PropertyMap:
         found.places = [(root, name) for name, root in root_of.items()]
         found.pending = True
         return found
+
+
+def _holds_ref(node: object) -> bool:
+    """Whether `node` has a `$ref` key anywhere in it."""
+    todo = [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            if "$ref" in item:
+                return True
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return False
 
 
 class _Walk:
