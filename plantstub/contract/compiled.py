@@ -94,7 +94,7 @@ class Checks:
         if isinstance(schema, bool):
             return schema
         if isinstance(schema, dict) and set(schema) == {"allOf"} and isinstance(schema["allOf"], list) \
-                and self.shared.name(schema) is None:
+                and self.shared.name(schema, walk=False) is None:  # (whether it is shared or not, the same verdict)
             # flatten.merge()'s `allOf: [a, b]` of two subschemas: each checked as it is, not compiled anew
             return all(self.valid(value, part, defs) for part in schema["allOf"])
         try:

@@ -32,11 +32,14 @@ class Shared:
         self.pointed_tried = False
         self.built = False
 
-    def name(self, schema: object) -> str | None:
-        """The property that checks `schema` (that very object), or None when it is not shared."""
+    def name(self, schema: object, walk: bool = True) -> str | None:
+        """The property that checks `schema` (that very object), or None when it is not shared (or, with `walk`
+        False, not named yet: a map read from the cache is not walked for it)."""
         if not self.built:
             self.build()
-        return self.found.name(schema, self.roots) if self.validator is not None else None
+        if self.validator is None:
+            return None
+        return self.found.name(schema, self.roots) if walk else self.found.names.get(schema)
 
     def lookup(self, schema: object) -> tuple[jsonschema_rs.Validator, str] | None:
         """The validator and property that check `schema`, or None when it is not shared."""
