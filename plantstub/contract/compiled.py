@@ -14,6 +14,7 @@ from typing import TypeVar, cast
 from plantstub._memo import IdentityMemo
 from plantstub.contract.flatten import flatten_keys, merge
 from plantstub.contract.model import Spec
+from plantstub.contract.property_map import PropertyMap
 from plantstub.contract.schema import NOT_SCHEMAS, SchemaCheck, refs_in
 from plantstub.contract.shared import Shared
 
@@ -41,9 +42,10 @@ class Checks:
     """The compiled checks of one spec's schemas (the places `roots`, and every subschema of them), shared by
     its request checks and answers. Keyed by object identity, holding the object."""
 
-    def __init__(self, roots: Iterable[object] = (), annotated: frozenset[str] = frozenset(("readOnly", "writeOnly"))) -> None:
+    def __init__(self, roots: Iterable[object] = (), annotated: frozenset[str] = frozenset(("readOnly", "writeOnly")),
+                 prebuilt: PropertyMap | None = None) -> None:
         self.annotated = annotated  # the annotations some schema of the spec says: the others are looked for nowhere
-        self.shared = Shared(list(roots))  # compiled on first use
+        self.shared = Shared(list(roots), prebuilt)  # compiled on first use (its property map: `prebuilt` if given)
         self.compiled: IdentityMemo[SchemaCheck] = IdentityMemo()
         self.refs: IdentityMemo[frozenset[str]] = IdentityMemo()
         self.flat: IdentityMemo[tuple[object, frozenset[str]]] = IdentityMemo()
@@ -74,11 +76,10 @@ class Checks:
         check = self.compiled.get(schema)
         if check is None:
             # (A schema has a name once the shared validator compiled: it is there then.)
-            if isinstance(schema, dict) and (name := self.shared.name(schema)) is not None and (
-                    validator := self.shared.validator) is not None:
+            if isinstance(schema, dict) and (shared := self.shared.lookup(schema)) is not None:
                 # compiled already: the whole `$defs` is there for jsonschema, if it is asked
                 root: dict[str, object] | bool = schema if "$defs" in schema or not defs else {**schema, "$defs": defs}
-                check = SchemaCheck(root, where, checked=True, shared=(validator, name))
+                check = SchemaCheck(root, where, checked=True, shared=shared)
             else:
                 root = schema
                 if isinstance(schema, dict) and "$defs" not in schema and defs:
@@ -93,7 +94,7 @@ class Checks:
         if isinstance(schema, bool):
             return schema
         if isinstance(schema, dict) and set(schema) == {"allOf"} and isinstance(schema["allOf"], list) \
-                and self.shared.name(schema) is None:
+                and self.shared.name(schema, walk=False) is None:  # (whether it is shared or not, the same verdict)
             # flatten.merge()'s `allOf: [a, b]` of two subschemas: each checked as it is, not compiled anew
             return all(self.valid(value, part, defs) for part in schema["allOf"])
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,8 +12,10 @@ from plantstub._json import MISSING, cut, shown
 from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract import oas32
 from plantstub.contract.bundle import Bundler
+from plantstub.contract.compiled import places
 from plantstub.contract.documents import Documents
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, Spec, unsent_header
+from plantstub.contract.property_map import PropertyMap
 from plantstub.contract.securities import Securities, expect, suggest
 from plantstub.contract.spec_cache import SpecCache
 from plantstub.contract.webhooks import read_callbacks, read_webhooks
@@ -112,9 +115,11 @@ class _Loader(Documents):
 
     def load(self) -> Spec:
         spec = self.read_spec()
-        if self.cache is not None:
+        if self.cache is not None and self.cache.keeps(self.file):
             # The parsed files are freed first: a big spec's entry is written beside the Spec, not beside both.
             self.forget()
+            # Its shared validator's property map is kept too: walked now, and not again when it is served.
+            spec = replace(spec, property_map=PropertyMap.of(list(places(spec))))
             self.cache.put(self.file, str(self.shown), self.root, spec, self.digests)
         return spec
 

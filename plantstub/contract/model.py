@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from plantstub._json import MISSING
+
+if TYPE_CHECKING:
+    from plantstub.contract.property_map import PropertyMap
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 METHODS_32 = (*METHODS, "query")  # OpenAPI 3.2's Path Item adds QUERY (and `additionalOperations` for any other)
@@ -134,3 +138,5 @@ class Spec:
     warnings: tuple[str, ...] = ()
     webhooks: tuple[Webhook, ...] = ()  # the document's `webhooks`, one per (name, method)
     annotated: frozenset[str] = frozenset(("readOnly", "writeOnly"))  # of those, the ones some schema says
+    # Its shared validator's property map (contract/property_map.py), when the spec cache wrote or read it.
+    property_map: PropertyMap | None = field(default=None, compare=False, repr=False)

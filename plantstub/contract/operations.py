@@ -170,7 +170,7 @@ def serve(spec: Spec, dynamic: bool = False, seed: int | None = None) -> dict[Op
 
     Operations whose default answer cannot keep the contract are logged once, with the reason each gets.
     """
-    samples = Checks(places(spec), annotated=spec.annotated)
+    samples = Checks(places(spec), annotated=spec.annotated, prebuilt=spec.property_map)
     samples.shared.build()  # now, not in the first request that needs it (a second for a 20 MB spec)
     varied = Dynamic(fresh_seed() if seed is None else seed, samples)
     kind = VariedOperation if dynamic else ServedOperation

@@ -104,6 +104,13 @@ class SpecCache:
             os.utime(self.entry(key))  # used now: pruned last
         return spec
 
+    def keeps(self, file: Path) -> bool:
+        """Whether the spec of `file` is kept once loaded (big enough to be worth it)."""
+        try:
+            return file.stat().st_size >= MIN_CACHED
+        except OSError:
+            return False
+
     def put(self, file: Path, shown: str, root: Path, spec: Spec, digests: dict[str, str]) -> None:
         """Keep `spec`, read from the files in `digests` (path -> digest, `file` among them), if it is big enough."""
         own = digests.get(str(file))

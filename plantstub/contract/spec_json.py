@@ -13,8 +13,9 @@ from typing import Any
 from plantstub._json import MISSING
 from plantstub._memo import IdentityMemo
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, SecurityScheme, Spec, Webhook
+from plantstub.contract.property_map import PropertyMap
 
-FORMAT = 5  # raised whenever what encode() writes changes (or what bundling makes of a schema)
+FORMAT = 6  # raised whenever what encode() writes changes (or what bundling makes of a schema)
 
 
 class Corrupt(ValueError):
@@ -74,10 +75,13 @@ def encode(spec: Spec) -> dict[str, object]:
     writer = _Writer()
     operations = [writer.operation(op) for op in spec.operations]
     webhooks = [writer.webhook(hook) for hook in spec.webhooks]
+    # The shared validator's property map, its places named by index (None: walked again when read back).
+    mapped = None if spec.property_map is None else spec.property_map.to_json(writer.schema)
     return {
         "source": spec.source, "openapi": spec.openapi, "title": spec.title, "version": spec.version,
         "warnings": list(spec.warnings), "annotated": sorted(spec.annotated),
         "defs": writer.defs, "schemas": writer.schemas, "operations": operations, "webhooks": webhooks,
+        "property_map": mapped,
     }
 
 
@@ -95,9 +99,11 @@ class _Reader:
             self.schemas.append(body)
 
     def schema(self, value: object) -> dict | bool | None:
+        if type(value) is int and value >= 0:  # the usual case first (a big spec reads 100,000 of them)
+            return self.schemas[value]  # IndexError past the end
         if value is None or value is True or value is False:
             return value
-        return self.schemas[_index(value, self.schemas)]
+        raise Corrupt("a schema index out of range")
 
     # What an entry holds was written by encode(): its hash, checked before, says so (spec_cache.py). Types are
     # not checked again field by field (a fifth of the time to read a spec back); a shape encode() never writes
@@ -137,6 +143,7 @@ def decode(data: Any) -> Spec:
         warnings=tuple(map(_text, data["warnings"])),
         webhooks=tuple(map(reader.webhook, data["webhooks"])),
         annotated=frozenset(map(_text, data["annotated"])),
+        property_map=None if data["property_map"] is None else PropertyMap.from_json(data["property_map"], reader.schemas),
     )
 
 

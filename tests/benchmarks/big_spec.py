@@ -2,11 +2,17 @@
 
     .venv/bin/python tests/benchmarks/big_spec.py --spec FILE [--ops 10] [--json]
     .venv/bin/python tests/benchmarks/big_spec.py --synthetic 3000 3000 [--yaml] [--prose] [--ops 10]
+    .venv/bin/python tests/benchmarks/big_spec.py --spec FILE --starts 5 [--source DIR ...]
 
 Starts `python -m plantstub serve --spec FILE --port 0` and prints the time to its listening line, its peak
 resident memory (VmHWM) then, the first call of `--ops` operations spread over the document (each a
 request its spec accepts: path, query and body made from the schemas) and a later call of each, and the
 peak memory at the end.
+
+With `--starts N`, only starts: for each `--source` (a checkout's folder holding `plantstub/`, put first on
+PYTHONPATH; this checkout when none), N cold starts (each with a new, empty spec cache) and N from the cache
+(an entry the first cold start wrote), the sources taking turns start by start so that a shared machine's load
+falls on each alike; the median and range of the time to ready, the CPU time until ready and the peak memory.
 """
 
 from __future__ import annotations
@@ -98,6 +104,55 @@ def call(url: str, op: Operation, request: tuple[str, bytes | None, dict[str, st
     return status, (time.perf_counter() - started) * 1000
 
 
+def start(spec: Path, cache: Path, source: Path, timeout: float = 600) -> dict[str, float]:
+    """One `plantstub serve --spec SPEC` from `source` with its spec cache in `cache`: seconds to the listening line,
+    CPU seconds until then, peak RSS (MiB) then."""
+    env = {**os.environ, "PLANTSTUB_SPEC_CACHE": str(cache), "PYTHONPATH": str(source)}
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "plantstub", "serve", "--spec", str(spec.resolve()), "--port", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=tmp, env=env)
+        try:
+            line = proc.stdout.readline() if proc.stdout else ""
+            ready = time.perf_counter() - started
+            if not line.startswith("plantstub listening on "):
+                raise RuntimeError(f"no listening line from {source} (exit {proc.poll()})")
+            return {"ready_s": ready, "cpu_s": cpu_seconds(proc.pid), "peak_mib": memory(proc.pid)["VmHWM"]}
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def starts(spec: Path, runs: int, sources: list[Path], as_json: bool) -> int:
+    """--starts: cold and from-the-cache starts of each source, taking turns; medians printed."""
+    figures: dict[str, dict[str, list[dict[str, float]]]] = {str(s): {"cold": [], "cached": []} for s in sources}
+    with tempfile.TemporaryDirectory() as tmp:
+        warm = {str(s): Path(tmp) / f"warm{i}" for i, s in enumerate(sources)}
+        for run in range(runs):
+            for i, source in enumerate(sources):
+                cold = Path(tmp) / f"cold{i}-{run}"
+                figures[str(source)]["cold"].append(start(spec, cold if run else warm[str(source)], source))
+            for source in sources:
+                figures[str(source)]["cached"].append(start(spec, warm[str(source)], source))
+    summary = {source: {kind: {key: [round(statistics.median(r[key] for r in rows), 2),
+                                     round(min(r[key] for r in rows), 2), round(max(r[key] for r in rows), 2)]
+                               for key in ("ready_s", "cpu_s", "peak_mib")}
+                        for kind, rows in kinds.items()} for source, kinds in figures.items()}
+    if as_json:
+        print(json.dumps({"spec": str(spec), "runs": runs, "median_min_max": summary}, indent=2))
+        return 0
+    print(f"{spec}: {spec.stat().st_size / 2**20:.1f} MiB, {runs} start(s) of each kind per source (median [min-max])")
+    for source, kinds in summary.items():
+        for kind, row in kinds.items():
+            shown = "  ".join(f"{key} {m} [{lo}-{hi}]" for key, (m, lo, hi) in row.items())
+            print(f"  {source:40.40} {kind:7} {shown}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
@@ -112,7 +167,15 @@ def main() -> int:
     parser.add_argument("--ops", type=int, default=10, help="operations called (spread over the document)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the listening line")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--starts", type=int, default=0,
+                        help="only time N cold starts and N from the spec cache (medians), no calls")
+    parser.add_argument("--source", type=Path, action="append", default=[],
+                        help="with --starts: a checkout to start from (repeatable, compared side by side)")
     args = parser.parse_args()
+    if args.starts:
+        if not args.spec:
+            parser.error("--starts needs --spec FILE (a --synthetic document is written anew each run)")
+        return starts(args.spec, args.starts, args.source or [Path(__file__).resolve().parents[2]], args.json)
     with tempfile.TemporaryDirectory() as tmp:
         if args.spec:
             spec_path = args.spec

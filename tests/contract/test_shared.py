@@ -167,6 +167,45 @@ def test_serve_compiles_the_shared_validator_before_any_request(tmp_path):
     assert shared.built and shared.validator is not None
 
 
+@pytest.mark.parametrize(("name", "answers_need_them"), [("tree.yaml", False), ("overlapping-oneof.yaml", True)])
+def test_subschemas_holding_a_ref_are_compiled_when_one_is_first_checked(name, answers_need_them, caplog):
+    """The places and `$defs` entries are compiled at start; the pointers (every other subschema with a `$ref` in
+    it) by the first check of one, once, with the verdicts of each compiled alone. (A default answer made for a
+    `oneOf` checks its branches: those of overlapping-oneof.yaml do.)"""
+    caplog.set_level(logging.ERROR)
+    spec = load_spec(SPECS / name)
+    served = serve(spec)
+    for op in spec.operations:  # requests checked and default answers made: the places are enough
+        assert served[op].check is not None
+        for key in op.responses:
+            served[op].answer(key).build(None)
+    checks = next(iter(served.values())).samples
+    shared = checks.shared
+    assert shared.validator is not None and shared.pointed_tried is answers_need_them
+    defs = next(s["$defs"] for s in places(spec) if isinstance(s, dict) and "$defs" in s)
+    pointed = [s for s in _mappings(defs) if (n := shared.name(s)) is not None and shared.found.is_pointer(n)]
+    assert pointed
+    for sub in pointed:
+        check = checks.check(sub, defs)
+        assert check.skip == 1 and check.fast.validator is shared.pointed is not None
+        alone = SchemaCheck({**sub, "$defs": defs}, "test")
+        for value in (None, {}, [], [{}], "x", 5, [{"name": "Fern", "children": []}], {"next": {"next": None}}):
+            assert check.errors(value, "body") == alone.errors(value, "body"), (sub, value)
+    assert shared.pointed is checks.check(pointed[0], defs).fast.validator  # compiled once
+
+
+def _mappings(node: object) -> list[dict]:
+    found, todo = [], [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return found
+
+
 def test_control_leaves_the_garbage_collector_as_it_found_it():
     """Off while the spec loads (server/runtime.py), then as it was."""
     assert gc.isenabled()

@@ -13,7 +13,10 @@ import pytest
 
 from plantstub.config import build_settings
 from plantstub.contract import spec_cache
+from plantstub.contract.compiled import Checks, places
 from plantstub.contract.load import _Loader, load_spec
+from plantstub.contract.property_map import PropertyMap
+from plantstub.contract.schema import SchemaCheck
 from plantstub.contract.spec_json import encode
 from plantstub.errors import SpecError
 from plantstub.stub import Stub
@@ -211,11 +214,11 @@ def test_spec_cache_keeps_the_entries_used_last(tmp_path, monkeypatch):
 
 def test_spec_cache_concurrent_loads_write_one_whole_entry(tmp_path, multi):
     cache = tmp_path / "cache"
-    expected = encode(load_spec(multi, cache=False))
+    expected = {**encode(load_spec(multi, cache=False)), "property_map": None}  # walked when served, not before
     results: list[dict] = []
 
     def load() -> None:
-        results.append(encode(load_spec(multi, cache=cache)))
+        results.append({**encode(load_spec(multi, cache=cache)), "property_map": None})
 
     threads = [threading.Thread(target=load) for _ in range(6)]
     for thread in threads:
@@ -224,7 +227,7 @@ def test_spec_cache_concurrent_loads_write_one_whole_entry(tmp_path, multi):
         thread.join()
     assert results == [expected] * 6
     assert len(entries(cache)) == 1 and list(cache.glob(".spec-*.tmp")) == []
-    assert encode(load_spec(multi, cache=cache)) == expected
+    assert {**encode(load_spec(multi, cache=cache)), "property_map": None} == expected
 
 
 def test_spec_cache_unwritable_folder_warns_and_loads(tmp_path, multi, caplog):
@@ -266,3 +269,108 @@ def test_spec_cache_misses_under_another_engine_release(tmp_path, multi, monkeyp
         monkeypatch.setattr(spec_cache.yaml, "__version__", "0.0-other")
     load_spec(multi, cache=cache)
     assert len(entries(cache)) == 2  # a miss: written again under its own key
+
+
+def _schemas_in(node: object) -> list[dict]:
+    """Every mapping in `node`, itself included (schemas, and the mappings of values beside them)."""
+    found, todo = [], [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return found
+
+
+@pytest.mark.parametrize("name", ["real-world.yaml", "greenhouse-3.1.json", "multi/main.yaml", "tree.yaml",
+                                  "overlapping-oneof.yaml"])
+def test_spec_cache_keeps_the_property_map_a_walk_of_the_spec_read_back_makes(tmp_path, monkeypatch, name):
+    """The shared validator's property map comes back with the spec: the places and `$defs` entries at once, the
+    rest walked on first need, naming every schema as walking the spec read back does."""
+    cache = tmp_path / "cache"
+    load_spec(SPECS / name, cache=cache)
+    loads_nothing(monkeypatch)
+    spec = load_spec(SPECS / name, cache=cache)
+    roots = list(places(spec))
+    kept, walked = spec.property_map, PropertyMap.of(roots)
+    assert kept is not None and kept.pending
+    assert kept.core == walked.core and kept.pointers == {}
+    defs = next(r["$defs"] for r in roots if isinstance(r, dict) and "$defs" in r)
+    assert [kept.names.get(r) for r in roots] == [walked.names.get(r) for r in roots]
+    assert [kept.names.get(d) for d in defs.values()] == [walked.names.get(d) for d in defs.values()]
+    schemas = [s for root in roots for s in _schemas_in(root)]
+    # A bare `$ref` (checked as its target) and a schema with no `$ref` in it are named without the walk.
+    plain = [s for s in schemas if "$ref" not in str(s) or (len(s) == 1 and str(s.get("$ref")).startswith("#/$defs/"))]
+    assert plain and [kept.name(s, roots) for s in plain] == [walked.name(s, roots) for s in plain]
+    assert kept.pending
+    assert [kept.name(s, roots) for s in schemas] == [walked.name(s, roots) for s in schemas]
+    assert not kept.pending and kept.pointers == walked.pointers
+
+
+def _older(raw: bytes) -> bytes:
+    """The entry as the plantstub before the property map wrote it: format 5, no map, its hash right."""
+    head, _, payload = raw.partition(b"\n")
+    data = orjson.loads(payload)
+    del data["property_map"]
+    older = orjson.dumps(data)
+    return orjson.dumps({**orjson.loads(head), "format": 5, "payload": spec_cache.digest(older)}) + b"\n" + older
+
+
+def test_spec_cache_reads_an_older_plantstubs_entry_as_a_miss_and_writes_it_again(tmp_path, multi):
+    cache = tmp_path / "cache"
+    expected = encode(load_spec(multi, cache=cache))
+    (entry,) = entries(cache)
+    whole = entry.read_bytes()
+    entry.write_bytes(_older(whole))
+    assert encode(load_spec(multi, cache=cache)) == expected
+    assert entry.read_bytes() == whole
+
+
+def _forge(entry: Path, change) -> None:
+    """Change the entry's property map, its hash made right."""
+    head, _, payload = entry.read_bytes().partition(b"\n")
+    data = orjson.loads(payload)
+    change(data["property_map"])
+    forged = orjson.dumps(data)
+    entry.write_bytes(orjson.dumps({**orjson.loads(head), "payload": spec_cache.digest(forged)}) + b"\n" + forged)
+
+
+def _swap_places(mapped: list) -> None:
+    (first, name_a), (second, name_b) = mapped[1][:2]
+    mapped[1][:2] = [[first, name_b], [second, name_a]]
+
+
+def test_spec_cache_property_map_named_otherwise_checks_as_each_schema_compiled_alone(tmp_path):
+    """A forged map (its hash made right) naming the places otherwise: read, never a crash, and every verdict that
+    of the schema compiled alone (what a walk of the spec does not find as read back is compiled alone)."""
+    path = SPECS / "overlapping-oneof.yaml"
+    cache = tmp_path / "cache"
+    load_spec(path, cache=cache)
+    (entry,) = entries(cache)
+    _forge(entry, _swap_places)
+    spec = load_spec(path, cache=cache)
+    roots = list(places(spec))
+    checks = Checks(roots, prebuilt=spec.property_map)
+    defs = next(r["$defs"] for r in roots if isinstance(r, dict) and "$defs" in r)
+    shared = 0
+    for schema in [*roots, *(s for root in roots for s in _schemas_in(root) if "$defs" not in s)]:
+        if not isinstance(schema, dict) or not ({"type", "$ref", "oneOf", "items"} & schema.keys()):
+            continue
+        check = checks.check(schema, defs)
+        shared += check.skip
+        alone = SchemaCheck(schema if "$defs" in schema else {**schema, "$defs": defs}, "test")
+        for value in ({}, [], "x", 5, {"kind": "a", "name": "Fern"}, [{"kind": "b"}]):
+            assert check.errors(value, "body") == alone.errors(value, "body"), (schema, value)
+    assert shared and spec.property_map is not None and spec.property_map.pointers == {}
+
+
+def test_spec_cache_property_map_naming_two_schemas_as_one_is_a_miss(tmp_path, multi):
+    cache = tmp_path / "cache"
+    expected = encode(load_spec(multi, cache=cache))
+    (entry,) = entries(cache)
+    whole = entry.read_bytes()
+    _forge(entry, lambda mapped: mapped[1].__setitem__(0, [mapped[1][0][0], next(iter(mapped[0].values()))]))
+    assert encode(load_spec(multi, cache=cache)) == expected
+    assert entry.read_bytes() == whole

@@ -103,28 +103,47 @@ def _block_yaml(path: Path, schemas: int, paths: int) -> Path:
     return path
 
 
+def _refusal(url: str, path: str, body: object) -> tuple[int, str]:
+    """The status and X-Plantstub-Error of a PATCH the stub refuses."""
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="PATCH",
+                                     headers={**AUTH, "Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=HANG)
+    with refused.value:
+        return refused.value.code, refused.value.headers["X-Plantstub-Error"]
+
+
 def test_a_big_block_yaml_document_is_served_the_same_from_the_spec_cache(tmp_path):
+    """Cold, then from the entry the first start wrote (its property map with it), then from a damaged entry, which
+    is read as a miss and written again: the same answers and refusals each time."""
     spec = _block_yaml(tmp_path / "graph-like.yaml", 1000, 1000)  # 3.4 MB
     cache = tmp_path / "cache"
     answers = []
-    for start in ("cold", "warm"):
+    written = b""
+    for start in ("cold", "warm", "damaged"):
         stub = ServeProcess("--spec", str(spec), "--port", "0", "--spec-cache", str(cache), cwd=tmp_path)
         try:
             (entry,) = cache.glob("spec-*.json")
             if start == "cold":
+                written = entry.read_bytes()
                 os.utime(entry, (0, 0))  # a hit marks the entry used
-            else:
+            elif start == "warm":
                 assert entry.stat().st_mtime > 0
+                entry.write_bytes(written[: len(written) // 2])  # for the next start: a truncated entry
+            else:
+                assert entry.read_bytes() == written  # read as a miss, and written again whole
             for k in (0, 500, 999):
                 for method, path, body in (("GET", f"/group{k}/items", None), ("GET", f"/group{k}/items/item-{k}", None),
                                            ("PATCH", f"/group{k}/items/item-{k}", {})):
                     status, answer = _call(stub.url, method, path, body)
                     answers.append((start, method, path, status, answer if method == "PATCH" else type(json.loads(answer))))
+                answers.append((start, "PATCH", "refused", *_refusal(stub.url, f"/group{k}/items/x", "not an entity")))
         finally:
             assert stub.stop() == 0
     cold = [a[1:] for a in answers if a[0] == "cold"]
-    assert cold == [a[1:] for a in answers if a[0] == "warm"]
-    assert [status for _, _, status, _ in cold] == [200, 200, 204] * 3
+    assert cold == [a[1:] for a in answers if a[0] == "warm"] == [a[1:] for a in answers if a[0] == "damaged"]
+    assert [status for _, _, status, _ in cold] == [200, 200, 204, 400] * 3
+    assert cold[3][3] == "body: 'not an entity' is not of type 'object'"
 
 
 def test_spec_cache_off_keeps_nothing(tmp_path):
