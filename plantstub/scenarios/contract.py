@@ -7,7 +7,7 @@ from functools import cached_property
 
 from plantstub._json import MISSING, NO_BODY, essence, match_media
 from plantstub._memo import IdentityMemo
-from plantstub._words import did_you_mean
+from plantstub._words import MOST_LISTED, did_you_mean, listed
 from plantstub.contract.model import MediaType, Operation, Response, Spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.router import Router
@@ -90,7 +90,9 @@ class ScenarioContract:
             else:
                 on_path = [r.operation for m in self.methods if (r := self.router.route(m, path)).operation]
             if not on_path:
-                return [], "path", f"{path} matches no path in the spec (paths: {', '.join(self.paths)})"
+                hint = did_you_mean(path, self.paths) if len(self.paths) > MOST_LISTED else ""
+                return [], "path", (f"{path} matches no path in the spec (paths: {listed(self.paths)})"
+                                    + (f"; {hint}" if hint else ""))
             ops = [op for op in on_path if method is None or op.method == method]
             if not ops:
                 allowed = ", ".join(sorted({op.method for op in on_path}))

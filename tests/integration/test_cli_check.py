@@ -134,3 +134,17 @@ def test_cli_check_refuses_a_20000_rule_file_at_the_line_where_it_passes_the_val
         "mapping value counts); split it into several files",
         "plantstub: 1 error in 1 file",
     ]
+
+
+def test_cli_check_a_path_of_no_spec_names_ten_paths_and_the_closest(tmp_path):
+    # A spec of 30 paths (the 20 MB specs users load have 12,000): the message names ten, counts the rest and
+    # offers the closest, so a line stays a line.
+    paths = {f"/group{n}/items": {"get": {"responses": {"200": {"description": "ok"}}}} for n in range(30)}
+    write(tmp_path, "groups.json", json.dumps({"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+                                               "paths": paths}))
+    write(tmp_path, "typo.yaml", "rules:\n  - match: {method: GET, path: /group17/itemz}\n    reply: {status: 200}\n")
+    result = plantstub("check", "--spec", str(tmp_path / "groups.json"), str(tmp_path / "typo.yaml"))
+    ten = ", ".join(f"/group{n}/items" for n in range(10))
+    assert (result.returncode, result.stderr.splitlines()[0]) == (1, (
+        f"{tmp_path}/typo.yaml:2: rules[0].match.path: /group17/itemz matches no path in the spec (paths: {ten} and "
+        "20 more); did you mean '/group17/items'?"))
