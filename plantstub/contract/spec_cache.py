@@ -21,7 +21,6 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 
 import orjson
@@ -75,6 +74,8 @@ class SpecCache:
     def key(self, file: Path, shown: str, root: Path, own: str) -> str:
         """An entry's key: what the loader's result depends on besides the other files read (in the header)."""
         # Bundling keeps or sets aside each pattern by what this jsonschema-rs compiles and this Python's `re` reads.
+        from importlib.metadata import version  # a spec under MIN_CACHED bytes never gets here: a start without it
+
         engines = (yaml.__version__, version("jsonschema-rs"), sys.version.split()[0])
         parts = (str(spec_json.FORMAT), __version__, *engines, str(file), shown, str(root), own)
         return digest("\0".join(parts).encode("utf-8", "surrogatepass"))
