@@ -224,6 +224,17 @@ class Record(NamedTuple):
             size += PARSED_FACTOR * len(raw)
         if answerer.id is not None:  # a rule from code's answerer, made per call (the others are shared)
             size += OBJECT_OVERHEAD
+        # A client sends the same headers to the same path and gets the same answer, call after call: the journal's
+        # calls then share one copy of each (equal bytes, so nothing shown changes; the budget still counts each).
+        global _last_kept
+        last = _last_kept
+        if headers == last[0]:
+            headers = last[0]
+        if path == last[1]:
+            path = last[1]
+        if payload == last[2]:
+            payload = last[2]
+        _last_kept = (headers, path, payload)
         return _new_record(cls, (seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario,
                                  rule, status, response_headers, payload, payload_json, fault, stub_errors, size,
                                  upstream is not None, upstream, answerer))
@@ -295,6 +306,7 @@ _NO_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
 # mapping of strings costs about 150 bytes a header. NUL is never in a header: names are tokens, and aiohttp refuses
 # it in a value (should one get through, the record keeps the pairs themselves).
 _SEPARATOR = b"\0"
+_last_kept: tuple[RawHeaders, str, bytes] = (b"", "", b"")  # the last record's headers, path and answer (shared)
 _new_record = tuple.__new__  # Record's fields in order, without NamedTuple's __new__ in Python: on every request
 
 
