@@ -282,7 +282,7 @@ class Record(NamedTuple):
         if body is NO_BODY:
             body = self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
         if response_body is NO_BODY:
-            response_body = _payload_view(self.payload, self.payload_json)
+            response_body = payload_view(self.payload, self.payload_json)
         response: CallResponse | None = {"status": self.status, "headers": dict(self.response_headers),
                                          "body": response_body}
         if self.fault is not None:
@@ -336,7 +336,7 @@ def _pairs_bytes(pairs: tuple[tuple[bytes, bytes], ...]) -> int:
     return sum(ENTRY_OVERHEAD + len(name) + len(value) for name, value in pairs)
 
 
-def _payload_view(payload: bytes, is_json: bool) -> object:
+def payload_view(payload: bytes, is_json: bool) -> object:
     if not payload:
         return None
     if is_json:
@@ -366,6 +366,12 @@ def dumps_record(record: Record, body: object = NO_BODY, response_body: object =
                  session: object = MISSING, epoch: object = MISSING, **more: object) -> bytes:
     """`dumps_call(record.view(body, response_body), **more)`, made straight from the record, with no Call and no
     header mapping between: the journal file's line, written for every call (ending in a newline when `newline`)."""
+    return _dumps(record_data(record, body, response_body, session, epoch, more), newline)
+
+
+def record_data(record: Record, body: object = NO_BODY, response_body: object = NO_BODY, session: object = MISSING,
+                epoch: object = MISSING, more: Mapping[str, object] | None = None) -> dict[str, object]:
+    """What dumps_record() serializes: the call's fields in the order Call.to_dict() gives them."""
     if body is NO_BODY:
         body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
     status, fault = record.status, record.fault
@@ -376,7 +382,7 @@ def dumps_record(record: Record, body: object = NO_BODY, response_body: object =
         response = None
     else:
         if response_body is NO_BODY:
-            response_body = _payload_view(record.payload, record.payload_json)
+            response_body = payload_view(record.payload, record.payload_json)
         # Serialized at once and never changed: the record's own mapping, and tuples written as JSON arrays.
         response = {"status": status, "headers": record.response_headers, "body": response_body}
     data = {
@@ -393,7 +399,7 @@ def dumps_record(record: Record, body: object = NO_BODY, response_body: object =
         data["epoch"] = epoch
     if more:
         data.update(more)
-    return _dumps(data, newline)
+    return data
 
 
 # The last headers _header_dict() read, and its answer: the same dict again for the same bytes (it is only serialized,
