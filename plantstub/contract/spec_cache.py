@@ -52,6 +52,14 @@ def default_folder(env: Mapping[str, str] | None = None) -> Path:
     return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "plantstub"
 
 
+def version(package: str) -> str:
+    """The installed release of `package`; importlib.metadata is imported only then (a spec under MIN_CACHED bytes
+    never asks: a start without it)."""
+    from importlib.metadata import version as installed
+
+    return installed(package)
+
+
 @dataclass(frozen=True, slots=True)
 class SpecCache:
     """The entries in one folder."""
@@ -74,8 +82,6 @@ class SpecCache:
     def key(self, file: Path, shown: str, root: Path, own: str) -> str:
         """An entry's key: what the loader's result depends on besides the other files read (in the header)."""
         # Bundling keeps or sets aside each pattern by what this jsonschema-rs compiles and this Python's `re` reads.
-        from importlib.metadata import version  # a spec under MIN_CACHED bytes never gets here: a start without it
-
         engines = (yaml.__version__, version("jsonschema-rs"), sys.version.split()[0])
         parts = (str(spec_json.FORMAT), __version__, *engines, str(file), shown, str(root), own)
         return digest("\0".join(parts).encode("utf-8", "surrogatepass"))
