@@ -7,9 +7,12 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from plantstub._gc import collector_paused
 from plantstub._version import __version__
-from plantstub.cli import check, coverage, health, import_har, schema, serve, verify
 from plantstub.errors import PlantstubError
+
+with collector_paused():  # what the commands' imports build lives on: no collection walks it meanwhile
+    from plantstub.cli import check, coverage, health, import_har, schema, serve, verify
 
 COMMANDS = {"serve": serve, "health": health, "check": check, "schema": schema, "coverage": coverage,
             "import-har": import_har, "verify": verify}  # in the order --help lists them

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import version
 from typing import Any, cast
 
 import jsonschema_rs
@@ -88,6 +87,8 @@ def _engine(schema: dict[str, object] | bool, formats: bool | None = None) -> js
             pattern_options=pattern_options(),  # backtracking bounded (contract/pattern.py)
         )
     except (TypeError, AttributeError) as exc:
+        from importlib.metadata import version  # only to say which release: a start without it
+
         raise EngineMismatch(f"plantstub internal error (a bug in plantstub, not in the spec): jsonschema-rs"
                              f" {version('jsonschema-rs')} does not take plantstub's call ({type(exc).__name__}:"
                              f" {exc})") from exc

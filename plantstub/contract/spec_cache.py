@@ -21,7 +21,6 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 
 import orjson
@@ -51,6 +50,14 @@ def default_folder(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     xdg = env.get("XDG_CACHE_HOME", "")
     return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "plantstub"
+
+
+def version(package: str) -> str:
+    """The installed release of `package`; importlib.metadata is imported only then (a spec under MIN_CACHED bytes
+    never asks: a start without it)."""
+    from importlib.metadata import version as installed
+
+    return installed(package)
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,6 +224,17 @@ class Record(NamedTuple):
             size += PARSED_FACTOR * len(raw)
         if answerer.id is not None:  # a rule from code's answerer, made per call (the others are shared)
             size += OBJECT_OVERHEAD
+        # A client sends the same headers to the same path and gets the same answer, call after call: the journal's
+        # calls then share one copy of each (equal bytes, so nothing shown changes; the budget still counts each).
+        global _last_kept
+        last = _last_kept
+        if headers == last[0]:
+            headers = last[0]
+        if path == last[1]:
+            path = last[1]
+        if payload == last[2]:
+            payload = last[2]
+        _last_kept = (headers, path, payload)
         return _new_record(cls, (seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario,
                                  rule, status, response_headers, payload, payload_json, fault, stub_errors, size,
                                  upstream is not None, upstream, answerer))
@@ -271,7 +282,7 @@ class Record(NamedTuple):
         if body is NO_BODY:
             body = self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
         if response_body is NO_BODY:
-            response_body = _payload_view(self.payload, self.payload_json)
+            response_body = payload_view(self.payload, self.payload_json)
         response: CallResponse | None = {"status": self.status, "headers": dict(self.response_headers),
                                          "body": response_body}
         if self.fault is not None:
@@ -295,6 +306,7 @@ _NO_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
 # mapping of strings costs about 150 bytes a header. NUL is never in a header: names are tokens, and aiohttp refuses
 # it in a value (should one get through, the record keeps the pairs themselves).
 _SEPARATOR = b"\0"
+_last_kept: tuple[RawHeaders, str, bytes] = (b"", "", b"")  # the last record's headers, path and answer (shared)
 _new_record = tuple.__new__  # Record's fields in order, without NamedTuple's __new__ in Python: on every request
 
 
@@ -324,7 +336,7 @@ def _pairs_bytes(pairs: tuple[tuple[bytes, bytes], ...]) -> int:
     return sum(ENTRY_OVERHEAD + len(name) + len(value) for name, value in pairs)
 
 
-def _payload_view(payload: bytes, is_json: bool) -> object:
+def payload_view(payload: bytes, is_json: bool) -> object:
     if not payload:
         return None
     if is_json:
@@ -354,6 +366,12 @@ def dumps_record(record: Record, body: object = NO_BODY, response_body: object =
                  session: object = MISSING, epoch: object = MISSING, **more: object) -> bytes:
     """`dumps_call(record.view(body, response_body), **more)`, made straight from the record, with no Call and no
     header mapping between: the journal file's line, written for every call (ending in a newline when `newline`)."""
+    return _dumps(record_data(record, body, response_body, session, epoch, more), newline)
+
+
+def record_data(record: Record, body: object = NO_BODY, response_body: object = NO_BODY, session: object = MISSING,
+                epoch: object = MISSING, more: Mapping[str, object] | None = None) -> dict[str, object]:
+    """What dumps_record() serializes: the call's fields in the order Call.to_dict() gives them."""
     if body is NO_BODY:
         body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
     status, fault = record.status, record.fault
@@ -364,7 +382,7 @@ def dumps_record(record: Record, body: object = NO_BODY, response_body: object =
         response = None
     else:
         if response_body is NO_BODY:
-            response_body = _payload_view(record.payload, record.payload_json)
+            response_body = payload_view(record.payload, record.payload_json)
         # Serialized at once and never changed: the record's own mapping, and tuples written as JSON arrays.
         response = {"status": status, "headers": record.response_headers, "body": response_body}
     data = {
@@ -381,7 +399,7 @@ def dumps_record(record: Record, body: object = NO_BODY, response_body: object =
         data["epoch"] = epoch
     if more:
         data.update(more)
-    return _dumps(data, newline)
+    return data
 
 
 # The last headers _header_dict() read, and its answer: the same dict again for the same bytes (it is only serialized,

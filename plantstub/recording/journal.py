@@ -12,7 +12,8 @@ from typing import Any
 
 from plantstub._budget import Budget
 from plantstub._json import NO_BODY
-from plantstub.recording.call import Call, Record, dumps_record
+from plantstub.recording.call import Call, Record
+from plantstub.recording.file_line import FileLines
 from plantstub.recording.journal_file import JournalFile
 
 DEFAULT_SIZE = 10_000
@@ -65,6 +66,7 @@ class Journal:
         self.dropped_bytes = 0  # since the last clear
         self.refused = 0  # since the last clear: calls too big to keep even alone (in the file only)
         self.file = None if file is None else JournalFile(file, flush)
+        self._lines = FileLines()  # the file's lines (a session sharing another's file sets `file` after this)
         # Called with each call recorded, and on clear(): how waiters (wait_for_calls) learn without polling.
         self._listeners: tuple[Listener, ...] = ()
         # Another kind short of room (records, rules...) makes the oldest calls go first.
@@ -131,8 +133,7 @@ class Journal:
                 if self.epoch == now:  # numbers restart in a new epoch: a late answer must not unlist a new call
                     self._unpend(record.seq)
         if self.file is not None:  # a reset numbers calls from 1 again: (session, epoch, seq) names a call in the file
-            self.file.write(dumps_record(record, body, response_body, True, session=self.session,
-                                         epoch=now if current else epoch))
+            self.file.write(self._lines.line(record, body, response_body, self.session, now if current else epoch))
         return current
 
     def _keep(self, record: Record, epoch: int) -> tuple[Listener, ...] | None:

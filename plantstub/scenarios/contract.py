@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from plantstub._json import MISSING, NO_BODY, essence, match_media
 from plantstub._memo import IdentityMemo
@@ -19,7 +20,9 @@ from plantstub.scenarios.document import RuleData, ScenarioDocument
 from plantstub.scenarios.model import Criteria, Reply, Rule
 from plantstub.scenarios.placeholder_types import Source, describe, fits, placeholder_source, wanted_types
 from plantstub.scenarios.templating import Placeholder, parse, placeholder_paths
-from plantstub.stateful.resources import Resources
+
+if TYPE_CHECKING:
+    from plantstub.stateful.resources import Resources
 
 OFF_CONTRACT_HINT = "add `off_contract: true` to this rule to serve it anyway"
 
@@ -73,6 +76,8 @@ class ScenarioContract:
     @cached_property
     def resources(self) -> Resources:
         """The spec's resources (for `state:` seeds and the --stateful store), with the schemas compiled above."""
+        from plantstub.stateful.resources import Resources  # only then: a stub without either never imports it
+
         samples = next(iter(self.served.values())).samples if self.served else None
         return Resources(self.spec, samples)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from plantstub.contract.model import Spec
@@ -26,6 +28,27 @@ class FolderLoad:
     unchanged: dict[str, Scenario] = field(default_factory=dict)
 
 
+class Builtins:
+    """The built-in scenarios that fit the spec, their rule indexes, and why each other one does not: read on first use
+    (listing, naming or activating a scenario), so that a start that uses none never parses their files."""
+
+    def __init__(self, spec: Spec, contract: ScenarioContract) -> None:
+        self._spec = spec
+        self._contract = contract
+        self._lock = threading.Lock()  # one read, whichever thread asks first (the loop's, or a test's through Stub)
+        self._loaded: tuple[dict[str, Scenario], dict[str, RuleIndex], dict[str, str]] | None = None
+
+    def loaded(self) -> tuple[dict[str, Scenario], dict[str, RuleIndex], dict[str, str]]:
+        loaded = self._loaded
+        if loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    scenarios, unfit = load_builtin_scenarios(self._spec, self._contract)
+                    self._loaded = scenarios, {name: RuleIndex(s) for name, s in scenarios.items()}, unfit
+                loaded = self._loaded
+        return loaded
+
+
 @dataclass(frozen=True)
 class ScenarioSet:
     """One session's scenarios: the built-ins, then the folder's (a folder's scenario of the same name wins).
@@ -35,22 +58,30 @@ class ScenarioSet:
     defines it (name -> its file).
     """
 
-    builtins: Mapping[str, Scenario]
-    builtin_indexes: Mapping[str, RuleIndex]
-    unfit_builtins: Mapping[str, str]
+    shipped: Builtins
     own: Mapping[str, Scenario] = field(default_factory=dict)
     own_indexes: Mapping[str, RuleIndex] = field(default_factory=dict)
     missing: Mapping[str, str] = field(default_factory=dict)
-    scenarios: Mapping[str, Scenario] = field(init=False)
-    indexes: Mapping[str, RuleIndex] = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "scenarios", {**self.builtins, **self.own})
-        object.__setattr__(self, "indexes", {**self.builtin_indexes, **self.own_indexes})
+    @property
+    def builtins(self) -> Mapping[str, Scenario]:
+        return self.shipped.loaded()[0]
+
+    @property
+    def unfit_builtins(self) -> Mapping[str, str]:
+        return self.shipped.loaded()[2]
+
+    @cached_property
+    def scenarios(self) -> Mapping[str, Scenario]:
+        return {**self.builtins, **self.own}
+
+    @cached_property
+    def indexes(self) -> Mapping[str, RuleIndex]:
+        return {**self.shipped.loaded()[1], **self.own_indexes}
 
     def with_own(self, own: Mapping[str, Scenario], indexes: Mapping[str, RuleIndex],
                  missing: Mapping[str, str] | None = None) -> ScenarioSet:
-        return ScenarioSet(self.builtins, self.builtin_indexes, self.unfit_builtins, own, indexes, missing or {})
+        return ScenarioSet(self.shipped, own, indexes, missing or {})
 
     def get(self, name: str) -> Scenario:
         """The scenario `name`; UnknownScenario names those there are (and why a built-in is left out)."""
@@ -105,8 +136,7 @@ class ScenarioFolder:
         self.path = path
         self.spec = spec
         self.contract = contract
-        builtins, unfit = load_builtin_scenarios(spec, contract)
-        self.current = ScenarioSet(builtins, {name: RuleIndex(s) for name, s in builtins.items()}, unfit)
+        self.current = ScenarioSet(Builtins(spec, contract))
         self.errors: list[ScenarioError] = []
         # Each name's last loaded scenario, also once its file is gone: a session may keep it active meanwhile.
         self.seen: dict[str, Scenario] = {}

@@ -6,10 +6,8 @@ loop, and the handler aiohttp's low-level server runs when plantstub's own conne
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import struct
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,10 +17,10 @@ from plantstub.config import Settings, build_settings
 from plantstub.contract.model import Spec
 from plantstub.contract.outgoing import error_reply
 from plantstub.scenarios.model import Fault
-from plantstub.scenarios.watch import off_loop, watch
 from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.cors import allow_origin
 from plantstub.server.front import Front
+from plantstub.server.reload import start_watch, stop_watch
 from plantstub.server.response import FORBIDDEN, internal_error, sent_headers, unreadable
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
@@ -151,32 +149,8 @@ async def _start_watch(app: web.Application) -> None:
         app[WATCH_TASK] = task
 
 
-def start_watch(sessions: Sessions) -> asyncio.Task[None] | None:
-    """--watch: reload the scenarios folder when its files change, in a task of the running loop.
-
-    The folder loads in a thread; the result is swapped in on the loop, so requests keep being answered
-    during a reload and never see half of one."""
-    snapshot = sessions.runtime.folder.snapshot
-    if not sessions.runtime.settings.watch or snapshot is None:
-        return None
-
-    async def reload(changed: list[str]) -> None:
-        loaded = await off_loop(sessions.load_folder)
-        for line in sessions.install(loaded):
-            print(f"plantstub: {line}", file=sys.stderr, flush=True)
-
-    return asyncio.get_running_loop().create_task(watch(snapshot, reload))
-
-
 async def _stop_watch(app: web.Application) -> None:
     await stop_watch(app.get(WATCH_TASK))
-
-
-async def stop_watch(task: asyncio.Task[None] | None) -> None:
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def _close(sessions: Sessions) -> Callable[[web.Application], Awaitable[None]]:

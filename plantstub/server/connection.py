@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import Protocol, cast
 
-from aiohttp import web
 from aiohttp.http import HttpProcessingError, HttpVersion11, RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
@@ -29,7 +28,7 @@ from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.scenarios.model import Fault
 from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.front import Front, Pending
-from plantstub.server.parser import Flow, request_parser
+from plantstub.server.parser import BrokenBody, Flow, request_parser
 from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
 from plantstub.server.unread import HEAD_KEPT, TLS_ON_PLAIN, Broken, request_line, unparsable
 from plantstub.server.wire import CONTINUE, chunk, misbehave, streamed_head, written
@@ -278,7 +277,7 @@ class Connection(asyncio.Protocol):
         """The parser failed: a body still arriving fails its reader (answered 400 by its task); else the request that
         broke is answered 400 in its turn. Nothing more is parsed on this connection."""
         if self._open is not None:
-            self._open.set_exception(web.RequestPayloadError("the body's framing is broken"))
+            self._open.set_exception(BrokenBody("the body's framing is broken"))
             self._stop_reading()
             return
         self._broken(error_reply(400, unparsable(exc, self._head)))
@@ -358,7 +357,7 @@ class Connection(asyncio.Protocol):
                 answer = served if isinstance(served, Answer) else await served
         except ReadTimeout as exc:
             answer = pending.refuse(error_reply(408, str(exc)))
-        except web.RequestPayloadError:  # a broken chunked encoding, gzip that does not inflate
+        except BrokenBody:  # a broken chunked encoding, gzip that does not inflate
             answer = pending.refuse(error_reply(400, unreadable(message.headers)))
         except ConnectionError:  # the client left mid-body: recorded, nothing to answer
             pending.left()

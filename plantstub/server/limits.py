@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plantstub.config import Settings
-from plantstub.store.records import MAX_BYTES
+from plantstub.stateful import MAX_BYTES
 from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES
 
 SESSION_SHARE = 16  # a sidecar session keeps at most 1/16 of the stub's bytes (--max-bytes) and of each kind's

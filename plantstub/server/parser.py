@@ -19,13 +19,17 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 from aiohttp.http import HttpRequestParser, RawRequestMessage
 
 PROVEN = ((3, 11, 15), (3, 15, 0))  # the aiohttp releases this module was proven on: floor included, ceiling not
 LINE_LIMIT = 8190  # aiohttp's limit on the request line and on each header (max_line_size, max_field_size)
 READ_LIMIT = 2**16  # a body reader holds about twice this before it asks the connection to stop reading
+
+
+class BrokenBody(Exception):
+    """A body whose framing or encoding is broken (a bad chunk, gzip that does not inflate): what the parser sets on
+    its body reader. plantstub's own, so that a stub on its own connections never imports `aiohttp.web`."""
 
 
 def version() -> tuple[int, ...]:
@@ -63,7 +67,7 @@ def _nothing(data: bytes) -> None:
 def request_parser(flow: Flow, loop: asyncio.AbstractEventLoop) -> Any:
     """A parser of requests for one connection, whose body readers are paused and resumed through `flow`."""
     parser = HttpRequestParser(flow, loop, READ_LIMIT, max_line_size=LINE_LIMIT, max_field_size=LINE_LIMIT,
-                               payload_exception=web.RequestPayloadError)
+                               payload_exception=BrokenBody)
     flow._parser = parser  # aiohttp >= 3.13: BaseProtocol pauses the parser's decompression through it
     return parser
 

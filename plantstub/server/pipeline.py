@@ -13,7 +13,6 @@ from typing import Any, NamedTuple, Protocol
 from plantstub._json import NO_BODY, is_json
 from plantstub.contract.outgoing import Outgoing, unanswered
 from plantstub.incoming import IncomingRequest
-from plantstub.proxy.forward import ClientLeft
 from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
 from plantstub.recording.call import Record
 from plantstub.recording.requestlog import RequestLogger
@@ -102,6 +101,8 @@ class Pipeline:
         try:
             if decision.forward:  # --proxy: the real service answers (plantstub/proxy/forward.py)
                 assert self.runtime.forwarder is not None and decision.op is not None  # decide() forwards only then
+                from plantstub.proxy.forward import ClientLeft  # imported by load() with --proxy: a dict lookup
+
                 try:
                     out, upstream = await self.runtime.forwarder.forward(incoming, self.runtime.served[decision.op],
                                                                          client.lost(), self.session.recorder)

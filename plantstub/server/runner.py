@@ -10,13 +10,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from aiohttp import web
-
-from plantstub.server.app import aiohttp_handler, start_watch, stop_watch
 from plantstub.server.connection import Connection
 from plantstub.server.errorlog import ErrorLog
 from plantstub.server.front import Front
 from plantstub.server.parser import self_test
+from plantstub.server.reload import start_watch, stop_watch
 from plantstub.server.table import Sessions
 from plantstub.server.tls_door import TlsDoor
 
@@ -115,6 +113,10 @@ async def start(sessions: Sessions, host: str, port: int, context: ssl.SSLContex
             await server.wait_closed()
     else:
         print(f"plantstub: {refused}; serving through aiohttp's own server instead", file=sys.stderr, flush=True)
+        from aiohttp import web  # only then: a stub on its own connections never imports aiohttp.web
+
+        from plantstub.server.app import aiohttp_handler
+
         runner = web.ServerRunner(web.Server(aiohttp_handler(front, go_ahead=True), access_log=None),
                                   handle_signals=False, shutdown_timeout=SHUTDOWN)
         await runner.setup()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from plantstub._gc import collector_paused
 from plantstub.config import Settings, fresh_seed
@@ -13,9 +14,11 @@ from plantstub.contract.model import Operation, Spec
 from plantstub.contract.operations import ServedOperation, serve
 from plantstub.contract.router import Router
 from plantstub.errors import ConfigError
-from plantstub.proxy.forward import Forwarder
 from plantstub.scenarios.contract import ScenarioContract
 from plantstub.scenarios.library import ScenarioFolder
+
+if TYPE_CHECKING:  # imported by load() with --proxy alone: aiohttp's client and the recorder are not needed else
+    from plantstub.proxy.forward import Forwarder
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +62,11 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
         loaded = folder.load()
         if not folder.install(loaded):
             raise ConfigError("scenarios cannot load:\n" + "\n".join(map(str, loaded.errors)))
-    forwarder = Forwarder(settings) if settings.proxy is not None else None
-    if forwarder is not None:
+    forwarder = None
+    if settings.proxy is not None:
+        from plantstub.proxy.forward import Forwarder
+
+        forwarder = Forwarder(settings)
         forwarder.check()  # a --proxy-ca that cannot be read stops the start
     dynamic = next((s.dynamic for s in served.values()), None)  # serve() gives every operation the same one
     return Runtime(settings, spec, router, served, contract, folder, seed=seed, forwarder=forwarder, dynamic=dynamic)

@@ -7,17 +7,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plantstub._budget import Budget, OverBudget
 from plantstub.contract.dynamic import Draws
 from plantstub.contract.outgoing import problem
 from plantstub.errors import CallAssertionError, ConfigError, ScenarioError, UnknownScenario
-from plantstub.proxy.record import Recorder, Saved
 from plantstub.recording.call import Call, Record
 from plantstub.recording.coverage import Coverage
 from plantstub.recording.journal import Journal
-from plantstub.recording.waiting import Expectation, WaitOverBudget, wait_for_calls, wait_for_calls_async
 from plantstub.scenarios.declared import DeclaredRules, NoRoom, TooManyRules
 from plantstub.scenarios.library import FolderLoad, ScenarioSet
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError, load_rule
@@ -26,10 +24,14 @@ from plantstub.scenarios.rule_bytes import rule_bytes, value_bytes
 from plantstub.scenarios.select import RuleCounters
 from plantstub.server.limits import Limits
 from plantstub.server.runtime import Runtime
-from plantstub.store import Store
 from plantstub.webhooks.deliveries import Delivery, Sent
 from plantstub.webhooks.dispatch import Webhooks
 from plantstub.webhooks.outbox import GRACE, Outbox
+
+if TYPE_CHECKING:  # each imported where it is first needed: a stub without the feature never pays for it
+    from plantstub.proxy.record import Recorder, Saved  # --record
+    from plantstub.recording.waiting import Expectation  # a wait for calls
+    from plantstub.store import Store  # --stateful
 
 NOT_STATEFUL = ("state: this stub keeps no records; start it with --stateful (PLANTSTUB_STATEFUL=1, "
                 "Stub(stateful=True), pytest --plantstub-stateful)")
@@ -60,8 +62,11 @@ class Session:
         self.scenarios: ScenarioSet = runtime.folder.current
         self.active: str | None = None
         # --stateful: the records; None otherwise, and the request path then does nothing more than before.
-        self.store = (Store(runtime.contract.resources, most_bytes=limits.store_bytes, memory=self.memory)
-                      if settings.stateful else None)
+        self.store: Store | None = None
+        if settings.stateful:
+            from plantstub.store import Store
+
+            self.store = Store(runtime.contract.resources, most_bytes=limits.store_bytes, memory=self.memory)
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
         self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox)
         self.sid = sid  # a sidecar session's id; None for the stub's default session
@@ -76,9 +81,12 @@ class Session:
         self.declared = DeclaredRules(self.memory)
         # --record: this session's exchanges with the real service, kept until a save writes them (a reset keeps them)
         forwarder = runtime.forwarder
-        self.recorder = (Recorder(settings.record, forwarder.shown, self.memory, settings.record_secrets != "keep",
-                                  settings.record_ignore_query, sid)
-                         if settings.record is not None and forwarder is not None else None)
+        self.recorder: Recorder | None = None
+        if settings.record is not None and forwarder is not None:
+            from plantstub.proxy.record import Recorder
+
+            self.recorder = Recorder(settings.record, forwarder.shown, self.memory, settings.record_secrets != "keep",
+                                     settings.record_ignore_query, sid)
         if settings.scenario is not None:
             try:
                 self.use(settings.scenario)
@@ -158,6 +166,8 @@ class Session:
     async def wait_for_calls(self, expectation: Expectation, n: int, timeout: float) -> tuple[list[Call], str | None]:
         """Wait on the loop until `n` calls meet `expectation`: the matching calls still kept, and the failure text or
         None. :raises WaitOverBudget: when the session's memory budget cannot hold the wait."""
+        from plantstub.recording.waiting import WaitOverBudget, wait_for_calls_async
+
         try:
             with self._waiting(expectation):
                 return await wait_for_calls_async(self.journal, expectation, n, timeout)
@@ -168,6 +178,8 @@ class Session:
         """Wait, blocking a thread other than the loop's, until `n` calls meet `expectation`; CallAssertionError
         after `timeout` seconds, or at once when the session's memory budget cannot hold the wait."""
         __tracebackhide__ = True
+        from plantstub.recording.waiting import wait_for_calls
+
         try:
             with self._waiting(expectation):
                 return wait_for_calls(self.journal, expectation, n, timeout)

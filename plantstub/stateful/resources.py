@@ -18,13 +18,12 @@ from plantstub.contract.flatten import defs_of
 from plantstub.contract.model import Operation, Spec
 from plantstub.contract.params import schema_types
 from plantstub.contract.schema import SchemaCheck, location_path
+from plantstub.stateful import MAX_RECORDS
 from plantstub.stateful.keys import batch_of, envelope_of, key_field, key_schemas, key_text, with_defs
 from plantstub.stateful.model import CREATE, DELETE, LIST, MERGE, READ, REPLACE, Action, Resource
 from plantstub.stateful.pages import Page, page_of
 from plantstub.stateful.shapes import choice_fields, fields_of, flat_of, shape_of
 
-MAX_RECORDS = 10_000  # records one stub keeps, all collections together
-MAX_BYTES = 64 * 2**20  # and the bytes they take as held (compact JSON, parsed when read), within --max-bytes
 _ITEM_KINDS = {"GET": READ, "PUT": REPLACE, "PATCH": MERGE, "DELETE": DELETE}
 PAGE_PARAMS = ("page", "page_number", "pageNumber")  # a list's paging parameters besides limit and offset
 PER_PAGE_PARAMS = ("per_page", "perPage", "page_size", "pageSize")

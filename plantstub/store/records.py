@@ -16,9 +16,10 @@ from plantstub._budget import Budget
 from plantstub._json import JSON, NO_BODY, deep_json_bytes, shown
 from plantstub.contract.answers import sends_no_body
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
+from plantstub.stateful import MAX_BYTES, MAX_RECORDS
 from plantstub.stateful.keys import key_text
 from plantstub.stateful.model import CREATE, DELETE, LIST, MERGE, READ, REPLACE, Action
-from plantstub.stateful.resources import MAX_BYTES, MAX_RECORDS, Resources
+from plantstub.stateful.resources import Resources
 from plantstub.store.held import MAX_DEPTH, TooDeep, decode, encode, merge_patch
 from plantstub.store.lists import list_answer
 

@@ -125,7 +125,8 @@ def admin(url: str, method: str, path: str, data: object = None, token: str | No
         request.add_header("Content-Type", "application/json")
     if token is not None:
         request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=10) as answer:
+    # long enough for the first admin call under callgrind, which imports the admin API (issue 41: on first use)
+    with urllib.request.urlopen(request, timeout=300) as answer:
         answer.read()
 
 

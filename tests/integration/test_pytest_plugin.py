@@ -22,8 +22,9 @@ NOT_FOR_EVERY_RUN = ("aiohttp", "yaml", "jsonschema", "jsonschema_rs", "referenc
 NOT_FOR_A_SIDECAR = ("aiohttp", "yaml", "jsonschema", "jsonschema_rs", "referencing", "regex",
                      "plantstub.stub", "plantstub.contract", "plantstub.server.app", "plantstub.scenarios.load")
 # What the in-process stub's default run never needs: jsonschema and referencing only word a broken file or resolve
-# a $ref the loader's own walk cannot follow.
-NOT_FOR_A_DEFAULT_STUB = ("jsonschema", "referencing", "regex")
+# a $ref the loader's own walk cannot follow; aiohttp's server, the proxy and the store serve features that are off.
+NOT_FOR_A_DEFAULT_STUB = ("jsonschema", "referencing", "regex", "aiohttp.web", "plantstub.server.app",
+                          "plantstub.proxy.forward", "plantstub.stateful.resources", "plantstub.store")
 
 CONFTEST = '''
 import sys

@@ -191,3 +191,20 @@ def test_a_failed_write_counts_its_calls_lost_and_the_next_one_starts_on_a_new_l
     sink.close()
     text = (tmp_path / "calls.jsonl").read_text()
     assert text == '{"seq\n{"seq": 3}\n'  # the torn line was ended, the next call is whole
+
+
+def test_calls_alike_share_their_headers_path_and_answer_and_read_back_as_sent():
+    # A client sends the same headers to the same path and gets the same answer, call after call: the journal keeps one
+    # copy of each (issue 41: its 10,000 calls in less memory), and every call still reads back as it was sent.
+    def made(n: int, payload: bytes) -> Record:
+        return Record.of(n, 0.0, "POST", "".join(["/pla", "nts"]), "", ((b"Host", b"x"), (b"X-N", b"1")),
+                         b'{"id": %d}' % n, NO_BODY, True, (), None, None, 201, {}, payload, True, None)
+
+    first = made(1, b'{"name": "Fern"}')
+    second = made(2, bytes(bytearray(b'{"name": "Fern"}')))
+    other = made(3, b'{"name": "Ivy"}')
+    assert second.raw_headers is first.raw_headers and second.path is first.path and second.payload is first.payload
+    assert other.payload == b'{"name": "Ivy"}' and other.raw_headers is first.raw_headers
+    assert [r.view().body for r in (first, second, other)] == [{"id": 1}, {"id": 2}, {"id": 3}]
+    assert dict(other.headers) == {"Host": "x", "X-N": "1"}
+    assert second.size == first.size  # the budget still counts what each holds
