@@ -10,7 +10,8 @@ import orjson
 
 from plantstub._clock import iso_time
 from plantstub._json import NO_BODY, body_for_record
-from plantstub.recording.call import Record, dumps_record, payload_view, record_data
+from plantstub.recording.call import Record, payload_view
+from plantstub.recording.call_json import dumps_record, record_data
 
 # Stand-ins for the two bodies in the line made once; NUL is written `\u0000`, so neither is ever a piece of a
 # string JSON holds (a NUL in a value is written escaped, after a character that is not a quote).

@@ -13,7 +13,8 @@ from plantstub._version import __version__
 from plantstub.contract.outgoing import Outgoing, problem
 from plantstub.errors import SubscriptionError, UnknownScenario
 from plantstub.incoming import IncomingRequest
-from plantstub.recording.call import Call, Record, dumps_call
+from plantstub.recording.call import Call, Record
+from plantstub.recording.call_json import dumps_call
 from plantstub.recording.filters import CallFilter, FilterError
 from plantstub.recording.waiting import WaitError, WaitOverBudget, expectation_of
 from plantstub.scenarios.load import RuleOverBudget, ScenarioLoadError

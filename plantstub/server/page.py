@@ -13,11 +13,13 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from plantstub._clock import iso_time
 from plantstub._json import JSON
 from plantstub.contract.outgoing import Outgoing
 from plantstub.incoming import IncomingRequest
 from plantstub.recording.answered import answered_text
-from plantstub.recording.call import Record, dumps_call, iso_time
+from plantstub.recording.call import Record
+from plantstub.recording.call_json import dumps_call
 from plantstub.recording.verdict import VERDICTS, verdict_of
 from plantstub.server.admin_json import error, reply
 

@@ -9,10 +9,10 @@ import secrets
 import time
 from typing import TYPE_CHECKING
 
+from plantstub._clock import iso_time
 from plantstub._json import shown
 from plantstub.contract.outgoing import Outgoing
 from plantstub.incoming import IncomingRequest
-from plantstub.recording.call import iso_time
 from plantstub.server.admin_json import error, read_json, reply
 from plantstub.server.limits import seed_key_problem
 from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from plantstub._json import NO_BODY
-from plantstub.recording.call import Record, dumps_call, dumps_record
+from plantstub.recording.call import Record
+from plantstub.recording.call_json import dumps_call, dumps_record
 
 PAIRS = ((b"Host", b"x"), (b"X-Tag", b"a"), (b"x-tag", b"b"), (b"X-Tag", b"c"), (b"X-Bytes", b"caf\xe9"))
 
@@ -37,7 +38,7 @@ def test_the_file_line_is_the_call_views(record):
 def test_a_calls_time_is_written_as_datetime_writes_it(started):
     from datetime import datetime, timezone
 
-    from plantstub.recording.call import iso_time
+    from plantstub._clock import iso_time
 
     expected = datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     assert iso_time(started) == iso_time(started) == expected  # made, then from the second kept
