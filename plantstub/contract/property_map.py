@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from plantstub._json import inside
 from plantstub._memo import IdentityMemo
 from plantstub.contract.pattern import servable
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, subschemas
@@ -174,16 +175,7 @@ class PropertyMap:
 
 def _holds_ref(node: object) -> bool:
     """Whether `node` has a `$ref` key anywhere in it."""
-    todo = [node]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            if "$ref" in item:
-                return True
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return False
+    return any(isinstance(item, dict) and "$ref" in item for item in inside(node))
 
 
 class _Walk:

@@ -7,6 +7,7 @@ from collections.abc import Container, Iterable
 from operator import attrgetter
 from typing import Any
 
+from plantstub._json import inside
 from plantstub.incoming import IncomingRequest
 from plantstub.matching import Mismatch, path_pattern
 from plantstub.scenarios.model import Criteria, Rule, Scenario
@@ -69,16 +70,8 @@ _BY_INDEX = attrgetter("index")
 
 def uses_regex(rule: Rule) -> bool:
     """Whether a rule's `match:` holds a `$regex` matcher anywhere: only then does trying it need a RegexBudget."""
-    todo: list[Any] = [rule.match.headers, rule.match.query, rule.match.body]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            if "$regex" in node:
-                return True
-            todo.extend(node.values())
-        elif isinstance(node, list):
-            todo.extend(node)
-    return False
+    match = rule.match
+    return any(isinstance(item, dict) and "$regex" in item for item in inside([match.headers, match.query, match.body]))
 
 
 class RuleIndex:
