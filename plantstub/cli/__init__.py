@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -35,6 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    try:
+        return _run(args)
+    except BrokenPipeError:  # `plantstub schema | head -1`: the reader left; no traceback (Python's docs' recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit goes nowhere
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     command = COMMANDS[args.command]
     if command in (health, coverage, schema):  # each says its own failures
         return command.run(args)

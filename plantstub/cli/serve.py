@@ -108,7 +108,7 @@ def _stop_starting(signum: int, frame: object) -> None:
 async def _serve(settings: Settings) -> int:
     if not settings.tls:
         return await _serve_with(settings)
-    throwaway = Throwaway(settings.host)
+    throwaway = Throwaway(settings.host, "--tls (PLANTSTUB_TLS)")
     try:
         print(f"plantstub: HTTPS with a throwaway certificate; clients trust its CA, {throwaway.ca_file} (removed at "
               "stop)", file=sys.stderr, flush=True)

@@ -88,7 +88,7 @@ def aiohttp_handler(front: Front, go_ahead: bool = False) -> Handler:
             return await respond(request, pending.refuse(error_reply(400, unreadable(request.headers))))
         except (ConnectionError, ClientConnectionError, asyncio.IncompleteReadError):
             pending.left()  # the client left mid-body: recorded, nothing to answer
-            raise
+            raise asyncio.CancelledError from None  # ends the handler quietly; an error, aiohttp logs and answers 500
         if isinstance(raw, Answer):  # over --max-body
             return await respond(request, raw)
         served = pending.serve(raw, _Client(request))

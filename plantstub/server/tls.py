@@ -33,11 +33,13 @@ class Throwaway:
     """A CA made for this stub alone and a certificate it signed for 127.0.0.1, ::1, localhost and `host`, as PEM
     files in a temporary folder (`ca_file` is the one a client trusts); `close()` removes them."""
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, asked: str = "tls=True (pytest: --plantstub-tls)") -> None:
+        """`asked`: the option that asked for it, as the user gave it (the CLI's `--tls`), named when trustme is
+        missing."""
         try:
             import trustme
         except ImportError:
-            raise ConfigError("tls=True needs the trustme package to make a throwaway certificate: "
+            raise ConfigError(f"{asked} needs the trustme package to make a throwaway certificate: "
                               "pip install 'plantstub[tls]'") from None
         ca = trustme.CA(organization_name="plantstub throwaway CA")
         names = list(dict.fromkeys(("127.0.0.1", "::1", "localhost", host)))

@@ -201,3 +201,14 @@ def test_serve_reads_scenarios_of_the_current_folder_and_has_the_builtins(serve,
     status, _, body = http(stub.url + "/plants", "POST", b'{"id": 1, "name": "Fern"}',
                            {"Authorization": "Bearer t", "Content-Type": "application/json"})
     assert (status, body) == (400, {"error": 400, "message": "The store is closed"})
+
+
+@pytest.mark.parametrize("args", [["schema"], ["check", "scenarios"]], ids=["schema", "check"])
+def test_a_reader_that_leaves_gets_no_traceback(args):
+    """`plantstub schema | head -1`: the pipe's reader is gone before plantstub writes; exit 1, no traceback."""
+    with subprocess.Popen([sys.executable, "-m", "plantstub", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=Path(__file__).parents[2]) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # before it writes: the interpreter takes far longer to start
+        errors = process.stderr.read().decode()
+        assert (process.wait(timeout=30), errors) == (1, "")

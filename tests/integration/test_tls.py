@@ -18,6 +18,7 @@ import pytest
 import trustme
 
 from plantstub import Stub
+from plantstub.cli import main
 from plantstub.errors import ConfigError
 from tests.helpers import JSON_AUTH, Upstream, address, same
 
@@ -73,8 +74,15 @@ def test_tls_without_trustme_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "trustme", None)  # as if not installed
     with pytest.raises(ConfigError) as refused:
         Stub(tls=True).start()
-    assert str(refused.value) == ("tls=True needs the trustme package to make a throwaway certificate: "
-                                  "pip install 'plantstub[tls]'")
+    assert str(refused.value) == ("tls=True (pytest: --plantstub-tls) needs the trustme package to make a throwaway "
+                                  "certificate: pip install 'plantstub[tls]'")
+
+
+def test_serve_tls_without_trustme_names_the_flag(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "trustme", None)  # as if not installed: a CLI user never wrote tls=True
+    assert main(["serve", "--port", "0", "--tls"]) == 1
+    assert capsys.readouterr().err == ("plantstub: --tls (PLANTSTUB_TLS) needs the trustme package to make a "
+                                       "throwaway certificate: pip install 'plantstub[tls]'\n")
 
 
 def test_serve_tls_cert_and_key_listens_on_https(serve, certificates, tmp_path):

@@ -169,3 +169,39 @@ async def test_every_call_is_recorded_with_its_outcome(client):
     assert calls[0].body == {"id": 1, "name": "Fern"}
     assert calls[0].response["body"] == {"name": "Fern"}
     assert calls[1].errors == ("body.id: 'x' is not of type 'integer'",)
+
+
+
+async def test_a_client_that_leaves_mid_body_is_recorded_and_logs_no_error(caplog):
+    """create_app() run by the user's own aiohttp runner (no handler cancellation, aiohttp's default): half a body,
+    then the client goes. The call is recorded as never answered; aiohttp logs no 'Error handling request'
+    traceback and tries no 500 for it."""
+    import asyncio
+    import logging
+
+    from aiohttp import web
+
+    app = create_app()
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        caplog.set_level(logging.DEBUG, logger="aiohttp")
+        _, writer = await asyncio.open_connection("127.0.0.1", runner.addresses[0][1])
+        writer.write(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\"")
+        await writer.drain()
+        await asyncio.sleep(0.3)  # the handler is reading the body
+        writer.close()
+        await writer.wait_closed()
+        calls: list = []
+        for _ in range(100):
+            calls = app[SESSIONS_KEY].default.calls
+            if calls and calls[0].response is not None:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await runner.cleanup()
+    assert [call.status for call in calls] == [499]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
