@@ -52,3 +52,20 @@ def serve() -> Iterator:
     for process in started:
         process.stop()
 
+
+@pytest.fixture
+def serve_spec(serve, tmp_path) -> Iterator:
+    """Start `plantstub serve --spec SPEC ARGS...` on a free port with no scenarios (an empty folder); after the
+    test each is stopped and its stderr holds no Python traceback."""
+    started: list[ServeProcess] = []
+
+    def start(spec: str, *args: str) -> ServeProcess:
+        process = serve("--spec", spec, *args, "--port", "0", "--scenarios", str(tmp_path))
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+        assert "Traceback" not in process.stderr
+

@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from plantstub._json import inside
 from plantstub.config import Settings
 from plantstub.contract import schema as schema_module
 from plantstub.contract import shared as shared_module
@@ -195,15 +196,7 @@ def test_subschemas_holding_a_ref_are_compiled_when_one_is_first_checked(name, a
 
 
 def _mappings(node: object) -> list[dict]:
-    found, todo = [], [node]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            found.append(item)
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return found
+    return [item for item in inside(node) if isinstance(item, dict)]
 
 
 def test_control_leaves_the_garbage_collector_as_it_found_it():

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from plantstub._json import inside
 from plantstub.config import build_settings
 from plantstub.contract import spec_cache
 from plantstub.contract.compiled import Checks, places
@@ -273,15 +274,7 @@ def test_spec_cache_misses_under_another_engine_release(tmp_path, multi, monkeyp
 
 def _schemas_in(node: object) -> list[dict]:
     """Every mapping in `node`, itself included (schemas, and the mappings of values beside them)."""
-    found, todo = [], [node]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            found.append(item)
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return found
+    return [item for item in inside(node) if isinstance(item, dict)]
 
 
 @pytest.mark.parametrize("name", ["real-world.yaml", "greenhouse-3.1.json", "multi/main.yaml", "tree.yaml",

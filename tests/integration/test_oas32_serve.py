@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
-import pytest
 
 from plantstub.contract.load import load_spec
 from plantstub.contract.streams import read_items
@@ -36,23 +34,8 @@ def item_schema(document: str, label: str, media: str) -> Any:
     return op.responses["200"].content[media].item_schema
 
 
-@pytest.fixture
-def serve(tmp_path) -> Iterator:
-    started: list[ServeProcess] = []
-
-    def start(*args: str) -> ServeProcess:
-        stub = ServeProcess(*args, "--port", "0", "--scenarios", str(tmp_path))
-        started.append(stub)
-        return stub
-
-    yield start
-    for stub in started:
-        stub.stop()
-        assert "Traceback" not in stub.stderr
-
-
-def test_serve_oas32_query_and_additional_operations(serve):
-    stub = serve("--spec", str(OAS32 / "query.yaml"))
+def test_serve_oas32_query_and_additional_operations(serve_spec):
+    stub = serve_spec(str(OAS32 / "query.yaml"))
     sent = {"Content-Type": "application/json"}
     status, kind, payload = send(stub.url, "QUERY", "/plants", b'{"tag": "fern", "tallerThan": 3}', sent)
     assert (status, kind, json.loads(payload)) == (200, "application/json", [{"id": 0, "name": "string"}])
@@ -67,8 +50,8 @@ def test_serve_oas32_query_and_additional_operations(serve):
         ("QUERY", "/plants", 200), ("QUERY", "/plants", 400), ("COPY", "/plants/4", 201), ("GET", "/plants", 405)]
 
 
-def test_serve_oas32_querystring(serve):
-    stub = serve("--spec", str(OAS32 / "querystring.yaml"))
+def test_serve_oas32_querystring(serve_spec):
+    stub = serve_spec(str(OAS32 / "querystring.yaml"))
     status, _, payload = send(stub.url, "GET", "/search?name=Fern&limit=5&tag=green")
     assert (status, json.loads(payload)) == (200, ["string"])
     status, _, payload = send(stub.url, "GET", "/search?name=Fern&limit=500")
@@ -78,8 +61,8 @@ def test_serve_oas32_querystring(serve):
     assert send(stub.url, "GET", "/select?%7B%22field%22%3A%22name%22%7D")[0] == 204
 
 
-def test_serve_oas32_server_sent_events(serve):
-    stub = serve("--spec", str(OAS32 / "sse.yaml"))
+def test_serve_oas32_server_sent_events(serve_spec):
+    stub = serve_spec(str(OAS32 / "sse.yaml"))
     schema = item_schema("sse.yaml", "GET /events", "text/event-stream")
     status, kind, payload = send(stub.url, "GET", "/events")
     assert (status, kind) == (200, "text/event-stream")
@@ -93,8 +76,8 @@ def test_serve_oas32_server_sent_events(serve):
     assert (status, json.loads(payload)["message"]) == (400, "body[0].data: '' should be non-empty")
 
 
-def test_serve_oas32_dynamic_server_sent_events(serve):
-    stub = serve("--spec", str(OAS32 / "sse.yaml"), "--dynamic", "--seed", "11")
+def test_serve_oas32_dynamic_server_sent_events(serve_spec):
+    stub = serve_spec(str(OAS32 / "sse.yaml"), "--dynamic", "--seed", "11")
     schema = item_schema("sse.yaml", "GET /events", "text/event-stream")
     payloads = [send(stub.url, "GET", "/events")[2] for _ in range(2)]
     assert payloads[0] != payloads[1]
@@ -103,8 +86,8 @@ def test_serve_oas32_dynamic_server_sent_events(serve):
             jsonschema.validate(event, schema)
 
 
-def test_serve_oas32_json_lines(serve):
-    stub = serve("--spec", str(OAS32 / "jsonl.yaml"))
+def test_serve_oas32_json_lines(serve_spec):
+    stub = serve_spec(str(OAS32 / "jsonl.yaml"))
     for path, media in (("/log", "application/jsonl"), ("/log.seq", "application/json-seq")):
         status, kind, payload = send(stub.url, "GET", path)
         assert (status, kind) == (200, media)

@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
-import pytest
 
 from plantstub.contract.load import load_spec
 from plantstub.contract.model import Spec
@@ -45,24 +43,9 @@ def answered(status: int, content_type: str | None, payload: bytes, schema: Any)
     return body
 
 
-@pytest.fixture
-def serve(tmp_path) -> Iterator:
-    started: list[ServeProcess] = []
-
-    def start(spec: str) -> ServeProcess:
-        stub = ServeProcess("--spec", spec, "--port", "0", "--scenarios", str(tmp_path))
-        started.append(stub)
-        return stub
-
-    yield start
-    for stub in started:
-        stub.stop()
-        assert "Traceback" not in stub.stderr
-
-
-def test_serve_swagger2_petstore(serve):
+def test_serve_swagger2_petstore(serve_spec):
     reference = load_spec(PETSTORE_3, cache=False)
-    stub = serve(str(PETSTORE))
+    stub = serve_spec(str(PETSTORE))
     key = {"api_key": "special-key"}
     status, kind, payload = send(stub.url, "GET", "/pet/findByStatus?status=available&status=sold",
                                  headers={"Authorization": "Bearer t"})
@@ -93,9 +76,9 @@ def _multipart(*parts: tuple[str, str | None, bytes]) -> bytes:
     return out + b"--B--\r\n"
 
 
-def test_serve_swagger2_form_data_upload(serve):
+def test_serve_swagger2_form_data_upload(serve_spec):
     spec = load_spec(SWAGGER / "upload.yaml", cache=False)
-    stub = serve(str(SWAGGER / "upload.yaml"))
+    stub = serve_spec(str(SWAGGER / "upload.yaml"))
     form = {"Content-Type": "multipart/form-data; boundary=B"}
     sent = _multipart(("photo", "fern.png", b"\x89PNG\r\n"), ("caption", None, b"My fern"), ("tags", None, b"green"),
                       ("tags", None, b"tall"))
@@ -109,9 +92,9 @@ def test_serve_swagger2_form_data_upload(serve):
     assert (status, kind) == (200, "image/png") and payload
 
 
-def test_serve_swagger2_collection_format_multi(serve):
+def test_serve_swagger2_collection_format_multi(serve_spec):
     spec = load_spec(SWAGGER / "multi.yaml", cache=False)
-    stub = serve(str(SWAGGER / "multi.yaml"))
+    stub = serve_spec(str(SWAGGER / "multi.yaml"))
     status, kind, payload = send(stub.url, "GET", "/plants?tag=fern&tag=palm&ids=1,2&words=a%20b&heights=1|2&codes=3%094")
     assert answered(status, kind, payload, schema_of(spec, "GET /plants", "200")) == [{"name": "string"}]
     status, _, payload = send(stub.url, "GET", "/plants?tag=fern,palm")  # multi: each value its own name
@@ -121,9 +104,9 @@ def test_serve_swagger2_collection_format_multi(serve):
     assert (status, json.loads(payload)["message"]) == (400, "query.ids[1]: 'x' is not of type 'integer'")
 
 
-def test_serve_swagger2_api_key(serve):
+def test_serve_swagger2_api_key(serve_spec):
     spec = load_spec(SWAGGER / "api-key.yaml", cache=False)
-    stub = serve(str(SWAGGER / "api-key.yaml"))
+    stub = serve_spec(str(SWAGGER / "api-key.yaml"))
     status, _, payload = send(stub.url, "GET", "/plants")
     assert (status, json.loads(payload)) == (401, {"error": 401, "message": "headers.X-Api-Key: missing API key (api_key)"})
     status, kind, payload = send(stub.url, "GET", "/plants", headers={"X-Api-Key": "k"})
