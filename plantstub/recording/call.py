@@ -274,13 +274,23 @@ class Record(NamedTuple):
         """Whether the reply is still to be sent: every answer has a status, or else a fault (`Journal.pend()`)."""
         return self.status is None and self.fault is None
 
+    def request_body(self) -> object:
+        """The request's body as a call shows it: the check's parse when it made one, else read from the bytes."""
+        return self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
+
+    def reply_body(self) -> object:
+        """The answer's body as a call shows it: JSON parsed, other text as text, None when it had none."""
+        if not self.payload:
+            return None
+        return body_for_record(self.payload) if self.payload_json else self.payload.decode("utf-8", errors="replace")
+
     def view(self, body: object = NO_BODY, response_body: object = NO_BODY) -> Call:
         """The Call readers see; `body` and `response_body`, when the caller has them parsed already,
         save parsing the bytes again."""
         if body is NO_BODY:
-            body = self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
+            body = self.request_body()
         if response_body is NO_BODY:
-            response_body = payload_view(self.payload, self.payload_json)
+            response_body = self.reply_body()
         response: CallResponse | None = {"status": self.status, "headers": dict(self.response_headers),
                                          "body": response_body}
         if self.fault is not None:
@@ -332,14 +342,6 @@ def _texts_bytes(texts: tuple[str, ...]) -> int:
 
 def _pairs_bytes(pairs: tuple[tuple[bytes, bytes], ...]) -> int:
     return sum(ENTRY_OVERHEAD + len(name) + len(value) for name, value in pairs)
-
-
-def payload_view(payload: bytes, is_json: bool) -> object:
-    if not payload:
-        return None
-    if is_json:
-        return body_for_record(payload)
-    return payload.decode("utf-8", errors="replace")
 
 
 

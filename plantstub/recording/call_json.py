@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 import orjson
 
 from plantstub._clock import iso_time
-from plantstub._json import MISSING, NO_BODY, body_for_record, deep_json_bytes
+from plantstub._json import MISSING, NO_BODY, deep_json_bytes
 from plantstub.recording.answered import PLAIN_JSON, answered_json
-from plantstub.recording.call import SEPARATOR, Call, CallResponse, RawHeaders, Record, header_text, payload_view
+from plantstub.recording.call import SEPARATOR, Call, CallResponse, RawHeaders, Record, header_text
 
 
 def dumps_call(call: Call, **more: object) -> bytes:
@@ -35,7 +35,7 @@ def record_data(record: Record, body: object = NO_BODY, response_body: object = 
                 epoch: object = MISSING, more: Mapping[str, object] | None = None) -> dict[str, object]:
     """What dumps_record() serializes: the call's fields in the order Call.to_dict() gives them."""
     if body is NO_BODY:
-        body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
+        body = record.request_body()
     status, fault = record.status, record.fault
     response: CallResponse | None
     if fault is not None:
@@ -44,7 +44,7 @@ def record_data(record: Record, body: object = NO_BODY, response_body: object = 
         response = None
     else:
         if response_body is NO_BODY:
-            response_body = payload_view(record.payload, record.payload_json)
+            response_body = record.reply_body()
         # Serialized at once and never changed: the record's own mapping, and tuples written as JSON arrays.
         response = {"status": status, "headers": record.response_headers, "body": response_body}
     data = {

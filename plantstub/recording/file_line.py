@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 
 from plantstub._clock import iso_time
-from plantstub._json import NO_BODY, body_for_record
-from plantstub.recording.call import Record, payload_view
+from plantstub._json import NO_BODY
+from plantstub.recording.call import Record
 from plantstub.recording.call_json import dumps_record, record_data
 
 # Stand-ins for the two bodies in the line made once; NUL is written `\u0000`, so neither is ever a piece of a
@@ -43,9 +43,9 @@ class FileLines:
                 return dumps_record(record, body, response_body, True, session=session, epoch=epoch)
             last = self._last = (key, record.response_headers, record.answerer, parts)
         if body is NO_BODY:
-            body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
+            body = record.request_body()
         if response_body is NO_BODY:
-            response_body = payload_view(record.payload, record.payload_json)
+            response_body = record.reply_body()
         try:  # at the depth they have in the line, so that orjson refuses (and the JSON fallback writes) the same
             body_json = orjson.dumps((body,))[1:-1]
             reply_json = orjson.dumps(((response_body,),))[2:-2]

@@ -17,7 +17,7 @@ from typing import Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from plantstub._json import NO_BODY, body_for_record, nests_deeper, shown
+from plantstub._json import NO_BODY, nests_deeper, shown
 from plantstub._regex import RegexBudget, release
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches, path_pattern
@@ -111,7 +111,7 @@ class Waiter:
         if self._body is NO_BODY:
             return True
         if body is NO_BODY:
-            body = record.parsed if record.parsed is not NO_BODY else body_for_record(record.raw)
+            body = record.request_body()
         return not body_mismatches(self._body, body, "body", self._matchers)
 
     def feed(self, record: Record | None, body: Any = NO_BODY) -> None:
