@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from plantstub.contract.model import Spec
 from plantstub.errors import ScenarioError, UnknownScenario
@@ -28,6 +29,14 @@ class FolderLoad:
     unchanged: dict[str, Scenario] = field(default_factory=dict)
 
 
+class Shipped(NamedTuple):
+    """The built-in scenarios read: those that fit the spec, their rule indexes, and why each other one does not."""
+
+    scenarios: dict[str, Scenario]
+    indexes: dict[str, RuleIndex]
+    unfit: dict[str, str]
+
+
 class Builtins:
     """The built-in scenarios that fit the spec, their rule indexes, and why each other one does not: read on first use
     (listing, naming or activating a scenario), so that a start that uses none never parses their files."""
@@ -36,15 +45,15 @@ class Builtins:
         self._spec = spec
         self._contract = contract
         self._lock = threading.Lock()  # one read, whichever thread asks first (the loop's, or a test's through Stub)
-        self._loaded: tuple[dict[str, Scenario], dict[str, RuleIndex], dict[str, str]] | None = None
+        self._loaded: Shipped | None = None
 
-    def loaded(self) -> tuple[dict[str, Scenario], dict[str, RuleIndex], dict[str, str]]:
+    def loaded(self) -> Shipped:
         loaded = self._loaded
         if loaded is None:
             with self._lock:
                 if self._loaded is None:
                     scenarios, unfit = load_builtin_scenarios(self._spec, self._contract)
-                    self._loaded = scenarios, {name: RuleIndex(s) for name, s in scenarios.items()}, unfit
+                    self._loaded = Shipped(scenarios, {name: RuleIndex(s) for name, s in scenarios.items()}, unfit)
                 loaded = self._loaded
         return loaded
 
@@ -65,11 +74,11 @@ class ScenarioSet:
 
     @property
     def builtins(self) -> Mapping[str, Scenario]:
-        return self.shipped.loaded()[0]
+        return self.shipped.loaded().scenarios
 
     @property
     def unfit_builtins(self) -> Mapping[str, str]:
-        return self.shipped.loaded()[2]
+        return self.shipped.loaded().unfit
 
     @cached_property
     def scenarios(self) -> Mapping[str, Scenario]:
@@ -77,7 +86,7 @@ class ScenarioSet:
 
     @cached_property
     def indexes(self) -> Mapping[str, RuleIndex]:
-        return {**self.shipped.loaded()[1], **self.own_indexes}
+        return {**self.shipped.loaded().indexes, **self.own_indexes}
 
     def with_own(self, own: Mapping[str, Scenario], indexes: Mapping[str, RuleIndex],
                  missing: Mapping[str, str] | None = None) -> ScenarioSet:
