@@ -87,9 +87,9 @@ class PropertyMap:
                 _mark(root, hopeless, found.hopeless)
         for walk in fit:
             for sub, pointer in walk.found:
-                ref = sub.get("$ref")
-                if len(sub) == 1 and isinstance(ref, str) and ref[8:] in found.by_key:
-                    found.names.put(sub, found.by_key[ref[8:]])  # a bare `$ref`: checked as its target
+                target = found.bare_target(sub)
+                if target is not None:
+                    found.names.put(sub, target)  # a bare `$ref`: checked as its target
                 elif sub not in found.names:
                     found.add(found.pointers, sub, {"$ref": pointer})
         return found
@@ -106,13 +106,20 @@ class PropertyMap:
         if name is None and self.pending and isinstance(schema, dict):
             # What of() names besides the places and `$defs` entries holds a `$ref`: a bare one is checked as its
             # target (as of() names it), and only a schema with one inside is worth the walk (a leaf is not).
-            ref = schema.get("$ref")
-            if len(schema) == 1 and isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in self.by_key:
-                return self.by_key[ref[8:]]
+            target = self.bare_target(schema)
+            if target is not None:
+                return target
             if _holds_ref(schema):
                 self.walk_rest(roots)
                 name = self.names.get(schema)
         return name
+
+    def bare_target(self, schema: dict[str, Any]) -> str | None:
+        """The property of the `$defs` entry a bare `{"$ref": "#/$defs/KEY"}` names, which checks it; else None."""
+        ref = schema.get("$ref")
+        if len(schema) == 1 and isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return self.by_key.get(ref[8:])
+        return None
 
     def is_pointer(self, name: str) -> bool:
         return name in self.pointers
