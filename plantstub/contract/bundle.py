@@ -17,7 +17,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 from plantstub._json import MAX_SHOWN, cut, shown
 from plantstub._memo import IdentityMemo
 from plantstub.contract import dialects
-from plantstub.contract.flatten import marked
+from plantstub.contract.flatten import DEFS, def_key, marked
 from plantstub.contract.messages import python_message
 from plantstub.contract.pattern import served_patterns
 from plantstub.contract.schema import (
@@ -171,11 +171,11 @@ class Bundler:
         if not isinstance(node, dict):
             return node
         out = {k: v if k in NOT_SCHEMAS else self.rewrite(v, keyword) for k, v in node.items()}
-        ref = out.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            variant = self.variants.get((keyword, ref[8:]))
+        key = def_key(out.get("$ref"))
+        if key is not None:
+            variant = self.variants.get((keyword, key))
             if variant:
-                out["$ref"] = "#/$defs/" + variant
+                out["$ref"] = DEFS + variant
         dropped = _dropped(node, keyword, self.defs)
         if dropped:
             # `node`'s required is a list (_dropped() says so), and rewritten as a list of the same names
@@ -193,7 +193,7 @@ class Bundler:
             self.dialects[key] = self.dialect_at(target)
             self.defs[key] = self.convert(contents, target_base, set(), self.dialects[key])
         refs.add(self.keys[target])
-        return "#/$defs/" + self.keys[target]
+        return DEFS + self.keys[target]
 
     def refuse_ref_loops(self, root: object, keys: list[str]) -> None:
         """A chain of bare `$ref`s that comes back to itself describes no value at all."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from plantstub.contract.flatten import defs_of
+from plantstub.contract.flatten import def_key, defs_of
 from plantstub.contract.model import Operation
 
 # Keywords of a response schema that say nothing about properties it does not list, or that a body of its type
@@ -59,10 +59,10 @@ def _target(schema: object, defs: dict[str, object]) -> object:
     for _ in range(_DEPTH):
         if not isinstance(schema, dict) or set(schema) - {"$defs"} != {"$ref"}:
             return schema
-        ref = schema["$ref"]
-        if not isinstance(ref, str) or not ref.startswith("#/$defs/") or ref[8:] not in defs:
+        key = def_key(schema["$ref"])
+        if key is None or key not in defs:
             return None
-        schema = defs[ref[8:]]
+        schema = defs[key]
     return None
 
 
@@ -71,10 +71,10 @@ def _implied(schema: object, defs: dict[str, object], depth: int) -> Iterator[di
     out: OpenAPI 3.0 ignores them), its `allOf` members, and so on down."""
     if depth > _DEPTH or not isinstance(schema, dict):
         return
-    ref = schema.get("$ref")
-    if ref is not None:
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-            yield from _implied(defs[ref[8:]], defs, depth + 1)
+    if "$ref" in schema:
+        key = def_key(schema["$ref"])
+        if key is not None and key in defs:
+            yield from _implied(defs[key], defs, depth + 1)
         return
     yield schema
     members = schema.get("allOf")

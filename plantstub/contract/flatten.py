@@ -12,6 +12,7 @@ from typing import TypeGuard, cast
 from plantstub._memo import IdentityMemo
 
 JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+DEFS = "#/$defs/"  # where a bundled schema keeps what its `$ref`s name
 _UNKNOWN = None  # a schema that does not pin its type: anything may come
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
@@ -21,6 +22,11 @@ def defs_of(schema: object) -> dict[str, object]:
     """The `$defs` of a bundled schema (empty when it has none)."""
     defs = schema.get("$defs") if isinstance(schema, dict) else None
     return defs if isinstance(defs, dict) else {}
+
+
+def def_key(ref: object) -> str | None:
+    """The `$defs` key a bundled schema's `$ref` value names (None: not a `#/$defs/` reference)."""
+    return ref[len(DEFS):] if isinstance(ref, str) and ref.startswith(DEFS) else None
 
 
 def is_number(value: object) -> TypeGuard[int | float]:
@@ -39,8 +45,8 @@ def marked(prop: object, keyword: str, defs: dict[str, object]) -> bool:
         return False
     if prop.get(keyword) is True:
         return True
-    ref = prop.get("$ref")
-    target = defs.get(ref[8:]) if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+    key = def_key(prop.get("$ref"))
+    target = None if key is None else defs.get(key)
     return isinstance(target, dict) and target.get(keyword) is True
 
 

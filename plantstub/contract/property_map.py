@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from plantstub._json import inside
 from plantstub._memo import IdentityMemo
+from plantstub.contract.flatten import def_key
 from plantstub.contract.pattern import servable
 from plantstub.contract.schema import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, subschemas
 
@@ -116,10 +117,8 @@ class PropertyMap:
 
     def bare_target(self, schema: dict[str, Any]) -> str | None:
         """The property of the `$defs` entry a bare `{"$ref": "#/$defs/KEY"}` names, which checks it; else None."""
-        ref = schema.get("$ref")
-        if len(schema) == 1 and isinstance(ref, str) and ref.startswith("#/$defs/"):
-            return self.by_key.get(ref[8:])
-        return None
+        key = def_key(schema.get("$ref")) if len(schema) == 1 else None
+        return None if key is None else self.by_key.get(key)
 
     def is_pointer(self, name: str) -> bool:
         return name in self.pointers
@@ -225,7 +224,7 @@ class _Walk:
         nodes = [sub for sub, _ in self.found]
         if isinstance(self.node, dict):
             nodes.append(self.node)
-        return {ref[8:] for sub in nodes if isinstance(ref := sub.get("$ref"), str)}
+        return {key for sub in nodes if (key := def_key(sub.get("$ref"))) is not None}
 
 
 def _refused(walks: dict[str, _Walk], attribute: str = "unfit") -> set[str]:
@@ -251,8 +250,7 @@ def _mark(node: object, hopeless: set[str], into: IdentityMemo[bool]) -> bool:
     refuses (reaching: a `$ref` to a `hopeless` key); whether `node` does."""
     if not isinstance(node, dict):
         return False
-    ref = node.get("$ref")
-    bad = (isinstance(ref, str) and ref[8:] in hopeless) or (
+    bad = def_key(node.get("$ref")) in hopeless or (
         ("pattern" in node or "patternProperties" in node) and not _patterns_run(node))
     for sub in subschemas(node):
         bad = _mark(sub, hopeless, into) or bad

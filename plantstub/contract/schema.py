@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import jsonschema_rs
 
+from plantstub.contract.flatten import def_key
 from plantstub.contract.messages import message_of
 from plantstub.contract.pattern import pattern_options, servable
 from plantstub.errors import SpecError
@@ -136,9 +137,9 @@ def refs_in(node: object) -> set[str]:
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                found.add(ref[8:])
+            key = def_key(node.get("$ref"))
+            if key is not None:
+                found.add(key)
             todo.extend(subschemas(node))
     return found
 

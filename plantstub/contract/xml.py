@@ -21,7 +21,7 @@ import re
 
 from plantstub._json import MAX_NESTING, BodyError, scalar_text
 from plantstub._memo import IdentityMemo
-from plantstub.contract.flatten import defs_of, flatten, types_of
+from plantstub.contract.flatten import def_key, defs_of, flatten, types_of
 from plantstub.contract.xml_read import parse, value_of
 from plantstub.contract.xml_shape import ANY, NAME, XSI, Shape, encode_name
 
@@ -119,10 +119,10 @@ def _text(value: object) -> str | None:
 
 def _component(schema: object) -> str | None:
     """The component a root's `$ref` names (its `$defs` key, as the bundler made it from the component's name)."""
-    ref = schema.get("$ref") if isinstance(schema, dict) else None
-    if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+    key = def_key(schema.get("$ref")) if isinstance(schema, dict) else None
+    if key is None:
         return None
-    return ref[8:].removesuffix(".request").removesuffix(".response") or None
+    return key.removesuffix(".request").removesuffix(".response") or None
 
 
 def _wrapping(shape: Shape) -> Shape:
