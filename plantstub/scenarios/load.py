@@ -11,7 +11,7 @@ from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from plantstub._gc import collector_paused
 from plantstub._json import NO_BODY, shown
@@ -88,10 +88,20 @@ def _suggest(word: object, choices: Iterable[object]) -> str:
     return f" ({hint})" if hint else ""
 
 
-def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
-    found: list[ScenarioError] = []
+class _Broken(NamedTuple):
+    """What the scenario schema found: each error, and which parts the spec can still check (`rules`: the indexes of
+    the rules that hold an error; `whole`: the file's frame itself is wrong; `state`: `state:` is)."""
+
+    errors: list[ScenarioError]
+    rules: frozenset[int] = frozenset()
+    whole: bool = False
+    state: bool = False
+
+
+def _schema_errors(doc: ScenarioDocument) -> _Broken:
     if _validator().is_valid(doc.data):
-        return found
+        return _Broken([])
+    found: list[ScenarioError] = []
     raw = sorted(_explainer().iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
     # A value of the wrong type earns one message, not one per keyword that also failed on it.
     mistyped = {tuple(e.absolute_path) for e in raw if e.validator == "type"}
@@ -123,7 +133,11 @@ def _schema_errors(doc: ScenarioDocument) -> list[ScenarioError]:
         else:
             message = python_message(error)
         found.append(doc.error(where, message, line))
-    return found
+    paths = [tuple(error.absolute_path) for error in raw]
+    rules = frozenset(path[1] for path in paths if len(path) > 1 and path[0] == "rules" and isinstance(path[1], int))
+    data = doc.data
+    whole = not isinstance(data, dict) or not isinstance(data.get("rules", []), (list, type(None)))
+    return _Broken(found, rules, whole, any(path[:1] == ("state",) for path in paths))
 
 
 # -- the model ---------------------------------------------------------------------------------
@@ -147,10 +161,13 @@ def _reply(raw: ReplyData, line: int) -> Reply:
     )
 
 
-def _build(doc: ScenarioDocument, name: str) -> Scenario:
-    data = cast(ScenarioData, doc.data)  # the scenario schema passed it (_schema_errors)
+def _build(doc: ScenarioDocument, name: str, broken: frozenset[int] = frozenset()) -> Scenario:
+    """The scenario of a file the scenario schema passed, but for the rules in `broken`, which are left out."""
+    data = cast(ScenarioData, doc.data)  # the scenario schema passed it (_schema_errors), but for `broken`
     rules = []
     for i, raw in enumerate(data.get("rules") or []):
+        if i in broken:
+            continue
         base = f"rules[{i}]"
         match: MatchData = raw.get("match") or {}
         criteria = Criteria(
@@ -206,19 +223,23 @@ def _load(path: Path, file: str, contract: ScenarioContract) -> tuple[Scenario |
     doc = ScenarioDocument(file, text)
     if not doc.errors and doc.data is None:
         doc.errors.append(ScenarioError(file, 1, "", "the file is empty (expected `description:` and `rules:`)"))
-    errors = doc.errors or _schema_errors(doc)
-    if not errors:
-        data = cast(ScenarioData, doc.data)  # the scenario schema passed it
-        scenario = _build(doc, data.get("name", Path(file).stem))
+    # The rules the scenario schema passed are checked against the spec even when others did not: every problem of
+    # the file is told in one run, not the spec's only after the schema's are mended.
+    broken = _Broken(doc.errors) if doc.errors else _schema_errors(doc)
+    errors = broken.errors
+    if not doc.errors and not broken.whole:
+        data = cast(ScenarioData, doc.data)  # a mapping, its `rules:` a list (else the schema's error is `whole`)
+        scenario = _build(doc, str(data.get("name", Path(file).stem)), broken.rules)
+        raws = [raw for i, raw in enumerate(data.get("rules") or []) if i not in broken.rules]
         checked = []
-        for rule, raw in zip(scenario.rules, data.get("rules") or [], strict=True):
+        for rule, raw in zip(scenario.rules, raws, strict=True):
             errors.extend(_unreachable_replies(doc, rule))
             errors.extend(_matcher_errors(doc, rule, raw))
             found, answering = contract.check_rule(doc, rule, raw)
             errors.extend(found)
             checked.append(answering)
         scenario = replace(scenario, rules=tuple(checked))
-        if "state" in data:
+        if "state" in data and not broken.state:
             errors.extend(contract.state_errors(doc, data["state"]))
         if not errors:
             return scenario, [], doc.lines.get("name")
@@ -366,7 +387,7 @@ def load_rule(data: object, contract: ScenarioContract, file: str, line: int | N
     if _too_deep(data):
         raise ScenarioLoadError([ScenarioError(file, line, "", f"nested more than {MAX_RULE_DEPTH} levels deep")])
     doc = ScenarioDocument.of_data(file, {"rules": [data]}, line)
-    errors = doc.errors or _schema_errors(doc)
+    errors = doc.errors or _schema_errors(doc).errors
     if not errors:
         raw = cast(RuleData, data)  # the scenario schema passed it, as the file's one rule
         rule = _build(doc, "").rules[0]

@@ -148,3 +148,28 @@ def test_cli_check_a_path_of_no_spec_names_ten_paths_and_the_closest(tmp_path):
     assert (result.returncode, result.stderr.splitlines()[0]) == (1, (
         f"{tmp_path}/typo.yaml:2: rules[0].match.path: /group17/itemz matches no path in the spec (paths: {ten} and "
         "20 more); did you mean '/group17/items'?"))
+
+
+def test_cli_check_tells_the_spec_s_problems_and_the_schema_s_in_one_run(tmp_path):
+    """A rule the scenario schema refuses does not hide what the spec says of the others: one run tells every
+    problem (the broken rule is checked against the spec once it is mended)."""
+    write(tmp_path, "mixed.yaml", (
+        "description: 3\n"
+        "rules:\n"
+        "  - match: {method: POST, path: /plants}\n"
+        "    reply: {status: 201, bodyy: {}}\n"
+        "  - match: {method: GET, path: /nowhere}\n"
+        "    reply: {status: 200}\n"
+        "  - match: {method: POST, path: /plants}\n"
+        "    reply: {status: 418}\n"
+        "state: {plants: 5}\n"))
+    result = plantstub("check", "mixed.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == "mixed.yaml:1: description: 3 is not of type 'string'"
+    assert lines[1] == "mixed.yaml:4: rules[0].reply: unknown key 'bodyy' (did you mean 'body'?)"
+    assert lines[2].startswith("mixed.yaml:5: rules[1].match.path: /nowhere matches no path in the spec")
+    assert lines[3].startswith("mixed.yaml:8: rules[2].reply.status: 418 is not declared for POST /plants")
+    assert lines[4].startswith("mixed.yaml:9: state")
+    assert lines[5:] == ["plantstub: 5 errors in 1 file"]
+    assert not any("rules[0].reply.status" in line for line in lines)  # the refused rule waits until it is mended
