@@ -52,7 +52,14 @@ def run(args: argparse.Namespace) -> int:
     except RecursionError:  # JSON nested deeper than Python's stack
         print(f"plantstub: {args.file}: not a HAR log: nested too deep to read", file=sys.stderr)
         return 1
-    except (ValueError, HarError) as exc:  # JSON that does not parse is a ValueError too
+    except json.JSONDecodeError as exc:  # told in our words and where, not in the json module's
+        print(f"plantstub: {args.file}:{exc.lineno}:{exc.colno}: not a HAR log: not JSON there (a HAR file is the JSON "
+              "a browser's network panel or a proxy exports)", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError:
+        print(f"plantstub: {args.file}: not a HAR log: not UTF-8 text", file=sys.stderr)
+        return 1
+    except (ValueError, HarError) as exc:
         print(f"plantstub: {args.file}: {exc}", file=sys.stderr)
         return 1
     document = build(read.exchanges, runtime.contract, redact, settings.record_ignore_query)

@@ -237,12 +237,14 @@ def test_a_har_from_a_browser_imports_what_the_spec_serves_and_lists_the_rest(tm
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("{not json", "plantstub: {file}: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    ('{"log":\n {not json', "plantstub: {file}:2:3: not a HAR log: not JSON there (a HAR file is the JSON a browser's"
+                            " network panel or a proxy exports)"),
+    ('"\xff"', "plantstub: {file}: not a HAR log: not UTF-8 text"),
     ('{"entries": []}', 'plantstub: {file}: not a HAR log: expected {{"log": {{"entries": [...]}}}}'),
     ('{"log": {"entries": []}}', "plantstub: {file}: no entry could become a rule; nothing written. Left out:"),
-], ids=["not-json", "not-har", "empty"])
+], ids=["not-json", "not-utf8", "not-har", "empty"])
 def test_import_har_refuses_what_is_not_a_har_log(tmp_path, capsys, content, message):
-    (tmp_path / "x.har").write_text(content)
+    (tmp_path / "x.har").write_bytes(content.encode("latin-1"))
     assert main(["import-har", str(tmp_path / "x.har"), "--out", str(tmp_path / "x.yaml")]) == 1
     assert capsys.readouterr().err.strip() == message.format(file=tmp_path / "x.har")
     assert not (tmp_path / "x.yaml").exists()
