@@ -27,19 +27,14 @@ from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.scenarios.model import Fault
 from plantstub.server.answer import Answer, Streamed, chunks
+from plantstub.server.framing import Closed, blank_line_end, kept_head, one_request
 from plantstub.server.front import Front, Pending
 from plantstub.server.parser import BrokenBody, Flow, request_parser
 from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
-from plantstub.server.unread import HEAD_KEPT, TLS_ON_PLAIN, Broken, request_line, unparsable
+from plantstub.server.unread import TLS_ON_PLAIN, Broken, request_line, unparsable
 from plantstub.server.wire import CONTINUE, chunk, misbehave, streamed_head, written
 
 log = logging.getLogger("plantstub")
-
-
-def _one_request(data: bytes, head_end: int) -> bool:
-    """Whether `data` is one request whose Content-Length says its body is all the rest: then it is fed
-    to the parser at once. A hint only: the parser reads the same bytes either way."""
-    return data.find(b"\r\nContent-Length: %d\r\n" % (len(data) - head_end), 0, head_end) >= 0
 
 
 Item = tuple[RawRequestMessage, StreamReader] | Broken
@@ -101,7 +96,7 @@ class Connection(asyncio.Protocol):
         self._server.connections.discard(self)
         # The parser and its protocol point back here: let them go now rather than at the next collection.
         self._flow.release()
-        self._parser = _Closed()
+        self._parser = Closed()
         self._head = self._last = b""
         if self._open is not None:  # a body still arriving: its reader learns the client left
             self._open.set_exception(ConnectionResetError("the client closed the connection"))
@@ -199,7 +194,7 @@ class Connection(asyncio.Protocol):
                 self._broken(error_reply(400, TLS_ON_PLAIN))
                 return
             end = data.find(b"\r\n\r\n") + 4
-            if end >= 4 and (end == len(data) or _one_request(data, end)):
+            if end >= 4 and (end == len(data) or one_request(data, end)):
                 # The usual read: one whole request and nothing after it, fed as it came; once answered, the
                 # connection's idle time starts (_write()).
                 self._head = data
@@ -217,30 +212,11 @@ class Connection(asyncio.Protocol):
                 end = min(size, pos + self._body_left)
                 self._body_left -= end - pos
             else:  # a head, or a chunked body: up to the next blank line (a chunked body ends with one)
-                end = self._blank_line_end(data, pos)
+                end, self._last = blank_line_end(self._last, data, pos)
                 if self._open is None:
-                    self._keep_head(data if end - pos == size else data[pos:end])
+                    self._head = kept_head(self._head, data if end - pos == size else data[pos:end])
             self._feed(data if end - pos == size else data[pos:end])
             pos = end
-
-    def _blank_line_end(self, data: bytes, pos: int) -> int:
-        """Where the next `\r\n\r\n` in `data` ends (one begun in the previous read counts), else len(data)."""
-        last = self._last
-        if last:
-            self._last = b""
-            if pos == 0 and (found := (last + data[:3]).find(b"\r\n\r\n")) >= 0:
-                return found + 4 - len(last)
-        found = data.find(b"\r\n\r\n", pos)
-        if found >= 0:
-            return found + 4
-        self._last = (last + data[pos:])[-3:]
-        return len(data)
-
-    def _keep_head(self, part: bytes) -> None:
-        if not self._head:
-            self._head = part[:HEAD_KEPT]
-        elif len(self._head) < HEAD_KEPT:  # a head arriving in several reads
-            self._head = (self._head + part[:HEAD_KEPT])[:HEAD_KEPT]
 
     def _feed(self, part: bytes) -> None:
         try:
@@ -290,7 +266,7 @@ class Connection(asyncio.Protocol):
         self._stop_reading()
 
     def _stop_reading(self) -> None:
-        self._parser = _Closed()
+        self._parser = Closed()
         self._body_left = 0
 
     # -- serving, one request at a time, in the order they came ------------------------------------------
@@ -436,9 +412,3 @@ class Connection(asyncio.Protocol):
         elif not self._reading:
             self._arm()
 
-
-class _Closed:
-    """The parser of a connection that reads no more: whatever comes is dropped."""
-
-    def feed_data(self, data: bytes) -> tuple[tuple[()], bool, bytes]:
-        return (), False, b""
