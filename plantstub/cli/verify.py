@@ -40,6 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=helped("send POST, PUT, PATCH and DELETE too (they change the service's state)", "allow_writes"))
     p.add_argument("--request-timeout", metavar="SECONDS",
                    help=helped("time each request has, its answer read whole", "request_timeout"))
+    p.add_argument("--ca", metavar="FILE", help=helped("a PEM file of CA certificates the service's certificate is "
+                                                       "checked against, besides the system's", "ca"))
     p.add_argument("--junit", metavar="FILE", help=helped("write JUnit XML: a test case per rule", "junit", env=False))
     p.add_argument("--json", action="store_true", default=None,
                    help=helped("print the results as JSON instead of lines", "json", env=False))

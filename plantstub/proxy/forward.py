@@ -7,6 +7,7 @@ import asyncio
 import re
 import ssl
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TypedDict, cast
 
 from aiohttp import (
@@ -35,6 +36,21 @@ from plantstub.incoming import IncomingRequest
 from plantstub.proxy.record import Recorder
 from plantstub.proxy.verdict import judge
 from plantstub.recording.verdict import Upstream
+
+
+def trusting(ca: Path | None, flag: str = "") -> ssl.SSLContext:
+    """A client's TLS context: certificates verified against the system's CAs, and `ca`'s (a PEM file) when given;
+    ConfigError naming `flag` when `ca` cannot be read as CA certificates."""
+    context = ssl.create_default_context()
+    if ca is not None:
+        try:
+            context.load_verify_locations(ca)
+        except (OSError, ssl.SSLError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigError(f"{flag}={str(ca)!r}: cannot load it as CA certificates ({reason}); expected a PEM "
+                              "file") from None
+    return context
+
 
 # RFC 9110 7.6.1: meant for one connection, never passed on (and what the connection's own framing sets).
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
@@ -137,7 +153,7 @@ class Forwarder:
     def _session(self) -> ClientSession:
         if self._client is None:
             self._client = ClientSession(
-                connector=TCPConnector(limit=100, ssl=self._trust()),
+                connector=TCPConnector(limit=100, ssl=trusting(self.ca)),
                 timeout=ClientTimeout(total=self.timeout), auto_decompress=True, cookie_jar=DummyCookieJar(),
                 skip_auto_headers=("User-Agent", "Accept", "Content-Type"),  # the client's own, or none, as it sent them
             )
@@ -145,19 +161,7 @@ class Forwarder:
 
     def check(self) -> None:
         """Stop the start when --proxy-ca cannot be read (ConfigError), rather than fail every forwarded call."""
-        try:
-            self._trust()
-        except (OSError, ssl.SSLError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise ConfigError(f"--proxy-ca={str(self.ca)!r}: cannot load it as CA certificates ({reason}); expected "
-                              "a PEM file") from None
-
-    def _trust(self) -> ssl.SSLContext:
-        """Certificates verified against the system's CAs, and --proxy-ca's."""
-        context = ssl.create_default_context()
-        if self.ca is not None:
-            context.load_verify_locations(self.ca)
-        return context
+        trusting(self.ca, "--proxy-ca")
 
     async def close(self) -> None:
         if self._client is not None:

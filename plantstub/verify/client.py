@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector
 from multidict import CIMultiDict
@@ -14,7 +15,7 @@ from yarl import URL
 
 from plantstub._version import __version__
 from plantstub.config import shown_url
-from plantstub.proxy.forward import failure
+from plantstub.proxy.forward import failure, trusting
 from plantstub.verify.request import Request, sent_headers
 
 MAX_ANSWER = 16 * 1024 * 1024  # bytes of one answer read; a bigger one is a failure, not a memory problem
@@ -50,8 +51,9 @@ class _TooBig(Exception):
 class Sender:
     """One client for one run: the base URL, the --header pairs, the deadline of each request."""
 
-    def __init__(self, base: str, headers: tuple[tuple[str, str], ...], timeout: float) -> None:
+    def __init__(self, base: str, headers: tuple[tuple[str, str], ...], timeout: float, ca: Path | None = None) -> None:
         self.base = URL(base)
+        self.ca = ca
         self.shown = shown_url(base)
         self.headers = headers
         self.timeout = timeout
@@ -61,7 +63,8 @@ class Sender:
         # connect and sock_read inside the deadline; asyncio.wait_for (send()) bounds the whole exchange, a
         # service dripping its answer a byte at a time included.
         self._client = ClientSession(
-            connector=TCPConnector(limit=8),  # https: aiohttp's own context of the system's CAs, made once
+            # https: aiohttp's own context of the system's CAs, made once; --ca's besides them when given
+            connector=TCPConnector(limit=8, ssl=True if self.ca is None else trusting(self.ca, "--ca")),
             timeout=ClientTimeout(total=None, connect=self.timeout, sock_read=self.timeout),
             cookie_jar=DummyCookieJar(), auto_decompress=True,
             headers={"User-Agent": f"plantstub-verify/{__version__}"},

@@ -19,7 +19,7 @@ SHARED = ("spec", "spec_root", "spec_cache", "scenarios", "scenario")
 # Defaults of verify's own flags, as `--help` and docs/cli.md show them.
 OWN_DEFAULTS = {
     "against": "none; required", "header": "none", "compare": "shape", "allow_writes": "off",
-    "request_timeout": f"{DEFAULT_REQUEST_TIMEOUT:g}", "junit": "none", "json": "off", "record": "none",
+    "request_timeout": f"{DEFAULT_REQUEST_TIMEOUT:g}", "ca": "none", "junit": "none", "json": "off", "record": "none",
 }
 _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
@@ -38,6 +38,7 @@ class VerifySettings:
     compare: str = "shape"
     allow_writes: bool = False
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT  # seconds one request has, its answer read whole
+    ca: Path | None = None  # a PEM file of CAs trusted besides the system's (an https service's own CA)
     spec: Path | None = None
     spec_root: Path | None = None
     spec_cache: Path | bool = True
@@ -84,9 +85,18 @@ def _against(name: str, value: object) -> str:
                           ) from None
 
 
+def _ca(name: str, value: object) -> Path:
+    """A PEM file of CA certificates, read now: a file that is none stops the run before anything is sent."""
+    from plantstub.proxy.forward import trusting
+
+    path = Path(cast("str | os.PathLike[str]", value))  # a path given
+    trusting(path, name)
+    return path
+
+
 # config.py's converters where a setting is read as the stub's are: one wording of what was expected.
 _CONVERTERS = {"against": _against, "header": _headers, "compare": _compare, "allow_writes": _bool,
-               "request_timeout": _seconds}
+               "request_timeout": _seconds, "ca": _ca}
 ENV = tuple(env_name(field) for field in _CONVERTERS)  # the variables verify reads besides the stub's own
 
 

@@ -110,7 +110,7 @@ async def _send_all(settings: VerifySettings, contract: ScenarioContract, scenar
                     secrets: Secrets, recorder: Recorder | None) -> list[Outcome]:
     outcomes: list[Outcome] = []
     cache: dict[int, Any] = {}
-    async with Sender(settings.against, settings.headers, settings.request_timeout) as sender:
+    async with Sender(settings.against, settings.headers, settings.request_timeout, settings.ca) as sender:
         for scenario in scenarios:
             for rule in scenario.rules:
                 where = (scenario.name, scenario.file, rule.line, rule.label)
