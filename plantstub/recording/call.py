@@ -3,7 +3,10 @@
 The journal keeps what came over the wire, as bytes: the request's headers, query and body, the reply's payload.
 The parsed view (`Call.headers`, `Call.query`, `Call.body`, `Call.response["body"]`) is built when someone reads the
 call, so a journal of big bodies or many headers costs about their size in memory, not the ten or twenty times more
-that parsed Python objects take; `Record.size` counts that memory.
+that parsed Python objects take; `Record.size` counts that memory. What calls alike have in common (the method, query,
+verdict, status, reply headers, who answered: their `Shape`) is kept once for all of them, and a refusal's body, which
+names the request's errors, is made again from them when read: a call of bench.py's load costs about 260 bytes of
+memory kept, its body's included (issue 41; `tests/benchmarks/journal_bytes.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from datetime import datetime
 from itertools import chain
 from typing import Any, NamedTuple, TypedDict
 
+import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -22,8 +26,9 @@ from plantstub.recording.answered import DEFAULT, AnsweredBy, Answerer, answered
 from plantstub.recording.verdict import Upstream, Verdict, contract_problems, verdict_of
 
 # What Python objects cost besides the bytes they carry (CPython 64-bit, calibrated with tracemalloc: see
-# tests/recording/test_journal.py): a record with its fixed fields (the tuple, numbers, path, bodies' objects and a
-# small dict of reply headers); one more string in a tuple (errors); one more entry of that dict.
+# tests/recording/test_journal.py): a record with its fixed fields when it shares nothing with the calls before it (the
+# tuple, its Shape, numbers, path, bodies' objects and a small dict of reply headers); one more string in a tuple
+# (errors); one more entry of that dict. Calls alike hold less (one Shape, headers, path and answer for all).
 RECORD_OVERHEAD = 600
 OBJECT_OVERHEAD = 100
 ENTRY_OVERHEAD = 140
@@ -159,37 +164,45 @@ class Call(NamedTuple):
         }
 
 
+class Shape(NamedTuple):
+    """What a call has in common with the calls like it (the same request to the same endpoint, answered alike): all
+    of a record but its number, time, path, headers, bodies and errors. Records share one Shape when equal (`Record.of`),
+    so a kept call costs one reference for these, not one each."""
+
+    method: str
+    raw_query: str  # the query string as sent (percent-encoded), "" for none
+    parsed: object  # the request body as the check read it when that was not JSON text (a form), else NO_BODY
+    valid: bool
+    scenario: str | None
+    rule: str | None
+    status: int | None
+    response_headers: dict[str, str]
+    payload_json: bool  # whether the reply's body is JSON (else text)
+    fault: str | None
+    stub_errors: tuple[str, ...]
+    upstream: Upstream | None  # --proxy: the real service's verdict: url, status, valid, errors
+    answerer: Answerer  # who answered: its JSON form is the call's `answered_by`
+
+
 class Record(NamedTuple):
     """What the journal keeps of one call, compact: the request's headers and query as they came over the wire,
     bodies as the bytes sent; `headers`, `query` and the bodies are parsed when read (`view()`). Build one with
     `Record.of()`, which counts `size`.
 
-    `parsed` holds the request body only when the check read it from something other than JSON
-    text (a form), which the raw bytes alone would not give back; else NO_BODY.
+    What it has in common with calls like it is its `shape` (shared), read through the properties of the same names
+    (`method`, `status`, `answerer`...). `parsed` holds the request body only when the check read it from something
+    other than JSON text (a form), which the raw bytes alone would not give back; else NO_BODY.
     """
 
     seq: int
     started: float
-    method: str
     path: str
-    raw_query: str  # the query string as sent (percent-encoded), "" for none
     raw_headers: RawHeaders  # the request's header names and values as received, NUL-separated
     raw: bytes
-    parsed: object
-    valid: bool
-    errors: tuple[str, ...]
-    scenario: str | None
-    rule: str | None
-    status: int | None
-    response_headers: dict[str, str]
-    payload: bytes  # the reply's body as sent
-    payload_json: bool  # whether it is JSON (else text)
-    fault: str | None
-    stub_errors: tuple[str, ...]
+    sent: bytes  # the reply's body as sent (`payload`), or ERRORS_SENT: the Error record that named the `errors`
+    errors_kept: str | tuple[str, ...]  # the request's `errors`: the text of one alone (no tuple for it), else the tuple
     size: int  # the bytes of memory the record holds, as Record.of() counted them
-    proxied: bool = False  # --proxy: the real service answered (or failed to)
-    upstream: Upstream | None = None  # then its verdict: url, status, valid, errors
-    answerer: Answerer = DEFAULT  # who answered: its JSON form is the call's `answered_by`
+    shape: Shape
 
     @classmethod
     def of(
@@ -223,19 +236,108 @@ class Record(NamedTuple):
         if answerer.id is not None:  # a rule from code's answerer, made per call (the others are shared)
             size += OBJECT_OVERHEAD
         # A client sends the same headers to the same path and gets the same answer, call after call: the journal's
-        # calls then share one copy of each (equal bytes, so nothing shown changes; the budget still counts each).
+        # calls then share one copy of each, and one Shape (equal values, so nothing shown changes). The budget still
+        # counts each record's own: RECORD_OVERHEAD is what a record holds when it shares nothing.
         global _last_kept
         last = _last_kept
         if headers == last[0]:
             headers = last[0]
         if path == last[1]:
             path = last[1]
+        sent = payload
         if payload == last[2]:
-            payload = last[2]
-        _last_kept = (headers, path, payload)
-        return _new_record(cls, (seq, started, method, path, raw_query, headers, raw, parsed, valid, errors, scenario,
-                                 rule, status, response_headers, payload, payload_json, fault, stub_errors, size,
-                                 upstream is not None, upstream, answerer))
+            sent = payload = last[2]
+        elif errors and payload == _errors_body(status, errors):
+            sent = ERRORS_SENT  # a refusal of ours: its body is the errors', made again when read
+        if size == last[3]:
+            size = last[3]
+        fields = (method, raw_query, parsed, valid, scenario, rule, status, response_headers, payload_json, fault,
+                  stub_errors, upstream, answerer)
+        shape = last[4]  # a tuple too: compared field by field, in C
+        if not (fields == shape and parsed is NO_BODY and (
+                response_headers is shape[7] or list(response_headers) == list(shape[7]))):  # each in its order
+            shape = _new_shape(Shape, fields)
+            if parsed is NO_BODY and upstream is None:  # the rest is hashable (the reply's headers as pairs, in order)
+                key = (method, raw_query, valid, scenario, rule, status, tuple(response_headers.items()),
+                       payload_json, fault, stub_errors, answerer)
+                shape = _shapes.setdefault(key, shape)
+                if len(_shapes) > _SHAPES:
+                    _shapes.clear()
+        _last_kept = (headers, path, payload, size, shape)
+        return _new_record(cls, (seq, started, path, headers, raw, sent, errors[0] if len(errors) == 1 else errors,
+                                 size, shape))
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        """The request's contract violations (empty: it kept the contract)."""
+        kept = self.errors_kept
+        return (kept,) if isinstance(kept, str) else kept
+
+    @property
+    def payload(self) -> bytes:
+        """The reply's body as sent."""
+        sent = self.sent
+        if sent is ERRORS_SENT:
+            return _errors_body(self.shape.status, self.errors)
+        return sent
+
+    # What the Shape holds, read as the record's own
+    @property
+    def method(self) -> str:
+        return self.shape.method
+
+    @property
+    def raw_query(self) -> str:
+        return self.shape.raw_query
+
+    @property
+    def parsed(self) -> object:
+        return self.shape.parsed
+
+    @property
+    def valid(self) -> bool:
+        return self.shape.valid
+
+    @property
+    def scenario(self) -> str | None:
+        return self.shape.scenario
+
+    @property
+    def rule(self) -> str | None:
+        return self.shape.rule
+
+    @property
+    def status(self) -> int | None:
+        return self.shape.status
+
+    @property
+    def response_headers(self) -> dict[str, str]:
+        return self.shape.response_headers
+
+    @property
+    def payload_json(self) -> bool:
+        return self.shape.payload_json
+
+    @property
+    def fault(self) -> str | None:
+        return self.shape.fault
+
+    @property
+    def stub_errors(self) -> tuple[str, ...]:
+        return self.shape.stub_errors
+
+    @property
+    def proxied(self) -> bool:
+        """--proxy: the real service answered (or failed to)."""
+        return self.shape.upstream is not None
+
+    @property
+    def upstream(self) -> Upstream | None:
+        return self.shape.upstream
+
+    @property
+    def answerer(self) -> Answerer:
+        return self.shape.answerer
 
     @property
     def headers(self) -> CIMultiDictProxy[str]:
@@ -272,17 +374,20 @@ class Record(NamedTuple):
     @property
     def pending(self) -> bool:
         """Whether the reply is still to be sent: every answer has a status, or else a fault (`Journal.pend()`)."""
-        return self.status is None and self.fault is None
+        shape = self.shape
+        return shape.status is None and shape.fault is None
 
     def request_body(self) -> object:
         """The request's body as a call shows it: the check's parse when it made one, else read from the bytes."""
-        return self.parsed if self.parsed is not NO_BODY else body_for_record(self.raw)
+        parsed = self.shape.parsed
+        return parsed if parsed is not NO_BODY else body_for_record(self.raw)
 
     def reply_body(self) -> object:
         """The answer's body as a call shows it: JSON parsed, other text as text, None when it had none."""
-        if not self.payload:
+        payload = self.payload
+        if not payload:
             return None
-        return body_for_record(self.payload) if self.payload_json else self.payload.decode("utf-8", errors="replace")
+        return body_for_record(payload) if self.shape.payload_json else payload.decode("utf-8", errors="replace")
 
     def view(self, body: object = NO_BODY, response_body: object = NO_BODY) -> Call:
         """The Call readers see; `body` and `response_body`, when the caller has them parsed already,
@@ -291,21 +396,20 @@ class Record(NamedTuple):
             body = self.request_body()
         if response_body is NO_BODY:
             response_body = self.reply_body()
-        response: CallResponse | None = {"status": self.status, "headers": dict(self.response_headers),
+        shape = self.shape
+        status, fault, upstream = shape.status, shape.fault, shape.upstream
+        response: CallResponse | None = {"status": status, "headers": dict(shape.response_headers),
                                          "body": response_body}
-        if self.fault is not None:
-            response = {"status": self.status, "headers": {}, "body": None, "fault": self.fault}
-        elif self.status is None:
-            return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
-                        self.errors, self.scenario, self.rule, None, self.stub_errors, True, False, None,
-                        self.answered_by)
-        if self.upstream is not None:
-            return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
-                        self.errors, self.scenario, self.rule, response, self.stub_errors, False, True,
-                        {**self.upstream, "errors": list(self.upstream["errors"])}, self.answered_by)
-        return Call(self.seq, self.started, self.method, self.path, self.query, self.headers, body, self.valid,
-                    self.errors, self.scenario, self.rule, response, self.stub_errors, False, False, None,
-                    self.answered_by)
+        if fault is not None:
+            response = {"status": status, "headers": {}, "body": None, "fault": fault}
+        elif status is None:  # pending
+            return Call(self.seq, self.started, shape.method, self.path, self.query, self.headers, body, shape.valid,
+                        self.errors, shape.scenario, shape.rule, None, shape.stub_errors, True, False, None,
+                        answered_json(shape.answerer, fault, upstream))
+        return Call(self.seq, self.started, shape.method, self.path, self.query, self.headers, body, shape.valid,
+                    self.errors, shape.scenario, shape.rule, response, shape.stub_errors, False, upstream is not None,
+                    None if upstream is None else {**upstream, "errors": list(upstream["errors"])},
+                    answered_json(shape.answerer, fault, upstream))
 
 
 # -- the compact forms and their sizes -------------------------------------------------------------------------
@@ -314,8 +418,26 @@ _NO_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
 # mapping of strings costs about 150 bytes a header. NUL is never in a header: names are tokens, and aiohttp refuses
 # it in a value (should one get through, the record keeps the pairs themselves).
 SEPARATOR = b"\0"
-_last_kept: tuple[RawHeaders, str, bytes] = (b"", "", b"")  # the last record's headers, path and answer (shared)
+_NO_SHAPE = Shape("", "", None, False, None, None, None, {}, False, None, (), None, DEFAULT)  # equal to no call's
+# the last record's headers, path, answer, size and Shape (shared with the next when equal)
+_last_kept: tuple[RawHeaders, str, bytes, int, Shape] = (b"", "", b"", 0, _NO_SHAPE)
+# Shapes met lately, by what they hold: calls to a few endpoints in turn share theirs too. At most _SHAPES, then
+# started again.
+_shapes: dict[tuple[object, ...], Shape] = {}
+_SHAPES = 64
+# A refusal's body is the Error record naming the request's errors (contract/outgoing.py's error_reply): a record whose
+# reply was exactly that keeps this marker instead, and the errors alone (an invalid call's bytes, then, once not twice)
+ERRORS_SENT = b"\0plantstub: the Error record of the errors\0"
+
+
+def _errors_body(status: int | None, errors: tuple[str, ...]) -> bytes:
+    """The body of `error_reply(status, "; ".join(errors))` (contract/outgoing.py, not imported here: a sidecar's
+    client reads calls without the contract's code), as orjson writes it. Record.of() keeps the marker only when this
+    is exactly what was sent (tests/recording/test_journal.py makes the body with error_reply itself)."""
+    return orjson.dumps({"error": status or 0, "message": "; ".join(errors)})
 _new_record = tuple.__new__  # Record's fields in order, without NamedTuple's __new__ in Python: on every request
+_new_shape = tuple.__new__
+
 
 
 def _unpacked(headers: RawHeaders) -> CIMultiDictProxy[str]:

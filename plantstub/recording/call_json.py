@@ -36,7 +36,8 @@ def record_data(record: Record, body: object = NO_BODY, response_body: object = 
     """What dumps_record() serializes: the call's fields in the order Call.to_dict() gives them."""
     if body is NO_BODY:
         body = record.request_body()
-    status, fault = record.status, record.fault
+    shape = record.shape
+    status, fault, upstream = shape.status, shape.fault, shape.upstream
     response: CallResponse | None
     if fault is not None:
         response = {"status": status, "headers": {}, "body": None, "fault": fault}
@@ -46,14 +47,14 @@ def record_data(record: Record, body: object = NO_BODY, response_body: object = 
         if response_body is NO_BODY:
             response_body = record.reply_body()
         # Serialized at once and never changed: the record's own mapping, and tuples written as JSON arrays.
-        response = {"status": status, "headers": record.response_headers, "body": response_body}
+        response = {"status": status, "headers": shape.response_headers, "body": response_body}
     data = {
-        "seq": record.seq, "time": iso_time(record.started), "method": record.method, "path": record.path,
-        "query": record.query if record.raw_query else {}, "headers": _header_dict(record.raw_headers), "body": body,
-        "valid": record.valid, "errors": record.errors, "scenario": record.scenario, "rule": record.rule,
-        "response": response, "stub_errors": record.stub_errors, "pending": response is None,
-        "proxied": record.proxied, "upstream": record.upstream,
-        "answered_by": PLAIN_JSON.get(id(record.answerer)) or answered_json(record.answerer, fault, record.upstream),
+        "seq": record.seq, "time": iso_time(record.started), "method": shape.method, "path": record.path,
+        "query": record.query if shape.raw_query else {}, "headers": _header_dict(record.raw_headers), "body": body,
+        "valid": shape.valid, "errors": record.errors, "scenario": shape.scenario, "rule": shape.rule,
+        "response": response, "stub_errors": shape.stub_errors, "pending": response is None,
+        "proxied": upstream is not None, "upstream": upstream,
+        "answered_by": PLAIN_JSON.get(id(shape.answerer)) or answered_json(shape.answerer, fault, upstream),
     }
     if session is not MISSING:  # the journal file's (named: no mapping of keywords made for every line)
         data["session"] = session

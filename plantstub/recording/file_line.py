@@ -10,7 +10,7 @@ import orjson
 
 from plantstub._clock import iso_time
 from plantstub._json import NO_BODY
-from plantstub.recording.call import Record
+from plantstub.recording.call import Record, Shape
 from plantstub.recording.call_json import dumps_record, record_data
 
 # Stand-ins for the two bodies in the line made once; NUL is written `\u0000`, so neither is ever a piece of a
@@ -28,20 +28,21 @@ class FileLines:
 
     def __init__(self) -> None:
         # what the last call shared, and its line's parts around the bodies (one tuple: a thread sees all or none)
-        self._last: tuple[tuple[object, ...], object, object, tuple[bytes, bytes, bytes]] | None = None
+        self._last: tuple[tuple[object, ...], Shape, tuple[bytes, bytes, bytes]] | None = None
 
     def line(self, record: Record, body: object, response_body: object, session: object, epoch: object) -> bytes:
-        if record.status is None or record.fault is not None or record.upstream is not None:
+        shape = record.shape
+        if shape.status is None or shape.fault is not None or shape.upstream is not None:
             return dumps_record(record, body, response_body, True, session=session, epoch=epoch)
-        # Serialized alike when equal (text, bytes, numbers, tuples of them); the mappings when the same object.
-        key = (record.method, record.path, record.raw_query, record.raw_headers, record.valid, record.errors,
-               record.scenario, record.rule, record.status, record.stub_errors, session, epoch)
+        # Serialized alike when equal (text, bytes, numbers, tuples of them); the shape when the same (Record.of shares
+        # it between calls alike), or alike but for the form body it holds.
+        key = (record.path, record.raw_headers, record.errors_kept, session, epoch)
         last = self._last
-        if last is None or last[0] != key or last[1] is not record.response_headers or last[2] is not record.answerer:
+        if last is None or (last[1] is not shape and not _alike(shape, last[1])) or last[0] != key:
             parts = _parts(record, session, epoch)
             if parts is None:
                 return dumps_record(record, body, response_body, True, session=session, epoch=epoch)
-            last = self._last = (key, record.response_headers, record.answerer, parts)
+            last = self._last = (key, shape, parts)
         if body is NO_BODY:
             body = record.request_body()
         if response_body is NO_BODY:
@@ -51,9 +52,16 @@ class FileLines:
             reply_json = orjson.dumps(((response_body,),))[2:-2]
         except (TypeError, orjson.JSONEncodeError):
             return dumps_record(record, body, response_body, True, session=session, epoch=epoch)
-        head, middle, tail = last[3]
+        head, middle, tail = last[2]
         return b"".join((b'{"seq":', str(record.seq).encode(), b',"time":"', iso_time(record.started).encode(), b'"',
                          head, body_json, middle, reply_json, tail))
+
+
+def _alike(shape: Shape, other: Shape) -> bool:
+    """Whether two calls' shapes give the same line but for the bodies: equal but for the form body they may hold
+    (`parsed`), the reply's headers and who answered the same objects."""
+    return (shape.response_headers is other.response_headers and shape.answerer is other.answerer
+            and shape[:2] == other[:2] and shape[3:] == other[3:])
 
 
 def _parts(record: Record, session: object, epoch: object) -> tuple[bytes, bytes, bytes] | None:

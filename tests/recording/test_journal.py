@@ -11,7 +11,8 @@ import pytest
 
 from plantstub._budget import Budget
 from plantstub._json import NO_BODY
-from plantstub.recording.call import ENTRY_OVERHEAD, RECORD_OVERHEAD, Record
+from plantstub.contract.outgoing import error_reply
+from plantstub.recording.call import ENTRY_OVERHEAD, ERRORS_SENT, RECORD_OVERHEAD, Record
 from plantstub.recording.journal import AHEAD, Journal
 
 MB = 1024 * 1024
@@ -56,29 +57,38 @@ def test_headers_and_query_are_kept_as_received_and_read_as_aiohttp_reads_them()
     ((), 3, "a=1&b=2&" * 25),
 ], ids=["none", "six", "hundred-tiny", "megabyte", "errors-query"])
 def test_a_records_size_is_what_python_holds_for_it(headers, errors, query):
-    """Calibrates RECORD_OVERHEAD and the others: a record counts at least what tracemalloc sees it hold, and not
-    much more."""
-    def make(i: int) -> Record:  # fresh objects, as the pipeline builds them
+    """Calibrates RECORD_OVERHEAD and the others: a record counts at least what tracemalloc sees it hold when it shares
+    nothing with the calls before it (each its own Shape: another rule answered), and not much more; calls alike
+    (one Shape for all) hold less, and count the same."""
+    def make(i: int, rule: str | None) -> Record:  # fresh objects, as the pipeline builds them
         problems = tuple(f"body.name: {i} is not of type 'string'" for _ in range(errors))
         return Record.of(1000 + i, 1.5 + i, "POST", f"/plants/{i}", query + str(i) if query else "", received[i],
-                         b'{"id": %d}' % i, NO_BODY, not errors, problems, None, None, 200,
+                         b'{"id": %d}' % i, NO_BODY, not errors, problems, None, rule, 200,
                          {"Content-Type": "application/json"}, b'{"id":%d,"name":"Fern"}' % i, True, None)
+
+    def held(rules: list[str | None]) -> tuple[int, int]:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            kept = deque(make(i, rule) for i, rule in enumerate(rules))
+            real = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        return real, sum(r.size for r in kept)
 
     n = 20 if headers and len(headers[0][1]) > 1000 else 1000
     # The headers as aiohttp hands them over, made beforehand: the record packs them, it does not keep them (and
-    # CPython's free lists would keep a thousand of their tuples, whoever let go of them).
+    # CPython's free lists would keep a thousand of their tuples, whoever let go of them). The rules' names too: they
+    # are the scenario's, not the call's.
     received = [tuple((name, value + b"%d" % i) for name, value in headers) for i in range(n)]
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        kept = deque(make(i) for i in range(n))
-        real = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    counted = sum(r.size for r in kept)
+    real, counted = held([f"rules[{i}]" for i in range(n)])
     # tracemalloc sees every thread: another's few hundred bytes (xdist's) may land in `real` meanwhile
     assert 0.99 * real <= counted <= 1.4 * real
+    alike, counted_alike = held([None] * n)
+    assert counted_alike == counted  # counted as if each had its own Shape
+    if not query and n >= 1000:  # (each query its own: no two calls alike; 20 calls: within the noise)
+        assert alike < real - 100 * n  # the Shape shared: less held
 
 
 def test_the_byte_bound_drops_the_oldest_and_counts_what_it_dropped():
@@ -208,3 +218,42 @@ def test_calls_alike_share_their_headers_path_and_answer_and_read_back_as_sent()
     assert [r.view().body for r in (first, second, other)] == [{"id": 1}, {"id": 2}, {"id": 3}]
     assert dict(other.headers) == {"Host": "x", "X-N": "1"}
     assert second.size == first.size  # the budget still counts what each holds
+
+
+def test_calls_alike_share_one_shape_and_each_reads_back_as_its_own():
+    # What calls alike have in common (method, query, verdict, status, reply headers, who answered) is kept once;
+    # calls to a few endpoints in turn share theirs too (issue 41).
+    def made(n: int, path: str = "/plants", status: int = 201, reply: dict[str, str] | None = None,
+             parsed: object = NO_BODY, errors: tuple[str, ...] = ()) -> Record:
+        return Record.of(n, 0.0, "POST", path, "", ((b"Host", b"x"),), b'{"id": %d}' % n, parsed, not errors, errors,
+                         None, None, status, {} if reply is None else reply, b'{"name": "Fern"}', True, None)
+
+    first, other, again, back = made(1), made(2, "/plants/2", 200), made(3), made(4, "/plants/2", 200)
+    assert again.shape is first.shape and back.shape is other.shape and other.shape is not first.shape
+    assert (back.status, back.path, again.status) == (200, "/plants/2", 201)
+    # Equal reply headers in another order are not alike: each call shows the order it was sent in
+    ab, ba = made(5, reply={"X-A": "1", "X-B": "2"}), made(6, reply={"X-B": "2", "X-A": "1"})
+    assert list(ab.view().response["headers"]) == ["X-A", "X-B"] and list(ba.view().response["headers"]) == ["X-B", "X-A"]
+    assert made(7, reply={"X-B": "2", "X-A": "1"}).shape is ba.shape
+    # A form read into a dict is the call's own, never shared
+    form = made(8, parsed={"name": "Fern"})
+    assert made(9, parsed={"name": "Fern"}).shape is not form.shape and form.view().body == {"name": "Fern"}
+
+
+def test_a_refusal_keeps_its_errors_once_and_reads_back_the_body_it_sent():
+    errors = ("body.id: 'x1' is not of type 'integer'", "body: 'name' is a required property")
+    sent = error_reply(400, "; ".join(errors)).payload  # what the check refuses a request with
+    refused = Record.of(1, 0.0, "POST", "/plants", "", (), b'{"id": "x1"}', NO_BODY, False, errors, None, None, 400,
+                        {"Content-Type": "application/json"}, bytes(bytearray(sent)), True, None)
+    assert refused.sent is ERRORS_SENT and refused.payload == sent  # made again from the errors, the same bytes
+    assert refused.errors == errors and Record.of(
+        2, 0.0, "GET", "/x", "", (), b"", NO_BODY, False, errors[:1], None, None, 404, {}, b"", True, None,
+    ).errors == errors[:1]  # one error kept as its text alone, read back as the tuple
+    assert refused.view().response["body"] == {"error": 400, "message": "; ".join(errors)}
+    # A rule's reply that only looks alike (another message) keeps its own bytes
+    own = b'{"error":400,"message":"closed"}'
+    kept = Record.of(2, 0.0, "POST", "/plants", "", (), b"{}", NO_BODY, False, errors, None, "r1", 400, {}, own, True,
+                     None)
+    assert kept.sent == own and kept.payload == own
+    assert refused.size == Record.of(3, 0.0, "POST", "/plants", "", (), b'{"id": "x1"}', NO_BODY, False, errors, None,
+                                     None, 400, {"Content-Type": "application/json"}, b"x" * len(sent), True, None).size
