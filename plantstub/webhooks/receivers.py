@@ -119,17 +119,25 @@ class _Link(asyncio.Protocol):
             data = data[self.skip:]
             self.skip = 0
         buf = self.buf
-        buf += data
+        if buf:  # the start of a head came before
+            buf += data
+            data = bytes(buf)
+            buf.clear()
         flights = self.flights
+        answers = self.client.answers
+        pos, size = 0, len(data)
         while flights:
-            end = buf.find(b"\r\n\r\n")
-            if end > _MOST_HEAD or (end < 0 and len(buf) > _MOST_HEAD):
+            end = data.find(b"\r\n\r\n", pos)
+            if end - pos > _MOST_HEAD or (end < 0 and size - pos > _MOST_HEAD):
                 self.client.drop(self, DISCONNECTED, unreadable("its head is over 64 KiB"))
                 return
             if end < 0:
+                buf += data[pos:] if pos else data
                 return
-            status, length = self.client.parsed(bytes(buf[:end]))
-            del buf[: end + 4]
+            head = data[pos:end]
+            found = answers.get(head)  # self.client.parsed(head), without its frame: a receiver repeats its head
+            status, length = found if found is not None else self.client.parsed(head)
+            pos = end + 4
             if status is None:
                 self.client.drop(self, DISCONNECTED, unreadable("it is not HTTP/1.x"))
                 return
@@ -141,18 +149,17 @@ class _Link(asyncio.Protocol):
             if length < 0:  # the body's end is not known, or the connection closes after it
                 self.client.drop(self, DISCONNECTED, answered=(flight, status))
                 return
-            if length <= len(buf):
-                del buf[:length]
-            else:
-                self.skip = length - len(buf)
-                buf.clear()
+            pos += length
+            if pos > size:
+                self.skip = pos - size
+                pos = size
             self.pipelines = True
             if not flights:
-                self.idle_since = self.client.loop.time()
+                self.idle_since = 0.0  # idle from now: the timer's next tick notes when (no clock read per answer)
             flight.answered(status)
             if self.lost:  # the answer's delivery closed it (a cancelled one)
                 return
-        if buf:  # bytes nobody asked for
+        if pos < size:  # bytes nobody asked for
             self.client.drop(self, DISCONNECTED)
 
 
@@ -191,16 +198,16 @@ class Receivers:
         self._waiting: dict[Key, deque[Exchange]] = {}  # no connection could take them yet
         self._dirty: list[_Link] = []
         self._heads: dict[tuple[str, str], tuple[Key, bytes]] = {}
-        self._answers: dict[bytes, tuple[int | None, int]] = {}  # an answer's head -> _parsed() (a receiver repeats it)
+        self.answers: dict[bytes, tuple[int | None, int]] = {}  # an answer's head -> _parsed() (a receiver repeats it)
 
     def parsed(self, head: bytes) -> tuple[int | None, int]:
         """_parsed(head), remembered: a receiver sends the same head again and again (its Date changes each second)."""
-        found = self._answers.get(head)
+        found = self.answers.get(head)
         if found is None:
             found = _parsed(head.decode("latin-1"))
-            if len(self._answers) >= _CACHED:
-                self._answers.clear()
-            self._answers[head] = found
+            if len(self.answers) >= _CACHED:
+                self.answers.clear()
+            self.answers[head] = found
         return found
 
     def head(self, url: URL, raw: str, name: str) -> tuple[Key, bytes]:
@@ -223,20 +230,32 @@ class Receivers:
             got = self._heads[(raw, name)] = ((host, port), head)
         return got
 
-    def send(self, key: Key, exchange: Exchange) -> None:
-        """Queue `exchange` on a connection to `key` (written at the next flush()); its time starts now."""
-        exchange.deadline = self.loop.time() + self.timeout
+    def send(self, key: Key, exchange: Exchange, deadline: float) -> None:
+        """Queue `exchange` on a connection to `key` (written at the next flush()), to be answered by `deadline` (the
+        loop's time)."""
+        exchange.deadline = deadline
         links = self._links.get(key)
         if links is not None:  # the usual: a kept connection that is idle, or pipelines and has room
-            first = links[0]
-            if not first.flights or (first.pipelines and len(first.flights) < DEPTH and len(links) == 1):
-                self._put(first, exchange)
+            link = links[0]
+            flights = link.flights
+            if not flights or (link.pipelines and len(flights) < DEPTH and len(links) == 1):
+                # self._put(link, exchange), without its frame: on every delivery
+                exchange.link = link
+                flights.append(exchange)
+                out = link.out
+                if not out:
+                    self._dirty.append(link)
+                out.append(exchange.request)
+                if link.timer is None or link.timer_at > deadline:  # an idle connection's timer waits longer
+                    if link.timer is not None:
+                        link.timer.cancel()
+                    self._arm(link, deadline)
                 return
-        link = self._link_for(key)
-        if link is None:
+        chosen = self._link_for(key)
+        if chosen is None:
             self._waiting.setdefault(key, deque()).append(exchange)
             return
-        self._put(link, exchange)
+        self._put(chosen, exchange)
 
     def _put(self, link: _Link, exchange: Exchange) -> None:
         exchange.link = link
@@ -310,6 +329,8 @@ class Receivers:
                 self.drop(link, timed_out(self.timeout))
                 return
         else:
+            if not link.idle_since:  # idle since the last answer, seen now: closed if still idle IDLE_SECONDS on
+                link.idle_since = now
             due = link.idle_since + IDLE_SECONDS
             if now >= due:
                 self.drop(link, DISCONNECTED)
