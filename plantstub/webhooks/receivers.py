@@ -49,6 +49,7 @@ FAILED_TO_CONNECT = "the receiver could not be reached (ClientConnectorError)"
 DISCONNECTED = "the receiver could not be reached (ServerDisconnectedError)"
 
 Key = tuple[str, int]  # a receiver: host and port
+_UNKNOWN: tuple[int | None, int] = (None, -1)  # a head not seen before (_parsed() of it)
 
 
 def unreadable(why: str) -> str:
@@ -114,6 +115,24 @@ class _Link(asyncio.Protocol):
         self.client.drop(self, DISCONNECTED)
 
     def data_received(self, data: bytes) -> None:
+        flights = self.flights
+        if flights and not self.skip and not self.buf:  # the usual read: one whole answer whose head came before
+            end = data.find(b"\r\n\r\n")
+            status, length = self.client.answers.get(data[:end], _UNKNOWN) if end > 0 else _UNKNOWN
+            if status is not None and status >= 200:  # a head seen before, not an interim answer
+                if status in (204, 304):
+                    length = 0
+                if length >= 0 and end + 4 + length == len(data):
+                    flight = flights.popleft()
+                    self.pipelines = True
+                    if not flights:
+                        self.idle_since = 0.0  # idle from now: the timer's next tick notes when
+                    flight.answered(status)
+                    return
+        self._read(data)
+
+    def _read(self, data: bytes) -> None:
+        """What came, whatever it is: heads cut anywhere, several answers, bodies to skip, interim answers."""
         if self.skip:  # the rest of an answer's body
             if len(data) <= self.skip:
                 self.skip -= len(data)
