@@ -14,6 +14,7 @@ from plantstub._json import NO_BODY, body_for_record, shown
 from plantstub._words import plural
 from plantstub.errors import CallAssertionError
 from plantstub.matching import body_mismatches
+from plantstub.webhooks.ahead import Ahead
 
 DEFAULT_LOG_SIZE = 10_000
 DEFAULT_LOG_BYTES = 64 * 2**20  # the deliveries the log keeps, in bytes: beyond it the oldest go (`dropped`)
@@ -77,7 +78,9 @@ class DeliveryLog:
                  memory: Budget | None = None) -> None:
         self.size = size
         self.max_bytes = max_bytes
-        self.held = None if memory is None else memory.holding(KIND)
+        self.held: Ahead | None = None  # the bytes of the deliveries kept, taken from the budget ahead
+        if memory is not None:
+            self.held = Ahead(memory, KIND)
         self.items: deque[Sent] = deque()
         self.bytes = 0
         self.dropped = 0
@@ -101,18 +104,21 @@ class DeliveryLog:
     def add(self, sent: Sent, epoch: int) -> None:
         if epoch != self.epoch:  # decided before a reset: it belongs to the test before, not to this one
             return
-        size = sent.size
+        # sent.size, without the property's frame: on every delivery
+        size = len(sent.payload) + len(sent.url) + len(sent.name) + len(sent.error or "") + SENT_OVERHEAD
         self.recorded += 1
-        while self.items and (len(self.items) >= self.size or self.bytes + size > self.max_bytes):
+        items = self.items
+        while items and (len(items) >= self.size or self.bytes + size > self.max_bytes):
             self._drop_oldest()
-        if self.held is not None:
-            while not self.held.take(size):
-                if not self.items:  # bigger than the room there is: not kept, and counted
+        held = self.held
+        if held is not None:
+            while not held.take(size):
+                if not items:  # bigger than the room there is: not kept, and counted
                     self.dropped += 1
-                    self.held.lost(size)
+                    held.lost(size)
                     return
-                self.held.lost(self._drop_oldest())
-        self.items.append(sent)
+                held.lost(self._drop_oldest())  # its bytes are the spare the next take() finds
+        items.append(sent)
         self.bytes += size
 
     def _drop_oldest(self) -> int:
@@ -124,11 +130,15 @@ class DeliveryLog:
         return size
 
     def _shed(self, short: int) -> int:
-        """Drop the oldest deliveries until `short` bytes are free (another kind needs the room)."""
-        freed = 0
+        """Free at least `short` bytes for another kind: the spare taken ahead, then the oldest deliveries."""
+        held = self.held
+        assert held is not None  # only registered with a budget
+        freed = held.shed()
         while self.items and freed < short:
-            size = self._drop_oldest()
-            self.held.lost(size)  # type: ignore[union-attr]  # only registered with a budget
+            size = self.items.popleft().size
+            self.bytes -= size
+            self.dropped += 1
+            held.give_back(size, lost=True)
             freed += size
         return freed
 
@@ -145,8 +155,9 @@ class DeliveryLog:
         again (a test's first delivery is #1): one decided before it keeps its number and is not recorded after it."""
         count = len(self.items)
         self.items.clear()
-        if self.held is not None:
-            self.held.give(self.bytes)
+        if self.held is not None:  # all of it goes back, the spare too
+            self.held.give_back(self.bytes)
+            self.held.shed()
         self.bytes = 0
         self.lost_full = self.lost_memory = 0
         self.recorded = 0

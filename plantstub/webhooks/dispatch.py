@@ -90,10 +90,8 @@ class Webhooks:
 
     def send(self, hook: Webhook, body: Any, delay_ms: int) -> None:
         targets = self.subscriptions.targets(hook.name)
-        if targets:
-            payload = payload_of(body)  # written once, now: the parsed body is not kept while it waits
-            for url in targets:
-                self.sender.submit(job(self.log, hook.name, url, payload, hook.operation), delay_ms)
+        if targets:  # the body written once, now: the parsed body is not kept while it waits
+            self.sender.submit_to(targets, hook.name, payload_of(body), hook.operation, delay_ms)
 
     def call_back(self, hook: Webhook, request: RequestValues | None, body: Any, delay_ms: int) -> None:
         assert request is not None  # given whenever the operation has callbacks or a rule sends webhooks

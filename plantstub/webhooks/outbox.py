@@ -64,7 +64,15 @@ class _Delivery(Exchange):
     def answered(self, status: int) -> None:
         if self.cancelled:
             return
-        if status >= 500 and self.attempt < self.outbox.attempts:
+        if status < 500:  # the usual: recorded at once (the frames of landed() and landed_job() spared)
+            job, sender, outbox = self.job, self.sender, self.outbox
+            sender.flying.pop(self, None)
+            outbox._flying -= 1
+            sender.done(job, job.answered(self.attempt, status, None))
+            if outbox._turns and outbox._pumping is None:
+                outbox._pumping = outbox.loop.call_soon(outbox._pump)
+            return
+        if self.attempt < self.outbox.attempts:
             self.error = f"the receiver answered {status}" + (
                 f" on each of {self.attempt} attempts" if self.attempt > 1 else "")
             self._again()
@@ -100,7 +108,7 @@ class _Delivery(Exchange):
             self.outbox.landed(self, None)
             return
         receivers = self.outbox.receivers
-        receivers.send(self.key, self)
+        receivers.send(self.key, self, receivers.loop.time() + receivers.timeout)
         receivers.flush()
 
     def cancel(self) -> None:
@@ -159,19 +167,7 @@ class Outbox:
             sender.in_turn = True
             self._turns.append(sender)
         if self._pumping is None:
-            self._pumping = self.loop.call_soon(self._pump)
-
-    def _next(self) -> tuple[Sender, Job] | None:
-        while self._turns:
-            sender = self._turns.popleft()
-            job = sender.next_job()
-            if sender.queue:
-                self._turns.append(sender)
-            else:
-                sender.in_turn = False
-            if job is not None:
-                return sender, job
-        return None
+            self._pumping = (self._loop or self.loop).call_soon(self._pump)
 
     def _pump(self) -> None:
         """Start what waits, in turn, while fewer than `workers` are in flight; what goes to the receivers' connections
@@ -179,11 +175,19 @@ class Outbox:
         self._pumping = None
         receivers = None
         routes = self._routes
-        while self._flying < self.workers:
-            taken = self._next()
-            if taken is None:  # nothing waits (or its job was dropped: a reset, an ended session)
-                break
-            sender, job = taken
+        turns = self._turns
+        deadline = 0.0
+        while self._flying < self.workers and turns:
+            sender = turns.popleft()  # self._next(), without its frames: each sender's oldest job, in turn
+            queue = sender.queue
+            if not queue:
+                sender.in_turn = False
+                continue
+            job = queue.popleft()
+            if queue:
+                turns.append(sender)
+            else:
+                sender.in_turn = False
             self._flying += 1
             if job.error is not None:
                 self.landed_job(sender, job, job.sent(0, None, job.error, False))
@@ -202,8 +206,9 @@ class Outbox:
                 delivery = _Delivery(self, sender, job, key, b"%s%d\r\n\r\n%s" % (head, len(payload), payload))
                 sender.flying[delivery] = job
                 if receivers is None:
-                    receivers = self.receivers
-                receivers.send(key, delivery)
+                    receivers = self._receivers or self.receivers
+                    deadline = receivers.loop.time() + self.timeout  # the same for what this turn sends
+                receivers.send(key, delivery, deadline)
                 continue
             task = self.loop.create_task(self._through_aiohttp(sender, job))
             sender.flying[task] = job

@@ -8,10 +8,13 @@ import time
 from collections import deque
 from typing import Any, NamedTuple, Protocol
 
+import orjson
+
 from plantstub._budget import Budget
 from plantstub._json import json_bytes
 from plantstub.config import shown_url
 from plantstub.contract.model import Operation
+from plantstub.webhooks.ahead import Ahead
 from plantstub.webhooks.deliveries import DeliveryLog, Sent
 
 QUEUE_CAP = 1000  # deliveries waiting at once per session; beyond it they are counted as lost (health `problems`)
@@ -49,8 +52,10 @@ class Job(NamedTuple):
             verdict = _verdict(self.hook, self.name, status)
             if len(_verdicts) < 4096:  # (webhook, status) pairs: a few
                 _verdicts[(id(self.hook), self.name, status)] = verdict
-        _, valid, undeclared = verdict
-        return self.sent(attempts, status, undeclared or error, valid)
+        url = self.url
+        # self.sent(...), without its frame nor shown_url's for the usual URL (no password): on every delivery
+        return _new_sent(Sent, (self.seq, self.at, self.name, url if "@" not in url else shown_url(url), self.payload,
+                                attempts, status, verdict[2] or error, verdict[1]))
 
 
 _new_sent = _new_job = tuple.__new__  # a NamedTuple made from a tuple: no frame of its __new__, on every delivery
@@ -69,7 +74,10 @@ def _verdict(hook: Operation | None, name: str, status: int) -> tuple[Operation 
 
 def payload_of(body: Any) -> bytes:
     """`body` as the JSON bytes to send, compact: a small orjson result keeps a 4 KiB buffer, so it is copied."""
-    payload = json_bytes(body)
+    try:
+        payload = orjson.dumps(body)  # json_bytes(body), without its frame, on every delivery
+    except TypeError:
+        payload = json_bytes(body)
     return payload if len(payload) >= 4096 else memoryview(payload).tobytes()
 
 
@@ -100,7 +108,10 @@ class Sender:
     def __init__(self, log: DeliveryLog, outbox: Turns, memory: Budget | None = None, cap: int = QUEUE_CAP) -> None:
         self.log = log
         self.outbox = outbox
-        self.held = None if memory is None else memory.holding(KIND)  # the bytes of the jobs waiting and flying
+        self.held: Ahead | None = None  # the bytes of the jobs waiting and flying, taken from the budget ahead
+        if memory is not None:
+            self.held = Ahead(memory, KIND)
+            memory.sheds(KIND, self.held.shed)  # only the spare goes: a job waiting is never dropped for room
         self.cap = cap
         self.queue: deque[Job] = deque()  # ready to go, oldest first
         self.later: dict[asyncio.TimerHandle, Job] = {}  # waiting out a rule's delay_ms
@@ -118,12 +129,15 @@ class Sender:
         if len(self.queue) + len(self.later) >= self.cap:
             self.log.lost_full += 1
             return
-        if self.held is not None and not self.held.take(job.size):
+        held = self.held
+        if held is not None and not held.take(job.size):
             self.log.lost_memory += 1
-            self.held.lost(job.size)
+            held.lost(job.size)
             return
         if not delay_ms:
-            self._queue(job)
+            self.queue.append(job)  # self._queue(job), without its frame: on every delivery
+            if not self.in_turn:
+                self.outbox.ready(self)
             return
         handle: asyncio.TimerHandle | None = None
 
@@ -133,6 +147,17 @@ class Sender:
 
         handle = asyncio.get_running_loop().call_later(delay_ms / 1000, due)
         self.later[handle] = job
+
+    def submit_to(self, urls: tuple[str, ...], name: str, payload: bytes, hook: Operation | None,
+                  delay_ms: int = 0) -> None:
+        """Submit a job of webhook `name` for each of `urls`, numbered and timed now (job()'s, without its frame)."""
+        log = self.log
+        at = time.time()
+        for url in urls:
+            seq = log.next_seq
+            log.next_seq = seq + 1
+            self.submit(_new_job(Job, (seq, at, name, url, payload, hook, None, log.epoch, True,
+                                       len(payload) + len(url) + JOB_OVERHEAD)), delay_ms)
 
     def _queue(self, job: Job) -> None:
         self.queue.append(job)
@@ -148,13 +173,10 @@ class Sender:
         # Only the flying may be older: forget_before() drops the waiting ones of an earlier epoch.
         return len(self.queue) + len(self.later) + sum(job.epoch == epoch for job in self.flying.values())
 
-    def next_job(self) -> Job | None:
-        """The oldest job waiting, taken out of the queue (None: none)."""
-        return self.queue.popleft() if self.queue else None
-
     def done(self, job: Job, sent: Sent | None) -> None:
         """`job` is over: its bytes go back; `sent` (None: it was cancelled) goes to the log."""
-        self._give(job)
+        if self.held is not None:
+            self.held.give(job.size)
         if sent is not None and not self.closed:
             self.log.add(sent, job.epoch)
 
@@ -174,6 +196,8 @@ class Sender:
             if job.epoch != epoch:
                 self._give(job)
         self.queue = kept
+        if self.held is not None:  # a reset: the bytes taken ahead go back too
+            self.held.shed()
 
     def hurry(self) -> None:
         """Queue the delayed jobs now (the stub stops, or the session ends: their delay is not waited out)."""

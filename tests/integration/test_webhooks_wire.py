@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -21,9 +22,12 @@ NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
 class RawReceiver:
     """A receiver reading raw requests on 127.0.0.1: counts connections, keeps each request's head and body."""
 
-    def __init__(self, answer: bytes | Callable[[int, int], bytes | None], close_after: bool = False) -> None:
+    def __init__(self, answer: bytes | Callable[[int, int], bytes | None], close_after: bool = False,
+                 trickle: bool = False, together: bool = False) -> None:
         self.answer = answer  # or, per (connection, request) counted from 1, the answer (None: close unanswered)
         self.close_after = close_after
+        self.trickle = trickle  # each answer written a byte at a time
+        self.together = together  # the answers to requests that came in one piece written in one piece
         self.heads: list[str] = []
         self.bodies: list[bytes] = []
         self.connections = 0
@@ -42,7 +46,7 @@ class RawReceiver:
             threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True).start()
 
     def _serve(self, conn: socket.socket, number: int) -> None:
-        buf = b""
+        buf, out = b"", b""
         with conn:
             for request in range(1, 1000):
                 while b"\r\n\r\n" not in buf:
@@ -61,7 +65,16 @@ class RawReceiver:
                 answer = self.answer(number, request) if callable(self.answer) else self.answer
                 if answer is None:
                     return
-                conn.sendall(answer)
+                if self.together and b"\r\n\r\n" in buf:  # another request came with this one: answered with it
+                    out += answer
+                    continue
+                out, answer = b"", out + answer
+                if self.trickle:
+                    for i in range(len(answer)):
+                        conn.sendall(answer[i:i + 1])
+                        time.sleep(0.001)  # each byte its own read, mostly
+                else:
+                    conn.sendall(answer)
                 if self.close_after:
                     return
 
@@ -225,5 +238,50 @@ def test_pipelined_deliveries_a_receiver_drops_are_each_tried_again() -> None:
         assert [(d.attempts, d.status, d.valid) for d in got] == [(1, 200, True)] + [(2, 200, True)] * 5
         sent = [b'{"id":%d,"name":"Fern","tag":"green"}' % n for n in range(1, 6)]
         assert sorted(receiver.bodies[-5:]) == sorted(sent)  # each sent again, once
+    finally:
+        receiver.close()
+
+
+def _as_before(got: list, bodies: list[bytes], count: int) -> None:
+    """The log and the receiver saw what they saw before issue 41's client: every delivery answered once, in order."""
+    assert [(d.seq, d.name, d.attempts, d.status, d.error, d.valid) for d in got] == [
+        (n, "/plant/webhook", 1, 200, None, True) for n in range(1, count + 1)]
+    assert bodies == [b'{"id":%d,"name":"Fern","tag":"green"}' % n for n in range(count)]
+
+
+def test_answers_cut_anywhere_complete_their_deliveries_in_order() -> None:
+    """Answers that come a byte at a time (a head cut anywhere, its body apart from it) are read whole: each delivery
+    is recorded once with its answer, on the one kept connection."""
+    receiver = RawReceiver(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Note: cut\r\n\r\nok", trickle=True)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            for n in range(3):
+                assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
+                stub.wait_for_deliveries(n + 1, timeout=HANG)
+            _pipelined_posts(stub.url, 3, 5)  # and pipelined, their answers trickling in one after the other
+            got = stub.wait_for_deliveries(8, timeout=HANG)
+        _as_before(got, receiver.bodies, 8)
+        assert receiver.connections == 1
+    finally:
+        receiver.close()
+
+
+def test_answers_that_come_together_complete_each_of_their_deliveries() -> None:
+    """A receiver that answers pipelined requests in one piece (several answers, bodies and all, in one read):
+    each answer completes its own delivery, in order, and the admin API lists them as before."""
+    receiver = RawReceiver(OK, together=True)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": 0})[0] == 200
+            stub.wait_for_deliveries(1, timeout=HANG)
+            _pipelined_posts(stub.url, 1, 20)
+            got = stub.wait_for_deliveries(21, timeout=HANG)
+            listed = call(stub.url, "GET", "/__plantstub/deliveries")[1]
+        _as_before(got, receiver.bodies, 21)
+        assert receiver.connections == 1
+        assert isinstance(listed, list) and [sorted(d) for d in listed] == [
+            ["attempts", "body", "error", "name", "seq", "status", "time", "url", "valid"]] * 21
+        assert [(d["seq"], d["url"], d["body"], d["status"], d["attempts"]) for d in listed] == [
+            (n + 1, receiver.url, {**NEW_PLANT, "id": n}, 200, 1) for n in range(21)]
     finally:
         receiver.close()

@@ -1,0 +1,71 @@
+"""A session's webhooks hold their bytes in the memory budget taken ahead in chunks (issue 41, webhooks/ahead.py), as
+the journal does: the budget counts the deliveries waiting and kept, plus at most two chunks, gives that spare first
+to another kind short of room, and holds nothing once the deliveries are cleared."""
+
+from __future__ import annotations
+
+from plantstub import Stub
+from plantstub._budget import Budget
+from plantstub.webhooks.ahead import Ahead
+from plantstub.webhooks.deliveries import DeliveryLog, Sent
+from tests.helpers import HANG, Receiver, call
+
+NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
+
+
+def test_bytes_are_taken_a_chunk_ahead_and_what_lies_spare_beyond_two_chunks_goes_back():
+    memory = Budget(64 * 1000)  # a chunk of 1,000 bytes (a 64th)
+    ahead = Ahead(memory, "pending")
+    assert ahead.chunk == 1000
+    assert ahead.take(300) and (memory.held, ahead.spare) == (1300, 1000)
+    assert ahead.take(900) and (memory.held, ahead.spare) == (1300, 100)  # from the spare: the budget not asked
+    assert ahead.take(300) and (memory.held, ahead.spare) == (2500, 1000)  # the spare and the rest, a chunk more
+    ahead.give(300)
+    assert (memory.held, ahead.spare) == (2500, 1300)  # spare: the budget not asked
+    ahead.give(1200)
+    assert (memory.held, ahead.spare) == (1000, 1000)  # beyond two chunks: back to the budget, a chunk kept
+    assert memory.figures()["parts"] == {"pending": 1000}
+
+
+def test_a_take_uses_the_spare_and_only_the_rest_when_the_budget_is_nearly_full():
+    memory = Budget(6400)  # a chunk of 100 bytes
+    ahead = Ahead(memory, "deliveries")
+    assert ahead.take(6000) and (memory.held, ahead.spare) == (6100, 100)
+    assert ahead.take(350) and (memory.held, ahead.spare) == (6350, 0)  # no room for a chunk more: the rest alone
+    assert not ahead.take(100) and (memory.held, ahead.spare) == (6350, 0)
+    ahead.give(50)
+    assert not ahead.take(200) and ahead.spare == 50  # refused: the spare stays spare, held
+    ahead.lost(200)
+    assert memory.figures()["dropped"] == {"deliveries": {"count": 1, "bytes": 200}}
+
+
+def test_another_kind_short_of_room_gets_the_spare_first():
+    memory = Budget(6400)
+    log = DeliveryLog(memory=memory)
+    sent = Sent(1, 1795478400.0, "/plant/webhook", "http://127.0.0.1:9/", b"{}" * 100, 1, 200, None, True)
+    log.add(sent, log.epoch)
+    assert memory.figures()["parts"] == {"deliveries": sent.size + 100}  # with a chunk ahead
+    assert memory.take("rules", 6400 - sent.size)  # fits once the spare is given back: the delivery stays kept
+    assert [d.seq for d in log.snapshot()] == [1] and log.dropped == 0
+    assert memory.figures()["parts"] == {"deliveries": sent.size, "rules": 6400 - sent.size}
+
+
+def _memory(url: str) -> dict:
+    status, figures = call(url, "GET", "/__plantstub/health")
+    assert status == 200, figures
+    return figures["memory"]["session"]["parts"]  # type: ignore[index]
+
+
+def test_health_counts_the_deliveries_kept_and_nothing_once_they_are_cleared():
+    with Receiver() as receiver, Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+        for n in range(30):
+            assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": n})[0] == 200
+        got = stub.wait_for_deliveries(30, timeout=HANG)
+        kept = sum(len(d.url) + len(d.name) + len(b'{"id":%d,"name":"Fern","tag":"green"}' % (d.seq - 1)) + 350
+                   for d in got)
+        parts = _memory(stub.url)
+        assert kept <= parts["deliveries"] <= kept + 2 * 64 * 1024
+        assert parts.get("pending", 0) <= 2 * 64 * 1024  # nothing waits: at most the spare taken ahead
+        stub.reset()
+        parts = _memory(stub.url)
+        assert "deliveries" not in parts and "pending" not in parts
