@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-import yaml
 
 from plantstub._version import __version__
 from plantstub.config import spec_cache_setting
@@ -82,7 +81,7 @@ class SpecCache:
     def key(self, file: Path, shown: str, root: Path, own: str) -> str:
         """An entry's key: what the loader's result depends on besides the other files read (in the header)."""
         # Bundling keeps or sets aside each pattern by what this jsonschema-rs compiles and this Python's `re` reads.
-        engines = (yaml.__version__, version("jsonschema-rs"), sys.version.split()[0])
+        engines = (version("pyyaml"), version("jsonschema-rs"), sys.version.split()[0])  # PyYAML's: not imported
         parts = (str(spec_json.FORMAT), __version__, *engines, str(file), shown, str(root), own)
         return digest("\0".join(parts).encode("utf-8", "surrogatepass"))
 
