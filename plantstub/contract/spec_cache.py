@@ -25,6 +25,7 @@ from pathlib import Path
 
 import orjson
 
+from plantstub._fields import ByFields
 from plantstub._version import __version__
 from plantstub.config import spec_cache_setting
 from plantstub.contract import spec_json
@@ -59,8 +60,8 @@ def version(package: str) -> str:
     return installed(package)
 
 
-@dataclass(frozen=True, slots=True)
-class SpecCache:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class SpecCache(ByFields):
     """The entries in one folder."""
 
     folder: Path
