@@ -18,7 +18,7 @@ from plantstub.contract.spec_cache import SpecCache, digest
 from plantstub.errors import SpecError
 
 _NOWHERE = object()
-SHIPPED = Path(__file__).resolve().parents[1] / "data"  # the documents shipped with plantstub (--spec plant-store)
+SHIPPED = Path(__file__).parents[1] / "data"  # the documents shipped with plantstub (--spec plant-store), as named
 PARSED_SUFFIX = ".parsed.json"
 
 
@@ -32,7 +32,7 @@ def shipped_value(path: Path, data: bytes) -> object:
     "value": what it parses to}`) is of these very bytes, else _NOWHERE: the bundled spec is then read with no YAML
     parser imported (a start's cost). tests/contract/test_shipped_parsed.py keeps each parsed form current
     (`python -m tests.contract.test_shipped_parsed` writes them)."""
-    if path.parent != SHIPPED:
+    if path.parent != SHIPPED.resolve():  # `path` is resolved
         return _NOWHERE
     try:
         kept = json.loads(parsed_form(path).read_bytes())

@@ -20,10 +20,11 @@ from plantstub.contract.load import bundled_spec_path
 # the parser cannot be used on its own, or under create_app()), the proxy and its recorder (--proxy, --record), the
 # store and the resources it serves (--stateful, a scenario's `state:`), waiting for calls (a test's wait), the
 # installed releases' metadata (the spec cache of a big spec, or a jsonschema-rs that refuses plantstub's call),
-# PyYAML and plantstub's loaders over it (a YAML file read: the bundled spec is read from its parsed form).
+# PyYAML and plantstub's loaders over it (a YAML file read: the bundled spec is read from its parsed form), the walk
+# that draws random values (--dynamic, `Prefer: dynamic=true`).
 NOT_FOR_A_PLAIN_START = ("aiohttp.web", "plantstub.server.app", "plantstub.proxy.forward", "plantstub.proxy.record",
                          "plantstub.stateful.resources", "plantstub.store", "plantstub.recording.waiting",
-                         "importlib.metadata", "yaml", "plantstub._yaml_loaders")
+                         "importlib.metadata", "yaml", "plantstub._yaml_loaders", "plantstub.contract.random_values")
 
 SERVE = r'''
 import json, os, signal, socket, sys, threading, time
@@ -86,6 +87,7 @@ def test_a_spec_of_the_users_in_yaml_is_read_with_pyyaml(tmp_path):
 @pytest.mark.parametrize(("args", "imported"), [
     (("--stateful", "--spec", "plant-store-full"), {"plantstub.stateful.resources", "plantstub.store"}),
     (("--proxy", "http://127.0.0.1:9"), {"plantstub.proxy.forward"}),
+    (("--dynamic",), {"plantstub.contract.random_values"}),
 ])
 def test_a_feature_that_is_on_imports_what_it_needs(tmp_path, args, imported):
     # The names above are the modules those features really use: were one renamed, the plain start's check would
