@@ -8,7 +8,12 @@ answer to a valid `POST /plants` (a client outside valgrind connects as soon as 
 dumps its counts (`callgrind_control -d`) and the server is stopped. Instruction counts do not move with the
 machine's load, so one run is enough; `--runs N` shows the spread. It prints each server's count (the median over
 runs, M instructions) and plantstub's ratio to hello's (goal: <= 1.2x), then `python -X importtime`'s total of
-`import plantstub.cli` (self time summed, ms; one run, it is wall time and moves with the load).
+`import plantstub.cli` (self time summed, ms, the median of 5 runs: it is wall time and moves with the load).
+
+With `--fixture`, it also counts what the pytest fixture's first start costs a worker: the instructions of a fresh
+interpreter that imports pytest and the plugin, then starts a stub as the `plantstub` fixture's first use does (the
+pool's `get`, `reset`, `use`), less those of one that only imports pytest and the plugin (each ends with `os._exit`,
+so neither counts the interpreter's teardown).
 
 `--source DIR` imports plantstub from DIR (e.g. `git archive BASE plantstub | tar -x -C DIR`); given more than once
 (`--source DIR --source .`), each is measured. `--keep DIR` keeps the callgrind files there for callgrind_annotate.
@@ -93,11 +98,33 @@ def count(command: list[str], env: dict[str, str], keep: Path | None, name: str)
                 proc.wait()
 
 
-def importtime_total(env: dict[str, str]) -> float:
-    """ms: self time of every module `import plantstub.cli` imports, summed (one run)."""
-    text = subprocess.run([sys.executable, "-X", "importtime", "-c", "import plantstub.cli"], capture_output=True,
-                          text=True, timeout=120, env=env, cwd=tempfile.gettempdir()).stderr
-    return sum(int(m[1]) for m in re.finditer(r"import time:\s+(\d+) \|", text)) / 1000
+PLUGIN = "import os, pytest, plantstub.pytest_plugin\n"
+FIXTURE = PLUGIN + """from plantstub.plugin.pool import StubPool
+stub = StubPool().get({})
+stub.reset("test_first")
+stub.use(None)
+"""
+
+
+def program_count(code: str, env: dict[str, str]) -> int:
+    """Instructions of `python -c CODE` to its end (os._exit: no teardown counted)."""
+    with tempfile.TemporaryDirectory() as cwd:
+        out = Path(cwd) / "callgrind.out"
+        subprocess.run(["valgrind", "--tool=callgrind", "--cache-sim=no", f"--callgrind-out-file={out}",
+                        sys.executable, "-c", code + "os._exit(0)\n"], cwd=cwd, env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+        return max(int(line.split()[1]) for line in out.read_text(errors="replace").splitlines()
+                   if line.startswith(("totals:", "summary:")))
+
+
+def importtime_total(env: dict[str, str], runs: int = 5) -> float:
+    """ms: self time of every module `import plantstub.cli` imports, summed (the median of `runs`)."""
+    totals = []
+    for _ in range(runs):
+        text = subprocess.run([sys.executable, "-X", "importtime", "-c", "import plantstub.cli"], capture_output=True,
+                              text=True, timeout=120, env=env, cwd=tempfile.gettempdir()).stderr
+        totals.append(sum(int(m[1]) for m in re.finditer(r"import time:\s+(\d+) \|", text)) / 1000)
+    return statistics.median(totals)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -113,6 +140,7 @@ def main() -> None:
                         help="import plantstub from DIR instead of the installed one; repeat it to compare")
     parser.add_argument("--stub-arg", action="append", default=[], help="an argument more for `plantstub serve`")
     parser.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
+    parser.add_argument("--fixture", action="store_true", help="count the pytest fixture's first start too")
     args = parser.parse_args()
     envs = {str(s): clean_env(PYTHONPATH=str(Path(s).resolve())) for s in args.source} or {"installed": clean_env()}
     for env in envs.values():  # write the bytecode once, as an installed copy has it
@@ -129,6 +157,11 @@ def main() -> None:
         spread = f" ({min(runs) / 1e6:,.0f}-{max(runs) / 1e6:,.0f})" if len(runs) > 1 else ""
         print(f"{'plantstub serve from ' + label + spread:<44} {mid / 1e6:>15,.0f} {mid / base:>8.2f} "
               f"{importtime_total(env):>14.0f}")
+    if args.fixture:
+        print("the fixture's first start (M instructions: pytest and the plugin imported, then the first stub started)")
+        for label, env in envs.items():
+            cost = program_count(FIXTURE, env) - program_count(PLUGIN, env)
+            print(f"  plantstub from {label:<30} {cost / 1e6:>10,.0f}")
 
 
 if __name__ == "__main__":
