@@ -134,6 +134,21 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite, p
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
+# What a spec or scenario document may be, aliases expanded: deeper or larger data would crash libyaml's
+# composer (it recurses; 50,000 levels overflow the C stack) or make every later walk over it take hours.
+MAX_DEPTH = 100  # levels of lists and mappings, one inside the other
+MAX_ALIASED = 100_000  # values that aliases (`*name`, `<<: *name`) may add to a document, all counted
+TOO_DEEP = f"nested deeper than the {MAX_DEPTH} levels plantstub reads"
+
+
+class DocumentLimit(ValueError):
+    """A document nests too deeply, or its aliases expand too far; `line` is where it crossed the limit."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
 MAX_NESTING = 1024  # levels of arrays and objects a body may nest: orjson's own bound, kept on every path
 
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Final
 import yaml
 from yaml import events
 
+from plantstub._json import MAX_ALIASED, MAX_DEPTH, TOO_DEEP, DocumentLimit
+
 # libyaml's parser when PyYAML has it (about 9x faster: start-up time), the pure-Python one otherwise. Type checks
 # read it as SafeLoader: both are a safe constructor and resolver over a parser of the same events.
 if TYPE_CHECKING:
@@ -18,21 +20,6 @@ if TYPE_CHECKING:
 else:
     _SAFE_BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-# What a spec or scenario document may be, aliases expanded: deeper or larger data would crash libyaml's
-# composer (it recurses; 50,000 levels overflow the C stack) or make every later walk over it take hours.
-MAX_DEPTH = 100  # levels of lists and mappings, one inside the other
-MAX_ALIASED = 100_000  # values that aliases (`*name`, `<<: *name`) may add to a document, all counted
-
-
-class DocumentLimit(ValueError):
-    """A document nests too deeply, or its aliases expand too far; `line` is where it crossed the limit."""
-
-    def __init__(self, line: int, reason: str) -> None:
-        super().__init__(reason)
-        self.line, self.reason = line, reason
-
-
-TOO_DEEP = f"nested deeper than the {MAX_DEPTH} levels plantstub reads"
 _SCALAR = events.ScalarEvent
 _OPENING = frozenset({events.SequenceStartEvent, events.MappingStartEvent})
 _CLOSING = frozenset({events.SequenceEndEvent, events.MappingEndEvent})

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, SupportsFloat, cast
 from urllib.parse import urlsplit
 
+from plantstub._fields import ByFields
 from plantstub.errors import ConfigError
 
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -39,8 +40,8 @@ def bundled_name(value: str | Path) -> str | None:
     return path.name if path.name in BUNDLED_SPECS and not path.exists() else None
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Settings(ByFields):
     """Everything a running stub needs to know; shared by CLI, Stub, create_app and the fixture."""
 
     spec: Path | None = None

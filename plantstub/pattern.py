@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from plantstub._fields import ByFields
 from plantstub._json import MISSING, NO_BODY, shown
 from plantstub.matching import (
     Mismatch,
@@ -21,8 +22,8 @@ Query = Mapping[str, str | list[str]]  # a request's query: each name's value, o
 Row = tuple[str, object, object, bool]  # (field, expected, actual, ok): one line of a near miss
 
 
-@dataclass(frozen=True, slots=True)
-class RequestPattern:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class RequestPattern(ByFields):
     """Every field optional; all given must hold. Build it with of() from what a user wrote.
 
     Header and query values are text as expected_text() writes them (`True` -> "true", `2` -> "2"), a matcher

@@ -10,7 +10,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstub._yaml import JsonSafeLoader, _Unusual, parse_text, read_events
+from plantstub._yaml import parse_text, read_events
+from plantstub._yaml_events import _Unusual
+from plantstub._yaml_loaders import JsonSafeLoader
 from tests.helpers import SPECS, examples
 
 
@@ -92,7 +94,8 @@ def test_aliases_share_their_value_as_json_safe_loader_does():
 
 
 def test_values_are_counted_before_composing_keys_left_out_aliases_in():
-    from plantstub._yaml import DocumentLimit, LineMarkedLoader
+    from plantstub._yaml import DocumentLimit
+    from plantstub._yaml_loaders import LineMarkedLoader
 
     def load(text: str, most: int) -> object:
         loader = LineMarkedLoader(text, most)

@@ -4,6 +4,7 @@ each read once and only under the root (--spec-root, else the spec's folder); a 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urldefrag, urlparse
@@ -17,6 +18,27 @@ from plantstub.contract.spec_cache import SpecCache, digest
 from plantstub.errors import SpecError
 
 _NOWHERE = object()
+SHIPPED = Path(__file__).parents[1] / "data"  # the documents shipped with plantstub (--spec plant-store), as named
+PARSED_SUFFIX = ".parsed.json"
+
+
+def parsed_form(path: Path) -> Path:
+    """Where the value of a document shipped with plantstub is kept beside it, as JSON: `NAME.parsed.json`."""
+    return path.with_name(path.name + PARSED_SUFFIX)
+
+
+def shipped_value(path: Path, data: bytes) -> object:
+    """The value of a document shipped with plantstub whose parsed form (`{"sha256": the YAML file's content hash,
+    "value": what it parses to}`) is of these very bytes, else _NOWHERE: the bundled spec is then read with no YAML
+    parser imported (a start's cost). tests/contract/test_shipped_parsed.py keeps each parsed form current
+    (`python -m tests.contract.test_shipped_parsed` writes them)."""
+    if path.parent != SHIPPED.resolve():  # `path` is resolved
+        return _NOWHERE
+    try:
+        kept = json.loads(parsed_form(path).read_bytes())
+    except (OSError, ValueError):
+        return _NOWHERE
+    return kept["value"] if isinstance(kept, dict) and kept.get("sha256") == digest(data) else _NOWHERE
 
 
 class Documents:
@@ -71,7 +93,9 @@ class Documents:
             data = read_bytes(path, name)
             if self.cache is not None:
                 self.digests[str(path)] = digest(data)
-            contents = parse_bytes(data, name, quote=main)
+            contents = shipped_value(path, data) if main else _NOWHERE
+            if contents is _NOWHERE:
+                contents = parse_bytes(data, name, quote=main)
         except ValueError as exc:
             raise SpecError(str(exc)) from None
         if not main and not isinstance(contents, (dict, list)):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from plantstub._json import JSON, NO_BODY, is_json
 from plantstub._memo import IdentityMemo
@@ -23,10 +24,12 @@ from plantstub.contract.answers import Answer, sends_no_body
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of
 from plantstub.contract.outgoing import Outgoing
-from plantstub.contract.random_values import DRAW, NONE, Planned, RandomValues
-from plantstub.contract.sample_values import Room, TooLarge
+from plantstub.contract.sample_values import NONE, Room, TooLarge
 from plantstub.contract.schema import SchemaCheck
 from plantstub.contract.streams import streamed
+
+if TYPE_CHECKING:  # the walk that draws random values is imported by the first dynamic answer: most stubs make none
+    from plantstub.contract.random_values import Planned
 
 TRIES = 3  # random values drawn for one answer before the fixed one is sent
 MISSES = 3  # calls of one answer in a row whose every draw broke the schema: it is sent fixed from then on
@@ -87,6 +90,8 @@ class Dynamic:
         schema = answer.media.schema
         misses = draws.misses.get(id(answer), 0)
         if misses < MISSES:  # a schema the walker reads wrong (an allOf beside `additionalProperties: false`)
+            from plantstub.contract.random_values import DRAW, RandomValues
+
             values = RandomValues(draws.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
             for _ in range(TRIES):
                 values.room = Room(DRAW)
@@ -114,6 +119,8 @@ class Dynamic:
         if answer.stream and answer.problem is None:  # OpenAPI 3.2: each item of the stream drawn anew
             assert answer.media is not None
             schema = answer.media.item_schema if answer.media.item_schema is not None else answer.media.schema
+            from plantstub.contract.random_values import RandomValues
+
             values = RandomValues(draws.stream(answer), self.checks, defs_of(schema), self._plans, self._fixes)
             payload = streamed(answer.media, lambda: values.value(schema), self.checks)
             if payload is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,7 @@ from plantstub.config import BUNDLED_SPECS, bundled_name
 from plantstub.contract import oas32
 from plantstub.contract.bundle import Bundler
 from plantstub.contract.compiled import places
-from plantstub.contract.documents import Documents
+from plantstub.contract.documents import SHIPPED, Documents
 from plantstub.contract.model import MediaType, Operation, Parameter, Response, Spec, unsent_header
 from plantstub.contract.property_map import PropertyMap
 from plantstub.contract.securities import Securities, expect, suggest
@@ -39,7 +38,7 @@ IGNORED_HEADERS = ("accept", "content-type", "authorization")  # "the parameter 
 
 def bundled_spec_path(name: str = "plant-store") -> Path:
     """A document shipped with the package: the seed's Plant Store (the default) or the whole store."""
-    return Path(str(resources.files("plantstub") / "data" / f"{name}.openapi.yaml"))
+    return SHIPPED / f"{name}.openapi.yaml"
 
 
 def spec_file(path: str | Path | None) -> Path:

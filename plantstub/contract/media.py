@@ -7,8 +7,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-import yaml
-
 from plantstub._json import BodyError, essence, is_json, scalar_text
 from plantstub._yaml import decode_text, parse_text
 from plantstub.contract.flatten import defs_of, types_of
@@ -20,7 +18,6 @@ if TYPE_CHECKING:
 _XML = frozenset(("application/xml", "text/xml"))
 _YAML = frozenset(("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"))
 _SCALARS = frozenset(("integer", "number", "boolean"))
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def media_kind(media_type: str | None) -> str:
@@ -61,7 +58,10 @@ class TextBody:
         if self.kind == "xml":
             return self.mapping.write(value)
         if self.kind == "yaml":
-            return yaml.dump(value, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False)
+            import yaml  # on the first YAML body: most specs have none
+
+            dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+            return yaml.dump(value, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False)
         if isinstance(value, str):
             return value
         if self.kind == "text" and value is not None and not isinstance(value, (dict, list)):

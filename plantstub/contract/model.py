@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from plantstub._fields import ByFields
 from plantstub._json import MISSING
 
 if TYPE_CHECKING:
@@ -14,8 +15,8 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 METHODS_32 = (*METHODS, "query")  # OpenAPI 3.2's Path Item adds QUERY (and `additionalOperations` for any other)
 
 
-@dataclass(frozen=True, slots=True)
-class Parameter:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Parameter(ByFields):
     """One declared parameter: where it lives, whether it is required, its bundled schema."""
 
     name: str
@@ -27,8 +28,8 @@ class Parameter:
     media: str = ""  # declared with `content` instead of `schema`: its one media type, e.g. application/json
 
 
-@dataclass(frozen=True, slots=True)
-class MediaType:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class MediaType(ByFields):
     """A media type under a request body or response: schema and examples; `item_schema` (OpenAPI 3.2) holds each
     item of a sequential media type (contract/streams.py)."""
 
@@ -54,8 +55,8 @@ def unsent_header(name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Response(ByFields):
     """A declared response: status key as written ("200", "4XX", "default") and its content."""
 
     status: str
@@ -65,8 +66,8 @@ class Response:
     required_headers: tuple[str, ...] = ()  # of `headers`, the ones marked `required: true`: every answer sends them
 
 
-@dataclass(frozen=True, slots=True)
-class SecurityScheme:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class SecurityScheme(ByFields):
     """A security scheme as it matters to a stub: what a request must carry."""
 
     name: str
@@ -125,8 +126,8 @@ class Webhook:
         return self.name if not self.expression else f"callback {self.name} ({self.expression})"
 
 
-@dataclass(frozen=True, slots=True)
-class Spec:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Spec(ByFields):
     """A loaded OpenAPI document: its operations in document order."""
 
     source: str

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import jsonschema_rs
 
+from plantstub._fields import ByFields
 from plantstub.contract.flatten import def_key
 from plantstub.contract.messages import message_of
 from plantstub.contract.pattern import pattern_options, servable
@@ -152,8 +153,8 @@ def location_path(root: str, parts: Iterable[object]) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Violation(ByFields):
     """One contract break: where (`body.id`), what, and the status it earns (400, or 401 for security)."""
 
     where: str

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-import yaml
 
+from plantstub._fields import ByFields
 from plantstub._version import __version__
 from plantstub.config import spec_cache_setting
 from plantstub.contract import spec_json
@@ -60,8 +60,8 @@ def version(package: str) -> str:
     return installed(package)
 
 
-@dataclass(frozen=True, slots=True)
-class SpecCache:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class SpecCache(ByFields):
     """The entries in one folder."""
 
     folder: Path
@@ -82,7 +82,7 @@ class SpecCache:
     def key(self, file: Path, shown: str, root: Path, own: str) -> str:
         """An entry's key: what the loader's result depends on besides the other files read (in the header)."""
         # Bundling keeps or sets aside each pattern by what this jsonschema-rs compiles and this Python's `re` reads.
-        engines = (yaml.__version__, version("jsonschema-rs"), sys.version.split()[0])
+        engines = (version("pyyaml"), version("jsonschema-rs"), sys.version.split()[0])  # PyYAML's: not imported
         parts = (str(spec_json.FORMAT), __version__, *engines, str(file), shown, str(root), own)
         return digest("\0".join(parts).encode("utf-8", "surrogatepass"))
 

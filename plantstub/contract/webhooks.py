@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import quote
 
+from plantstub._fields import ByFields
 from plantstub._json import MISSING, is_json, shown
 from plantstub.contract.model import Operation, Spec, Webhook
 from plantstub.errors import SpecError
@@ -104,8 +105,8 @@ def url_problem(template: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class RequestValues:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class RequestValues(ByFields):
     """The triggering request, as runtime expressions read it."""
 
     url: str

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
+from plantstub._fields import ByFields
 from plantstub._words import did_you_mean
 from plantstub.config import proxy_url
 
 
-@dataclass(frozen=True)
-class MarkerOptions:
+@dataclass(frozen=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class MarkerOptions(ByFields):
     """What `@pytest.mark.plantstub(...)` may say: `scenario` (also as the one positional argument), `strict`, and
     `proxy` (the real service's URL)."""
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from plantstub._fields import ByFields
 from plantstub.config import FIELDS, Settings, build_settings
 from plantstub.plugin.options import WAIT_NAMES
 
@@ -22,8 +23,8 @@ HONOURED = ("admin_token", "scenario", "stateful")
 FIRST_PAUSE, LONGEST_PAUSE = 0.05, 1.0  # seconds between tries at the session cap, doubling
 
 
-@dataclass(frozen=True)
-class SidecarTerms:
+@dataclass(frozen=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class SidecarTerms(ByFields):
     """What the test's `plantstub_settings` asks of a sidecar."""
 
     admin_token: str | None

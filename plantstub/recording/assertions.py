@@ -9,6 +9,7 @@ from typing import Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from plantstub._fields import ByFields
 from plantstub._json import MISSING, NO_BODY, shown
 from plantstub._regex import RegexBudget
 from plantstub._words import plural
@@ -20,8 +21,8 @@ NEAR_MISSES = 3
 ASSERT_REGEX_SECONDS = 0.5  # what every `$regex` of one assertion may take in all, over every call it judges
 
 
-@dataclass(frozen=True, slots=True)
-class Expectation:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Expectation(ByFields):
     """What a call should look like; None (or NO_BODY) means "any". Built from a user's criteria by checked()."""
 
     method: str | None = None

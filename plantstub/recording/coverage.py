@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from plantstub._fields import ByFields
+
 if TYPE_CHECKING:  # the pytest plugin, loaded in every run of a project that installed plantstub, imports this module
     from plantstub.contract.model import Operation, Spec
 
@@ -24,8 +26,8 @@ def response_key(op: Operation, status: int | None) -> str:
     return declared.status if declared is not None else str(status)
 
 
-@dataclass(frozen=True, slots=True)
-class Figures:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Figures(ByFields):
     """How many declared responses were exercised, of how many."""
 
     covered: int

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from plantstub._budget import Budget
+from plantstub._fields import ByFields
 from plantstub.incoming import IncomingRequest
 from plantstub.scenarios.model import Rule, Scenario
 from plantstub.scenarios.rule_bytes import rule_bytes
@@ -31,8 +32,8 @@ class NoRoom(ValueError):
     """The memory budget cannot hold one more rule: the message says which budget, what it holds and what to do."""
 
 
-@dataclass(frozen=True, slots=True)
-class DeclaredRule:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class DeclaredRule(ByFields):
     """A rule from code: its id (`r1`), the rule, what was declared (scenario format), where (`file:line`), and the
     bytes it holds (taken from the session's memory budget)."""
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
-import yaml
-
 from plantstub._json import MAX_SHOWN, cut
 from plantstub._memo import IdentityMemo
-from plantstub._yaml import DocumentLimit, LineMarkedLoader
+from plantstub._yaml import DocumentLimit
 from plantstub.contract.schema import location_path
 from plantstub.errors import ScenarioError
 
@@ -80,6 +78,10 @@ class ScenarioDocument:
         self.errors: list[ScenarioError] = []
         self.lines: dict[str, int] = {"": 1}
         self.data: object = None
+        import yaml  # with the loader, on the first file read: a start with no scenario file imports neither
+
+        from plantstub._yaml_loaders import LineMarkedLoader
+
         loader = LineMarkedLoader(text, MAX_VALUES)  # too many values: refused before the slow composing
         try:
             self.data = loader.get_single_data()

@@ -9,6 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
+from plantstub._fields import ByFields
 from plantstub.contract.model import Spec
 from plantstub.errors import ScenarioError, UnknownScenario
 from plantstub.scenarios.contract import ScenarioContract
@@ -18,8 +19,8 @@ from plantstub.scenarios.select import RuleIndex, same_rules
 from plantstub.scenarios.watch import FolderSnapshot
 
 
-@dataclass(frozen=True)
-class FolderLoad:
+@dataclass(frozen=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class FolderLoad(ByFields):
     """The scenarios folder loaded off the event loop, ready to install in one step on it."""
 
     scenarios: dict[str, Scenario]
@@ -58,8 +59,8 @@ class Builtins:
         return loaded
 
 
-@dataclass(frozen=True)
-class ScenarioSet:
+@dataclass(frozen=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class ScenarioSet(ByFields):
     """One session's scenarios: the built-ins, then the folder's (a folder's scenario of the same name wins).
 
     A value: a reload builds a new one and swaps the reference, so a request sees the old set or the new

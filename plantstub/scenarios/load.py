@@ -9,7 +9,6 @@ import json
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -26,6 +25,7 @@ from plantstub.scenarios.document import MatchData, ReplyData, RuleData, Scenari
 from plantstub.scenarios.model import Criteria, Fault, Reply, Rule, RuleWebhook, Scenario
 
 SUFFIXES = (".yaml", ".yml")
+_DATA = Path(__file__).parents[1] / "data"  # what plantstub ships: the scenario schema and the built-ins
 
 
 class ScenarioLoadError(ScenarioError):
@@ -46,7 +46,7 @@ class RuleOverBudget(ScenarioLoadError):
 
 def schema_text() -> str:
     """The JSON Schema of scenario files shipped with the package, as text (what `plantstub schema` prints)."""
-    return (resources.files("plantstub") / "data" / "scenario.schema.json").read_text(encoding="utf-8")
+    return (_DATA / "scenario.schema.json").read_text(encoding="utf-8")
 
 
 @cache
@@ -306,7 +306,7 @@ def _load_files(
 
 def builtin_folder() -> Path:
     """The built-in scenarios shipped inside the package (store-closed, flaky, slow, dropped-connection)."""
-    return Path(str(resources.files("plantstub") / "data" / "scenarios"))
+    return _DATA / "scenarios"
 
 
 def load_builtin_scenarios(spec: Spec, _contract: ScenarioContract | None = None) -> tuple[dict[str, Scenario], dict[str, str]]:

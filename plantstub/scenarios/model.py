@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from plantstub._fields import ByFields
 from plantstub._json import NO_BODY
 from plantstub.pattern import RequestPattern
 
@@ -22,8 +23,8 @@ class Fault(str, Enum):
         return self is Fault.MALFORMED_BODY
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Reply(ByFields):
     """What a rule sends: status, headers, body (templates filled per request), delay, or a fault."""
 
     status: int = 200
@@ -34,15 +35,15 @@ class Reply:
     line: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
 class Criteria(RequestPattern):
     """The `match:` block: a RequestPattern (no `status`) with the line it is on. Header names are lower-case."""
 
     line: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class RuleWebhook:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class RuleWebhook(ByFields):
     """One entry of a rule's `webhooks:`: a webhook (or callback) of the spec to send after a 2xx answer."""
 
     name: str
@@ -51,8 +52,8 @@ class RuleWebhook:
     line: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Rule(ByFields):
     """When a request matches, answer with the next reply; the last reply repeats."""
 
     index: int
@@ -71,8 +72,8 @@ class Rule:
         return f"rules[{self.index}]"
 
 
-@dataclass(frozen=True, slots=True)
-class Scenario:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Scenario(ByFields):
     """A named set of rules, loaded from one file."""
 
     name: str

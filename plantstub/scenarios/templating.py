@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from plantstub._fields import ByFields
 from plantstub._json import MISSING, NO_BODY
 from plantstub._words import did_you_mean
 
@@ -34,16 +35,16 @@ class TemplateError(ValueError):
     """A placeholder plantstub does not understand; the message says which and what is expected."""
 
 
-@dataclass(frozen=True, slots=True)
-class Ref:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Ref(ByFields):
     """A parsed placeholder: the request field and the steps below it."""
 
     field: str
     steps: tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Placeholder:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Placeholder(ByFields):
     """A placeholder found in a reply value: where, its text, whether it is the whole string, any problem."""
 
     location: Location

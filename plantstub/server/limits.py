@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from plantstub._fields import ByFields
 from plantstub.config import Settings
 from plantstub.stateful import MAX_BYTES
 from plantstub.webhooks.deliveries import DEFAULT_LOG_BYTES
@@ -23,8 +24,8 @@ def seed_key_problem(value: object, where: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Limits(ByFields):
     """The bytes one session may keep of each kind: of calls (the journal), of records (the store), of deliveries;
     all of them within its memory Budget (`memory`, bytes), itself within the stub's (--max-bytes)."""
 

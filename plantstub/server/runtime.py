@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from plantstub._fields import ByFields
 from plantstub._gc import collector_paused
 from plantstub.config import Settings, fresh_seed
 from plantstub.contract.dynamic import Dynamic
@@ -21,8 +22,8 @@ if TYPE_CHECKING:  # imported by load() with --proxy alone: aiohttp's client and
     from plantstub.proxy.forward import Forwarder
 
 
-@dataclass(frozen=True, slots=True)
-class Runtime:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Runtime(ByFields):
     """The spec and what is built from it, and the scenarios folder. Nothing here changes once loaded but
     the folder's last good load (`folder.current`), which a reload (--watch) swaps by reference."""
 

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from plantstub._budget import Budget
 from plantstub._clock import iso_time
+from plantstub._fields import ByFields
 from plantstub._json import NO_BODY, body_for_record, shown
 from plantstub._words import plural
 from plantstub.errors import CallAssertionError
@@ -21,8 +22,8 @@ DEFAULT_LOG_BYTES = 64 * 2**20  # the deliveries the log keeps, in bytes: beyond
 KIND = "deliveries"  # the memory budget's name for what the log holds
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr
+class Delivery(ByFields):
     """One webhook or callback as sent: the admin API and `stub.deliveries` show these fields."""
 
     seq: int

@@ -14,13 +14,17 @@ import sys
 
 import pytest
 
+from plantstub.contract.load import bundled_spec_path
+
 # Imported by the features that are off in a plain start, each where it is first needed: aiohttp's server (only when
 # the parser cannot be used on its own, or under create_app()), the proxy and its recorder (--proxy, --record), the
 # store and the resources it serves (--stateful, a scenario's `state:`), waiting for calls (a test's wait), the
-# installed releases' metadata (the spec cache of a big spec, or a jsonschema-rs that refuses plantstub's call).
+# installed releases' metadata (the spec cache of a big spec, or a jsonschema-rs that refuses plantstub's call),
+# PyYAML and plantstub's loaders over it (a YAML file read: the bundled spec is read from its parsed form), the walk
+# that draws random values (--dynamic, `Prefer: dynamic=true`).
 NOT_FOR_A_PLAIN_START = ("aiohttp.web", "plantstub.server.app", "plantstub.proxy.forward", "plantstub.proxy.record",
                          "plantstub.stateful.resources", "plantstub.store", "plantstub.recording.waiting",
-                         "importlib.metadata")
+                         "importlib.metadata", "yaml", "plantstub._yaml_loaders", "plantstub.contract.random_values")
 
 SERVE = r'''
 import json, os, signal, socket, sys, threading, time
@@ -63,15 +67,27 @@ def served(tmp_path, *args: str) -> tuple[str, set[str]]:
     return seen["answer"], set(seen["modules"])
 
 
-def test_a_plain_start_imports_no_feature_that_is_off(tmp_path):
-    answer, modules = served(tmp_path)
+@pytest.mark.parametrize("spec", [(), ("--spec", "plant-store-full")], ids=["default", "plant-store-full"])
+def test_a_plain_start_imports_no_feature_that_is_off(tmp_path, spec):
+    answer, modules = served(tmp_path, *spec)
     assert answer.startswith("HTTP/1.1 2")
     assert sorted(modules.intersection(NOT_FOR_A_PLAIN_START)) == []
+
+
+def test_a_spec_of_the_users_in_yaml_is_read_with_pyyaml(tmp_path):
+    # The parsed form is the shipped documents' alone: the same file elsewhere is the user's, read as YAML (line
+    # marks and all), which is what imports PyYAML.
+    spec = tmp_path / "plants.yaml"
+    spec.write_bytes(bundled_spec_path().read_bytes())
+    answer, modules = served(tmp_path, "--spec", str(spec))
+    assert answer.startswith("HTTP/1.1 2")
+    assert {"yaml", "plantstub._yaml_loaders"} <= modules
 
 
 @pytest.mark.parametrize(("args", "imported"), [
     (("--stateful", "--spec", "plant-store-full"), {"plantstub.stateful.resources", "plantstub.store"}),
     (("--proxy", "http://127.0.0.1:9"), {"plantstub.proxy.forward"}),
+    (("--dynamic",), {"plantstub.contract.random_values"}),
 ])
 def test_a_feature_that_is_on_imports_what_it_needs(tmp_path, args, imported):
     # The names above are the modules those features really use: were one renamed, the plain start's check would
