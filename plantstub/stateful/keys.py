@@ -105,6 +105,11 @@ def batch_of(body: Any, answers: list[Any], name: str) -> tuple[str, Any] | None
 
 def key_text(value: Any) -> str:
     """One spelling per key, as a path segment reads: 7 and "7" are the same record (every digit counts)."""
+    kind = type(value)  # parsed JSON's own types first: a key is read on every create and read
+    if kind is str:
+        return value
+    if kind is int:
+        return str(value)
     if isinstance(value, str):
         return value
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else shown(value)

@@ -3,6 +3,7 @@ must be) and an `Action` (what one operation does to it); both read from the spe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,19 +39,21 @@ class Resource:
 
     def filled(self, record: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
         """`record` with each required field it lacks: the old record's value, else the generated one; an `id` the
-        answers show beside another key field (`alias`) is the key itself, where its schemas take it."""
+        answers show beside another key field (`alias`) is the key itself, where its schemas take it. A new dict when
+        anything was added, else `record` itself."""
         alias = self.alias
         if alias is not None and alias not in record and self.key in record and (old is None or alias not in old) \
                 and all(check.is_valid(record[self.key]) for check in self.alias_checks):
             record = {**record, alias: record[self.key]}
-        missing = [name for name in self.defaults if name not in record]
-        if missing:
-            record = dict(record)
-            for name in missing:
-                record[name] = old[name] if old is not None and name in old else self.defaults[name]
+        out = record
+        for name, value in self.defaults.items():  # a loop, not a comprehension: a create's every call
+            if name not in out:
+                if out is record:
+                    out = dict(record)
+                out[name] = old[name] if old is not None and name in old else value
         for choice in self.choices:  # an answer of a choice of objects: what the record's branch requires
-            record = pick(choice, record).apply(record, old)
-        return record
+            out = pick(choice, out).apply(out, old)
+        return out
 
     field_types: frozenset[str] = frozenset()  # the records' key field's types (else the parameter's count)
     field_checks: tuple[SchemaCheck, ...] = ()  # the key field's schemas, in the records and the answers
@@ -60,6 +63,27 @@ class Resource:
     alias_checks: tuple[SchemaCheck, ...] = ()  # its schemas in those answers
     envelope: str | None = None  # the one property bodies send the record in (Asana's `{"data": {...}}`)
     batch: str | None = None  # the array property a create sends its records in (Xero's `Contacts`); "": the body
+    # The item parameter's name where it spells the key field in another case (`id` for `Id`): a body may send the key
+    # under it (sent_as()); None where it is the key field's name or another word. Made from the two.
+    spelt: str | None = field(init=False, default=None)
+    home: str | None = field(init=False, default=None)  # the concrete collection path, when it has no parameter
+    # Made from the key's types, once (a create looks at its key, admit()): whether an integer, a text can be a key
+    # (fits()); whether a path segment spelling one surely reads back as the same key (_reads_back()).
+    ints_fit: bool = field(init=False, default=False)
+    texts_fit: bool = field(init=False, default=False)
+    ints_read_back: bool = field(init=False, default=False)
+    texts_read_back: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        param, key, types = self.param, self.key, self.field_types or self.key_types
+        made = {"home": collection_path(self.collection, {}) if "{" not in self.collection else None,
+                "spelt": param if param != key and param.lower() == key.lower() else None,
+                "ints_fit": not types or "integer" in types or "number" in types,
+                "texts_fit": not types or "string" in types,
+                "ints_read_back": "integer" in self.key_types or "number" in self.key_types,
+                "texts_read_back": not self.key_types & _READ_AS_OTHER}
+        for name, value in made.items():
+            object.__setattr__(self, name, value)
 
     def unwrap(self, body: Any) -> Any:
         """The record a create or update body sends: in its envelope, when it has one; for a create in an array
@@ -75,9 +99,9 @@ class Resource:
     def sent_as(self, body: dict[str, Any]) -> str | None:
         """The body field that carries the key under the item parameter's name spelt otherwise than the records'
         key field (`id` sent, `Id` answered); None when the key field is sent as it is, or not at all."""
-        if self.key in body or self.param == self.key or self.param.lower() != self.key.lower():
+        if self.spelt is None or self.key in body:
             return None
-        return self.param if self.param in body else None
+        return self.spelt if self.spelt in body else None
 
     def unkeyable(self) -> str | None:
         """Why no record can be keyed at all: the key field's schema is no string nor number (an object)."""
@@ -91,10 +115,9 @@ class Resource:
     def fits(self, value: Any) -> bool:
         """Whether `value` can be a key: a string or an integer, as the records' key field says (else the path
         parameter); unaddressable() says whether the item path reads it back as the same key."""
-        types = self.field_types or self.key_types
         if isinstance(value, int) and not isinstance(value, bool):
-            return not types or "integer" in types or "number" in types
-        return isinstance(value, str) and (not types or "string" in types)
+            return self.ints_fit
+        return isinstance(value, str) and self.texts_fit
 
     @property
     def assigns_text(self) -> bool:
@@ -126,18 +149,45 @@ class Resource:
     def _reads_back(self, value: Any, text: str) -> bool:
         """Whether a path segment `text` surely reads as `value` again, without reading it (the common keys)."""
         if isinstance(value, str):
-            return not self.key_types & _READ_AS_OTHER
-        return len(text) < 19 and ("integer" in self.key_types or "number" in self.key_types)
+            return self.texts_read_back
+        return len(text) < 19 and self.ints_read_back
 
-    def path_refuses(self, value: Any) -> bool:
-        """Whether the item parameter's schema refuses the key `value` that a path could carry (a text under an
-        integer parameter): the document names records in the path's form, so the store assigns one."""
-        if self.key_check is None or not self.fits(value):
-            return False
-        text = key_text(value)
-        if not text or text in (".", "..") or (not text.isascii() and has_surrogate(text)):
-            return False
-        return not self.key_check.is_valid(value if self._reads_back(value, text) else self.key_of(text))
+    def admit(self, value: Any) -> tuple[str | None, str | None]:
+        """A key a create body sends, judged once: (its text, None) when the store keeps it as sent; (None, None) when
+        the item parameter's schema refuses it, though a path could carry it (a text under an integer parameter: the
+        document names records in the path's form, so the store assigns one); (None, why) when it cannot be a key
+        (what the refusal says after `body.{key}: `): not a string or an integer as fits() says, or no item path
+        names it (unaddressable())."""
+        kind = type(value)  # parsed JSON's own types first, as fits(), key_text() and _reads_back() judge them
+        if kind is int and self.ints_fit:
+            text = str(value)
+            odd = None  # digits, and a sign
+            back = len(text) < 19 and self.ints_read_back
+        elif kind is str and self.texts_fit:
+            text = value
+            odd = _odd_segment(text)
+            back = self.texts_read_back
+        elif self.fits(value):  # a subclass
+            text = key_text(value)
+            odd = _odd_segment(text)
+            back = self._reads_back(value, text)
+        else:
+            return None, f"{shown(value)} cannot be a key"
+        check, item = self.key_check, self.item
+        if check is None and item is None:
+            return text, None
+        read = value
+        if odd is None:
+            if not back:
+                read = self.key_of(text)
+            if check is not None and not check.is_valid(read):
+                return None, None
+            if item is None or read is value or key_text(read) == text:
+                return text, None
+        elif item is None:
+            return text, None
+        reason = odd if odd is not None else f"the path reads {shown(text)} as {shown(read)}"
+        return None, f"{shown(value)} cannot be a key: no path {item} names it ({reason})"
 
     def unaddressable(self, value: Any) -> str | None:
         """Why no item path names the key `value` (which fits()): `/words/{word}` must read it back as the same
@@ -145,13 +195,8 @@ class Resource:
         if self.item is None:
             return None
         text = key_text(value)
-        if not text:
-            reason = "an empty path segment"
-        elif text in (".", ".."):
-            reason = "clients drop a path segment . or .. before sending"
-        elif not text.isascii() and has_surrogate(text):
-            reason = "a lone surrogate, which no URL carries"
-        else:
+        reason = _odd_segment(text)
+        if reason is None:
             read = value if self._reads_back(value, text) else self.key_of(text)
             if key_text(read) != text:
                 reason = f"the path reads {shown(text)} as {shown(read)}"
@@ -160,6 +205,25 @@ class Resource:
             else:
                 reason = "; ".join(f"{v.where}: {v.message}" for v in self.key_check.errors(read, f"path.{self.param}"))
         return f"no path {self.item} names it ({reason})"
+
+
+def collection_path(template: str, params: Mapping[str, str]) -> str:
+    """The concrete collection path: `/stores/{store}/plants` with the request's `store`; without a trailing
+    slash, so `/things` and `/things/` are one collection."""
+    if "{" in template:
+        template = "/".join(params.get(s[1:-1], s) if s.startswith("{") else s for s in template.split("/"))
+    return template.rstrip("/") or "/"
+
+
+def _odd_segment(text: str) -> str | None:
+    """Why a path segment cannot spell the key `text` whatever its schema: None when one can."""
+    if not text:
+        return "an empty path segment"
+    if text in (".", ".."):
+        return "clients drop a path segment . or .. before sending"
+    if not text.isascii() and has_surrogate(text):
+        return "a lone surrogate, which no URL carries"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,10 @@ requires (each with a generated value) and the type it gives the key."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from plantstub._json import concrete, pick_json
+from plantstub._json import JSON, concrete, pick_json
 from plantstub.contract.answers import answer_key, sends_no_body, status_of
 from plantstub.contract.compiled import Checks
 from plantstub.contract.flatten import defs_of, flatten
@@ -43,12 +43,20 @@ class Shape:
     choice: tuple[Branch, ...] = ()
     closed: bool = False
     only_key: str | None = None  # the answer is the record's key alone (a create answering the new id), typed key_type
+    # Made from the above, once (a create, a read, an update each shows a record): whether the answer is the record as
+    # held (no field left out, renamed, retyped or wrapped); the declared fields when show() only picks those (None:
+    # show() has more to do, or nothing to pick); whether the answer sends no body; its media type.
+    whole: bool = field(init=False, default=False)
+    picks: tuple[str, ...] | None = field(init=False, default=None)
+    silent: bool = field(init=False, default=False)
+    media: str = field(init=False, default=JSON)
 
-    @property
-    def whole(self) -> bool:
-        """Whether the answer is the record as held (no field left out, renamed, retyped or wrapped)."""
-        return (self.fields is None and not self.conform and self.wrap is None and not self.closed
-                and self.only_key is None)
+    def __post_init__(self) -> None:
+        plain = not self.conform and self.wrap is None and not self.closed and self.only_key is None
+        object.__setattr__(self, "whole", plain and self.fields is None)
+        object.__setattr__(self, "picks", self.fields if plain and self.key is None else None)
+        object.__setattr__(self, "silent", not self.has_body or sends_no_body(self.status))
+        object.__setattr__(self, "media", self.content_type or JSON)
 
     def show(self, record: dict[str, Any]) -> Any:
         """`record` projected onto the declared fields (the Plant Store's answers show `name` and `tag`)."""

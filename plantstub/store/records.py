@@ -13,12 +13,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from plantstub._budget import Budget
-from plantstub._json import JSON, NO_BODY, deep_json_bytes, shown
-from plantstub.contract.answers import sends_no_body
+from plantstub._json import NO_BODY, deep_json_bytes, json_bytes, shown
 from plantstub.contract.outgoing import Outgoing, error_reply, json_reply
 from plantstub.stateful import MAX_BYTES, MAX_RECORDS
 from plantstub.stateful.keys import key_text
-from plantstub.stateful.model import CREATE, DELETE, LIST, MERGE, READ, REPLACE, Action
+from plantstub.stateful.model import CREATE, DELETE, LIST, MERGE, READ, REPLACE, Action, collection_path
 from plantstub.stateful.resources import Resources
 from plantstub.store.held import MAX_DEPTH, TooDeep, decode, encode, merge_patch
 from plantstub.store.lists import list_answer
@@ -33,7 +32,8 @@ BUCKET_OVERHEAD = 200
 
 def record_held(text: str, payload: bytes) -> int:
     """The bytes a record takes as held: its JSON, its key's str, and what holding them costs."""
-    return len(payload) + sys.getsizeof(text) + RECORD_OVERHEAD
+    # A str is no container: getsizeof() is its __sizeof__(), called without getsizeof's own steps (every create)
+    return len(payload) + (text.__sizeof__() if type(text) is str else sys.getsizeof(text)) + RECORD_OVERHEAD
 
 
 def bucket_held(path: str) -> int:
@@ -85,12 +85,17 @@ class Store:
 
     def _hold(self, action: Action, more: int, size: int) -> Outgoing | None:
         """Hold `more` records and `size` more bytes; the refusal when they do not fit (counted as lost)."""
+        held = self._held
+        if self.count + more <= self.most and held.held + size <= self.most_bytes and held.take(size):
+            return None
+        return self._refusal(action, more, size)
+
+    def _refusal(self, action: Action, more: int, size: int) -> Outgoing:
+        """The refusal of `more` records and `size` more bytes that do not fit (_hold()), counted as lost."""
         if self.count + more > self.most:
             held = f"{self.most:,} records is the most a stub keeps"
-        elif self.held_bytes + size > self.most_bytes:
+        elif self._held.held + size > self.most_bytes:
             held = f"{self.most_bytes // 2**20} MiB of records is the most a stub keeps"
-        elif self._held.take(size):
-            return None
         else:
             held = f"the memory budget has no room for {size:,} more bytes ({self._budget_text(size)})"
         self._held.lost(size, more)
@@ -169,7 +174,7 @@ class Store:
 
     def held(self) -> dict[str, list[bytes]]:
         """As dump(), each record as the compact JSON it is held as (nothing parsed): the admin API writes these."""
-        state: dict[str, list[bytes]] = {_fill(r.collection, {}): [] for r in self.resources.resources
+        state: dict[str, list[bytes]] = {collection_path(r.collection, {}): [] for r in self.resources.resources
                                          if "{" not in r.collection}
         for path, bucket in list(self.buckets.items()):
             state[path] = list(bucket.records.values())
@@ -178,7 +183,7 @@ class Store:
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Every collection and its records in creation order: `{"/plants": [...]}` (templated ones when filled)."""
         state: dict[str, list[dict[str, Any]]] = {
-            _fill(r.collection, {}): [] for r in self.resources.resources if "{" not in r.collection
+            collection_path(r.collection, {}): [] for r in self.resources.resources if "{" not in r.collection
         }
         for path, bucket in list(self.buckets.items()):
             state[path] = [decode(payload) for payload in list(bucket.records.values())]
@@ -191,11 +196,12 @@ class Store:
         not an object reached it: the scenario turned request validation off)."""
         self._created = None
         resource = action.resource
-        path = _fill(resource.collection, path_params)
+        path = resource.home if resource.home is not None else collection_path(resource.collection, path_params)
         kind = action.kind
         if kind == LIST:
             return self._list(action, path, query)
-        body = resource.unwrap(body)
+        if resource.envelope is not None or resource.batch is not None:
+            body = resource.unwrap(body)
         if kind == CREATE:
             if resource.batch is not None and isinstance(body, list) and all(isinstance(r, dict) for r in body):
                 return self._create_batch(action, path, body)
@@ -255,11 +261,11 @@ class Store:
             made.append(created)
         self._created = made[0] if made else None
         shape = action.shape
-        if not shape.has_body or sends_no_body(shape.status):
+        if shape.silent:
             return Outgoing(shape.status, NO_BODY, b"", None)
         if not made and not shape.many and not shape.rows:
             return None  # nothing sent, and no record to show: the default answer
-        return json_reply(shape.status, shape.show_batch(made), content_type=shape.content_type or JSON)
+        return json_reply(shape.status, shape.show_batch(made), content_type=shape.media)
 
     def _remove(self, path: str, text: str) -> None:
         """Take the record `text` out of the collection `path` (and the collection, when it can go)."""
@@ -273,28 +279,29 @@ class Store:
         self._free(freed)
 
     def _create(self, action: Action, path: str, body: dict[str, Any]) -> Outgoing:
+        """Create a record from `body`: one look at its key (resource.admit()), filled, encoded once, its bytes held once
+        (their size known from the encoding), shown."""
         resource = action.resource
         key = resource.key
         bucket = self.buckets.get(path)
         fresh = bucket is None  # a new collection is kept only with its first record: a refused create leaves nothing
         if bucket is None:
             bucket = _Bucket()
-        sent = resource.sent_as(body)
-        if sent is not None:  # the key under the parameter's name, spelt in another case than the answers' (id, Id)
-            body = {key: body[sent], **{name: value for name, value in body.items() if name != sent}}
-        if key in body and resource.path_refuses(body[key]):
-            body = {name: value for name, value in body.items() if name != key}  # assigned below, and shown
+        if resource.spelt is not None:
+            sent = resource.sent_as(body)
+            if sent is not None:  # the key under the parameter's name, spelt in another case than the answers' (id, Id)
+                body = {key: body[sent], **{name: value for name, value in body.items() if name != sent}}
+        text: str | None = None
         if key in body:
-            record = body
-            if not resource.fits(body[key]):  # only when request validation is off: kept as the stub would answer
-                return error_reply(action.conflict, f"body.{key}: {shown(body[key])} cannot be a key")
-            unaddressable = resource.unaddressable(body[key])
-            if unaddressable is not None:
-                return error_reply(action.conflict, f"body.{key}: {shown(body[key])} cannot be a key: {unaddressable}")
-            if key_text(body[key]) in bucket.records:
-                return error_reply(action.conflict, f"body.{key}: a record in {path} already has {key} "
-                                                    f"{shown(body[key])}")
-        else:
+            value = body[key]
+            text, why = resource.admit(value)
+            if why is not None:  # only when request validation is off, or no item path names it
+                return error_reply(action.conflict, f"body.{key}: {why}")
+            if text is None:  # the item parameter's schema refuses it: assigned below, and shown
+                body = {name: v for name, v in body.items() if name != key}
+            elif text in bucket.records:
+                return error_reply(action.conflict, f"body.{key}: a record in {path} already has {key} {shown(value)}")
+        if text is None:
             unkeyed = resource.unkeyable()
             if unkeyed is not None:
                 return error_reply(action.conflict, f"body.{key}: {unkeyed}")
@@ -302,15 +309,20 @@ class Store:
             if assigned is None:
                 return error_reply(action.conflict, f"body.{key}: the store has no key left to give a record in {path} "
                                                     f"(each key {resource.item} takes is given out); send one")
+            text = key_text(assigned)
             record = {key: assigned, **body}
+        else:
+            record = body
         record = resource.filled(record)
         payload = encode(record)
         if payload is None:
             return _too_deep(action)
-        text = key_text(record[key])
-        refused = self._hold(action, 1, record_held(text, payload) + (bucket_held(path) if fresh else 0))
-        if refused is not None:
-            return refused
+        size = record_held(text, payload)
+        if fresh:
+            size += bucket_held(path)
+        held = self._held  # _hold(action, 1, size), without its frame: every create comes here
+        if not (self.count < self.most and held.held + size <= self.most_bytes and held.take(size)):
+            return self._refusal(action, 1, size)
         if fresh:
             self.buckets[path] = bucket
         if key not in body:
@@ -337,20 +349,24 @@ def _too_deep(action: Action) -> Outgoing:
                                     "deep")
 
 
-def _fill(template: str, params: Mapping[str, str]) -> str:
-    """The concrete collection path: `/stores/{store}/plants` with the request's `store`; without a trailing
-    slash, so `/things` and `/things/` are one collection."""
-    if "{" in template:
-        template = "/".join(params.get(s[1:-1], s) if s.startswith("{") else s for s in template.split("/"))
-    return template.rstrip("/") or "/"
-
-
 def _shown(action: Action, record: dict[str, Any], payload: bytes) -> Outgoing:
     """The answer showing `record` (held as `payload`: sent as it is when the answer shows the whole record)."""
     shape = action.shape
-    if not shape.has_body or sends_no_body(shape.status):
+    if shape.silent:
         return Outgoing(shape.status, NO_BODY, b"", None)
     if shape.whole:
-        return Outgoing(shape.status, record, payload, shape.content_type or JSON)
-    return json_reply(shape.status, shape.show(record), content_type=shape.content_type or JSON)
+        return Outgoing(shape.status, record, payload, shape.media)
+    picks = shape.picks
+    if picks is None:
+        body = shape.show(record)
+    else:  # the declared fields (the Plant Store's `name` and `tag`): Shape.show() without its other steps
+        body = {}
+        for name in picks:
+            if name in record:
+                body[name] = record[name]
+    return _new(Outgoing, (shape.status, body, json_bytes(body), shape.media, _NO_HEADERS, None, ()))
 
+
+_new = tuple.__new__  # an Outgoing from a tuple (as decide.py makes its Decision): faster than its __new__, per answer
+_NO_HEADERS: dict[str, str] = {}  # never changed in place (Outgoing.headers)
+assert Outgoing._fields[4:] == ("headers", "ours", "more")
