@@ -197,6 +197,19 @@ class Holding:
             lock.release()
         return True
 
+    def take_free(self, size: int) -> bool:
+        """Hold `size` more bytes only if they fit as things are: no other kind sheds for them (bytes taken ahead of
+        need must never cost anything recorded); False when they do not."""
+        if not self.budget._try(self.kind, size):
+            return False
+        lock = self._lock
+        lock.acquire()  # not `with` (Budget._try())
+        try:
+            self.held += size
+        finally:
+            lock.release()
+        return True
+
     def give(self, size: int) -> None:
         """Stop holding `size` of the bytes held."""
         lock = self._lock

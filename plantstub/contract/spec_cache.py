@@ -55,9 +55,13 @@ def default_folder(env: Mapping[str, str] | None = None) -> Path:
 def version(package: str) -> str:
     """The installed release of `package`; importlib.metadata is imported only then (a spec under MIN_CACHED bytes
     never asks: a start without it)."""
+    from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
-    return installed(package)
+    try:
+        return installed(package)
+    except PackageNotFoundError:  # importable without its metadata (vendored, copied): an entry of its own
+        return "unknown"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)  # ByFields: eq, hash, repr

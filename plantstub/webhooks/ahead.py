@@ -27,7 +27,8 @@ class Ahead:
 
     def take(self, size: int) -> bool:
         """Hold `size` more bytes: from the spare, else the spare and the rest from the budget, with a chunk more
-        when it has room for it (other kinds may shed first); False when it has no room for them."""
+        when the budget has room for it as things are (other kinds may shed for what is needed, never for the chunk);
+        False when it has no room for them."""
         with self._lock:
             spare = self.spare
             if spare >= size:
@@ -36,7 +37,7 @@ class Ahead:
             self.spare = 0  # all of it goes towards this thing
         # Outside our lock: the budget may have other kinds shed meanwhile (ours too, from another thread).
         need = size - spare
-        if self.chunk and self.held.take(need + self.chunk):
+        if self.chunk and self.held.take_free(need + self.chunk):  # a chunk more only when nothing need shed for it
             with self._lock:
                 self.spare += self.chunk
             return True

@@ -365,3 +365,17 @@ def test_spec_cache_property_map_naming_two_schemas_as_one_is_a_miss(tmp_path, m
     _forge(entry, lambda mapped: mapped[1].__setitem__(0, [mapped[1][0][0], next(iter(mapped[0].values()))]))
     assert encode(load_spec(multi, cache=cache)) == expected
     assert entry.read_bytes() == whole
+
+
+def test_a_package_importable_without_its_metadata_keys_its_entries_as_unknown(monkeypatch):
+    """PyYAML or jsonschema-rs vendored or copied without their dist-info: the cache still works (its own entries),
+    rather than every big spec failing to load."""
+    import importlib.metadata
+
+    from plantstub.contract import spec_cache
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert spec_cache.version("pyyaml") == "unknown"

@@ -257,3 +257,25 @@ def test_a_refusal_keeps_its_errors_once_and_reads_back_the_body_it_sent():
     assert kept.sent == own and kept.payload == own
     assert refused.size == Record.of(3, 0.0, "POST", "/plants", "", (), b'{"id": "x1"}', NO_BODY, False, errors, None,
                                      None, 400, {"Content-Type": "application/json"}, b"x" * len(sent), True, None).size
+
+
+def test_bytes_taken_ahead_for_calls_never_cost_anything_recorded():
+    """A call's take makes room for what it needs alone: the bytes ahead (a chunk) only when they fit as things are,
+    so a budget full of another kind's records loses what one call needs, not a chunk's worth."""
+    memory = Budget(64 * 20_000)  # a chunk of 20,000 bytes (a 64th)
+    dropped: list[int] = []
+
+    def shed(short: int) -> int:  # another kind's oldest records, 1,000 bytes each, dropped as asked
+        freed = 0
+        while freed < short:
+            memory.give("other", 1000)
+            freed += 1000
+            dropped.append(1000)
+        return freed
+
+    memory.sheds("other", shed)
+    assert memory.take("other", memory.limit)
+    journal = Journal(max_bytes=10**9, memory=memory)
+    journal.append(record(1))
+    assert len(journal.records()) == 1
+    assert sum(dropped) < record(1).size + 1000  # what the call needs, never its chunk ahead too
