@@ -183,24 +183,13 @@ class Holding:
         self.held = 0
         self._lock = threading.Lock()
 
-    def take(self, size: int) -> bool:
-        """Hold `size` more bytes if the budget takes them (Budget.take(): other kinds may shed first); False when
-        it does not (nothing is held then: the holder drops the thing, or its own oldest, and says so with lost())."""
+    def take(self, size: int, shed: bool = True) -> bool:
+        """Hold `size` more bytes if the budget takes them (Budget.take(): other kinds may shed first; with `shed`
+        False only if they fit as things are, for bytes taken ahead of need, which must never cost anything recorded);
+        False when it does not (nothing is held then: the holder drops the thing, or its own oldest, and says so with
+        lost())."""
         budget = self.budget
-        if not (budget._try(self.kind, size) or budget.take(self.kind, size)):  # what fits at once: one frame fewer
-            return False
-        lock = self._lock
-        lock.acquire()  # not `with` (Budget._try())
-        try:
-            self.held += size
-        finally:
-            lock.release()
-        return True
-
-    def take_free(self, size: int) -> bool:
-        """Hold `size` more bytes only if they fit as things are: no other kind sheds for them (bytes taken ahead of
-        need must never cost anything recorded); False when they do not."""
-        if not self.budget._try(self.kind, size):
+        if not (budget._try(self.kind, size) or (shed and budget.take(self.kind, size))):  # what fits: one frame fewer
             return False
         lock = self._lock
         lock.acquire()  # not `with` (Budget._try())

@@ -151,7 +151,7 @@ class Journal:
         # From the session's budget and the stub's, outside the journal's lock (taking may make other kinds shed under
         # their own locks): what is missing and some bytes ahead, or just what is missing, or room made for it.
         held, ahead = self._held, self._chunk
-        if held.take_free(need + ahead):  # bytes ahead only when nothing recorded must go for them
+        if held.take(need + ahead, shed=False):  # bytes ahead only when nothing recorded must go for them
             got = need + ahead
         elif held.take(need) or self._make_room(need):
             got = need

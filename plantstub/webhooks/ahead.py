@@ -37,7 +37,7 @@ class Ahead:
             self.spare = 0  # all of it goes towards this thing
         # Outside our lock: the budget may have other kinds shed meanwhile (ours too, from another thread).
         need = size - spare
-        if self.chunk and self.held.take_free(need + self.chunk):  # a chunk more only when nothing need shed for it
+        if self.chunk and self.held.take(need + self.chunk, shed=False):  # a chunk more only when nothing need shed for it
             with self._lock:
                 self.spare += self.chunk
             return True
