@@ -13,7 +13,7 @@ and a `--stateful` store start empty.
 
 `--instructions N`: instead, each case runs under valgrind's callgrind (`apt-get install valgrind`), is warmed up
 with 200 calls, reset and set up, warmed up with 150 more, and the instructions the whole process executes for the next N calls (sent one after another on one
-kept connection) are counted: k instructions per call. Instruction counts do not move with other load (the same
+kept connection; with `--connections C`, over C connections at once, as wrk's) are counted: k instructions per call. Instruction counts do not move with other load (the same
 count twice on a busy machine), so one round is enough; they leave out the kernel's part (the socket's read and
 write), which is the same whether a feature is on or off.
 
@@ -226,7 +226,19 @@ def _calls(port: int, case: Case, first: int, count: int) -> int:
     return refused
 
 
-def instructions(python: str, case: Case, count: int, token: str | None) -> tuple[float, int]:
+def _calls_at_once(port: int, case: Case, first: int, count: int, connections: int) -> int:
+    """Send `count` calls over `connections` kept connections at once (each one call after another, as wrk's do); how
+    many were not 2xx."""
+    if connections == 1:
+        return _calls(port, case, first, count)
+    from concurrent.futures import ThreadPoolExecutor
+
+    share = count // connections
+    with ThreadPoolExecutor(connections) as pool:
+        return sum(pool.map(lambda n: _calls(port, case, first + n * share, share), range(connections)))
+
+
+def instructions(python: str, case: Case, count: int, token: str | None, connections: int = 1) -> tuple[float, int]:
     """k instructions the stub's process executes per call under callgrind, and how many answers were not 2xx."""
     port = free_port()
     with tempfile.TemporaryDirectory() as cwd:
@@ -243,7 +255,8 @@ def instructions(python: str, case: Case, count: int, token: str | None) -> tupl
                 case.setup(url)
             _calls(port, case, 201, 150)  # and after the set-up: what is made once (rules merged) is not counted
             subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
-            refused = _calls(port, case, 1000, count)
+            count -= count % connections
+            refused = _calls_at_once(port, case, 1000, count, connections)
             subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
             totals = [int(line.split()[1]) for dump in Path(cwd).glob("callgrind.out*") for line in
                       dump.read_text(errors="replace").splitlines() if line.startswith(("totals:", "summary:"))]
@@ -296,7 +309,7 @@ def count_instructions(args: argparse.Namespace) -> int:
 
             def count(case: Case) -> tuple[float, int]:
                 token = "secret" if "--admin-token" in case.args else None
-                got = instructions(args.python, case, args.instructions, token)
+                got = instructions(args.python, case, args.instructions, token, args.connections)
                 print(f"{case.name}: {got[0]:.1f} k instructions per call ({got[1]} not 2xx)", file=sys.stderr,
                       flush=True)
                 return got
@@ -322,6 +335,8 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable, help="the Python whose plantstub is measured")
     parser.add_argument("--instructions", type=int, default=0, metavar="N",
                         help="count instructions per call over N calls under callgrind instead")
+    parser.add_argument("--connections", type=int, default=1, metavar="C",
+                        help="with --instructions: the N calls over C connections at once (default 1: one after another)")
     args = parser.parse_args()
     if args.instructions:
         return count_instructions(args)

@@ -221,12 +221,40 @@ def test_deliveries_decided_together_go_pipelined_on_the_kept_connection() -> No
         with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
             assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": 0})[0] == 200
             stub.wait_for_deliveries(1, timeout=10)
-            _pipelined_posts(stub.url, 1, 20)
-            got = stub.wait_for_deliveries(21, timeout=10)
+            _pipelined_posts(stub.url, 1, receivers.DEPTH)
+            got = stub.wait_for_deliveries(receivers.DEPTH + 1, timeout=10)
         assert [(d.seq, d.attempts, d.status, d.error, d.valid) for d in got] == [
-            (n, 1, 200, None, True) for n in range(1, 22)]
-        assert receiver.bodies == [b'{"id":%d,"name":"Fern","tag":"green"}' % n for n in range(21)]
+            (n, 1, 200, None, True) for n in range(1, receivers.DEPTH + 2)]
+        assert receiver.bodies == [b'{"id":%d,"name":"Fern","tag":"green"}' % n for n in range(receivers.DEPTH + 1)]
         assert receiver.connections == 1
+    finally:
+        receiver.close()
+
+
+def test_once_several_connections_are_kept_the_deliveries_decided_together_go_on_one() -> None:
+    """A first burst opens a connection a delivery (none is known to be kept yet); once they are kept, the deliveries
+    decided together go pipelined on one of them (one write, their answers read together), not one on each, and no
+    connection more is opened while one has room (at most `receivers.DEPTH` unanswered on it)."""
+    on: list[int] = []  # the connection each request came on, in the order they came
+
+    def answer(connection: int, request: int) -> bytes:
+        on.append(connection)
+        if request == 1:
+            time.sleep(0.3)  # the first answers come late: the burst's deliveries each found no kept connection
+        return OK
+
+    receiver = RawReceiver(answer)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            _pipelined_posts(stub.url, 1, 4)
+            stub.wait_for_deliveries(4, timeout=HANG)
+            opened = receiver.connections
+            _pipelined_posts(stub.url, 5, receivers.DEPTH)
+            got = stub.wait_for_deliveries(4 + receivers.DEPTH, timeout=HANG)
+        assert opened == 4
+        assert receiver.connections == 4
+        assert len(set(on[4:])) == 1
+        assert [(d.attempts, d.status, d.valid) for d in got] == [(1, 200, True)] * (4 + receivers.DEPTH)
     finally:
         receiver.close()
 
@@ -280,14 +308,14 @@ def test_answers_that_come_together_complete_each_of_their_deliveries() -> None:
         with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
             assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": 0})[0] == 200
             stub.wait_for_deliveries(1, timeout=HANG)
-            _pipelined_posts(stub.url, 1, 20)
-            got = stub.wait_for_deliveries(21, timeout=HANG)
+            _pipelined_posts(stub.url, 1, receivers.DEPTH)
+            got = stub.wait_for_deliveries(receivers.DEPTH + 1, timeout=HANG)
             listed = call(stub.url, "GET", "/__plantstub/deliveries")[1]
-        _as_before(got, receiver.bodies, 21)
+        _as_before(got, receiver.bodies, receivers.DEPTH + 1)
         assert receiver.connections == 1
         assert isinstance(listed, list) and [sorted(d) for d in listed] == [
-            ["attempts", "body", "error", "name", "seq", "status", "time", "url", "valid"]] * 21
+            ["attempts", "body", "error", "name", "seq", "status", "time", "url", "valid"]] * (receivers.DEPTH + 1)
         assert [(d["seq"], d["url"], d["body"], d["status"], d["attempts"]) for d in listed] == [
-            (n + 1, receiver.url, {**NEW_PLANT, "id": n}, 200, 1) for n in range(21)]
+            (n + 1, receiver.url, {**NEW_PLANT, "id": n}, 200, 1) for n in range(receivers.DEPTH + 1)]
     finally:
         receiver.close()
