@@ -4,6 +4,7 @@ streams checked and answered, `$self`, tags, and the 3.2 fields set aside named 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import jsonschema
@@ -18,7 +19,7 @@ from plantstub.contract.spec_json import decode, encode
 from plantstub.contract.streams import read_items
 from plantstub.errors import SpecError
 from plantstub.proxy.verdict import judge
-from tests.helpers import SPECS, make_request
+from tests.helpers import SPECS, make_request, same
 
 OAS32 = SPECS / "oas32"
 HEAD = 'openapi: 3.2.0\ninfo: {title: t, version: "1"}\n'
@@ -145,8 +146,8 @@ def test_oas32_querystring_as_json():
     select = operation(load_spec(OAS32 / "querystring.yaml", cache=False), "GET /select")
     assert violations(select, raw_query="%7B%22field%22%3A%22name%22%7D") == []
     assert violations(select, raw_query="%7B%7D") == ["query: 'field' is a required property"]
-    assert violations(select, raw_query="nope") == [
-        "query: not valid JSON: Expecting value at line 1 column 1 (application/json)"]
+    assert same(violations(select, raw_query="nope"), [
+        re.compile(r"query: not valid JSON: .+ at line 1 column 1 \(application/json\)")])
     assert violations(select) == []  # not required
 
 
@@ -225,8 +226,8 @@ def test_oas32_jsonl_request_lines_are_checked_one_by_one():
     assert violations(post, raw=b'{"level": 1, "message": "up"}\n{"level": 7, "message": "down"}\n', headers=sent) == []
     assert violations(post, raw=b'{"level": 1, "message": "up"}\n{"level": 9, "message": ""}\n', headers=sent) == [
         "body[1].level: 9 is greater than the maximum of 7", "body[1].message: '' should be non-empty"]
-    assert violations(post, raw=b'{"level": 1, "message": "up"}\n{"level":\n', headers=sent) == [
-        "body[1]: line 2: not valid JSON: Expecting value at column 10"]
+    assert same(violations(post, raw=b'{"level": 1, "message": "up"}\n{"level":\n', headers=sent), [
+        re.compile(r"body\[1\]: line 2: not valid JSON: .+ at column 10")])
 
 
 def test_oas32_dynamic_stream_items_vary_and_keep_the_item_schema():

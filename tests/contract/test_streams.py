@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from plantstub._json import BodyError
@@ -15,6 +17,7 @@ from plantstub.contract.streams import (
     stream_problem,
     write_items,
 )
+from tests.helpers import same
 
 ENTRY = {"type": "object", "required": ["level"], "properties": {"level": {"type": "integer"}}}
 
@@ -72,7 +75,7 @@ def test_read_items_sse_fields(raw, items):
 @pytest.mark.parametrize(
     ("media", "raw", "error"),
     [
-        ("application/jsonl", b'{"a": 1}\n{"a": \n', "line 2: not valid JSON: Expecting value at column 6"),
+        ("application/jsonl", b'{"a": 1}\n{"a": \n', re.compile(r"line 2: not valid JSON: .+ at column 6")),
         ("application/json-seq", b'{"a": 1}', None),
         ("text/event-stream", b"data: \xff\n\n", None),
     ],
@@ -82,7 +85,7 @@ def test_read_items_refusals(media, raw, error):
     with pytest.raises(BodyError) as refused:
         read_items(raw, media)
     if error is not None:
-        assert isinstance(refused.value, ItemError) and refused.value.index == 1 and str(refused.value) == error
+        assert isinstance(refused.value, ItemError) and refused.value.index == 1 and same([str(refused.value)], [error])
 
 
 def test_read_items_bounded():
@@ -128,7 +131,7 @@ def test_stream_check_each_item_where_it_stands():
                                        "body: [{'level': 1}, {'level': 'x'}, {}] is too long"]
     assert items == [{"level": 1}, {"level": "x"}, {}]
     found, items = check.violations(b'{"level": 1}\nnope\n')
-    assert [str(v) for v in found] == ["body[1]: line 2: not valid JSON: Expecting value at column 1"]
+    assert same([str(v) for v in found], [re.compile(r"body\[1\]: line 2: not valid JSON: .+ at column 1")])
     assert items is None
 
 

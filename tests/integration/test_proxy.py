@@ -4,13 +4,14 @@ its answers checked against the contract; every way it can fail is a 502 of ours
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from plantstub import Stub
-from tests.helpers import HANG, JSON_AUTH, Upstream, address, call, free_port_url, raw_call
+from tests.helpers import HANG, JSON_AUTH, Upstream, address, call, free_port_url, raw_call, same
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,7 @@ def test_a_request_nothing_answers_goes_to_the_real_service_and_comes_back_uncha
     ("Teapot", 418, b'{"error": 418, "message": "I am a teapot"}',
      ["response.status: 418 is not declared for POST /plants (declared: 200, 400)"]),
     ("NotJson", 200, b'{"name": "oops',
-     ["response.body: not valid JSON: Unterminated string starting at line 1 column 10"]),
+     [re.compile(r"response.body: not valid JSON: .+ at line 1 column 10")]),
     ("Html", 200, b"<p>hello</p>",
      ["response.headers.Content-Type: text/html is not declared for POST /plants response 200 "
       "(declared: application/json)"]),
@@ -78,8 +79,9 @@ def test_an_answer_that_breaks_the_contract_is_sent_unchanged_and_recorded_as_br
     assert post(stub.url, {"id": 1, "name": name})[:2] == (status, sent)
     [recorded] = stub.calls
     assert recorded.valid  # the request was fine: the real service broke the contract
-    assert recorded.upstream == {"url": upstream.url + "/base/plants", "status": status, "valid": False,
-                                 "errors": errors}
+    assert recorded.upstream is not None and same(recorded.upstream["errors"], errors)
+    assert {**recorded.upstream, "errors": None} == {"url": upstream.url + "/base/plants", "status": status,
+                                                     "valid": False, "errors": None}
     after = call(stub.url, "GET", "/__plantstub/health")[1]["proxy"]  # type: ignore[index]
     assert (after["forwarded"] - before["forwarded"], after["broke_contract"] - before["broke_contract"],
             after["failed"] - before["failed"]) == (1, 1, 0)
