@@ -32,10 +32,13 @@ class Subscriptions:
         self._targets = {}
 
     def checked_name(self, name: Any, where: str) -> str:
+        """`name` when it is a webhook of the spec, or `*` (every one) when the spec declares any: a subscription that
+        could never be sent to is refused, not kept in silence (callbacks go to the URL their request names)."""
+        if not self.names:
+            raise SubscriptionError(f"{where}: {name!r}: the spec declares no webhooks, so nothing would ever be sent "
+                                    "there (the bundled plant-store-full declares one)")
         if name == "*" or name in self.names:
             return str(name)
-        if not self.names:
-            raise SubscriptionError(f"{where}: {name!r}: the spec declares no webhooks")
         hint = did_you_mean(str(name), self.names) or f"declared: {', '.join(self.names)}, or * for every one"
         raise SubscriptionError(f"{where}: {name!r} is not a webhook of the spec ({hint})")
 

@@ -83,6 +83,7 @@ class Case:
     headers: dict[str, str] = field(default_factory=dict)
     path: str = "/plants"
     setup: Callable[[str], None] | None = None  # given the stub's URL, after each reset
+    script: list[str] = field(default_factory=list)  # another server: a script and its arguments ({port}: its port)
     most: int = 0  # answers at most in the measured run (a --stateful store keeps 10,000 records); 0: no limit
 
 
@@ -245,15 +246,17 @@ def instructions(python: str, case: Case, count: int, token: str | None, connect
     """k instructions the stub's process executes per call under callgrind, and how many answers were not 2xx."""
     port = free_port()
     with tempfile.TemporaryDirectory() as cwd:
+        server = ([arg.replace("{port}", str(port)) for arg in case.script] if case.script else
+                  ["-m", "plantstub", "serve", "--host", "127.0.0.1", "--port", str(port), *case.args])
         proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--cache-sim=no",
-                                 f"--callgrind-out-file={cwd}/callgrind.out", python, "-m", "plantstub", "serve",
-                                 "--host", "127.0.0.1", "--port", str(port), *case.args], cwd=cwd,
+                                 f"--callgrind-out-file={cwd}/callgrind.out", python, *server], cwd=cwd,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(port, proc, timeout=900)
             url = f"http://127.0.0.1:{port}"
             _calls(port, case, 1, 200)  # warm-up
-            admin(url, "POST", "reset", token=token)
+            if not case.script:
+                admin(url, "POST", "reset", token=token)
             if case.setup is not None:
                 case.setup(url)
             _calls(port, case, 201, 150)  # and after the set-up: what is made once (rules merged) is not counted

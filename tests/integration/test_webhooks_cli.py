@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from plantstub import ConfigError, Stub
 from tests.helpers import HANG, Receiver, call
 
 
@@ -49,3 +50,23 @@ def test_serve_refuses_bad_webhook_subscription(tmp_path, args: list[str], env: 
     done = subprocess.run([sys.executable, "-m", "plantstub", "serve", "--spec", "plant-store-full", "--port", "0", *args],
                           capture_output=True, text=True, timeout=30, cwd=tmp_path, env={**os.environ, **env})
     assert (done.returncode, done.stderr.strip()) == (1, message)
+
+
+NONE_DECLARED = "'*': the spec declares no webhooks, so nothing would ever be sent there (the bundled plant-store-full declares one)"
+
+
+def test_serve_refuses_a_subscription_on_a_spec_without_webhooks(tmp_path) -> None:
+    """`--webhook URL` on the default spec (which declares no webhook) would never send anything: refused at start,
+    not kept in silence."""
+    done = subprocess.run([sys.executable, "-m", "plantstub", "serve", "--port", "0", "--webhook", "http://127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert (done.returncode, done.stderr.strip()) == (1, f"plantstub: --webhook: {NONE_DECLARED}")
+
+
+def test_admin_and_python_refuse_a_subscription_on_a_spec_without_webhooks(serve, tmp_path) -> None:
+    stub = serve("--port", "0", cwd=tmp_path)
+    assert call(stub.url, "PUT", "/__plantstub/webhooks", {"*": "http://127.0.0.1:9"}) == (
+        400, {"error": 400, "message": f"body: {NONE_DECLARED}"})
+    assert call(stub.url, "GET", "/__plantstub/webhooks") == (200, {})
+    with Stub() as local, pytest.raises(ConfigError, match=r"^name: '\*': the spec declares no webhooks"):
+        local.subscribe("http://127.0.0.1:9")

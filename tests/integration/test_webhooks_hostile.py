@@ -250,12 +250,13 @@ def test_subscription_password_is_shown_as_stars_and_sent_as_given(serve, tmp_pa
 
 
 def test_urls_with_control_characters_are_refused(serve, tmp_path) -> None:
-    stub = serve("--spec", str(CALLBACKS), "--port", "0", cwd=tmp_path)
+    full = serve("--spec", "plant-store-full", "--port", "0", cwd=tmp_path)
     injected = "http://127.0.0.1:9/a\r\nX-Injected: 1"
-    status, answer = call(stub.url, "PUT", "/__plantstub/webhooks", {"*": injected})
+    status, answer = call(full.url, "PUT", "/__plantstub/webhooks", {"*": injected})
     assert status == 400 and isinstance(answer, dict)
     assert answer["message"] == ("body.*: 'http://127.0.0.1:9/a\\r\\nX-Injected: 1' holds a control character "
                                  "('\\r' at 20); a URL cannot")
+    stub = serve("--spec", str(CALLBACKS), "--port", "0", cwd=tmp_path)
     assert call(stub.url, "POST", "/subscriptions?topic=t", {"callbackUrl": injected})[0] == 201
     until(lambda: len(call(stub.url, "GET", "/__plantstub/deliveries")[1]) == 1)  # type: ignore[arg-type]
     [delivery] = call(stub.url, "GET", "/__plantstub/deliveries")[1]  # type: ignore[misc]
