@@ -102,16 +102,27 @@ class DeliveryLog:
         self.next_seq += 1
         return seq
 
-    def add(self, sent: Sent, epoch: int) -> None:
-        if epoch != self.epoch:  # decided before a reset: it belongs to the test before, not to this one
-            return
+    def add(self, sent: Sent, epoch: int, waiting: Ahead | None = None, waited: int = 0) -> None:
+        """Keep `sent`, decided in `epoch` (one decided before a reset is not kept); `waiting` holds the `waited` bytes
+        it held while it waited to be sent (sender.py's Ahead, sharing our Ahead's lock): they go back first."""
         # sent.size, without the property's frame: on every delivery
         size = len(sent.payload) + len(sent.url) + len(sent.name) + len(sent.error or "") + SENT_OVERHEAD
-        self.recorded += 1
         items = self.items
+        held = self.held
+        if waiting is not None:
+            if (held is not None and epoch == self.epoch and len(items) < self.size
+                    and self.bytes + size <= self.max_bytes and waiting.hand_over(waited, held, size)):
+                # the usual: nothing to drop, and the bytes handed over in one lock round trip (a give() and a take())
+                self.recorded += 1
+                items.append(sent)
+                self.bytes += size
+                return
+            waiting.give(waited)
+        if epoch != self.epoch:  # decided before a reset: it belongs to the test before, not to this one
+            return
+        self.recorded += 1
         while items and (len(items) >= self.size or self.bytes + size > self.max_bytes):
             self._drop_oldest()
-        held = self.held
         if held is not None:
             while not held.take(size):
                 if not items:  # bigger than the room there is: not kept, and counted

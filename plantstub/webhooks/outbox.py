@@ -68,7 +68,7 @@ class _Delivery(Exchange):
             job, sender, outbox = self.job, self.sender, self.outbox
             sender.flying.pop(self, None)
             outbox._flying -= 1
-            sender.done(job, job.answered(self.attempt, status, None))
+            sender.answered(job, self.attempt, status)
             if outbox._turns and outbox._pumping is None:
                 outbox._pumping = outbox.loop.call_soon(outbox._pump)
             return
@@ -207,7 +207,7 @@ class Outbox:
                 sender.flying[delivery] = job
                 if receivers is None:
                     receivers = self._receivers or self.receivers
-                    deadline = receivers.loop.time() + self.timeout  # the same for what this turn sends
+                    deadline = receivers.clock() + self.timeout  # the same for what this turn sends
                 receivers.send(key, delivery, deadline)
                 continue
             task = self.loop.create_task(self._through_aiohttp(sender, job))

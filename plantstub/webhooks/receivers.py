@@ -35,7 +35,9 @@ aiohttp's client (webhooks/outbox.py).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import cast
 from urllib.parse import quote
 
@@ -121,19 +123,28 @@ class _Link(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         flights = self.flights
-        if flights and not self.skip and not self.buf:  # the usual read: one whole answer whose head came before
-            end = data.find(b"\r\n\r\n")
-            status, length = self.client.answers.get(data[:end], _UNKNOWN) if end > 0 else _UNKNOWN
-            if status is not None and status >= 200:  # a head seen before, not an interim answer
+        if flights and not self.skip and not self.buf:  # the usual read: whole answers whose heads came before
+            answers = self.client.answers
+            pos, size = 0, len(data)
+            while flights:
+                end = data.find(b"\r\n\r\n", pos)
+                status, length = answers.get(data[pos:end], _UNKNOWN) if end > pos else _UNKNOWN
+                if status is None or status < 200:  # a head not seen before, or an interim answer: _read()'s
+                    break
                 if status in (204, 304):
                     length = 0
-                if length >= 0 and end + 4 + length == len(data):
-                    flight = flights.popleft()
-                    self.pipelines = True
-                    if not flights:
-                        self.idle_since = 0.0  # idle from now: the timer's next tick notes when
-                    flight.answered(status)
+                if length < 0 or end + 4 + length > size:  # its body's end not known, or not all here
+                    break
+                pos = end + 4 + length
+                flight = flights.popleft()
+                self.pipelines = True
+                if not flights:
+                    self.idle_since = 0.0  # idle from now: the timer's next tick notes when
+                flight.answered(status)
+                if pos == size or self.lost:  # all read, or the answer's delivery closed it (a cancelled one)
                     return
+            if pos:
+                data = data[pos:]
         self._read(data)
 
     def _read(self, data: bytes) -> None:
@@ -217,6 +228,10 @@ class Receivers:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, most: int, timeout: float) -> None:
         self.loop = loop
+        # The loop's clock: time.monotonic itself when that is what loop.time() reads (asyncio's loops), sparing the
+        # frame of BaseEventLoop.time() on every turn that sends.
+        self.clock: Callable[[], float] = (time.monotonic if type(loop).time is asyncio.BaseEventLoop.time
+                                           else loop.time)
         self.most = most
         self.timeout = timeout
         self.open = 0

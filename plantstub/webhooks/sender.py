@@ -47,11 +47,7 @@ class Job(NamedTuple):
     def answered(self, attempts: int, status: int, error: str | None) -> Sent:
         """The delivery the receiver answered `status` on its last attempt: valid when the webhook declares that
         status (any 2xx when it declares none); `error` (a 5xx's words) or why the status is not declared."""
-        verdict = _verdicts.get((id(self.hook), self.name, status))
-        if verdict is None:
-            verdict = _verdict(self.hook, self.name, status)
-            if len(_verdicts) < 4096:  # (webhook, status) pairs: a few
-                _verdicts[(id(self.hook), self.name, status)] = verdict
+        verdict = _verdicts.get((id(self.hook), self.name, status)) or _verdict(self.hook, self.name, status)
         url = self.url
         # self.sent(...), without its frame nor shown_url's for the usual URL (no password): on every delivery
         return _new_sent(Sent, (self.seq, self.at, self.name, url if "@" not in url else shown_url(url), self.payload,
@@ -65,11 +61,16 @@ _verdicts: dict[tuple[int, str, int], tuple[Operation | None, bool, str | None]]
 
 
 def _verdict(hook: Operation | None, name: str, status: int) -> tuple[Operation | None, bool, str | None]:
+    """_verdicts' entry for (hook, name, status), made and kept (the callers look there first)."""
     valid = 200 <= status < 300 if hook is None or not hook.responses else hook.response_for(status) is not None
+    words = None
     if status < 500 and not valid:
         codes = ", ".join(hook.responses) if hook is not None and hook.responses else "2xx"
-        return hook, valid, f"the receiver answered {status}, which {name} does not declare (declared: {codes})"
-    return hook, valid, None
+        words = f"the receiver answered {status}, which {name} does not declare (declared: {codes})"
+    if len(_verdicts) >= 4096:  # (webhook, status) pairs: a few
+        _verdicts.clear()
+    verdict = _verdicts[(id(hook), name, status)] = hook, valid, words
+    return verdict
 
 
 def payload_of(body: Any) -> bytes:
@@ -109,8 +110,8 @@ class Sender:
         self.log = log
         self.outbox = outbox
         self.held: Ahead | None = None  # the bytes of the jobs waiting and flying, taken from the budget ahead
-        if memory is not None:
-            self.held = Ahead(memory, KIND)
+        if memory is not None:  # the log's lock: a delivery's bytes are handed to the log in one round trip
+            self.held = Ahead(memory, KIND, log.held.lock if log.held is not None else None)
             memory.sheds(KIND, self.held.shed)  # only the spare goes: a job waiting is never dropped for room
         self.cap = cap
         self.queue: deque[Job] = deque()  # ready to go, oldest first
@@ -131,8 +132,7 @@ class Sender:
             return
         held = self.held
         if held is not None and not held.take(job.size):
-            self.log.lost_memory += 1
-            held.lost(job.size)
+            self._no_room(job)
             return
         if not delay_ms:
             self.queue.append(job)  # self._queue(job), without its frame: on every delivery
@@ -152,12 +152,29 @@ class Sender:
                   delay_ms: int = 0) -> None:
         """Submit a job of webhook `name` for each of `urls`, numbered and timed now (job()'s, without its frame)."""
         log = self.log
+        held = self.held
         at = time.time()
         for url in urls:
             seq = log.next_seq
             log.next_seq = seq + 1
-            self.submit(_new_job(Job, (seq, at, name, url, payload, hook, None, log.epoch, True,
-                                       len(payload) + len(url) + JOB_OVERHEAD)), delay_ms)
+            size = len(payload) + len(url) + JOB_OVERHEAD
+            job = _new_job(Job, (seq, at, name, url, payload, hook, None, log.epoch, True, size))
+            if delay_ms or self.closed or len(self.queue) + len(self.later) >= self.cap:
+                self.submit(job, delay_ms)  # waits out its delay, or is refused
+            elif held is None or held.take(size):  # self.submit(job), without its frame: on every delivery
+                self.started = True
+                self.queue.append(job)
+                if not self.in_turn:
+                    self.outbox.ready(self)
+            else:
+                self.started = True
+                self._no_room(job)
+
+    def _no_room(self, job: Job) -> None:
+        """`job` is not queued: the memory budget has no room for its bytes (counted lost)."""
+        self.log.lost_memory += 1
+        if self.held is not None:
+            self.held.lost(job.size)
 
     def _queue(self, job: Job) -> None:
         self.queue.append(job)
@@ -175,10 +192,23 @@ class Sender:
 
     def done(self, job: Job, sent: Sent | None) -> None:
         """`job` is over: its bytes go back; `sent` (None: it was cancelled) goes to the log."""
-        if self.held is not None:
-            self.held.give(job.size)
-        if sent is not None and not self.closed:
-            self.log.add(sent, job.epoch)
+        if sent is None or self.closed:
+            if self.held is not None:
+                self.held.give(job.size)
+            return
+        self.log.add(sent, job.epoch, self.held, job.size)  # its bytes go back there, handed over to the log's
+
+    def answered(self, job: Job, attempts: int, status: int) -> None:
+        """`job` is over, its receiver having answered `status` (below 500) on attempt `attempts`: recorded (the usual
+        end of a delivery: done(job, job.answered(attempts, status, None)), without the frames of either)."""
+        hook, name, url = job.hook, job.name, job.url
+        verdict = _verdicts.get((id(hook), name, status)) or _verdict(hook, name, status)
+        if self.closed:
+            if self.held is not None:
+                self.held.give(job.size)
+            return
+        self.log.add(_new_sent(Sent, (job.seq, job.at, name, url if "@" not in url else shown_url(url), job.payload,
+                                      attempts, status, verdict[2], verdict[1])), job.epoch, self.held, job.size)
 
     def _give(self, job: Job) -> None:
         if self.held is not None:
