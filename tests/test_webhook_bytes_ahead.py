@@ -86,3 +86,59 @@ def test_bytes_taken_ahead_never_cost_a_delivery_already_logged():
     assert pending.take(1000)
     assert log.dropped - dropped <= 1000 // 600 + 1 and len(log.items) >= kept - 2  # what 1,000 bytes need, no more
     assert pending.spare == 0 and memory.figures()["parts"]["pending"] == 1000
+
+
+def test_bytes_handed_over_to_the_log_leave_the_budget_as_a_give_and_a_take_do():
+    """A delivery's bytes handed from the deliveries waiting to the log in one lock round trip (Ahead.hand_over) leave
+    the budget's figures and each spare exactly as the give() and the take() they stand for, or do nothing."""
+    sizes = [(300, 900), (5000, 40), (700, 700), (64, 6000), (2500, 2500), (10, 10), (6000, 300)] * 6
+    handing = Budget(64 * 1000)  # a chunk of 1,000 bytes
+    pending = Ahead(handing, "pending")
+    deliveries = Ahead(handing, "deliveries", pending.lock)
+    stepping = Budget(64 * 1000)
+    pending_2, deliveries_2 = Ahead(stepping, "pending"), Ahead(stepping, "deliveries")
+    handed = 0
+    logged: list[int] = []
+    for waited, kept in sizes:
+        while sum(logged) > 30_000:  # the log drops its oldest
+            size = logged.pop(0)
+            deliveries.give(size)
+            deliveries_2.give(size)
+        logged.append(kept)
+        assert pending.take(waited) and pending_2.take(waited)
+        if pending.hand_over(waited, deliveries, kept):
+            handed += 1
+        else:
+            pending.give(waited)
+            assert deliveries.take(kept)
+        pending_2.give(waited)
+        assert deliveries_2.take(kept)
+        assert handing.figures() == stepping.figures()
+        assert (pending.spare, deliveries.spare) == (pending_2.spare, deliveries_2.spare)
+    assert 0 < handed < len(sizes)  # both ways were taken
+
+
+def test_a_log_handed_a_delivery_keeps_and_drops_as_when_its_bytes_were_given_back_first():
+    """DeliveryLog.add(sent, epoch, waiting, waited): the bytes the delivery held while it waited go back, whether the
+    log has room (one lock round trip), must drop its oldest first (count or bytes), or the delivery is of an epoch
+    before a reset; what is kept and dropped and the budget's figures are those of a give() then an add()."""
+    def run(handed: bool) -> tuple[list[int], int, dict]:
+        memory = Budget(64 * 1000)
+        log = DeliveryLog(size=6, max_bytes=5 * 1500, memory=memory)
+        waiting = Ahead(memory, "pending", log.held.lock if handed and log.held is not None else None)
+        for n in range(1, 30):
+            payload = b"x" * (100 * (n % 13))
+            waited = len(payload) + 400
+            assert waiting.take(waited)
+            epoch = log.epoch - 1 if n % 7 == 0 else log.epoch  # decided before a reset: not kept
+            sent = Sent(n, 0.0, "newPlant", "http://127.0.0.1:1/h", payload, 1, 204, None, True)
+            if handed:
+                log.add(sent, epoch, waiting, waited)
+            else:
+                waiting.give(waited)
+                log.add(sent, epoch)
+        return [sent.seq for sent in log.kept()], log.dropped, memory.figures()
+
+    kept, dropped, figures = run(handed=True)
+    assert (kept, dropped, figures) == run(handed=False)
+    assert dropped > 0 and 28 not in kept and 29 in kept  # 28: of the epoch before

@@ -23,11 +23,12 @@ class RawReceiver:
     """A receiver reading raw requests on 127.0.0.1: counts connections, keeps each request's head and body."""
 
     def __init__(self, answer: bytes | Callable[[int, int], bytes | None], close_after: bool = False,
-                 trickle: bool = False, together: bool = False) -> None:
+                 trickle: bool = False, together: bool = False, split: int = 0) -> None:
         self.answer = answer  # or, per (connection, request) counted from 1, the answer (None: close unanswered)
         self.close_after = close_after
         self.trickle = trickle  # each answer written a byte at a time
         self.together = together  # the answers to requests that came in one piece written in one piece
+        self.split = split  # what is written goes in two pieces, the last `split` bytes a moment after the rest
         self.heads: list[str] = []
         self.bodies: list[bytes] = []
         self.connections = 0
@@ -79,6 +80,10 @@ class RawReceiver:
                     for i in range(len(answer)):
                         conn.sendall(answer[i:i + 1])
                         time.sleep(0.001)  # each byte its own read, mostly
+                elif 0 < self.split < len(answer):
+                    conn.sendall(answer[:-self.split])
+                    time.sleep(0.05)  # read apart, mostly
+                    conn.sendall(answer[-self.split:])
                 else:
                     conn.sendall(answer)
                 if self.close_after:
@@ -317,5 +322,22 @@ def test_answers_that_come_together_complete_each_of_their_deliveries() -> None:
             ["attempts", "body", "error", "name", "seq", "status", "time", "url", "valid"]] * (receivers.DEPTH + 1)
         assert [(d["seq"], d["url"], d["body"], d["status"], d["attempts"]) for d in listed] == [
             (n + 1, receiver.url, {**NEW_PLANT, "id": n}, 200, 1) for n in range(receivers.DEPTH + 1)]
+    finally:
+        receiver.close()
+
+
+@pytest.mark.parametrize("split", [1, 3, len(OK) - 2, len(OK) + 5])
+def test_answers_that_come_together_with_the_last_cut_complete_each_of_their_deliveries(split: int) -> None:
+    """Whole answers read together, then the rest of the last one (its body, its head's end, or more) in a read of its
+    own: each answer completes its own delivery, in order, on the one kept connection."""
+    receiver = RawReceiver(OK, together=True, split=split)
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver.url]) as stub:
+            assert call(stub.url, "POST", "/plants", {**NEW_PLANT, "id": 0})[0] == 200
+            stub.wait_for_deliveries(1, timeout=HANG)
+            _pipelined_posts(stub.url, 1, 6)
+            got = stub.wait_for_deliveries(7, timeout=HANG)
+        _as_before(got, receiver.bodies, 7)
+        assert receiver.connections == 1
     finally:
         receiver.close()
