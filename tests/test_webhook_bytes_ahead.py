@@ -8,6 +8,7 @@ from plantstub import Stub
 from plantstub._budget import Budget
 from plantstub.webhooks.ahead import Ahead
 from plantstub.webhooks.deliveries import DeliveryLog, Sent
+from plantstub.webhooks.sender import Sender, job
 from tests.helpers import HANG, Receiver, call
 
 NEW_PLANT = {"id": 7, "name": "Fern", "tag": "green"}
@@ -142,3 +143,27 @@ def test_a_log_handed_a_delivery_keeps_and_drops_as_when_its_bytes_were_given_ba
     kept, dropped, figures = run(handed=True)
     assert (kept, dropped, figures) == run(handed=False)
     assert dropped > 0 and 28 not in kept and 29 in kept  # 28: of the epoch before
+
+
+def test_the_log_holds_each_delivery_answered_by_its_size():
+    """What the delivery log counts for each delivery a receiver answered (the budget's "deliveries") is its Sent.size,
+    with the words of an undeclared status and without, a password in the URL shown as `***`; nothing stays pending."""
+    memory = Budget(64 * 1000)
+    log = DeliveryLog(memory=memory)
+
+    class Outbox:
+        def ready(self, sender: Sender) -> None:
+            pass
+
+    sender = Sender(log, Outbox(), memory)
+    urls = ("http://127.0.0.1:1/h", "http://user:secret@127.0.0.1:1/h")
+    sender.submit_to(urls, "newPlant", b'{"id":1}', None)
+    sender.submit(job(log, "newPlant", "http://127.0.0.1:1/other", b"[]", None))
+    for status, waiting in zip((200, 418, 404), list(sender.queue), strict=True):
+        sender.answered(waiting, 1, status)
+    kept = log.kept()
+    assert [(sent.status, bool(sent.error), sent.url) for sent in kept] == [
+        (200, False, urls[0]), (418, True, "http://user:***@127.0.0.1:1/h"), (404, True, "http://127.0.0.1:1/other")]
+    assert log.bytes == sum(sent.size for sent in kept)
+    assert memory.figures()["parts"]["deliveries"] == log.bytes + log.held.spare  # type: ignore[union-attr]
+    assert memory.figures()["parts"].get("pending", 0) == sender.held.spare  # type: ignore[union-attr]

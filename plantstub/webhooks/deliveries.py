@@ -102,11 +102,12 @@ class DeliveryLog:
         self.next_seq += 1
         return seq
 
-    def add(self, sent: Sent, epoch: int, waiting: Ahead | None = None, waited: int = 0) -> None:
+    def add(self, sent: Sent, epoch: int, waiting: Ahead | None = None, waited: int = 0, size: int = 0) -> None:
         """Keep `sent`, decided in `epoch` (one decided before a reset is not kept); `waiting` holds the `waited` bytes
-        it held while it waited to be sent (sender.py's Ahead, sharing our Ahead's lock): they go back first."""
-        # sent.size, without the property's frame: on every delivery
-        size = len(sent.payload) + len(sent.url) + len(sent.name) + len(sent.error or "") + SENT_OVERHEAD
+        it held while it waited to be sent (sender.py's Ahead, sharing our Ahead's lock): they go back first. `size`:
+        sent.size, when the caller has it (0: worked out here)."""
+        if not size:  # sent.size, without the property's frame
+            size = len(sent.payload) + len(sent.url) + len(sent.name) + len(sent.error or "") + SENT_OVERHEAD
         items = self.items
         held = self.held
         if waiting is not None:
