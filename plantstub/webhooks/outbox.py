@@ -46,18 +46,16 @@ class _Delivery(Exchange):
     """A job being sent to a subscribed http:// receiver over webhooks/receivers.py's connections: its attempts, each
     answer or failure completing it, or a pause before the next attempt. No task of its own."""
 
-    __slots__ = ("attempt", "cancelled", "error", "job", "key", "outbox", "pause", "sender")
+    __slots__ = ("attempt", "cancelled", "job", "key", "outbox", "pause", "sender")
 
     def __init__(self, outbox: Outbox, sender: Sender, job: Job, key: Key, request: bytes) -> None:
-        self.request = request
-        self.deadline = 0.0
+        self.request = request  # its deadline is set when it is sent (Receivers.send())
         self.link = None
         self.outbox = outbox
         self.sender = sender
         self.job = job
         self.key = key
         self.attempt = 1
-        self.error: str | None = None
         self.cancelled = False
         self.pause: asyncio.TimerHandle | None = None
 
@@ -73,8 +71,6 @@ class _Delivery(Exchange):
                 outbox._pumping = outbox.loop.call_soon(outbox._pump)
             return
         if self.attempt < self.outbox.attempts:
-            self.error = f"the receiver answered {status}" + (
-                f" on each of {self.attempt} attempts" if self.attempt > 1 else "")
             self._again()
             return
         error = None
@@ -86,7 +82,6 @@ class _Delivery(Exchange):
     def failed(self, why: str) -> None:
         if self.cancelled:
             return
-        self.error = why
         if self.attempt < self.outbox.attempts:
             self._again()
         else:
