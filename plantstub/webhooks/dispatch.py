@@ -40,10 +40,19 @@ class Webhooks:
         self.outbox = outbox if outbox is not None else Outbox()  # the stub's, shared by its sessions
         self.sender = Sender(self.log, self.outbox, memory)
         self.triggers = default_triggers(spec)
-        # Operations whose 2xx answers may send something without a rule saying so: nothing else pays.
-        self.watched = frozenset(self.triggers) | frozenset(op for op in spec.operations if op.callbacks)
+        self._triggered = frozenset(self.triggers)
+        self._calling_back = frozenset(op for op in spec.operations if op.callbacks)
+        self.watched = self._calling_back  # set by _watch(), from the subscriptions
+        self.subscriptions.on_change = self._watch
+        self._watch(self.subscriptions.urls)
         self.samples: IdentityMemo[Any] = IdentityMemo()  # webhook -> a body that fits it, made on first use
         self.checks: IdentityMemo[SchemaCheck] = IdentityMemo()  # webhook -> the check of its request body
+
+    def _watch(self, subscribed: dict[str, str]) -> None:
+        """Operations whose 2xx answers may send something without a rule saying so: those with callbacks, and the
+        default trigger's while anything is subscribed. Nothing else pays (with no subscriber, a create costs nothing
+        more on a spec that declares webhooks)."""
+        self.watched = self._calling_back | self._triggered if subscribed else self._calling_back
 
     def sample(self, hook: Webhook) -> Any:
         return self.samples.make(hook, lambda: _sample(hook))

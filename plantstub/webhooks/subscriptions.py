@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from plantstub._words import did_you_mean
@@ -20,6 +20,7 @@ class Subscriptions:
             self.initial[self.checked_name(name, "--webhook")] = url
         self._urls: dict[str, str] = dict(self.initial)
         self._targets: dict[str, tuple[str, ...]] = {}  # name -> targets(name), until the subscriptions change
+        self.on_change: Callable[[dict[str, str]], None] | None = None  # told the new subscriptions when they change
 
     @property
     def urls(self) -> dict[str, str]:
@@ -30,6 +31,8 @@ class Subscriptions:
     def urls(self, urls: dict[str, str]) -> None:
         self._urls = urls
         self._targets = {}
+        if self.on_change is not None:
+            self.on_change(urls)
 
     def checked_name(self, name: Any, where: str) -> str:
         """`name` when it is a webhook of the spec, or `*` (every one) when the spec declares any: a subscription that

@@ -121,10 +121,14 @@ def test_decide_answers_from_the_store_when_stateful():
 
 def test_decide_says_which_answers_send_webhooks():
     runtime, session = session_for("plant-store-full")
+    assert not decide(runtime, session, post()).sends  # nothing subscribed: a create sends nothing, and pays nothing
+    session.webhooks.subscribe("http://127.0.0.1:9/hook", "*")
     assert decide(runtime, session, post()).sends  # a create: the default trigger of /plant/webhook
     assert not decide(runtime, session, post(b'{"id": 1, "name": 3}')).sends  # refused: nothing is sent
     assert not decide(runtime, session, post(headers={"X-Plantstub-Webhook": "1"})).sends  # its own delivery
     assert not decide(runtime, session, make_request("GET", headers=AUTH)).sends  # no webhook for a listing
+    session.webhooks.reset()  # the start-up subscriptions again: none
+    assert not decide(runtime, session, post()).sends
 
 
 def test_decide_records_a_fault_and_nothing_to_send(tmp_path):
