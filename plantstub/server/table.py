@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 import sys
 import time
@@ -60,6 +61,9 @@ class Sessions:
         self.default = Session(runtime, Limits.of(settings), self.memory, outbox=self.outbox)
         self.limits = Limits.of(settings, SESSION_SHARE)  # each sidecar session's
         self.idle = settings.session_idle
+        # The first (least recently used) entry's last use when last looked, never later than it is: no session can
+        # have been unused for `idle` seconds before this time + idle, so use() walks the table only from then on.
+        self._oldest = math.inf
         self.cap = settings.max_sessions
         self._live: dict[str, Live] = {}  # id -> its entry, least recently used first
         self.ended = 0  # every end: DELETE, a view's stop, expiry, eviction
@@ -76,7 +80,8 @@ class Sessions:
     def use(self, sid: str, now: float | None = None) -> Live | None:
         """Live session `sid`'s entry, marked used now; None when it is not live (nothing is opened)."""
         now = time.monotonic() if now is None else now
-        self.expire(now)
+        if now - self.idle >= self._oldest:  # self.expire(now) only when one may be due: on every session's request
+            self.expire(now)
         live = self._live.pop(sid, None)  # popped and put back: the table stays in order of last use
         if live is None:
             return None
@@ -106,6 +111,7 @@ class Sessions:
             if seed_key is not None:
                 live.session.draws.restart(seed_key)
         self._live[sid] = live
+        self._oldest = min(self._oldest, now)
         return live
 
     def entry(self, sid: str) -> Live | None:
@@ -137,8 +143,10 @@ class Sessions:
         while self._live:
             sid, live = next(iter(self._live.items()))
             if live.used > limit:
-                break
+                self._oldest = live.used
+                return
             self.end(sid)
+        self._oldest = math.inf
 
     def end(self, sid: str) -> bool:
         """End session `sid` (its coverage stays in the total); False when there is none."""

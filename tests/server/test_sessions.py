@@ -258,6 +258,23 @@ def test_sessions_table_evicts_only_implicit_sessions_least_recently_used_first(
     assert (sessions.ended, sessions.evicted) == (2, 2)
 
 
+def test_a_session_unused_for_the_idle_time_ends_on_the_next_use_of_another():
+    """use() walks the table only once a session may be due (the oldest last use + --session-idle): none ends early,
+    none late, however often another is used meanwhile."""
+    sessions = Sessions(load(create_app(session_idle=10)[SESSIONS_KEY].runtime.settings))
+    t = 1000.0
+    sessions.open("a", by_admin=False, now=t)
+    sessions.open("b", by_admin=False, now=t + 1)
+    for n in range(2, 10):
+        assert sessions.use("b", now=t + n) is not None and len(sessions) == 2
+    assert sessions.use("b", now=t + 10) is not None  # a: unused for 10 s
+    assert (len(sessions), sessions.ended, sessions.use("a", now=t + 10)) == (1, 1, None)
+    assert sessions.use("b", now=t + 19.9) is not None and len(sessions) == 1
+    sessions.open("c", by_admin=False, now=t + 29.8)  # b: unused for 9.9 s
+    assert sessions.use("c", now=t + 29.85) is not None and len(sessions) == 2 and sessions.ended == 1
+    assert sessions.use("c", now=t + 29.9) is not None and (len(sessions), sessions.ended) == (1, 2)  # b: 10 s
+
+
 async def test_idle_sessions_expire(aiohttp_client):
     client = await make(aiohttp_client, session_idle=0.2)
     await post(client, "/__session/old/plants")
