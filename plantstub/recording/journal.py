@@ -202,16 +202,17 @@ class Journal:
             with self._lock:
                 if not self._could_fit(need):
                     return False
-                freed = self._drop_oldest(max(memory.held + need - memory.limit, 1))
+                freed = self._drop_oldest(max(memory.held + need - memory.limit, 1), room=True)
             if not freed:
                 return False
             if self._held.take(need):
                 return True
 
-    def _drop_oldest(self, short: int, count: int = 1) -> int:
+    def _drop_oldest(self, short: int, count: int = 1, room: bool = False) -> int:
         """Let go of the oldest calls, at least `count` of them and `short` bytes (fewer when there are no more); the
-        bytes freed. Called under the lock. Short of bytes, they go back to the budget, counted lost; dropped for the
-        count bound, they are kept ahead for the next call."""
+        bytes freed. Called under the lock. Dropped for the budget's room (`room`), they go back to it; for the
+        journal's own bounds, they are kept ahead for the next call (a full journal drops one call a call: the
+        budget is not asked each time). Short of bytes, they are counted lost."""
         records, freed, gone_count = self._records, 0, 0
         while records and (gone_count < count or freed < short):
             freed += records.popleft().size
@@ -220,8 +221,9 @@ class Journal:
             self._bytes -= freed
             self.dropped_bytes += freed
             if short > 0:
-                self._held.give(freed)
                 self._held.lost(freed, gone_count)
+            if room:
+                self._held.give(freed)
             else:
                 self._ahead += freed
                 if self._ahead > 2 * self._chunk:
@@ -245,7 +247,7 @@ class Journal:
             ahead, self._ahead = self._ahead, 0
             if ahead:
                 self._held.give(ahead)
-            return ahead + (self._drop_oldest(short - ahead, 0) if ahead < short else 0)
+            return ahead + (self._drop_oldest(short - ahead, 0, room=True) if ahead < short else 0)
 
     def _refuse(self, size: int) -> None:
         """The newest call alone is over what memory may hold: it is not kept (the file still gets it), and counted."""
