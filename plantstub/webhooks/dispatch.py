@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from plantstub._budget import Budget
-from plantstub._json import NO_BODY, json_bytes
+from plantstub._json import NO_BODY
 from plantstub._memo import IdentityMemo
 from plantstub.config import webhook_url
 from plantstub.contract.model import Operation, Spec, Webhook
@@ -102,13 +100,7 @@ class Webhooks:
     def send(self, hook: Webhook, body: Any, delay_ms: int) -> None:
         targets = self.subscriptions.targets(hook.name)
         if targets:  # the body written once, now: the parsed body is not kept while it waits
-            try:
-                payload = orjson.dumps(body)  # payload_of(body), without its frame: on every delivery
-            except TypeError:
-                payload = json_bytes(body)
-            if len(payload) < 4096:
-                payload = memoryview(payload).tobytes()
-            self.sender.submit_to(targets, hook.name, payload, hook.operation, delay_ms)
+            self.sender.submit_to(targets, hook.name, payload_of(body), hook.operation, delay_ms)
 
     def call_back(self, hook: Webhook, request: RequestValues | None, body: Any, delay_ms: int) -> None:
         assert request is not None  # given whenever the operation has callbacks or a rule sends webhooks
