@@ -15,7 +15,14 @@ and a `--stateful` store start empty.
 with 200 calls, reset and set up, warmed up with 150 more, and the instructions the whole process executes for the next N calls (sent one after another on one
 kept connection; with `--connections C`, over C connections at once, as wrk's) are counted: k instructions per call. Instruction counts do not move with other load (the same
 count twice on a busy machine), so one round is enough; they leave out the kernel's part (the socket's read and
-write), which is the same whether a feature is on or off.
+write), which is the same whether a feature is on or off. `--before B` sends B calls instead of 150 before the count:
+with 10500, the journal (10,000 calls) is full and drops its oldest call on every call, the steady state of a stub
+that has served a while (not for `--stateful`, whose store is full then too).
+
+`--paired K`: CPU, each pair's two stubs serving at once, both pinned to CPU 0, driven in turn (off, on, on, off,
+...) for K runs of --seconds each, each run after a reset: the machine's drift (other load, the VM's neighbours)
+falls on both alike, where separate rounds minutes apart read the same case 20 % apart. Prints µs per call over all
+the runs and the median of each pair of runs' on ÷ off.
 
 Features (each against its own "off" case, which differs in that feature alone):
 session by header / by prefix, 100 rules from code (none matching), a scenario of 50 rules (none matching),
@@ -40,7 +47,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,9 +100,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    return int(fields[11]) + int(fields[12])  # utime, stime, in clock ticks
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
@@ -182,8 +189,10 @@ def wrk(port: int, case: Case, seconds: float, lua_dir: str, most: int = 0) -> t
     return int(found[1]), int(found[2])
 
 
-def measure(python: str, case: Case, seconds: float, lua_dir: str, token: str | None) -> tuple[float, int]:
-    """µs of server CPU per answered request, and how many answers were not 2xx (should be 0)."""
+@contextlib.contextmanager
+def running(python: str, case: Case) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """The stub of `case` serving, pinned to CPU 0, from an empty folder, and warmed up (2 s of wrk): its process and
+    port."""
     port = free_port()
     with tempfile.TemporaryDirectory() as cwd:
         proc = subprocess.Popen(["taskset", "-c", "0", python, "-m", "plantstub", "serve", "--host", "127.0.0.1",
@@ -191,16 +200,52 @@ def measure(python: str, case: Case, seconds: float, lua_dir: str, token: str | 
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(port, proc)
-            url = f"http://127.0.0.1:{port}"
-            wrk(port, case, 2, lua_dir)  # warm-up
-            admin(url, "POST", "reset", token=token)
-            if case.setup is not None:
-                case.setup(url)
-            before = cpu_seconds(proc.pid)
-            requests, refused = wrk(port, case, seconds, lua_dir, case.most)
-            return (cpu_seconds(proc.pid) - before) / max(requests, 1) * 1e6, refused
+            yield proc, port
         finally:
             _stop(proc, 10)
+
+
+def measured(proc: subprocess.Popen[bytes], port: int, case: Case, seconds: float, lua_dir: str) -> tuple[int, int, int]:
+    """One measured run, the stub reset and set up first: server CPU ticks, answered requests, answers not 2xx."""
+    url = f"http://127.0.0.1:{port}"
+    admin(url, "POST", "reset", token="secret" if "--admin-token" in case.args else None)
+    if case.setup is not None:
+        case.setup(url)
+    before = cpu_ticks(proc.pid)
+    requests, refused = wrk(port, case, seconds, lua_dir, case.most)
+    return cpu_ticks(proc.pid) - before, requests, refused
+
+
+def measure(python: str, case: Case, seconds: float, lua_dir: str) -> tuple[float, int]:
+    """µs of server CPU per answered request, and how many answers were not 2xx (should be 0)."""
+    with running(python, case) as (proc, port):
+        wrk(port, case, 2, lua_dir)  # warm-up
+        ticks, requests, refused = measured(proc, port, case, seconds, lua_dir)
+        return ticks / TICK / max(requests, 1) * 1e6, refused
+
+
+def measure_paired(python: str, off: Case, on: Case, slices: int, seconds: float, lua_dir: str) -> list[float]:
+    """Both stubs of a pair serving at once, pinned to the same CPU, driven in turn (off, on, on, off, ...) for
+    `slices` runs each: the machine's drift falls on both alike. µs per call for off and on over all the runs, then
+    each pair of runs' on ÷ off."""
+    with running(python, off) as (off_proc, off_port), running(python, on) as (on_proc, on_port):
+        for port, case in ((off_port, off), (on_port, on)):
+            wrk(port, case, 2, lua_dir)  # warm-up
+        totals = {"off": [0, 0], "on": [0, 0]}
+        ratios = []
+        for n in range(slices):
+            order = [("off", off_proc, off_port, off), ("on", on_proc, on_port, on)]
+            per = {}
+            for which, proc, port, case in order if n % 2 == 0 else order[::-1]:
+                ticks, requests, refused = measured(proc, port, case, seconds, lua_dir)
+                if refused:
+                    print(f"  {case.name}: {refused} answers not 2xx", file=sys.stderr, flush=True)
+                totals[which][0] += ticks
+                totals[which][1] += requests
+                per[which] = ticks / max(requests, 1)
+            ratios.append(per["on"] / per["off"])
+        us = [totals[w][0] / TICK / max(totals[w][1], 1) * 1e6 for w in ("off", "on")]
+        return [*us, *ratios]
 
 
 def _call_bytes(case: Case, n: int) -> bytes:
@@ -242,8 +287,10 @@ def _calls_at_once(port: int, case: Case, first: int, count: int, connections: i
         return sum(pool.map(lambda n: _calls(port, case, first + n * share, share), range(connections)))
 
 
-def instructions(python: str, case: Case, count: int, token: str | None, connections: int = 1) -> tuple[float, int]:
-    """k instructions the stub's process executes per call under callgrind, and how many answers were not 2xx."""
+def instructions(python: str, case: Case, count: int, token: str | None, connections: int = 1,
+                 before: int = 150) -> tuple[float, int]:
+    """k instructions the stub's process executes per call under callgrind (`before` calls sent first, after the
+    reset), and how many answers were not 2xx."""
     port = free_port()
     with tempfile.TemporaryDirectory() as cwd:
         server = ([arg.replace("{port}", str(port)) for arg in case.script] if case.script else
@@ -259,10 +306,10 @@ def instructions(python: str, case: Case, count: int, token: str | None, connect
                 admin(url, "POST", "reset", token=token)
             if case.setup is not None:
                 case.setup(url)
-            _calls(port, case, 201, 150)  # and after the set-up: what is made once (rules merged) is not counted
+            _calls(port, case, 201, before)  # and after the set-up: what is made once (rules merged) is not counted
             subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
             count -= count % connections
-            refused = _calls_at_once(port, case, 1000, count, connections)
+            refused = _calls_at_once(port, case, 201 + before, count, connections)
             subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
             totals = [int(line.split()[1]) for dump in Path(cwd).glob("callgrind.out*") for line in
                       dump.read_text(errors="replace").splitlines() if line.startswith(("totals:", "summary:"))]
@@ -315,7 +362,7 @@ def count_instructions(args: argparse.Namespace) -> int:
 
             def count(case: Case) -> tuple[float, int]:
                 token = "secret" if "--admin-token" in case.args else None
-                got = instructions(args.python, case, args.instructions, token, args.connections)
+                got = instructions(args.python, case, args.instructions, token, args.connections, args.before)
                 print(f"{case.name}: {got[0]:.1f} k instructions per call ({got[1]} not 2xx)", file=sys.stderr,
                       flush=True)
                 return got
@@ -333,6 +380,19 @@ def count_instructions(args: argparse.Namespace) -> int:
     return 0
 
 
+def paired_table(args: argparse.Namespace, chosen: dict[str, tuple[Case, Case]], lua_dir: str) -> int:
+    """--paired K: each pair measured at once (measure_paired()), printed as a table."""
+    print("| feature | µs CPU / valid call, off | on | on ÷ off | runs' on ÷ off: median (lowest-highest) |")
+    print("|---|---|---|---|---|")
+    for name, (off, on) in chosen.items():
+        us_off, us_on, *ratios = measure_paired(args.python, off, on, args.paired, args.seconds, lua_dir)
+        print(f"round {name}: off {us_off:.1f} µs, on {us_on:.1f} µs, runs {' '.join(f'{r:.2f}' for r in ratios)}",
+              file=sys.stderr, flush=True)
+        print(f"| {name} | {us_off:.1f} ({off.name}) | {us_on:.1f} | {us_on / us_off:.2f} |"
+              f" {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) |", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -343,6 +403,11 @@ def main() -> int:
                         help="count instructions per call over N calls under callgrind instead")
     parser.add_argument("--connections", type=int, default=1, metavar="C",
                         help="with --instructions: the N calls over C connections at once (default 1: one after another)")
+    parser.add_argument("--before", type=int, default=150, metavar="B",
+                        help="with --instructions: calls sent after the reset and before the count (default 150; "
+                             "10500 counts a full journal's steady state)")
+    parser.add_argument("--paired", type=int, default=0, metavar="K",
+                        help="CPU: each pair's two stubs serve at once and are driven in turn, K runs each")
     args = parser.parse_args()
     if args.instructions:
         return count_instructions(args)
@@ -355,12 +420,13 @@ def main() -> int:
             wait_port(receiver_port, receiver)
             chosen = {name: pair for name, pair in pairs(folder, f"http://127.0.0.1:{receiver_port}/hook").items()
                       if not args.only or any(word in name for word in args.only.split(","))}
+            if args.paired:
+                return paired_table(args, chosen, folder.as_posix())
             got: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in chosen}
             for r in range(args.rounds):
                 for name, (off, on) in chosen.items():  # each pair back to back, in turn first: the load drifts
                     for which, case in ((0, off), (1, on)) if r % 2 == 0 else ((1, on), (0, off)):
-                        token = "secret" if "--admin-token" in case.args else None
-                        us, refused = measure(args.python, case, args.seconds, folder.as_posix(), token)
+                        us, refused = measure(args.python, case, args.seconds, folder.as_posix())
                         got[name][which].append(us)
                         note = f" ({refused} answers not 2xx)" if refused else ""
                         print(f"round {r + 1} {name}: {case.name} {us:.1f} µs{note}", file=sys.stderr, flush=True)
