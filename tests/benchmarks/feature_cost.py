@@ -51,6 +51,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from callgrind_counts import first_dump
+
 TICK = os.sysconf("SC_CLK_TCK")
 VALID = '{"id":1,"name":"Fern","tag":"indoor"}'
 WRK_LUA = r"""
@@ -311,9 +313,7 @@ def instructions(python: str, case: Case, count: int, token: str | None, connect
             count -= count % connections
             refused = _calls_at_once(port, case, 201 + before, count, connections)
             subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
-            totals = [int(line.split()[1]) for dump in Path(cwd).glob("callgrind.out*") for line in
-                      dump.read_text(errors="replace").splitlines() if line.startswith(("totals:", "summary:"))]
-            return max(totals) / count / 1000, refused
+            return first_dump(Path(cwd, "callgrind.out")) / count / 1000, refused
         finally:
             _stop(proc, 30)
 

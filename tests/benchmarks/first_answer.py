@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from callgrind_counts import counted, first_dump
+
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = Path("/work/shared/bench/aiohttp_hello.py")
 BODY = b'{"id": 1, "name": "Fern", "tag": "indoor"}'
@@ -82,13 +84,11 @@ def count(command: list[str], env: dict[str, str], keep: Path | None, name: str)
             if not status.startswith(b"HTTP/1.1 2"):
                 raise SystemExit(f"{name}: the first answer was {status!r}")
             subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
-            totals = [int(line.split()[1]) for dump in Path(cwd).glob("callgrind.out*") for line in
-                      dump.read_text(errors="replace").splitlines() if line.startswith(("totals:", "summary:"))]
             if keep is not None:
                 keep.mkdir(parents=True, exist_ok=True)
                 for dump in Path(cwd).glob("callgrind.out*"):
                     shutil.copy(dump, keep / f"{name}.{dump.name}")
-            return max(totals)
+            return first_dump(out)
         finally:
             proc.terminate()
             try:
@@ -113,8 +113,7 @@ def program_count(code: str, env: dict[str, str]) -> int:
         subprocess.run(["valgrind", "--tool=callgrind", "--cache-sim=no", f"--callgrind-out-file={out}",
                         sys.executable, "-c", code + "os._exit(0)\n"], cwd=cwd, env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
-        return max(int(line.split()[1]) for line in out.read_text(errors="replace").splitlines()
-                   if line.startswith(("totals:", "summary:")))
+        return counted(out)
 
 
 def importtime_total(env: dict[str, str], runs: int = 5) -> float:
