@@ -105,10 +105,16 @@ class Budget:
         """Count `count` things of `kind` (`size` bytes) dropped for lack of room, here and in the parent."""
         budget: Budget | None = self
         while budget is not None:
-            with budget._lock:
-                tally = budget.dropped.setdefault(kind, [0, 0])
+            lock = budget._lock
+            lock.acquire()  # not `with` (_try()): a full journal of a session counts its oldest call here, each call
+            try:
+                tally = budget.dropped.get(kind)
+                if tally is None:
+                    tally = budget.dropped[kind] = [0, 0]
                 tally[0] += count
                 tally[1] += size
+            finally:
+                lock.release()
             budget = budget.parent
 
     def release(self) -> None:

@@ -41,6 +41,9 @@ class Webhooks:
         self._triggered = frozenset(self.triggers)
         self._calling_back = frozenset(op for op in spec.operations if op.callbacks)
         self.watched = self._calling_back  # set by _watch(), from the subscriptions
+        # operation -> what its default trigger sends, as (webhook name, the URLs subscribed to it, the webhook's
+        # operation), webhooks nobody is subscribed to left out; set by _watch() whenever the subscriptions change
+        self._sends: dict[Operation, tuple[tuple[str, tuple[str, ...], Operation], ...]] = {}
         self.subscriptions.on_change = self._watch
         self._watch(self.subscriptions.urls)
         self.samples: IdentityMemo[Any] = IdentityMemo()  # webhook -> a body that fits it, made on first use
@@ -49,8 +52,12 @@ class Webhooks:
     def _watch(self, subscribed: dict[str, str]) -> None:
         """Operations whose 2xx answers may send something without a rule saying so: those with callbacks, and the
         default trigger's while anything is subscribed. Nothing else pays (with no subscriber, a create costs nothing
-        more on a spec that declares webhooks)."""
+        more on a spec that declares webhooks). And what each default trigger sends to whom (`_sends`), found once."""
         self.watched = self._calling_back | self._triggered if subscribed else self._calling_back
+        targets = self.subscriptions.targets
+        sends = {op: tuple((hook.name, urls, hook.operation) for hook in hooks if (urls := targets(hook.name)))
+                 for op, hooks in self.triggers.items()} if subscribed else {}
+        self._sends = {op: plan for op, plan in sends.items() if plan}
 
     def sample(self, hook: Webhook) -> Any:
         return self.samples.make(hook, lambda: _sample(hook))
@@ -63,8 +70,8 @@ class Webhooks:
         if not 200 <= status < 300:
             return
         if rule is None:
-            for hook in self.triggers.get(op, ()):
-                self.send(hook, record, 0)
+            for name, urls, hook_op in self._sends.get(op, ()):  # self.send(hook, record, 0), without its frames
+                self.sender.submit_to(urls, name, payload_of(record), hook_op)
             if not op.callbacks:
                 return
         else:
