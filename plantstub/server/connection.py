@@ -8,6 +8,9 @@ request served by the front (server/front.py) in the order it came, its answer w
   a connection idle that long between requests is closed.
 - Backpressure: while the client does not read what was written (the transport's buffer is full), nothing more is
   read or answered.
+- Answers made in one turn of the event loop are written together at its end (`Batch`), in the order they were made,
+  each connection's in one piece, flushed at once past 64 KiB (backpressure) and before anything else reaches the
+  socket (a 100 Continue, a streamed answer, a fault, a close).
 - The parser is fed one request at a time (the usual read, one whole request, at once; else a head up to its blank
   line, then its body by Content-Length), which changes nothing of what it parses: a request followed by bytes that
   cannot be parsed is still answered, and the request line of one that breaks is at hand.
@@ -38,6 +41,39 @@ log = logging.getLogger("plantstub")
 
 
 Item = tuple[RawRequestMessage, StreamReader] | Broken
+FLUSH_AT = 2**16  # an answer held past this is written at once: the transport's high-water mark then pauses reading
+
+
+class Batch:
+    """The answers made in one turn of the event loop, written together at its end (one callback a turn).
+
+    Written at once, each answer's send (on loopback, the client's receiving and waking too) came between the requests
+    served in the same turn: the kernel's work and the stub's evicted each other from the CPU's caches, and the client
+    was woken for each answer. Written together, the stub's CPU per answer under 32 connections fell by about a fifth
+    and the client's by about half (issue 41). A turn that answered one connection alone is followed by answers written
+    at once while that connection alone is answered: one client's calls one after another pay no turn more."""
+
+    __slots__ = ("_alone", "_loop", "_waiting")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiting: list[Connection] = []
+        self._alone: Connection | None = None  # the one connection the last turn answered: its answers go at once
+
+    def holds(self, connection: Connection) -> bool:
+        """Whether `connection`'s answer waits for the end of this turn (then `flush()` is called), or goes at once."""
+        if not self._waiting:
+            if connection is self._alone:
+                return False
+            self._loop.call_soon(self._write)
+        self._waiting.append(connection)
+        return True
+
+    def _write(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        self._alone = waiting[0] if len(waiting) == 1 else None
+        for connection in waiting:
+            connection.flush()
 
 
 class Listening(Protocol):
@@ -45,6 +81,7 @@ class Listening(Protocol):
 
     front: Front
     loop: asyncio.AbstractEventLoop
+    batch: Batch
     read_timeout: float
     scheme: str
     connections: set[Connection]
@@ -54,8 +91,8 @@ class Connection(asyncio.Protocol):
     """One client's connection to the stub (see the module's docstring)."""
 
     __slots__ = ("_body_left", "_busy", "_deadline", "_drained", "_ending", "_flow", "_front", "_head", "_last",
-                 "_left", "_loop", "_open", "_parser", "_paused", "_queue", "_read_timeout", "_reading", "_scheme",
-                 "_server", "_timer", "stopping", "transport")
+                 "_left", "_loop", "_open", "_out", "_parser", "_paused", "_queue", "_read_timeout", "_reading",
+                 "_scheme", "_server", "_timer", "stopping", "transport")
 
     def __init__(self, server: Listening) -> None:
         self._server = server
@@ -79,6 +116,7 @@ class Connection(asyncio.Protocol):
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._left: asyncio.Future[None] | None = None  # made when an answer waits on the client's leaving
+        self._out = b""  # answers made this turn, not yet written (Batch)
         self.stopping = False  # the stub is stopping: it closes the connection, not the client
 
     # -- the connection's life ---------------------------------------------------------------------------
@@ -97,7 +135,7 @@ class Connection(asyncio.Protocol):
         # The parser and its protocol point back here: let them go now rather than at the next collection.
         self._flow.release()
         self._parser = Closed()
-        self._head = self._last = b""
+        self._head = self._last = self._out = b""
         if self._open is not None:  # a body still arriving: its reader learns the client left
             self._open.set_exception(ConnectionResetError("the client closed the connection"))
         if self._left is not None and not self._left.done():
@@ -150,8 +188,10 @@ class Connection(asyncio.Protocol):
         client's close_notify, which a kept-alive client never sends)."""
         if self.transport is not None:
             if abort:
+                self._out = b""
                 self.transport.abort()
             else:
+                self.flush()
                 self.transport.close()
 
     # -- the timer: one per connection, moved forward lazily ---------------------------------------------
@@ -311,6 +351,7 @@ class Connection(asyncio.Protocol):
                     self._write(refused, message)
                     return
                 if message.headers.get("Expect", "").lower() == "100-continue" and message.version >= HttpVersion11:
+                    self.flush()
                     transport.write(CONTINUE)  # the client waits for a go-ahead before the body
                 self._busy = self._loop.create_task(self._read_then_serve(pending, message, payload))
                 return
@@ -369,19 +410,33 @@ class Connection(asyncio.Protocol):
         data, ending = written(answer, message, self.stopping)
         if isinstance(data, Fault):  # the reply misbehaves on the socket: nothing is written after it
             self._ending = True
+            self.flush()
             misbehave(transport, data)
             return
-        transport.write(data)
+        if self._out or (not ending and self._server.batch.holds(self)):
+            self._out += data
+        else:
+            transport.write(data)
         if ending:
             self._end()
-        elif not self._reading:
+            return
+        if len(self._out) > FLUSH_AT:
+            self.flush()
+        if not self._reading:
             self._arm()  # idle from now on
+
+    def flush(self) -> None:
+        """Write the answers held for the end of the turn (Batch), now."""
+        if self._out and self.transport is not None:
+            self.transport.write(self._out)
+        self._out = b""
 
     def _end(self) -> None:
         """The last answer is written: the connection closes once it has gone out."""
         self._ending = True
         self._queue.clear()
         if self.transport is not None:
+            self.flush()
             self.transport.close()
 
     async def _stream(self, answer: Answer, out: Streamed, message: RawRequestMessage) -> None:
@@ -392,6 +447,7 @@ class Connection(asyncio.Protocol):
             return
         data, chunked, ending = streamed_head(answer, out, message, self.stopping)
         self._ending = self._ending or ending
+        self.flush()
         transport.write(data)
         if message.method != "HEAD":
             try:

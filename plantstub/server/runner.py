@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from plantstub.server.connection import Connection
+from plantstub.server.connection import Batch, Connection
 from plantstub.server.errorlog import ErrorLog
 from plantstub.server.front import Front
 from plantstub.server.parser import self_test
@@ -33,6 +33,7 @@ class Listener:
         settings = front.sessions.runtime.settings
         self.front = front
         self.loop = loop
+        self.batch = Batch(loop)  # the answers of a turn of the loop, written together at its end
         self.scheme = scheme
         self.read_timeout = settings.read_timeout
         self.connections: set[Connection] = set()

@@ -176,3 +176,57 @@ def test_a_parser_that_changed_is_served_through_aiohttps_own_server(monkeypatch
     monkeypatch.setattr(parser, "HttpRequestParser", Changed)
     _refused(re.escape(f"aiohttp {aiohttp.__version__}'s request parser cannot be used on its own (TypeError: ")
              + ".*" + re.escape(")"), monkeypatch, capfd)
+
+
+def _create(name: str, n: int, expect: bool = False) -> tuple[bytes, bytes]:
+    """A valid create's head and body (`expect`: the head asks for a go-ahead before the body)."""
+    body = json.dumps({"id": n, "name": name}).encode()
+    return (b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\n"
+            b"%sContent-Length: %d\r\n\r\n" % (b"Expect: 100-continue\r\n" if expect else b"", len(body))), body
+
+
+def test_answers_written_together_keep_each_clients_order_and_come_before_a_go_ahead():
+    """Answers made in one turn of the loop are written at its end (issue 41): a 100 Continue never overtakes an
+    answer made before it, and many clients at once, pipelining, each get their own answers in order."""
+    served = ServeProcess("--port", "0")
+    try:
+        host, port = address(served.url)
+        with socket.create_connection((host, port)) as sock:
+            head, body = _create("first", 1)
+            later, rest = _create("second", 2, expect=True)
+            sock.sendall(head + body + later)  # an answer made, then a head waiting for its go-ahead, in one read
+            sock.settimeout(60)
+            got = b""
+            while b"HTTP/1.1 100 Continue\r\n\r\n" not in got:
+                more = sock.recv(65536)
+                assert more, got
+                got += more
+            assert got.startswith(b"HTTP/1.1 200 ") and got.index(b'{"name":"first"}') < got.index(b" 100 Continue")
+            sock.sendall(rest)
+            tail = got.split(b"HTTP/1.1 100 Continue\r\n\r\n", 1)[1]
+            while b'{"name":"second"}' not in tail:
+                more = sock.recv(65536)
+                assert more, tail
+                tail += more
+            assert tail.startswith(b"HTTP/1.1 200 ")
+
+        wrong: list[str] = []
+
+        def client(c: int) -> None:
+            with socket.create_connection((host, port)) as conn:
+                for turn in range(10):
+                    names = [f"c{c}-{turn}-{k}" for k in range(4)]
+                    conn.sendall(b"".join(b"".join(_create(name, k)) for k, name in enumerate(names)))
+                    answers = _answers(conn, 4)
+                    if [json.loads(a.split(b"\r\n\r\n", 1)[1])["name"] for a in answers] != names:
+                        wrong.append(f"client {c}, turn {turn}: {answers}")
+
+        clients = [threading.Thread(target=client, args=(c,)) for c in range(16)]
+        for thread in clients:
+            thread.start()
+        for thread in clients:
+            thread.join(120)
+        assert not wrong, wrong[:3]
+        assert _recorded(served.url) == 2 + 16 * 10 * 4
+    finally:
+        served.stop()
