@@ -30,6 +30,7 @@ from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from plantstub.contract.outgoing import Outgoing, error_reply
 from plantstub.scenarios.model import Fault
 from plantstub.server.answer import Answer, Streamed, chunks
+from plantstub.server.batch import Batch
 from plantstub.server.framing import Closed, blank_line_end, kept_head, one_request
 from plantstub.server.front import Front, Pending
 from plantstub.server.parser import BrokenBody, Flow, request_parser
@@ -42,38 +43,6 @@ log = logging.getLogger("plantstub")
 
 Item = tuple[RawRequestMessage, StreamReader] | Broken
 FLUSH_AT = 2**16  # an answer held past this is written at once: the transport's high-water mark then pauses reading
-
-
-class Batch:
-    """The answers made in one turn of the event loop, written together at its end (one callback a turn).
-
-    Written at once, each answer's send (on loopback, the client's receiving and waking too) came between the requests
-    served in the same turn: the kernel's work and the stub's evicted each other from the CPU's caches, and the client
-    was woken for each answer. Written together, the stub's CPU per answer under 32 connections fell by about a fifth
-    and the client's by about half (issue 41). A turn that answered one connection alone is followed by answers written
-    at once while that connection alone is answered: one client's calls one after another pay no turn more."""
-
-    __slots__ = ("_alone", "_loop", "_waiting")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._waiting: list[Connection] = []
-        self._alone: Connection | None = None  # the one connection the last turn answered: its answers go at once
-
-    def holds(self, connection: Connection) -> bool:
-        """Whether `connection`'s answer waits for the end of this turn (then `flush()` is called), or goes at once."""
-        if not self._waiting:
-            if connection is self._alone:
-                return False
-            self._loop.call_soon(self._write)
-        self._waiting.append(connection)
-        return True
-
-    def _write(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        self._alone = waiting[0] if len(waiting) == 1 else None
-        for connection in waiting:
-            connection.flush()
 
 
 class Listening(Protocol):

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from plantstub.server.connection import Batch, Connection
+from plantstub.server.batch import Batch
+from plantstub.server.connection import Connection
 from plantstub.server.errorlog import ErrorLog
 from plantstub.server.front import Front
 from plantstub.server.parser import self_test
@@ -106,6 +107,7 @@ async def start(sessions: Sessions, host: str, port: int, context: ssl.SSLContex
         # counts within --read-timeout: a client that sends nothing holds no socket longer.
         make: Callable[[], asyncio.Protocol] = listener if context is None else partial(listener.door, context)
         server = await loop.create_server(make, host, port, reuse_address=True, backlog=1024)
+        sessions.outbox.defer = listener.batch.defer  # a turn's deliveries go after its answers
         addresses = [sock.getsockname() for sock in server.sockets]
 
         async def stop() -> None:

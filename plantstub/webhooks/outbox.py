@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import Callable
 from urllib.parse import quote
 
 import aiohttp
@@ -140,6 +141,10 @@ class Outbox:
         self._receivers: Receivers | None = None  # subscribed http:// receivers: kept, pipelined connections
         self._routes: dict[tuple[str, str], tuple[Key, bytes] | None] = {}  # (subscribed URL, name) -> _route()
         self.closing = False  # close() runs: a failed attempt is not tried again
+        # Set by the server when it holds a turn's answers to write them together (server/connection.py's Batch):
+        # defer(pump) -> True when answers wait, then the pump runs once they are written, so a delivery never goes
+        # out before the answer that set it off.
+        self.defer: Callable[[Callable[[], None]], bool] | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -167,6 +172,9 @@ class Outbox:
     def _pump(self) -> None:
         """Start what waits, in turn, while fewer than `workers` are in flight; what goes to the receivers' connections
         is written once, at the end."""
+        defer = self.defer
+        if defer is not None and defer(self._pump):  # this turn's answers first (_pumping stays set meanwhile)
+            return
         self._pumping = None
         receivers = None
         routes = self._routes

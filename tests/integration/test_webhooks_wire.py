@@ -4,6 +4,7 @@ answer in the odd ways HTTP allows (closing after each answer, chunked bodies, H
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -341,3 +342,59 @@ def test_answers_that_come_together_with_the_last_cut_complete_each_of_their_del
         assert receiver.connections == 1
     finally:
         receiver.close()
+
+
+_STAMPED = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux: each read says when its bytes reached the socket (ns)
+
+
+def _stamped_read(sock: socket.socket) -> tuple[bytes, int]:
+    """What one read gets, and when the kernel received it (0 at the end of the stream)."""
+    data, extra, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16))
+    for level, kind, raw in extra:
+        if level == socket.SOL_SOCKET and kind == _STAMPED:
+            seconds, nanoseconds = struct.unpack("qq", raw[:16])
+            return data, seconds * 10**9 + nanoseconds
+    assert not data, "a read with bytes and no time stamp"
+    return data, 0
+
+
+def test_a_delivery_goes_out_after_the_answer_that_set_it_off() -> None:
+    """The stub writes a turn of its loop's answers together at the end of the turn (server/batch.py); the deliveries
+    those calls set off still go after them. Each call comes on a new connection (whose answer waits for the turn's
+    end) once the receiver's connection is kept, and the kernel's time stamps of the two reads tell which came
+    first."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    listening.setsockopt(socket.SOL_SOCKET, _STAMPED, 1)
+    delivered: list[int] = []
+
+    def receive() -> None:
+        conn, _ = listening.accept()
+        with conn:
+            while True:
+                data, at = _stamped_read(conn)
+                if not data:
+                    return
+                delivered.append(at)
+                conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+
+    threading.Thread(target=receive, daemon=True).start()
+    receiver_url = f"http://127.0.0.1:{listening.getsockname()[1]}/hook"
+    answered: list[int] = []
+    try:
+        with Stub(spec="plant-store-full", webhook=[receiver_url]) as stub:
+            port = int(stub.url.rstrip("/").rsplit(":", 1)[1])
+            for n in range(4):
+                with socket.create_connection(("127.0.0.1", port), timeout=HANG) as client:
+                    client.setsockopt(socket.SOL_SOCKET, _STAMPED, 1)
+                    body = b'{"id":%d,"name":"Fern","tag":"green"}' % n
+                    client.sendall(b"POST /plants HTTP/1.1\r\nHost: stub\r\nContent-Type: application/json\r\n"
+                                   b"Authorization: Bearer t\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                    data, at = _stamped_read(client)
+                    assert data.startswith(b"HTTP/1.1 200 ")
+                    answered.append(at)
+                    stub.wait_for_deliveries(n + 1, timeout=10)
+        assert len(delivered) == 4
+        assert all(answer < delivery for answer, delivery in zip(answered, delivered, strict=True)), (
+            answered, delivered)
+    finally:
+        listening.close()
