@@ -116,6 +116,12 @@ class Connection(asyncio.Protocol):
             self._timer = None
         self._queue.clear()
 
+    def eof_received(self) -> None:
+        """The client sent all it will (a half-close; over TLS, its close_notify): what is held for the end of the turn
+        goes out now, before the transport closes (as asyncio does when this returns None). Answers made in this turn
+        by a task, or read with the close_notify, were otherwise written to a closing transport, and lost."""
+        self.flush()
+
     def left(self) -> bool:
         """Whether the client has closed the connection."""
         return self.transport is None

@@ -1,13 +1,16 @@
 """plantstub's own connections, on both of aiohttp's parsers: many requests on one kept-alive connection and pipelined
 in one write cut anywhere get the same answers and records; a client that reads nothing is read no further; an aiohttp
-whose parser plantstub was not proven on is served through aiohttp's own server, said once on stderr."""
+whose parser plantstub was not proven on is served through aiohttp's own server, said once on stderr; a client that
+half-closes (or sends TLS's close_notify) after its requests gets every answer."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
 import socket
+import ssl
 import threading
 import time
 
@@ -230,3 +233,83 @@ def test_answers_written_together_keep_each_clients_order_and_come_before_a_go_a
         assert _recorded(served.url) == 2 + 16 * 10 * 4
     finally:
         served.stop()
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    got = b""
+    sock.settimeout(60)
+    while more := sock.recv(65536):
+        got += more
+    return got
+
+
+@pytest.mark.parametrize("env", PARSERS)
+def test_a_client_that_sends_its_requests_then_half_closes_gets_every_answer(env):
+    """Pipelined creates (each served once its body is read) and then the client's half-close (shutdown(SHUT_WR), as
+    `nc -N` does) in the same turn of the loop: every answer still comes before the stub's close (issue 41's held
+    answers went to a closing socket)."""
+    served = ServeProcess("--port", "0", env=env)
+    try:
+        host, port = address(served.url)
+        for attempt in range(5):
+            with socket.create_connection((host, int(port))) as sock:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.sendall(b"".join(b"".join(_create(f"p{attempt}-{k}", k)) for k in range(20)))
+                sock.shutdown(socket.SHUT_WR)
+                got = _until_closed(sock)
+            assert got.count(b"HTTP/1.1 200 ") == 20, f"attempt {attempt}: {got.count(b'HTTP/1.1 ')} answers"
+    finally:
+        served.stop()
+
+
+class _Tls:
+    """A TLS client on a socket whose bytes the test sends itself (what goes in one write is up to it)."""
+
+    ASK = b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext) -> None:
+        self.sock, self.incoming, self.outgoing = sock, ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.incoming, self.outgoing)
+        sock.settimeout(60)
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(self.outgoing.read())
+                self.incoming.write(sock.recv(65536))
+
+    def answered(self) -> None:
+        """One call, its answer read: the connection is the stub's, past its TLS door."""
+        self.tls.write(self.ASK)
+        self.sock.sendall(self.outgoing.read())
+        got = b""
+        while b"HTTP/1.1 404 " not in got:
+            try:
+                got += self.tls.read(65536)
+            except ssl.SSLWantReadError:
+                self.incoming.write(self.sock.recv(65536))
+
+
+def test_tls_requests_and_the_clients_close_notify_in_one_read_get_every_answer():
+    """Over HTTPS, requests followed by the client's close_notify in one read: their answers go out before TLS shuts
+    down (held to the end of the turn, they were dropped: the transport was shutting down by then)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with Stub(tls=True) as stub:
+        host, port = address(stub.url)
+        with socket.create_connection((host, port)) as one, socket.create_connection((host, port)) as other:
+            client = _Tls(one, context)
+            client.answered()
+            _Tls(other, context).answered()  # the last answered is another client's: this one's answers are held
+            client.tls.write(client.ASK * 10)
+            with contextlib.suppress(ssl.SSLWantReadError):
+                client.tls.unwrap()  # close_notify, sent with the requests in one write
+            one.sendall(client.outgoing.read())
+            client.incoming.write(_until_closed(one))
+            got = b""
+            with contextlib.suppress(ssl.SSLError):
+                while more := client.tls.read(65536):
+                    got += more
+        assert got.count(b"HTTP/1.1 404 ") == 10, got
