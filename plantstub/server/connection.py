@@ -10,7 +10,8 @@ request served by the front (server/front.py) in the order it came, its answer w
   read or answered.
 - Answers made in one turn of the event loop are written together at its end (`Batch`), in the order they were made,
   each connection's in one piece, flushed at once past 64 KiB (backpressure) and before anything else reaches the
-  socket (a 100 Continue, a streamed answer, a fault, a close).
+  socket (a 100 Continue, a streamed answer, a fault, a close, the client's end). Those a task makes go at the end of
+  its step: the client's end may be read in the same turn, and TLS would drop them.
 - The parser is fed one request at a time (the usual read, one whole request, at once; else a head up to its blank
   line, then its body by Content-Length), which changes nothing of what it parses: a request followed by bytes that
   cannot be parsed is still answered, and the request line of one that breaks is at hand.
@@ -376,6 +377,9 @@ class Connection(asyncio.Protocol):
         finally:
             self._busy = None
         self._next()
+        # Written now rather than at the end of the turn: the client's end may be read later in this same turn, and
+        # TLS then shuts down before eof_received() is told, dropping what is still held.
+        self.flush()
 
     # -- writing: the bytes are server/wire.py's ---------------------------------------------------------
     def _write(self, answer: Answer, message: RawRequestMessage | None) -> None:

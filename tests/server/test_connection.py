@@ -307,9 +307,41 @@ def test_tls_requests_and_the_clients_close_notify_in_one_read_get_every_answer(
             with contextlib.suppress(ssl.SSLWantReadError):
                 client.tls.unwrap()  # close_notify, sent with the requests in one write
             one.sendall(client.outgoing.read())
-            client.incoming.write(_until_closed(one))
-            got = b""
-            with contextlib.suppress(ssl.SSLError):
-                while more := client.tls.read(65536):
-                    got += more
+            got = _tls_answers(client, one)
         assert got.count(b"HTTP/1.1 404 ") == 10, got
+
+
+def _tls_answers(client: _Tls, sock: socket.socket) -> bytes:
+    client.incoming.write(_until_closed(sock))
+    got = b""
+    with contextlib.suppress(ssl.SSLError):
+        while more := client.tls.read(65536):
+            got += more
+    return got
+
+
+def test_tls_requests_then_the_clients_half_close_get_every_answer():
+    """Over HTTPS, a half-close with no close_notify (shutdown(SHUT_WR) on a TLS socket) after requests: those that
+    came with the handshake's end, and creates served once their bodies are read, all get their answers (held to the
+    end of the turn, they were dropped: TLS had begun shutting down when the end of the client was read)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with Stub(tls=True) as stub:
+        host, port = address(stub.url)
+        with socket.create_connection((host, port)) as sock:
+            client = _Tls(sock, context)  # its Finished not sent yet: it goes with the requests
+            client.tls.write(client.ASK * 10)
+            sock.sendall(client.outgoing.read())
+            sock.shutdown(socket.SHUT_WR)
+            assert _tls_answers(client, sock).count(b"HTTP/1.1 404 ") == 10
+        for attempt in range(3):
+            with socket.create_connection((host, port)) as one, socket.create_connection((host, port)) as other:
+                client = _Tls(one, context)
+                client.answered()
+                _Tls(other, context).answered()  # the last answered is another client's: this one's answers are held
+                client.tls.write(b"".join(b"".join(_create(f"p{attempt}-{k}", k)) for k in range(20)))
+                one.sendall(client.outgoing.read())
+                one.shutdown(socket.SHUT_WR)
+                got = _tls_answers(client, one)
+            assert got.count(b"HTTP/1.1 200 ") == 20, f"attempt {attempt}: {got.count(b'HTTP/1.1 ')} answers"
