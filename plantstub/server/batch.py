@@ -48,12 +48,19 @@ class Batch:
         self._waiting.append(connection)
         return True
 
+    def forget(self, connection: Held) -> None:
+        """`connection` is gone: not kept as the one answered alone."""
+        if self._alone is connection:
+            self._alone = None
+
     def _write(self) -> None:
         waiting, self._waiting = self._waiting, []
         self._alone = waiting[0] if len(waiting) == 1 else None
-        for connection in waiting:
-            connection.flush()
-        if self._then:
-            then, self._then = self._then, []
-            for call in then:
-                call()
+        try:
+            for connection in waiting:
+                connection.flush()
+        finally:  # what waits on the answers (the webhooks' pump) runs however the writes went
+            if self._then:
+                then, self._then = self._then, []
+                for call in then:
+                    call()

@@ -102,6 +102,7 @@ class Connection(asyncio.Protocol):
         self.transport = None
         self._flow.connection_lost(exc)
         self._server.connections.discard(self)
+        self._server.batch.forget(self)
         # The parser and its protocol point back here: let them go now rather than at the next collection.
         self._flow.release()
         self._parser = Closed()
@@ -164,7 +165,7 @@ class Connection(asyncio.Protocol):
         client's close_notify, which a kept-alive client never sends)."""
         if self.transport is not None:
             if abort:
-                self._out = b""
+                self.flush()  # what was made goes as far as it can, as when each answer was written at once
                 self.transport.abort()
             else:
                 self.flush()
