@@ -23,10 +23,13 @@ class Batch:
     and the client's by about half (issue 41). A turn that answered one connection alone is followed by answers written
     at once while that connection alone is answered: one client's calls one after another pay no turn more."""
 
-    __slots__ = ("_alone", "_loop", "_then", "_waiting")
+    __slots__ = ("_alone", "_loop", "_on", "_then", "_waiting")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, on: bool = True) -> None:
         self._loop = loop
+        # Off (each answer written at once, as before) over TLS: Python 3.10's TLS transport starts closing as soon as
+        # it reads a client's close_notify, before the turn ends, and the answers held for it would be lost.
+        self._on = on
         self._waiting: list[Held] = []
         self._alone: Held | None = None  # the one connection the last turn answered: its answers go at once
         self._then: list[Callable[[], None]] = []  # what waits for this turn's answers to be written (defer())
@@ -42,7 +45,7 @@ class Batch:
     def holds(self, connection: Held) -> bool:
         """Whether `connection`'s answer waits for the end of this turn (then `flush()` is called), or goes at once."""
         if not self._waiting:
-            if connection is self._alone:
+            if connection is self._alone or not self._on:
                 return False
             self._loop.call_soon(self._write)
         self._waiting.append(connection)

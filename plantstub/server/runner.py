@@ -34,7 +34,7 @@ class Listener:
         settings = front.sessions.runtime.settings
         self.front = front
         self.loop = loop
-        self.batch = Batch(loop)  # the answers of a turn of the loop, written together at its end
+        self.batch = Batch(loop, on=scheme == "http")  # a turn's answers, written together at its end
         self.scheme = scheme
         self.read_timeout = settings.read_timeout
         self.connections: set[Connection] = set()
