@@ -8,11 +8,10 @@ request served by the front (server/front.py) in the order it came, its answer w
   a connection idle that long between requests is closed.
 - Backpressure: while the client does not read what was written (the transport's buffer is full), nothing more is
   read or answered.
-- Plain HTTP: answers made in one turn of the event loop are written together at its end (`Batch`; over TLS each goes
-  at once), in the order they were made,
-  each connection's in one piece, flushed at once past 64 KiB (backpressure) and before anything else reaches the
-  socket (a 100 Continue, a streamed answer, a fault, a close, the client's end). Those a task makes go at the end of
-  its step: the client's end may be read in the same turn, and TLS would drop them.
+- Plain HTTP: answers made in one turn of the event loop are written together at its end (`Batch`; over TLS each
+  goes at once), in the order they were made, each connection's in one piece, flushed at once past 64 KiB
+  (backpressure) and before anything else reaches the socket (a 100 Continue, a streamed answer, a fault, a close,
+  the client's end). Those a task makes go at the end of its step: the client's end may be read in the same turn.
 - The parser is fed one request at a time (the usual read, one whole request, at once; else a head up to its blank
   line, then its body by Content-Length), which changes nothing of what it parses: a request followed by bytes that
   cannot be parsed is still answered, and the request line of one that breaks is at hand.
