@@ -11,7 +11,7 @@ request served by the front (server/front.py) in the order it came, its answer w
 - Plain HTTP: answers made in one turn of the event loop are written together at its end (`Batch`; over TLS each
   goes at once), in the order they were made, each connection's in one piece, flushed at once past 64 KiB
   (backpressure) and before anything else reaches the socket (a 100 Continue, a streamed answer, a fault, a close,
-  the client's end). Those a task makes go at the end of its step: the client's end may be read in the same turn.
+  the client's end).
 - The parser is fed one request at a time (the usual read, one whole request, at once; else a head up to its blank
   line, then its body by Content-Length), which changes nothing of what it parses: a request followed by bytes that
   cannot be parsed is still answered, and the request line of one that breaks is at hand.
@@ -119,9 +119,8 @@ class Connection(asyncio.Protocol):
         self._queue.clear()
 
     def eof_received(self) -> None:
-        """The client sent all it will (a half-close; over TLS, its close_notify): what is held for the end of the turn
-        goes out now, before the transport closes (as asyncio does when this returns None). Answers made in this turn
-        by a task, or read with the close_notify, were otherwise written to a closing transport, and lost."""
+        """The client sent all it will (a half-close): what is held for the end of the turn goes out now, before the
+        transport closes (as asyncio does when this returns None) and the connection is gone by the turn's end."""
         self.flush()
 
     def left(self) -> bool:
@@ -164,11 +163,10 @@ class Connection(asyncio.Protocol):
         """End the connection as the stub stops (`abort`: at once, for TLS, whose close would wait for the
         client's close_notify, which a kept-alive client never sends)."""
         if self.transport is not None:
+            self.flush()  # what was made goes as far as it can, as when each answer was written at once
             if abort:
-                self.flush()  # what was made goes as far as it can, as when each answer was written at once
                 self.transport.abort()
             else:
-                self.flush()
                 self.transport.close()
 
     # -- the timer: one per connection, moved forward lazily ---------------------------------------------
@@ -378,9 +376,6 @@ class Connection(asyncio.Protocol):
         finally:
             self._busy = None
         self._next()
-        # Written now rather than at the end of the turn: the client's end may be read later in this same turn, and
-        # TLS then shuts down before eof_received() is told, dropping what is still held.
-        self.flush()
 
     # -- writing: the bytes are server/wire.py's ---------------------------------------------------------
     def _write(self, answer: Answer, message: RawRequestMessage | None) -> None:

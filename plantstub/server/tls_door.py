@@ -10,7 +10,6 @@ import ssl
 from collections.abc import Callable
 
 from plantstub.contract.outgoing import error_reply
-from plantstub.server.connection import Connection
 from plantstub.server.front import Front
 from plantstub.server.wire import answer_bytes
 
@@ -21,7 +20,7 @@ _HEAD_KEPT = 8192  # bytes of a plain request read to name it
 class TlsDoor(asyncio.Protocol):
     """A connection to an HTTPS stub until its first byte is known: then TLS and `make()`'s protocol, or the 400."""
 
-    def __init__(self, make: Callable[[], Connection], context: ssl.SSLContext, front: Front,
+    def __init__(self, make: Callable[[], asyncio.Protocol], context: ssl.SSLContext, front: Front,
                  timeout: float, doors: set[TlsDoor]) -> None:
         self._make = make
         self._doors = doors  # the doors open now, aborted when the stub stops
@@ -92,9 +91,7 @@ class TlsDoor(asyncio.Protocol):
         if secure is None:  # the client left during the handshake
             transport.abort()
             return
-        connection = self._make()
-        early.hand_over(connection, secure)
-        connection.flush()  # the answers of what came with the handshake: now, made in a task (connection.py)
+        early.hand_over(self._make(), secure)
 
 
 async def _peek(loop: asyncio.AbstractEventLoop, transport: asyncio.Transport) -> bytes:

@@ -38,7 +38,6 @@ class Webhooks:
         self.outbox = outbox if outbox is not None else Outbox()  # the stub's, shared by its sessions
         self.sender = Sender(self.log, self.outbox, memory)
         self.triggers = default_triggers(spec)
-        self._triggered = frozenset(self.triggers)
         self._calling_back = frozenset(op for op in spec.operations if op.callbacks)
         self.watched = self._calling_back  # set by _watch(), from the subscriptions
         # operation -> what its default trigger sends, as (webhook name, the URLs subscribed to it, the webhook's
@@ -50,14 +49,14 @@ class Webhooks:
         self.checks: IdentityMemo[SchemaCheck] = IdentityMemo()  # webhook -> the check of its request body
 
     def _watch(self, subscribed: dict[str, str]) -> None:
-        """Operations whose 2xx answers may send something without a rule saying so: those with callbacks, and the
-        default trigger's while anything is subscribed. Nothing else pays (with no subscriber, a create costs nothing
-        more on a spec that declares webhooks). And what each default trigger sends to whom (`_sends`), found once."""
-        self.watched = self._calling_back | self._triggered if subscribed else self._calling_back
+        """What each default trigger sends to whom (`_sends`), found once, and the operations whose 2xx answers may send
+        something without a rule saying so: those with callbacks, and the default trigger's that have a subscriber.
+        Nothing else pays (with no subscriber, a create costs nothing more on a spec that declares webhooks)."""
         targets = self.subscriptions.targets
         sends = {op: tuple((hook.name, urls, hook.operation) for hook in hooks if (urls := targets(hook.name)))
                  for op, hooks in self.triggers.items()} if subscribed else {}
         self._sends = {op: plan for op, plan in sends.items() if plan}
+        self.watched = self._calling_back | frozenset(self._sends)
 
     def sample(self, hook: Webhook) -> Any:
         return self.samples.make(hook, lambda: _sample(hook))
