@@ -191,10 +191,14 @@ def wrk(port: int, case: Case, seconds: float, lua_dir: str, most: int = 0) -> t
     return int(found[1]), int(found[2])
 
 
+def token_of(case: Case) -> str | None:
+    """The admin token the stub of `case` asks for (its reset, its set-up), if any."""
+    return "secret" if "--admin-token" in case.args else None
+
+
 @contextlib.contextmanager
 def running(python: str, case: Case) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """The stub of `case` serving, pinned to CPU 0, from an empty folder, and warmed up (2 s of wrk): its process and
-    port."""
+    """The stub of `case` serving, pinned to CPU 0, from an empty folder: its process and port."""
     port = free_port()
     with tempfile.TemporaryDirectory() as cwd:
         proc = subprocess.Popen(["taskset", "-c", "0", python, "-m", "plantstub", "serve", "--host", "127.0.0.1",
@@ -210,7 +214,7 @@ def running(python: str, case: Case) -> Iterator[tuple[subprocess.Popen[bytes], 
 def measured(proc: subprocess.Popen[bytes], port: int, case: Case, seconds: float, lua_dir: str) -> tuple[int, int, int]:
     """One measured run, the stub reset and set up first: server CPU ticks, answered requests, answers not 2xx."""
     url = f"http://127.0.0.1:{port}"
-    admin(url, "POST", "reset", token="secret" if "--admin-token" in case.args else None)
+    admin(url, "POST", "reset", token=token_of(case))
     if case.setup is not None:
         case.setup(url)
     before = cpu_ticks(proc.pid)
@@ -361,8 +365,7 @@ def count_instructions(args: argparse.Namespace) -> int:
             cases = {case.name: case for pair in chosen.values() for case in pair}
 
             def count(case: Case) -> tuple[float, int]:
-                token = "secret" if "--admin-token" in case.args else None
-                got = instructions(args.python, case, args.instructions, token, args.connections, args.before)
+                got = instructions(args.python, case, args.instructions, token_of(case), args.connections, args.before)
                 print(f"{case.name}: {got[0]:.1f} k instructions per call ({got[1]} not 2xx)", file=sys.stderr,
                       flush=True)
                 return got
