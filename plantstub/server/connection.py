@@ -223,6 +223,9 @@ class Connection(asyncio.Protocol):
             self._arm()
         pos, size = 0, len(data)
         while pos < size and not self._ending:
+            if not self._reading:  # a request starts behind one this read completed: its time starts now
+                self._reading = True
+                self._arm()
             if self._body_left:
                 end = min(size, pos + self._body_left)
                 self._body_left -= end - pos

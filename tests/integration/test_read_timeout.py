@@ -87,6 +87,20 @@ def test_a_half_sent_request_gets_a_408_and_is_recorded(stub, sent):
     assert (call["method"], call["path"], call["response"]["status"], call["errors"]) == ("POST", path, 408, [message])
 
 
+@pytest.mark.parametrize("sent", HALF_SENT, ids=["request-line", "head", "body"])
+def test_a_half_sent_request_behind_a_whole_one_in_the_same_write_gets_a_408(stub, sent):
+    """The first is answered; the second's time starts with its first byte, though no read of its own brought it."""
+    whole = HEAD + b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY
+    with connect(stub.url) as conn:
+        conn.sendall(whole + sent)
+        answer = read_all(conn)
+    first, _, second = answer.partition(b"HTTP/1.1 408 ")
+    assert first.startswith(b"HTTP/1.1 200 "), answer
+    message = "request: not received in full within 0.25 s (--read-timeout)"
+    assert json_body(b"HTTP/1.1 408 " + second) == {"error": 408, "message": message}
+    assert [call["response"]["status"] for call in calls(stub.url)] == [200, 408]
+
+
 def test_the_whole_request_counts_not_each_pause(stub):
     """A body trickled steadily, a byte every 0.05 s, is still not received in full within 0.25 s."""
     with connect(stub.url) as conn:
