@@ -4,45 +4,40 @@ request served by the front (server/front.py) in the order it came, its answer w
 - A request whose body came with its head is answered there and then, in `data_received`; one whose answer waits (a
   delay, the real service, the admin API) or whose body is still coming is served in a task, and the requests behind
   it wait their turn.
-- --read-timeout: a request must arrive in full within it of its first byte (else a 408, and the connection closes);
-  a connection idle that long between requests is closed.
+- Reading, --read-timeout and what cannot be parsed: server/reading.py.
 - Backpressure: while the client does not read what was written (the transport's buffer is full), nothing more is
   read or answered.
 - Plain HTTP: answers made in one turn of the event loop are written together at its end (`Batch`; over TLS each
   goes at once), in the order they were made, each connection's in one piece, flushed at once past 64 KiB
   (backpressure) and before anything else reaches the socket (a 100 Continue, a streamed answer, a fault, a close,
   the client's end).
-- The parser is fed one request at a time (the usual read, one whole request, at once; else a head up to its blank
-  line, then its body by Content-Length), which changes nothing of what it parses: a request followed by bytes that
-  cannot be parsed is still answered, and the request line of one that breaks is at hand.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Awaitable
 from typing import Protocol, cast
 
-from aiohttp.http import HttpProcessingError, HttpVersion11, RawRequestMessage
+from aiohttp.http import HttpVersion11, RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
-from plantstub.contract.outgoing import Outgoing, error_reply
+from plantstub.contract.outgoing import error_reply
 from plantstub.scenarios.model import Fault
 from plantstub.server.answer import Answer, Streamed, chunks
 from plantstub.server.batch import Batch
-from plantstub.server.framing import Closed, blank_line_end, kept_head, one_request
+from plantstub.server.framing import Closed
 from plantstub.server.front import Front, Pending
-from plantstub.server.parser import BrokenBody, Flow, request_parser
-from plantstub.server.response import ReadTimeout, internal_error, not_received, unreadable
-from plantstub.server.unread import TLS_ON_PLAIN, Broken, request_line, unparsable
+from plantstub.server.parser import BrokenBody
+from plantstub.server.reading import Item, Reading
+from plantstub.server.response import ReadTimeout, internal_error, unreadable
+from plantstub.server.unread import Broken
 from plantstub.server.wire import CONTINUE, chunk, misbehave, streamed_head, written
 
 log = logging.getLogger("plantstub")
 
 
-Item = tuple[RawRequestMessage, StreamReader] | Broken
 FLUSH_AT = 2**16  # an answer held past this is written at once: the transport's high-water mark then pauses reading
 
 
@@ -57,34 +52,17 @@ class Listening(Protocol):
     connections: set[Connection]
 
 
-class Connection(asyncio.Protocol):
-    """One client's connection to the stub (see the module's docstring)."""
+class Connection(Reading):
+    """One client's connection to the stub (see the module's docstring; its reading side is server/reading.py's)."""
 
-    __slots__ = ("_body_left", "_busy", "_deadline", "_drained", "_ending", "_flow", "_front", "_head", "_last",
-                 "_left", "_loop", "_open", "_out", "_parser", "_paused", "_queue", "_read_timeout", "_reading",
-                 "_scheme", "_server", "_timer", "stopping", "transport")
+    __slots__ = ("_drained", "_front", "_left", "_out", "_scheme", "_server", "stopping")
 
     def __init__(self, server: Listening) -> None:
+        super().__init__(server.loop, server.read_timeout)
         self._server = server
         self._front = server.front
-        self._loop = server.loop
-        self._read_timeout = server.read_timeout
         self._scheme = server.scheme
-        self.transport: asyncio.Transport | None = None
-        self._flow = Flow(self._loop, self.data_received)
-        self._parser = request_parser(self._flow, self._loop)
-        self._queue: deque[Item] = deque()  # parsed requests waiting for their turn
-        self._busy: asyncio.Task[None] | None = None  # the request being served in a task
-        self._paused = False  # the client is not reading: nothing more is read or answered
-        self._ending = False  # the last answer is written: nothing more is parsed or answered
         self._drained: asyncio.Future[None] | None = None
-        self._head = b""  # the start of the request arriving now (its request line, at least)
-        self._last = b""  # the last bytes fed, for a blank line split across two reads
-        self._open: StreamReader | None = None  # the body still arriving
-        self._body_left = 0  # its bytes still to come, when it has a Content-Length
-        self._reading = False  # a request has started and is not complete
-        self._deadline = 0.0
-        self._timer: asyncio.TimerHandle | None = None
         self._left: asyncio.Future[None] | None = None  # made when an answer waits on the client's leaving
         self._out = b""  # answers made this turn, not yet written (Batch)
         self.stopping = False  # the stub is stopping: it closes the connection, not the client
@@ -168,124 +146,6 @@ class Connection(asyncio.Protocol):
                 self.transport.abort()
             else:
                 self.transport.close()
-
-    # -- the timer: one per connection, moved forward lazily ---------------------------------------------
-    def _arm(self) -> None:
-        self._deadline = self._loop.time() + self._read_timeout
-        if self._timer is None:
-            self._timer = self._loop.call_at(self._deadline, self._on_deadline)
-
-    def _on_deadline(self) -> None:
-        self._timer = None
-        if self.transport is None or self._ending:
-            return
-        if self._loop.time() < self._deadline:  # moved forward since: wait until then
-            self._timer = self._loop.call_at(self._deadline, self._on_deadline)
-        elif self._reading:
-            self._time_out()
-        elif self._busy is None and not self._queue:
-            self.transport.close()  # idle for --read-timeout: clients reconnect, as they do after any close
-
-    def _time_out(self) -> None:
-        """The request did not arrive in full in time: a body still arriving fails its reader (which answers 408), or
-        a head still arriving is answered 408 in its turn. Either way the connection then closes."""
-        text = not_received(self._read_timeout)
-        self._reading = False
-        if self._open is not None:
-            self._open.set_exception(ReadTimeout(text))
-            return
-        self._broken(error_reply(408, text))
-
-    # -- reading: the parser fed a part of a request at a time -------------------------------------------
-    def data_received(self, data: bytes) -> None:
-        if self._ending:
-            return
-        if not data:  # the parser taking up what it held back (a body reader read what it had)
-            self._feed(data)
-            return
-        if not self._reading and not self._last:  # the first byte of a request
-            if data[:2] == b"\x16\x03":  # a TLS record: nothing to wait for, whichever parser would wait for a line
-                self._head = data
-                self._broken(error_reply(400, TLS_ON_PLAIN))
-                return
-            end = data.find(b"\r\n\r\n") + 4
-            if end >= 4 and (end == len(data) or one_request(data, end)):
-                # The usual read: one whole request and nothing after it, fed as it came; once answered, the
-                # connection's idle time starts (_write()).
-                self._head = data
-                self._feed(data)
-                return
-            self._reading = True  # its time starts
-            self._head = b""
-            self._arm()
-        elif not self._reading:
-            self._reading = True
-            self._arm()
-        pos, size = 0, len(data)
-        while pos < size and not self._ending:
-            if not self._reading:  # a request starts behind one this read completed: its time starts now
-                self._reading = True
-                self._arm()
-            if self._body_left:
-                end = min(size, pos + self._body_left)
-                self._body_left -= end - pos
-            else:  # a head, or a chunked body: up to the next blank line (a chunked body ends with one)
-                end, self._last = blank_line_end(self._last, data, pos)
-                if self._open is None:
-                    self._head = kept_head(self._head, data if end - pos == size else data[pos:end])
-            self._feed(data if end - pos == size else data[pos:end])
-            pos = end
-
-    def _feed(self, part: bytes) -> None:
-        try:
-            messages, upgraded, _ = self._parser.feed_data(part)
-        except HttpProcessingError as exc:
-            self._unparsable(exc)
-            return
-        for message, payload in messages:
-            if payload.is_eof():
-                if self._reading:
-                    self._complete()
-            else:  # its body still to come
-                self._open = payload
-                if not message.chunked:
-                    self._body_left = int(message.headers.get("Content-Length") or 0)
-            if self._busy is None and not self._queue and not self._paused:  # its turn: served now
-                self._start((message, payload))
-            else:
-                self._queue.append((message, payload))
-        if not messages and self._open is not None and self._open.is_eof():
-            self._complete()
-        if upgraded:  # CONNECT or a protocol switch: answered (then the connection ends), nothing more is parsed
-            self._stop_reading()
-
-    def _complete(self) -> None:
-        """A request arrived in full (its answer, once written, starts the idle time)."""
-        self._reading = False
-        self._open = None
-        self._body_left = 0
-        self._head = b""
-        self._last = b""
-
-    def _unparsable(self, exc: HttpProcessingError) -> None:
-        """The parser failed: a body still arriving fails its reader (answered 400 by its task); else the request that
-        broke is answered 400 in its turn. Nothing more is parsed on this connection."""
-        if self._open is not None:
-            self._open.set_exception(BrokenBody("the body's framing is broken"))
-            self._stop_reading()
-            return
-        self._broken(error_reply(400, unparsable(exc, self._head)))
-
-    def _broken(self, out: Outgoing) -> None:
-        method, target = request_line(self._head)
-        self._reading = False
-        self._last = b""
-        self._arrived(Broken(method, target, out))
-        self._stop_reading()
-
-    def _stop_reading(self) -> None:
-        self._parser = Closed()
-        self._body_left = 0
 
     # -- serving, one request at a time, in the order they came ------------------------------------------
     def _arrived(self, item: Item) -> None:
