@@ -113,6 +113,8 @@ class Reading(asyncio.Protocol):
         pos, size = 0, len(data)
         while pos < size and not self._ending:
             if not self._reading:  # a request starts behind one this read completed: its time starts now
+                if isinstance(self._parser, Closed):  # nothing more is read on this connection (a 400, an upgrade)
+                    break
                 self._reading = True
                 self._arm()
             if self._body_left:
