@@ -106,8 +106,8 @@ class DeliveryLog:
         """Keep `sent`, decided in `epoch` (one decided before a reset is not kept); `waiting` holds the `waited` bytes
         it held while it waited to be sent (sender.py's Ahead, sharing our Ahead's lock): they go back first. `size`:
         sent.size, when the caller has it (0: worked out here)."""
-        if not size:  # sent.size, without the property's frame
-            size = len(sent.payload) + len(sent.url) + len(sent.name) + len(sent.error or "") + SENT_OVERHEAD
+        if not size:
+            size = sent.size
         items = self.items
         held = self.held
         if waiting is not None:
