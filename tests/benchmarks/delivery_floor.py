@@ -8,7 +8,10 @@ Run by hand (pytest does not collect it); needs valgrind (callgrind). It starts,
 and with a delivery per valid call, and plantstub (`--spec plant-store-full`) without and with `--webhook`. The floor's
 delivery is the least one can do: the call's answer body written as a POST, in the handler, on one kept connection to
 the receiver (pipelined, no task, no future), each answer's status found in `data_received`; nothing is recorded,
-retried, timed out, bounded or held in a memory budget. The receiver is an aiohttp server in a process of its own.
+retried, timed out, bounded or held in a memory budget. The floor, recorded, adds the least a recorded delivery
+needs: numbered and timed, its bytes counted, written at the end of the turn (after the answer that set it off), its
+status read from the answer's head and kept in a bounded log (still no retry, timeout, session or lock). The receiver
+is an aiohttp server in a process of its own.
 Prints k instructions per call (the whole server process, the kernel left out) and each delivery's cost.
 """
 
@@ -27,10 +30,12 @@ from feature_cost import RECEIVER, Case, free_port, instructions, wait_port
 LEAN = Path(__file__).resolve().parents[2].parent / "shared" / "bench" / "aiohttp_lean.py"  # ../shared beside the checkout
 
 FLOOR = textwrap.dedent('''
-    """The lean floor, with a delivery per valid creation when given a receiver's port."""
+    """The lean floor, with a delivery per valid creation when given a receiver's port (and `ledger`: recorded)."""
     import asyncio
+    import collections
     import runpy
     import sys
+    import time
 
     import orjson
     from aiohttp import web
@@ -56,11 +61,56 @@ FLOOR = textwrap.dedent('''
             self.transport.write(b"%s%d\\r\\n\\r\\n%s" % (HEAD, len(payload), payload))
 
 
+    class Ledger(Link):
+        """The least a delivery that is recorded costs: numbered and timed when decided, its bytes counted in a budget,
+        written at the end of the turn (after the answer that set it off), each answer's status read from its head and
+        the delivery kept with it in a bounded log. No retry, timeout, session, bound on what is in flight, lock."""
+
+        def __init__(self):
+            super().__init__()
+            self.flights = collections.deque()
+            self.out = []
+            self.seq = 0
+            self.heads = {}  # an answer's head -> (status, body length)
+            self.log = collections.deque(maxlen=10_000)
+            self.budget = 1 << 30
+
+        def data_received(self, data):
+            pos, size = 0, len(data)
+            while pos < size and self.flights:
+                end = data.find(b"\\r\\n\\r\\n", pos)
+                head = data[pos:end]
+                found = self.heads.get(head)
+                if found is None:
+                    status = int(head[9:12])
+                    length = 0 if status in (204, 304) else int(head.lower().split(b"content-length:")[1].split(b"\\r\\n")[0])
+                    found = self.heads[head] = (status, length)
+                status, length = found
+                pos = end + 4 + length
+                seq, at, payload, held = self.flights.popleft()
+                self.log.append((seq, at, payload, status, 200 <= status < 300))
+                self.budget += held
+
+        def send(self, payload):
+            self.seq += 1
+            held = len(payload) + 400
+            self.budget -= held
+            self.flights.append((self.seq, time.time(), payload, held))
+            if not self.out:
+                asyncio.get_running_loop().call_soon(self.flush)
+            self.out.append(b"%s%d\\r\\n\\r\\n%s" % (HEAD, len(payload), payload))
+
+        def flush(self):
+            out, self.out = self.out, []
+            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+
+
     async def main(port, receiver):
         loop = asyncio.get_running_loop()
         link = None
         if receiver:
-            _, link = await loop.create_connection(Link, "127.0.0.1", receiver)
+            kind = Ledger if sys.argv[4:] == ["ledger"] else Link
+            _, link = await loop.create_connection(kind, "127.0.0.1", receiver)
         handle = lean["handle"]
 
         async def delivering(request):
@@ -98,6 +148,8 @@ def main() -> int:
             full = ["--spec", "plant-store-full"]
             cases = [("lean floor", "off", Case("floor", script=[str(floor), str(lean), "{port}", "0"])),
                      ("lean floor", "on", Case("floor+delivery", script=[str(floor), str(lean), "{port}", str(port)])),
+                     ("floor, recorded", "on", Case("floor+ledger", script=[str(floor), str(lean), "{port}", str(port),
+                                                                           "ledger"])),
                      ("plantstub", "off", Case("full", full)),
                      ("plantstub", "on", Case("webhook", [*full, "--webhook", f"http://127.0.0.1:{port}/hook"]))]
             got = {}
@@ -110,7 +162,8 @@ def main() -> int:
     print(f"| server ({args.connections} connection(s)) | k instructions / call, no delivery | with one | a delivery |"
           " with ÷ without |")
     print("|---|---|---|---|---|")
-    for server in ("lean floor", "plantstub"):
+    got["floor, recorded", "off"] = got["lean floor", "off"]
+    for server in ("lean floor", "floor, recorded", "plantstub"):
         off, on = got[server, "off"], got[server, "on"]
         print(f"| {server} | {off:.1f} | {on:.1f} | +{on - off:.1f}k | {on / off:.2f} |")
     return 0
