@@ -22,6 +22,7 @@ class AdminGuard:
 
     def __init__(self, token: str | None, bound_to: str = "127.0.0.1") -> None:
         self._token = None if token is None else token.encode()
+        self.token_set = token is not None  # whether any request can carry the token
         self._loopback_only = _is_loopback(bound_to)
 
     def carries_token(self, headers: Mapping[str, str]) -> bool:

@@ -19,7 +19,7 @@ from plantstub.server.pipeline import Arrival, Client, Pipeline
 from plantstub.server.prefixes import ADMIN_PREFIX, SESSION_HEADER, SESSION_PREFIX
 from plantstub.server.response import too_large
 from plantstub.server.session import Session
-from plantstub.server.sessions import SESSIONS_ROUTE, SessionAdmin, session_id_problem
+from plantstub.server.sessions import KNOWN_IDS, SESSIONS_ROUTE, SessionAdmin, session_id_problem
 from plantstub.server.table import SessionLimit, Sessions
 from plantstub.server.target import Target, not_a_path, read_target
 
@@ -34,6 +34,9 @@ class BodyReader(Protocol):
     """A body as it arrives (aiohttp's StreamReader)."""
 
     async def readany(self) -> bytes: ...
+
+
+_IN_HEADER = f"headers.{SESSION_HEADER}"  # where a session id sent in the header is read
 
 
 class Choice(NamedTuple):
@@ -57,9 +60,11 @@ def choose_session(target: str, headers: Headers) -> Choice | Outgoing:
                                     f"({sid!r}); send one of them")
         return Choice(sid, joined("/" + rest))
     if named is None or target.startswith(SESSIONS_ROUTE):  # opening or ending the session it names: the default's
-        return Choice(None, target)  # admin routes, on the replica a balancer hashes it to
-    problem = session_id_problem(named, f"headers.{SESSION_HEADER}")
-    return error_reply(400, problem) if problem is not None else Choice(named, target)
+        return _new(Choice, (None, target))  # admin routes, on the replica a balancer hashes it to
+    # session_id_problem(named, ...) only for an id not seen yet, and the Choice without its __new__'s frame: on every
+    # request of a session by header
+    problem = None if named in KNOWN_IDS else session_id_problem(named, _IN_HEADER)
+    return error_reply(400, problem) if problem is not None else _new(Choice, (named, target))
 
 
 def joined(target: str) -> str:
@@ -164,7 +169,7 @@ class Front:
                 live = self.sessions.open_entry(sid, by_admin=self.guard.carries_token(headers))
             except SessionLimit as exc:
                 return Answer(error_reply(503, str(exc)))
-        elif not live.by_admin and self.guard.carries_token(headers):  # the token promotes it (False: none set)
+        elif not live.by_admin and self.guard.token_set and self.guard.carries_token(headers):  # the token promotes it
             live.by_admin = True
         desk = self._desks.get(sid)
         if desk is None or desk.session is not live.session:

@@ -26,17 +26,18 @@ ID_RULE = "1 to 64 letters, digits, '_' or '-'"
 SESSIONS_ROUTE = ADMIN_PREFIX + "sessions"
 
 
-_GOOD_IDS: set[str] = set()  # ids seen to be session ids: a session's requests name it again and again
+KNOWN_IDS: set[str] = set()  # ids seen to be session ids: a session's requests name it again and again (a caller on
+# every request may look here before session_id_problem(), sparing its frame)
 
 
 def session_id_problem(sid: str, where: str, example: str = "") -> str | None:
     """Why `sid`, found at `where`, is not a session id; None when it is one."""
-    if sid in _GOOD_IDS:  # SESSION_ID.fullmatch(sid) once an id: on every request a session header names
+    if sid in KNOWN_IDS:  # SESSION_ID.fullmatch(sid) once an id: on every request a session header names
         return None
     if SESSION_ID.fullmatch(sid):
-        if len(_GOOD_IDS) >= 4096:
-            _GOOD_IDS.clear()
-        _GOOD_IDS.add(sid)
+        if len(KNOWN_IDS) >= 4096:
+            KNOWN_IDS.clear()
+        KNOWN_IDS.add(sid)
         return None
     return f"{where}: {shown(sid)} is not a session id (expected {ID_RULE}{',' if example else ''}{example})"
 
