@@ -311,6 +311,24 @@ def test_tls_requests_and_the_clients_close_notify_in_one_read_get_every_answer(
         assert got.count(b"HTTP/1.1 404 ") == 10, got
 
 
+def test_tls_requests_and_the_clients_close_notify_in_the_handshakes_last_read_get_every_answer():
+    """Over HTTPS, the client's Finished, its requests and its close_notify in one read: the requests are answered
+    before TLS shuts down (they waited for the handshake's hand-over, which came after the shutdown had begun)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with Stub(tls=True) as stub:
+        host, port = address(stub.url)
+        with socket.create_connection((host, port)) as sock:
+            client = _Tls(sock, context)  # its Finished not sent yet: it goes with the requests
+            client.tls.write(client.ASK * 10)
+            with contextlib.suppress(ssl.SSLWantReadError):
+                client.tls.unwrap()  # close_notify
+            sock.sendall(client.outgoing.read())
+            got = _tls_answers(client, sock)
+        assert got.count(b"HTTP/1.1 404 ") == 10, got
+
+
 def _tls_answers(client: _Tls, sock: socket.socket) -> bytes:
     client.incoming.write(_until_closed(sock))
     got = b""
