@@ -21,7 +21,7 @@ from plantstub.server.response import too_large
 from plantstub.server.session import Session
 from plantstub.server.sessions import SESSIONS_ROUTE, SessionAdmin, session_id_problem
 from plantstub.server.table import SessionLimit, Sessions
-from plantstub.server.target import Target, not_a_path, read_target
+from plantstub.server.target import Target, as_recorded, not_a_path, read_target
 
 if TYPE_CHECKING:  # the admin API (and all it reads: filters, the page, HAR) is imported on its first request
     from plantstub.server.admin import AdminRoutes
@@ -133,7 +133,8 @@ class Front:
             desk, target, parsed = found, choice.target, None
         read = read_target(target, parsed)
         if isinstance(read, Outgoing):  # refused: recorded (the client sent it); what follows it is not read
-            return Pending(self, desk, desk.pipeline.arrive(), method, Target(target, target, {}, ""), headers,
+            shown = as_recorded(target)
+            return Pending(self, desk, desk.pipeline.arrive(), method, Target(shown, shown, {}, ""), headers,
                            raw_headers, scheme, None).refuse(read)
         if read.path.startswith(ADMIN_PREFIX):
             return Pending(self, desk, None, method, read, headers, raw_headers, scheme, None)
