@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from plantstub._json import shown
 from plantstub.contract.outgoing import Outgoing, error_reply, unanswered
-from plantstub.incoming import IncomingRequest, sent_method
+from plantstub.incoming import IncomingRequest, control_header, sent_method
 from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.answer import Answer
@@ -46,7 +46,9 @@ class Choice(NamedTuple):
 def choose_session(target: str, headers: Headers) -> Choice | Outgoing:
     """Which session a request belongs to: `/__session/{id}/...` (the prefix taken off) or `X-Plantstub-Session: {id}`;
     else the default session. An id that is none, or a header naming another session than the path, is a 400."""
-    named = headers.get(SESSION_HEADER)
+    named, twice = control_header(headers, SESSION_HEADER)
+    if twice is not None:
+        return error_reply(400, twice)
     if target.startswith(SESSION_PREFIX):
         sid, _, rest = target[len(SESSION_PREFIX):].partition("/")
         problem = session_id_problem(sid, "path", f" as in {SESSION_PREFIX}ci-42/plants")
