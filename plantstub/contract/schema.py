@@ -292,7 +292,7 @@ class SchemaCheck:
             return readable is not None and self.is_valid(readable)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")  # a raw string: no module holds a constant UTF-8 cannot encode
 
 
 def _readable(value: object) -> object | None:
