@@ -15,6 +15,20 @@ def sent_method(method: str) -> str:
     return "QUERY" if method == "<unknown>" else method
 
 
+def control_header(headers: Mapping[str, str], name: str) -> tuple[str | None, str | None]:
+    """The value of one of plantstub's own request headers (the session, the scenario), and the problem when the
+    request sent it more than once naming different things (it went silently by the first one)."""
+    value = headers.get(name)
+    getall = getattr(headers, "getall", None)  # both transports' headers are multidicts: every value of a name
+    if value is None or getall is None:
+        return value, None
+    sent = list(dict.fromkeys(getall(name)))
+    if len(sent) == 1:
+        return value, None
+    named = ", ".join(repr(each[:64]) for each in sent[:4])
+    return value, f"headers.{name}: sent more than once, naming {named}; send it once"
+
+
 class IncomingRequest(NamedTuple):
     """What a client sent. `query` keeps every value of a repeated name; header names are case-insensitive.
     `raw_path` and `raw_query` are as sent (percent-encoded); `scheme` and the Host header make callback URLs;

@@ -7,6 +7,7 @@ what is wrong in a scenario file (scenarios/load.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -261,8 +262,11 @@ class SchemaCheck:
             found = [(e.instance_path[self.skip:], message_of(e)) for e in self.fast.iter_errors(instance)]
         except RecursionError:
             return [Violation(root, "nested too deeply to check")]
-        except ValueError:  # not what JSON or a form gives (a key that is not a string): nothing to check it as
-            return [Violation(root, "not a JSON value: cannot be checked")]
+        except ValueError:  # a lone surrogate, or not what JSON or a form gives (a key that is not a string)
+            readable = _readable(instance)
+            if readable is None:  # nothing to check it as
+                return [Violation(root, "not a JSON value: cannot be checked")]
+            return self.errors(readable, root, small)
         return self._listed(root, found)
 
     def _violation(self, root: str, path: Iterable[object], message: str) -> Violation:
@@ -281,5 +285,38 @@ class SchemaCheck:
     def is_valid(self, instance: object) -> bool:
         try:
             return bool(self.fast.is_valid(instance))
-        except (ValueError, RecursionError):
+        except RecursionError:
             return False
+        except ValueError:
+            readable = _readable(instance)
+            return readable is not None and self.is_valid(readable)
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")  # a raw string: no module holds a constant UTF-8 cannot encode
+
+
+def _readable(value: object) -> object | None:
+    """`value` with each lone surrogate (JSON allows a `\\ud800` escape alone; jsonschema-rs cannot read it) as U+FFFD,
+    in keys too, so that it is checked as the text it stands in (one character for one); None when it holds none
+    (or nests too deeply to copy)."""
+    replaced = 0
+
+    def fix(item: object) -> object:
+        nonlocal replaced
+        if isinstance(item, str):
+            if item.isascii():
+                return item
+            text, count = _SURROGATE.subn("\ufffd", item)
+            replaced += count
+            return text
+        if isinstance(item, dict):
+            return {fix(key): fix(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [fix(inner) for inner in item]
+        return item
+
+    try:
+        fixed = fix(value)
+    except RecursionError:
+        return None
+    return fixed if replaced else None

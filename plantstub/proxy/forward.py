@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import ssl
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ from plantstub.incoming import IncomingRequest
 from plantstub.proxy.record import Recorder
 from plantstub.proxy.verdict import judge
 from plantstub.recording.verdict import Upstream
+from plantstub.webhooks.own import OwnAddresses, ip_of
 
 
 def trusting(ca: Path | None, flag: str = "") -> ssl.SSLContext:
@@ -162,6 +164,23 @@ class Forwarder:
     def check(self) -> None:
         """Stop the start when --proxy-ca cannot be read (ConfigError), rather than fail every forwarded call."""
         trusting(self.ca, "--proxy-ca")
+
+    async def check_not_itself(self, own: OwnAddresses) -> None:
+        """Stop the start (ConfigError) when --proxy names the stub itself (`own`: where it listens): every request
+        forwarded would come back to it and be forwarded again, until --proxy-timeout ends the whole chain."""
+        url = URL(self.url)
+        host, port = url.host or "", url.port or 0
+        if ip_of(host) is not None:
+            addresses = [host]
+        else:  # a name (localhost): where it resolves now
+            try:
+                found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError:  # it does not resolve: each forwarded call says so (a 502)
+                return
+            addresses = [str(entry[4][0]) for entry in found]
+        if any(own.reaches(address, port) for address in addresses):
+            raise ConfigError(f"--proxy: {self.shown!r} is this stub's own address; every request forwarded would "
+                              "come back to it (expected the real service's base URL)")
 
     async def close(self) -> None:
         if self._client is not None:

@@ -30,7 +30,9 @@ class HarError(ValueError):
 
 
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """A body as HAR text: JSON written out, a lone surrogate (a body's `\\ud800` escape) kept escaped as sent."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _pairs(mapping: Mapping[str, object]) -> list[dict[str, str]]:

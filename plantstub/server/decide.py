@@ -21,7 +21,7 @@ from plantstub.contract.requests import challenge
 from plantstub.contract.schema import Violation
 from plantstub.contract.webhooks import RequestValues
 from plantstub.errors import UnknownScenario
-from plantstub.incoming import IncomingRequest
+from plantstub.incoming import IncomingRequest, control_header
 from plantstub.recording.answered import (
     CHECK,
     CLIENT_LEFT,
@@ -136,7 +136,12 @@ def decide(runtime: Runtime, session: Session, incoming: IncomingRequest,
 def _decide(session: Session, served: ServedOperation, op: Operation, params: dict[str, str],
             incoming: IncomingRequest, active: str | _Now | None) -> Decision:
     """The request to a routed operation: pick the scenario, check, answer (our refusals as our Error record)."""
-    name = incoming.headers.get(SCENARIO_HEADER) or (session.active if active is _ACTIVE else active)
+    name = incoming.headers.get(SCENARIO_HEADER)
+    if name is not None:
+        name, twice = control_header(incoming.headers, SCENARIO_HEADER)
+        if twice is not None:
+            return Decision(op=op, params=params).refused(error_reply(400, twice))
+    name = name or (session.active if active is _ACTIVE else active)
     scenario = None
     if name is not None:
         try:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from plantstub._json import shown
 from plantstub.contract.outgoing import Outgoing, error_reply, unanswered
-from plantstub.incoming import IncomingRequest, sent_method
+from plantstub.incoming import IncomingRequest, control_header, sent_method
 from plantstub.recording.answered import CHECK, CLIENT_LEFT, Answerer
 from plantstub.server.admin_guard import AdminGuard
 from plantstub.server.answer import Answer
@@ -21,7 +21,7 @@ from plantstub.server.response import too_large
 from plantstub.server.session import Session
 from plantstub.server.sessions import KNOWN_IDS, SESSIONS_ROUTE, SessionAdmin, session_id_problem
 from plantstub.server.table import SessionLimit, Sessions
-from plantstub.server.target import Target, not_a_path, read_target
+from plantstub.server.target import Target, as_recorded, not_a_path, read_target
 
 if TYPE_CHECKING:  # the admin API (and all it reads: filters, the page, HAR) is imported on its first request
     from plantstub.server.admin import AdminRoutes
@@ -49,7 +49,9 @@ class Choice(NamedTuple):
 def choose_session(target: str, headers: Headers) -> Choice | Outgoing:
     """Which session a request belongs to: `/__session/{id}/...` (the prefix taken off) or `X-Plantstub-Session: {id}`;
     else the default session. An id that is none, or a header naming another session than the path, is a 400."""
-    named = headers.get(SESSION_HEADER)
+    named, twice = control_header(headers, SESSION_HEADER)
+    if twice is not None:
+        return error_reply(400, twice)
     if target.startswith(SESSION_PREFIX):
         sid, _, rest = target[len(SESSION_PREFIX):].partition("/")
         problem = session_id_problem(sid, "path", f" as in {SESSION_PREFIX}ci-42/plants")
@@ -138,7 +140,8 @@ class Front:
             desk, target, parsed = found, choice.target, None
         read = read_target(target, parsed)
         if isinstance(read, Outgoing):  # refused: recorded (the client sent it); what follows it is not read
-            return Pending(self, desk, desk.pipeline.arrive(), method, Target(target, target, {}, ""), headers,
+            shown = as_recorded(target)
+            return Pending(self, desk, desk.pipeline.arrive(), method, Target(shown, shown, {}, ""), headers,
                            raw_headers, scheme, None).refuse(read)
         if read.path.startswith(ADMIN_PREFIX):
             return Pending(self, desk, None, method, read, headers, raw_headers, scheme, None)

@@ -132,6 +132,13 @@ async def start(sessions: Sessions, host: str, port: int, context: ssl.SSLContex
         addresses = list(runner.addresses)
         stop = runner.cleanup
     sessions.outbox.own.listen(addresses)  # a callback a request names never comes back here
+    forwarder = sessions.runtime.forwarder
+    if forwarder is not None:
+        try:
+            await forwarder.check_not_itself(sessions.outbox.own)  # --proxy naming this stub: refused, not a loop
+        except BaseException:
+            await stop()
+            raise
     # A flood of connections beyond the open-file limit makes asyncio log each refused accept with a
     # traceback (18 MB in 12 s): a few lines instead.
     before = loop.get_exception_handler()

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from yarl import URL
 
+from plantstub._json import cut
 from plantstub.contract.outgoing import Outgoing, error_reply
 
 _DOT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?=/|$)")  # a `.` or `..` segment, its dots as sent or escaped
@@ -33,9 +34,19 @@ def not_a_path(target: str) -> Outgoing:
     return error_reply(400, f"request: the target {target!r} is not a path such as /plants (plantstub is not a proxy)")
 
 
+def as_recorded(target: str) -> str:
+    """`target` as a refused call records it: bytes that are not UTF-8 (which aiohttp's pure-Python parser passes on
+    as lone surrogates) shown as U+FFFD, as an unparsable request line's are (server/unread.py)."""
+    return target if target.isascii() else target.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def read_target(target: str, url: URL | None = None) -> Target | Outgoing:
     """`target` (the request line's, or a path within a session's prefix) as the stub reads it, or the 400 refusing it.
     `url`: the parser's reading of it, when at hand (yarl reads escapes and queries)."""
+    if not target.isascii() and target != as_recorded(target):  # raw bytes that are not UTF-8 (the C parser refuses
+        sent = target.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")  # any raw byte itself)
+        return error_reply(400, f"request: the target '{cut(sent, 200)}' is not UTF-8; percent-encode its bytes "
+                                "(%ff)")
     if target[:1] == "/" and "%" not in target and "?" not in target and "#" not in target and "/." not in target:
         return _new(Target, (target, target, _NO_QUERY, ""))  # nearly every request: its own path, nothing to decode
     if not target.startswith("/") and "://" not in target:  # `host:443` (CONNECT), `*` (OPTIONS)

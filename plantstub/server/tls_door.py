@@ -85,7 +85,7 @@ class TlsDoor(asyncio.Protocol):
             transport.close()
             return
         if first != b"\x16":  # not a TLS handshake record: most likely a plain HTTP request
-            plain = _PlainHttp(self._front)
+            plain = _PlainHttp(self._front, self._timeout)
             transport.set_protocol(plain)
             plain.connection_made(transport)
             transport.resume_reading()
@@ -178,24 +178,34 @@ def _secure(raw: asyncio.Transport) -> asyncio.Transport | None:
 
 
 class _PlainHttp(asyncio.Protocol):
-    """Plain HTTP on the HTTPS port: the request's head read (as far as 8 KiB), recorded, answered 400, closed."""
+    """Plain HTTP on the HTTPS port: the request's head read (as far as 8 KiB, or what came within --read-timeout),
+    recorded, answered 400, closed."""
 
-    def __init__(self, front: Front) -> None:
+    def __init__(self, front: Front, timeout: float) -> None:
         self._front = front
+        self._timeout = timeout
         self._head = b""
         self._transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        self._timer = asyncio.get_running_loop().call_later(self._timeout, self._answer)  # never held open for good
 
     def data_received(self, data: bytes) -> None:
+        if self._transport is None:
+            return
+        self._head += data
+        if b"\r\n\r\n" in self._head or len(self._head) >= _HEAD_KEPT:
+            self._answer()
+
+    def _answer(self) -> None:
         transport = self._transport
         if transport is None:
             return
-        self._head += data
-        if b"\r\n\r\n" not in self._head and len(self._head) < _HEAD_KEPT:
-            return
+        if self._timer is not None:
+            self._timer.cancel()
         line = self._head.split(b"\r\n", 1)[0].decode("latin-1")
         method, _, rest = line.partition(" ")
         target = rest.split(" ", 1)[0]
@@ -207,3 +217,5 @@ class _PlainHttp(asyncio.Protocol):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._transport = None
+        if self._timer is not None:
+            self._timer.cancel()

@@ -69,3 +69,19 @@ def test_calls_alike_and_unlike_each_read_back_as_sent_and_answered(tmp_path: Pa
     assert list(listed[5]["response"]["headers"])[:2] == ["X-A", "X-B"]
     assert list(listed[6]["response"]["headers"])[:2] == ["X-B", "X-A"]
     assert listed[2]["errors"] != listed[3]["errors"]  # each refusal its own text ('x1', 'x2')
+
+
+def test_a_body_with_a_lone_surrogate_escape_reads_back_in_every_view(tmp_path: Path) -> None:
+    """JSON allows `\\udc00` alone, and the stub takes it (echoed escaped); the HAR export answered 500 on it."""
+    sent = b'{"id": 1, "name": "a\\udc00b"}'
+    with Stub(journal=tmp_path / "calls.jsonl", journal_flush="call") as stub:
+        status, payload, _ = raw_call(stub.url, "POST", "/plants", sent, JSON_AUTH)
+        listed_status, listed = call(stub.url, "GET", "/__plantstub/calls")
+        har_status, har = call(stub.url, "GET", "/__plantstub/calls?format=har")
+    assert (status, json.loads(payload)) == (200, {"name": "a\udc00b"})
+    assert listed_status == har_status == 200 and isinstance(listed, list) and isinstance(har, dict)
+    [entry] = har["log"]["entries"]
+    assert json.loads(entry["request"]["postData"]["text"]) == listed[0]["body"] == json.loads(sent)
+    assert json.loads(entry["response"]["content"]["text"]) == {"name": "a\udc00b"}
+    [line] = (tmp_path / "calls.jsonl").read_text().splitlines()
+    assert json.loads(line)["body"] == json.loads(sent)

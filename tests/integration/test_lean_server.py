@@ -79,3 +79,23 @@ def test_a_lone_surrogate_is_echoed_escaped_not_a_500(stub):
     assert (response.status, response.read()) == (200, b'{"name":"\\ud800"}')
     connection.close()
     assert stub.calls[-1].body == {"id": 1, "name": "\ud800"}
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    (b'{"id": "\\ud800", "name": 1}', 400,
+     "body.id: '\ufffd' is not of type 'integer'; body.name: 1 is not of type 'string'"),
+    (b'{"id": 1, "name": "F", "\\udc00": 2}', 200, None),
+], ids=["value-breaks-the-schema", "in-a-key"])
+def test_a_lone_surrogate_is_checked_as_the_text_it_stands_in(stub, body, status, message):
+    """jsonschema-rs cannot read a lone surrogate: a body holding one was refused as "not a JSON value: cannot be
+    checked", naming neither where nor what; now it is checked with U+FFFD in its place."""
+    host, port = address(stub.url)
+    connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    connection.request("POST", "/plants", body=body,
+                       headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    assert response.status == status, answer
+    if message is not None:
+        assert answer == {"error": 400, "message": message}

@@ -179,6 +179,25 @@ def test_a_bad_proxy_url_stops_the_start(value, message, tmp_path):
     assert (done.returncode, done.stderr.strip()) == (1, message)
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_proxy_url_naming_the_stub_itself_stops_the_start(host, tmp_path):
+    """It started, and each request forwarded came back to be forwarded again: hundreds of calls a second until
+    --proxy-timeout ended the chain, every client answered 502 meanwhile."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://{host}:{port}/api"
+    done = subprocess.run([sys.executable, "-m", "plantstub", "serve", "--port", str(port), "--proxy", url],
+                          capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert (done.returncode, done.stderr.strip()) == (
+        1, f"plantstub: --proxy: {url!r} is this stub's own address; every request forwarded would come back to it "
+           "(expected the real service's base URL)")
+
+
 def test_a_session_forwards_its_inner_path_without_the_stubs_own_headers(stub, upstream):
     with stub.session() as view:
         prefixed = "/" + view.url.removeprefix(stub.url) + "plants"  # /__session/ID/plants

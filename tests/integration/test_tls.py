@@ -217,6 +217,25 @@ def test_a_tls_client_that_never_finishes_its_handshake_is_closed_after_the_read
             assert sock.recv(1024) == b""  # closed by the stub, not timed out here
 
 
+@pytest.mark.parametrize("sent", [b"POST /plants HTTP/1.1\r\nHost: x\r\n", b"\x00"], ids=["half-a-head", "a-byte"])
+def test_plain_bytes_that_stop_short_on_an_https_stub_are_answered_after_the_read_timeout(sent):
+    """Plain HTTP whose head never ends held the connection open for good (no --read-timeout past TLS's door)."""
+    import socket
+
+    with Stub(tls=True, read_timeout=1) as stub:
+        host, port = address(stub.url)
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(sent)
+            sock.settimeout(30)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head
+        assert json.loads(body) == {"error": 400, "message": "request: this is plain HTTP on an HTTPS port; use https://"}
+        assert [call.response["status"] for call in stub.calls] == [400]
+
+
 def test_plain_http_sent_to_an_https_stub_is_told_so_and_recorded():
     import socket
 

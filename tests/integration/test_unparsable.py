@@ -77,6 +77,12 @@ CASES = [
      "body: cannot be read: its chunked framing is broken", "POST", "/plants"),
     ("not-gzip", b"POST /plants HTTP/1.1\r\n" + HOST + AUTH + b"Content-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello",
      400, "body: cannot be read: it does not decode as its Content-Encoding (gzip) says", "POST", "/plants"),
+    ("not-deflate", b"POST /plants HTTP/1.1\r\n" + HOST + AUTH + b"Content-Encoding: deflate\r\nContent-Length: 5\r\n\r\n"
+     b"\x78\x9cbad", 400, "body: cannot be read: it does not decode as its Content-Encoding (deflate) says", "POST",
+     "/plants"),
+    ("brotli", b"POST /plants HTTP/1.1\r\n" + HOST + AUTH + b"Content-Encoding: br\r\nContent-Length: 2\r\n\r\nxx", 400,
+     "body: cannot be read: its Content-Encoding (br) is not one this stub decodes, or the body does not decode as it "
+     "says (gzip and deflate are always decoded)", "POST", "/plants"),
 ]
 
 

@@ -82,3 +82,35 @@ async def test_an_id_opened_again_is_another_instance(client):
     # opening it by the admin API keeps the instance that is live (it is promoted, not replaced)
     promoted = await (await client.post("/__plantstub/sessions", json={"id": "t2"})).json()
     assert promoted["instance"] == again["instance"]
+
+
+@pytest.mark.parametrize(("header", "values"), [
+    (HEADER, ("a", "b")),
+    ("X-Plantstub-Scenario", ("store-closed", "flaky")),
+], ids=["session", "scenario"])
+def test_a_control_header_sent_twice_naming_different_things_is_refused(header, values):
+    """Sent twice (a proxy adding its own, say), the first value was followed silently: the calls went to a session,
+    or were answered by a scenario, the client may not have meant."""
+    import http.client
+    import json
+
+    from plantstub import Stub
+    from tests.helpers import address
+
+    with Stub() as stub:
+        host, port = address(stub.url)
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.putrequest("POST", "/plants")
+        for name, value in [*JSON_AUTH.items(), ("Content-Length", str(len(FERN))), (header, values[0]),
+                            (header, values[1])]:
+            connection.putheader(name, value)
+        connection.endheaders(FERN)
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        connection.close()
+        assert (response.status, answer["message"]) == (
+            400, f"headers.{header}: sent more than once, naming {values[0]!r}, {values[1]!r}; send it once")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.request("GET", "/__plantstub/sessions")
+        assert json.loads(connection.getresponse().read())["sessions"] == []  # none opened by it
+        connection.close()

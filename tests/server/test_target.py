@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 
 import pytest
 
 from plantstub import Stub
 from plantstub.contract.outgoing import Outgoing
 from plantstub.server.target import Target, read_target, remove_dot_segments
-from tests.helpers import Upstream, address
+from tests.helpers import Upstream, address, post_status
 
 
 @pytest.mark.parametrize(("sent", "path", "raw_path", "query"), [
@@ -40,6 +41,7 @@ def test_a_target_is_read_with_its_dot_segments_removed(sent, path, raw_path, qu
                            "path without it"),
     ("host:443", "request: the target 'host:443' is not a path such as /plants (plantstub is not a proxy)"),
     ("*", "request: the target '*' is not a path such as /plants (plantstub is not a proxy)"),
+    ("/plants/\udcff?q=\udcfe", "request: the target '/plants/\\xff?q=\\xfe' is not UTF-8; percent-encode its bytes (%ff)"),
 ])
 def test_a_target_that_is_no_path_or_hides_a_dot_segment_is_refused(sent, message):
     refused = read_target(sent)
@@ -72,3 +74,23 @@ def test_a_proxied_request_is_forwarded_without_its_dot_segments_and_one_hidden_
         assert status == 400 and body["message"].startswith("path: '/..%2F..%2Fplants' hides a dot segment")
         assert _get(upstream.url, "/__seen")[1]["path"] == "/api/v1/plants"  # nothing more reached the service
         assert [call.response["status"] for call in stub.calls] == [200, 200, 200, 400]
+
+
+def test_a_target_of_bytes_that_are_not_utf8_is_a_400_recorded_readably_under_either_parser():
+    """The C parser refuses such a request line itself; the pure-Python one passes its bytes on as lone surrogates,
+    which the stub refuses (it answered 500 when recording the call)."""
+    with Stub() as stub:
+        host, port = address(stub.url)
+        for target in (b"/plants/\xff\xfe", b"/plants?tag=\xff"):
+            with socket.create_connection((host, int(port)), timeout=10) as conn:
+                conn.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                answer = b""
+                while chunk := conn.recv(65536):
+                    answer += chunk
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 400 "), answer
+            refusal = json.loads(body)
+            assert refusal["error"] == 400 and refusal["message"].startswith("request: "), refusal
+        assert [(call.path, call.status) for call in stub.calls] == [("/plants/\ufffd\ufffd", 400),
+                                                                      ("/plants?tag=\ufffd", 400)]
+        assert post_status(stub.url, b'{"id": 1, "name": "Fern"}') == 200
