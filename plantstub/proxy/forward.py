@@ -9,7 +9,7 @@ import socket
 import ssl
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from aiohttp import (
     ClientConnectorCertificateError,
@@ -133,6 +133,13 @@ class ProxyFigures(TypedDict):
     failed: int
 
 
+
+def _ended(task: asyncio.Future[Any]) -> None:
+    """A forwarded request cancelled because its client left: what it ended with is read (asyncio would log an error
+    it ended by, in the turn its cancellation came, as never retrieved)."""
+    if not task.cancelled():
+        task.exception()
+
 class Forwarder:
     """The stub's way to the real service: where (`url`), how long it may take, how big an answer may be; the
     figures health shows."""
@@ -209,6 +216,7 @@ class Forwarder:
                 await asyncio.wait((sending, lost), return_when=asyncio.FIRST_COMPLETED)
                 if not sending.done():
                     sending.cancel()
+                    sending.add_done_callback(_ended)  # it may still end by an error of its own: read, not logged
                     out = unanswered(f"{shown} answered (the forwarded request was cancelled)")
                     message = cast(ErrorRecord, out.body)["message"]  # our 499's Error record
                     if recorder is not None:
