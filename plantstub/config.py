@@ -324,15 +324,29 @@ def env_name(field: str) -> str:
     return "PLANTSTUB_" + field.upper()
 
 
+def flag_name(field: str) -> str:
+    """The command line's name of `field`: --max-body for max_body."""
+    return "--" + field.replace("_", "-")
+
+
+def keyword_name(field: str) -> str:
+    """Python's name of `field` (a keyword of Stub() and create_app(), a key of plantstub_settings): max_body."""
+    return field
+
+
 def build_settings(
     explicit: Mapping[str, object] | None = None,
     env: Mapping[str, str] | None = None,
     fallback: Mapping[str, object] | None = None,
+    *,
+    explicit_name: Callable[[str], str] = flag_name,
+    fallback_name: Callable[[str], str] = keyword_name,
 ) -> Settings:
     """Merge explicit values > PLANTSTUB_* environment > fallback (e.g. pytest ini) > defaults.
 
     `None` in `explicit` or `fallback` means "not given". Each bad value raises ConfigError
-    naming the setting, the value and what was expected.
+    naming the setting as its user spelled it (`explicit_name`, `fallback_name`: a field's name
+    there), the value and what was expected.
     """
     env = os.environ if env is None else env
     explicit = explicit or {}
@@ -343,11 +357,11 @@ def build_settings(
     values: dict[str, Any] = {}  # field -> its value, of the type its converter gives (its field's)
     for field, convert in _CONVERTERS.items():
         if explicit.get(field) is not None:
-            values[field] = convert("--" + field.replace("_", "-"), explicit[field])
+            values[field] = convert(explicit_name(field), explicit[field])
         elif env.get(env_name(field)) not in (None, ""):
             values[field] = convert(env_name(field), env[env_name(field)])
         elif fallback.get(field) is not None:
-            values[field] = convert(field, fallback[field])
+            values[field] = convert(fallback_name(field), fallback[field])
     if ("tls_cert" in values) != ("tls_key" in values):
         given, missing = ("--tls-cert", "--tls-key") if "tls_cert" in values else ("--tls-key", "--tls-cert")
         raise ConfigError(f"{given} without {missing}: HTTPS needs both the certificate and its private key")

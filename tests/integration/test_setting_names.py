@@ -1,0 +1,30 @@
+"""A bad setting given in Python is named as the Python caller wrote it (`max_body=`), not as a flag of
+`plantstub serve`; from the command line and the environment, as typed there.
+
+Found by a new user's trial: `Stub(max_body="x")` raised `--max-body='x': ...`, a flag the caller never typed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from plantstub import ConfigError, Stub, create_app
+
+
+def test_stub_names_a_bad_keyword_as_the_caller_wrote_it():
+    with pytest.raises(ConfigError) as refused:
+        Stub(max_body="1x")
+    assert str(refused.value) == "max_body='1x': not a size in bytes (expected an integer 1-2147483647)"
+
+
+def test_create_app_names_a_bad_keyword_as_the_caller_wrote_it():
+    with pytest.raises(ConfigError) as refused:
+        create_app(read_timeout=-1)
+    assert str(refused.value).startswith("read_timeout=-1: not a number of seconds")
+
+
+def test_the_environment_is_still_named_by_its_variable(monkeypatch):
+    monkeypatch.setenv("PLANTSTUB_JOURNAL_FLUSH", "never")
+    with pytest.raises(ConfigError) as refused:
+        Stub()
+    assert str(refused.value) == "PLANTSTUB_JOURNAL_FLUSH='never': unknown flush mode (expected batch or call)"
