@@ -32,6 +32,8 @@ def fresh_seed() -> int:
 
 
 BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
+# What --spec takes, as every subcommand's help says it.
+SPEC_HELP = f"OpenAPI 3.0, 3.1 or 3.2 or Swagger 2.0 document, or a bundled one by name ({', '.join(BUNDLED_SPECS)})"
 
 
 def bundled_name(value: str | Path) -> str | None:
