@@ -79,6 +79,13 @@ class Settings(ByFields):
     record: Path | None = None  # --record DIR: the proxied exchanges become scenario files there
     record_secrets: str = "redact"  # --record-secrets keep: write secrets as they came
     record_ignore_query: tuple[str, ...] = ()  # query names recorded rules do not match on (a timestamp, a nonce)
+    # How each field was given (`--max-body`, `max_body`, `PLANTSTUB_MAX_BODY`, `--plantstub-seed`...), for messages
+    # about its value found at start; not part of what the settings are.
+    given_as: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def name_of(self, field: str) -> str:
+        """`field` as its user gave it, else as the command line names it: for `NAME=value: what is wrong`."""
+        return self.given_as.get(field) or flag_name(field)
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -357,13 +364,17 @@ def build_settings(
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))} (known: {', '.join(FIELDS)})")
     values: dict[str, Any] = {}  # field -> its value, of the type its converter gives (its field's)
+    given_as: dict[str, str] = {}  # field -> the name it was given by
     for field, convert in _CONVERTERS.items():
         if explicit.get(field) is not None:
-            values[field] = convert(explicit_name(field), explicit[field])
+            name, value = explicit_name(field), explicit[field]
         elif env.get(env_name(field)) not in (None, ""):
-            values[field] = convert(env_name(field), env[env_name(field)])
+            name, value = env_name(field), env[env_name(field)]
         elif fallback.get(field) is not None:
-            values[field] = convert(fallback_name(field), fallback[field])
+            name, value = fallback_name(field), fallback[field]
+        else:
+            continue
+        values[field], given_as[field] = convert(name, value), name
     if ("tls_cert" in values) != ("tls_key" in values):
         given, missing = ("--tls-cert", "--tls-key") if "tls_cert" in values else ("--tls-key", "--tls-cert")
         raise ConfigError(f"{given} without {missing}: HTTPS needs both the certificate and its private key")
@@ -371,4 +382,4 @@ def build_settings(
         raise ConfigError("--record without --proxy: only what the real service answers is recorded; give --proxy URL")
     if values.get("tls") and "tls_cert" in values:
         raise ConfigError("tls=True makes a throwaway certificate; it cannot be combined with --tls-cert/--tls-key")
-    return dataclasses.replace(Settings(), **values)
+    return dataclasses.replace(Settings(), **values, given_as=given_as)

@@ -91,7 +91,7 @@ class Session:
             try:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
-                raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
+                raise ConfigError(f"{settings.name_of('scenario')}={settings.scenario!r}: {exc.args[0]}") from None
 
     # -- scenarios ---------------------------------------------------------------------------
     def use(self, name: str | None) -> None:

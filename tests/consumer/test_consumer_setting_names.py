@@ -58,3 +58,11 @@ def plantstub_settings():
     result = run(pytester)
     one_line_error(result, "max_body='1x': not a size in bytes")
     assert "--max-body" not in result.stdout.str()
+
+
+def test_a_missing_scenarios_folder_from_the_ini_file_is_named_as_written(pytester):
+    pytester.makeini("[pytest]\nplantstub_scenarios = nowhere\n")
+    pytester.makepyfile(test_it=TEST)
+    result = run(pytester)
+    one_line_error(result, "plantstub: the stub cannot start: plantstub_scenarios=")
+    assert f"plantstub_scenarios={str(pytester.path / 'nowhere')!r}: no such folder" in result.stdout.str()

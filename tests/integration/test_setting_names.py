@@ -28,3 +28,24 @@ def test_the_environment_is_still_named_by_its_variable(monkeypatch):
     with pytest.raises(ConfigError) as refused:
         Stub()
     assert str(refused.value) == "PLANTSTUB_JOURNAL_FLUSH='never': unknown flush mode (expected batch or call)"
+
+
+def test_a_scenarios_folder_or_scenario_found_wrong_at_start_is_named_as_given(tmp_path):
+    with pytest.raises(ConfigError) as refused:
+        Stub(scenarios=tmp_path / "nowhere").start()
+    assert str(refused.value) == f"scenarios={str(tmp_path / 'nowhere')!r}: no such folder"
+    with pytest.raises(ConfigError) as refused:
+        Stub(scenario="nope").start()
+    assert str(refused.value).startswith("scenario='nope': unknown scenario 'nope' (known: ")
+
+
+def test_serve_names_the_environment_variable_a_bad_scenario_came_from(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    started = subprocess.run([sys.executable, "-m", "plantstub", "serve", "--port", "0"], cwd=tmp_path,
+                             env={**os.environ, "PLANTSTUB_SCENARIO": "nope"}, capture_output=True, text=True,
+                             timeout=30)
+    assert started.returncode == 1
+    assert started.stderr.startswith("plantstub: PLANTSTUB_SCENARIO='nope': unknown scenario 'nope' (known: ")
