@@ -49,3 +49,13 @@ def test_serve_names_the_environment_variable_a_bad_scenario_came_from(tmp_path)
                              timeout=30)
     assert started.returncode == 1
     assert started.stderr.startswith("plantstub: PLANTSTUB_SCENARIO='nope': unknown scenario 'nope' (known: ")
+
+
+def test_a_journal_or_webhook_refused_at_start_is_named_as_given(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ConfigError) as refused:
+        Stub(journal=tmp_path / "notes.txt" / "calls.jsonl").start()
+    assert str(refused.value).startswith(f"journal={str(tmp_path / 'notes.txt' / 'calls.jsonl')!r}: cannot open")
+    with pytest.raises(ConfigError) as refused:
+        Stub(spec="plant-store-full", webhook=["/plant/webhok=http://127.0.0.1:9/hook"]).start()
+    assert str(refused.value) == "webhook: '/plant/webhok' is not a webhook of the spec (did you mean '/plant/webhook'?)"
