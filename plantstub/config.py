@@ -32,6 +32,8 @@ def fresh_seed() -> int:
 
 
 BUNDLED_SPECS = ("plant-store", "plant-store-full")  # `--spec NAME`: the documents shipped in plantstub/data
+# What --spec takes, as every subcommand's help says it.
+SPEC_HELP = f"OpenAPI 3.0, 3.1 or 3.2 or Swagger 2.0 document, or a bundled one by name ({', '.join(BUNDLED_SPECS)})"
 
 
 def bundled_name(value: str | Path) -> str | None:
@@ -77,6 +79,13 @@ class Settings(ByFields):
     record: Path | None = None  # --record DIR: the proxied exchanges become scenario files there
     record_secrets: str = "redact"  # --record-secrets keep: write secrets as they came
     record_ignore_query: tuple[str, ...] = ()  # query names recorded rules do not match on (a timestamp, a nonce)
+    # How each field was given (`--max-body`, `max_body`, `PLANTSTUB_MAX_BODY`, `--plantstub-seed`...), for messages
+    # about its value found at start; not part of what the settings are.
+    given_as: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def name_of(self, field: str) -> str:
+        """`field` as its user gave it, else as the command line names it: for `NAME=value: what is wrong`."""
+        return self.given_as.get(field) or flag_name(field)
 
 
 # A default that is no plain value, in the words `--help` and docs/cli.md show it.
@@ -324,15 +333,29 @@ def env_name(field: str) -> str:
     return "PLANTSTUB_" + field.upper()
 
 
+def flag_name(field: str) -> str:
+    """The command line's name of `field`: --max-body for max_body."""
+    return "--" + field.replace("_", "-")
+
+
+def keyword_name(field: str) -> str:
+    """Python's name of `field` (a keyword of Stub() and create_app(), a key of plantstub_settings): max_body."""
+    return field
+
+
 def build_settings(
     explicit: Mapping[str, object] | None = None,
     env: Mapping[str, str] | None = None,
     fallback: Mapping[str, object] | None = None,
+    *,
+    explicit_name: Callable[[str], str] = flag_name,
+    fallback_name: Callable[[str], str] = keyword_name,
 ) -> Settings:
     """Merge explicit values > PLANTSTUB_* environment > fallback (e.g. pytest ini) > defaults.
 
     `None` in `explicit` or `fallback` means "not given". Each bad value raises ConfigError
-    naming the setting, the value and what was expected.
+    naming the setting as its user spelled it (`explicit_name`, `fallback_name`: a field's name
+    there), the value and what was expected.
     """
     env = os.environ if env is None else env
     explicit = explicit or {}
@@ -341,13 +364,17 @@ def build_settings(
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))} (known: {', '.join(FIELDS)})")
     values: dict[str, Any] = {}  # field -> its value, of the type its converter gives (its field's)
+    given_as: dict[str, str] = {}  # field -> the name it was given by
     for field, convert in _CONVERTERS.items():
         if explicit.get(field) is not None:
-            values[field] = convert("--" + field.replace("_", "-"), explicit[field])
+            name, value = explicit_name(field), explicit[field]
         elif env.get(env_name(field)) not in (None, ""):
-            values[field] = convert(env_name(field), env[env_name(field)])
+            name, value = env_name(field), env[env_name(field)]
         elif fallback.get(field) is not None:
-            values[field] = convert(field, fallback[field])
+            name, value = fallback_name(field), fallback[field]
+        else:
+            continue
+        values[field], given_as[field] = convert(name, value), name
     if ("tls_cert" in values) != ("tls_key" in values):
         given, missing = ("--tls-cert", "--tls-key") if "tls_cert" in values else ("--tls-key", "--tls-cert")
         raise ConfigError(f"{given} without {missing}: HTTPS needs both the certificate and its private key")
@@ -355,4 +382,4 @@ def build_settings(
         raise ConfigError("--record without --proxy: only what the real service answers is recorded; give --proxy URL")
     if values.get("tls") and "tls_cert" in values:
         raise ConfigError("tls=True makes a throwaway certificate; it cannot be combined with --tls-cert/--tls-key")
-    return dataclasses.replace(Settings(), **values)
+    return dataclasses.replace(Settings(), **values, given_as=given_as)

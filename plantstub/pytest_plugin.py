@@ -88,8 +88,16 @@ def plantstub_settings(pytestconfig: pytest.Config) -> Settings:
     (port 0 unless it names one); an override in a sub-folder's conftest.py gives that folder its own stub.
     With --plantstub-url, its admin_token, scenario and stateful apply (docs/pytest.md).
     """
+    from plantstub.errors import PlantstubError
+
     made = pytestconfig.stash.get(DEFAULT_SETTINGS, None)  # by the header already (not in an xdist worker)
-    return made if made is not None else settings_of(pytestconfig)
+    if made is not None:
+        return made
+    try:
+        return settings_of(pytestconfig)
+    except PlantstubError as exc:
+        problem = f"plantstub: {exc}"
+    pytest.fail(problem, pytrace=False)  # outside the except block: one line, no chained traceback
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from plantstub.client.remote import RemoteStub
-from plantstub.config import Settings, build_settings
+from plantstub.config import Settings, build_settings, keyword_name
 from plantstub.errors import PlantstubError, ScenarioError
 from plantstub.recording.call import Call
 from plantstub.recording.checks import CallChecks
@@ -178,7 +178,8 @@ class Stub(CallChecks, DeclaresRules, DeliveryChecks):
         **options: object,
     ) -> None:
         if settings is None:
-            settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options})
+            settings = build_settings({"spec": spec, "scenarios": scenarios, "scenario": scenario, "port": port, **options},
+                                      explicit_name=keyword_name)
         self.settings = settings
         self.url = ""
         self.ca_file: str | None = None  # tls=True: the throwaway CA's certificate (a PEM file's path), for clients

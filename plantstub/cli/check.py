@@ -7,7 +7,7 @@ import sys
 
 from plantstub._words import plural
 from plantstub.cli.help import option_help
-from plantstub.config import env_name
+from plantstub.config import SPEC_HELP, env_name
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "check", help="check scenario files against the scenario schema and the spec",
         description="Check scenario files; print each problem as file:line: path: message; exit 1 on any.",
     )
-    p.add_argument("--spec", metavar="FILE", help=option_help("OpenAPI 3.0/3.1 document", "spec"))
+    p.add_argument("--spec", metavar="FILE", help=option_help(SPEC_HELP, "spec"))
     p.add_argument("--spec-root", metavar="DIR", help=option_help("folder whose files the spec's $refs may read", "spec_root"))
     p.add_argument("paths", nargs="+", metavar="PATH", help="a scenario file, or a folder of them (*.yaml, *.yml)")
 

@@ -55,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
         if status != 200:
             said = f"GET {client.url}/__plantstub/coverage?total=true answered {status}: {message_of(report)}"
+            if status == 401:  # the one way this command takes the token: say it
+                said += f" (plantstub coverage reads it from {env_name('admin_token')})"
         else:
             problem = report_problem(report)
             said = None if problem is None else f"not a plantstub coverage report: {problem}"

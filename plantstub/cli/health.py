@@ -30,6 +30,24 @@ def _problem(problem: object) -> str:
     return str(problem)
 
 
+def _is_base_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _unreachable(exc: BaseException, timeout: float) -> str:
+    """Why no answer came, in our words: urllib wraps the socket's error in its own (`<urlopen error ...>`)."""
+    import urllib.error
+
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, TimeoutError):  # socket.timeout is TimeoutError since Python 3.10
+        return f"no answer within {timeout:g} s (--timeout)"
+    detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
+    return f"cannot reach the stub there: {detail}"
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import os
@@ -38,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
     context = None
     url = args.url
+    if url is not None and not _is_base_url(url):
+        print(f"plantstub: --url {url!r} is not the base URL of a stub (expected http://HOST:PORT or https://HOST:PORT)",
+              file=sys.stderr)
+        return 1
     if url is None:
         tls = os.environ.get(env_name("tls_cert")) or os.environ.get(env_name("tls"), "") not in ("", "0", "false", "no",
                                                                                                "off")
@@ -54,9 +76,15 @@ def run(args: argparse.Namespace) -> int:
         try:
             answer = json.load(exc)
         except ValueError:
-            answer = {"status": f"HTTP {exc.code}"}
+            print(f"plantstub: {url} is not healthy: it answered HTTP {exc.code} to GET {ADMIN_PREFIX}health, not "
+                  "JSON; is a plantstub listening there?", file=sys.stderr)
+            return 1
+    except ValueError:  # a 200 whose body is not JSON: something else answers there
+        print(f"plantstub: {url} is not healthy: its answer to GET {ADMIN_PREFIX}health is not JSON; is a plantstub "
+              "listening there?", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
-        print(f"plantstub: {url} is not healthy: {exc}", file=sys.stderr)
+        print(f"plantstub: {url} is not healthy: {_unreachable(exc, args.timeout)}", file=sys.stderr)
         return 1
     status = answer.get("status") if isinstance(answer, dict) else None
     if isinstance(answer, dict) and status is None and isinstance(answer.get("message"), str):  # an Error record

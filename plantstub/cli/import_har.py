@@ -7,7 +7,7 @@ import sys
 
 from plantstub._words import plural
 from plantstub.cli.help import option_help
-from plantstub.config import build_settings
+from plantstub.config import SPEC_HELP, build_settings
 from plantstub.server.runtime import load
 
 
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("file", metavar="FILE", help="the HAR file")
     p.add_argument("--out", metavar="FILE.yaml", required=True, help="the scenario file to write")
-    p.add_argument("--spec", metavar="FILE", help=option_help("OpenAPI 3.0/3.1 document", "spec"))
+    p.add_argument("--spec", metavar="FILE", help=option_help(SPEC_HELP, "spec"))
     p.add_argument("--spec-root", metavar="DIR", help=option_help("folder whose files the spec's $refs may read", "spec_root"))
     p.add_argument("--base", metavar="PATH", default="",
                    help="a path prefix the service is served under (/v1), taken off each URL (default: none)")

@@ -13,7 +13,7 @@ import sys
 from plantstub._gc import collector_paused
 from plantstub._words import plural
 from plantstub.cli.help import option_help
-from plantstub.config import BUNDLED_SPECS, DEFAULT_SCENARIOS, Settings, build_settings, env_name
+from plantstub.config import DEFAULT_SCENARIOS, SPEC_HELP, Settings, build_settings, env_name
 from plantstub.server.runner import start
 from plantstub.server.runtime import load
 from plantstub.server.table import Sessions
@@ -28,7 +28,7 @@ TOKEN_ON_COMMAND_LINE = ("plantstub: --admin-token is visible in the process lis
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run the stub", description="Run the stub until SIGTERM or Ctrl-C.")
     flags = [  # each help ends with the default config.py gives (shown_default) and the environment variable
-        ("--spec", "FILE", f"OpenAPI 3.0/3.1 document, or a bundled one by name ({', '.join(BUNDLED_SPECS)})"),
+        ("--spec", "FILE", SPEC_HELP),
         ("--spec-root", "DIR", "folder whose files the spec's $refs may read"),
         ("--spec-cache", "DIR", "folder of the cache of big specs (1 MiB or more) loaded and bundled, or 'off'"),
         ("--scenarios", "DIR", "folder of scenario files"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from plantstub.config import DEFAULT_SCENARIOS, env_name
+from plantstub.config import DEFAULT_SCENARIOS, SPEC_HELP, env_name
 
 HEADER_ON_COMMAND_LINE = (f"plantstub: a --header with credentials is visible in the process list (ps) to other users "
                           f"of this machine; set {env_name('header')} in the environment instead")
@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"scenario files or folders (default: ${env_name('scenarios')}, else {DEFAULT_SCENARIOS}/)")
     p.add_argument("--against", metavar="URL", help=helped("the real service's base URL; nothing is sent anywhere else",
                                                            "against"))
-    p.add_argument("--spec", metavar="FILE", help=helped("OpenAPI 3.0/3.1 document, or a bundled one by name", "spec"))
+    p.add_argument("--spec", metavar="FILE", help=helped(SPEC_HELP, "spec"))
     p.add_argument("--spec-root", metavar="DIR", help=helped("folder whose files the spec's $refs may read", "spec_root"))
     p.add_argument("--header", metavar="'NAME: VALUE'", action="append", default=None,
                    help=helped("a header sent with every request (credentials), never shown; repeatable", "header")

@@ -157,6 +157,16 @@ def _resolve(config: pytest.Config, value: str | None) -> Path | None:
     return path if path.is_absolute() else config.invocation_params.dir / path
 
 
+def _option_name(field: str) -> str:
+    """The plugin's command-line option that sets `field`: --plantstub-seed for seed."""
+    return "--plantstub-" + field.replace("_", "-")
+
+
+def _ini_name(field: str) -> str:
+    """The plugin's ini setting that sets `field`: plantstub_seed for seed."""
+    return "plantstub_" + field
+
+
 def settings_of(config: pytest.Config) -> Settings:
     """Settings of the stub: command line > PLANTSTUB_* environment > ini > defaults."""
     explicit = {
@@ -180,7 +190,7 @@ def settings_of(config: pytest.Config) -> Settings:
     }
     if fallback["scenarios"] is None and explicit["scenarios"] is None and (config.rootpath / "scenarios").is_dir():
         fallback["scenarios"] = str(config.rootpath / "scenarios")
-    settings = build_settings(explicit, fallback=fallback)
+    settings = build_settings(explicit, fallback=fallback, explicit_name=_option_name, fallback_name=_ini_name)
     config.stash[DEFAULT_SETTINGS] = settings
     return settings
 

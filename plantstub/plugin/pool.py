@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from plantstub._gc import collector_paused
-from plantstub.config import Settings, build_settings
+from plantstub.config import Settings, build_settings, keyword_name
 
 if TYPE_CHECKING:
     from plantstub.client.remote import RemoteStub
@@ -46,7 +46,7 @@ class StubPool:
         problem = None
         try:
             if isinstance(settings, dict):
-                settings = build_settings({"port": 0, **settings}, fallback={"seed": self.seed})
+                settings = build_settings({"port": 0, **settings}, fallback={"seed": self.seed}, explicit_name=keyword_name)
             elif settings.seed is None and self.seed is not None:  # Settings from code: the run's seed, as a dict's
                 settings = dataclasses.replace(settings, seed=self.seed)
             stub = self.stubs.get(settings)

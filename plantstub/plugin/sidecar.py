@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from plantstub._fields import ByFields
-from plantstub.config import FIELDS, Settings, build_settings
+from plantstub.config import FIELDS, Settings, build_settings, keyword_name
 from plantstub.plugin.options import WAIT_NAMES
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def sidecar_terms(value: object, default: Settings | None, url: str) -> SidecarT
     settings = None
     try:
         if isinstance(value, dict):
-            settings, given = build_settings({"port": 0, **value}), set(value)
+            settings, given = build_settings({"port": 0, **value}, explicit_name=keyword_name), set(value)
         elif isinstance(value, Settings):
             settings = value
             if value is not default:  # an override returning Settings: the fields it changed

@@ -151,6 +151,7 @@ class Forwarder:
         self.timeout = settings.proxy_timeout
         self.max_body = settings.max_body
         self.ca = settings.proxy_ca
+        self.ca_named = settings.name_of("proxy_ca")  # how the user gave it (--proxy-ca, PLANTSTUB_PROXY_CA...)
         self.forwarded = 0
         self.broke = 0  # answers that broke the contract
         self.failed = 0  # no answer: refused, unreachable, timed out, TLS, unreadable, too big
@@ -170,7 +171,7 @@ class Forwarder:
 
     def check(self) -> None:
         """Stop the start when --proxy-ca cannot be read (ConfigError), rather than fail every forwarded call."""
-        trusting(self.ca, "--proxy-ca")
+        trusting(self.ca, self.ca_named)
 
     async def check_not_itself(self, own: OwnAddresses) -> None:
         """Stop the start (ConfigError) when --proxy names the stub itself (`own`: where it listens): every request

@@ -44,7 +44,7 @@ class Journal:
 
     def __init__(
         self, size: int = DEFAULT_SIZE, file: Path | None = None, max_bytes: int = DEFAULT_BYTES, flush: str = "batch",
-        memory: Budget | None = None, session: str | None = None,
+        memory: Budget | None = None, session: str | None = None, given_as: str = "--journal",
     ) -> None:
         self.size = size
         self.max_bytes = max_bytes
@@ -65,7 +65,7 @@ class Journal:
         self.recorded = 0  # since the last clear
         self.dropped_bytes = 0  # since the last clear
         self.refused = 0  # since the last clear: calls too big to keep even alone (in the file only)
-        self.file = None if file is None else JournalFile(file, flush)
+        self.file = None if file is None else JournalFile(file, flush, given_as)
         self._lines = FileLines()  # the file's lines (a session sharing another's file sets `file` after this)
         # Called with each call recorded, and on clear(): how waiters (wait_for_calls) learn without polling.
         self._listeners: tuple[Listener, ...] = ()

@@ -19,7 +19,8 @@ log = logging.getLogger("plantstub")
 
 
 def _open(path: Path) -> int:
-    """Open `path` for appending, created readable by its owner only (calls carry bearer tokens)."""
+    """Open `path` for appending, created readable by its owner only (calls carry bearer tokens), its missing folders
+    made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
 
@@ -31,9 +32,9 @@ def _identity(info: os.stat_result) -> tuple[int, int]:
 class JournalFile:
     """Appends lines to `path`: within FLUSH_DELAY (`flush="batch"`) or before the next call is
     answered (`flush="call"`). `lost` counts calls that did not reach the file; `problem` says why
-    while writes fail."""
+    while writes fail. `given_as`: how the path was given (`--journal`, `journal`...), for a refusal at start."""
 
-    def __init__(self, path: Path, flush: str = "batch") -> None:
+    def __init__(self, path: Path, flush: str = "batch", given_as: str = "--journal") -> None:
         self.path = path
         self.flush_each_call = flush == "call"
         self.written = 0
@@ -47,8 +48,11 @@ class JournalFile:
         try:
             # A copy of standard output's descriptor: closing the journal leaves the process's own open.
             self._fd: int | None = os.dup(1) if self._stream else _open(path)
+        except (FileExistsError, NotADirectoryError):  # mkdir, or the open, met a file where a folder goes
+            raise ConfigError(f"{given_as}={str(path)!r}: cannot open for writing (a part of its folder is a file, not "
+                              "a folder)") from None
         except OSError as exc:
-            raise ConfigError(f"--journal={str(path)!r}: cannot open for writing ({exc.strerror or exc})") from None
+            raise ConfigError(f"{given_as}={str(path)!r}: cannot open for writing ({exc.strerror or exc})") from None
         self._identity = _identity(os.fstat(self._fd))
 
     def write(self, line: bytes) -> None:

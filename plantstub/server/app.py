@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import ClientConnectionError, web
 
-from plantstub.config import Settings, build_settings
+from plantstub.config import Settings, build_settings, keyword_name
 from plantstub.contract.model import Spec
 from plantstub.contract.outgoing import error_reply
 from plantstub.scenarios.model import Fault
@@ -40,7 +40,7 @@ def create_app(settings: Settings | None = None, **options: Any) -> web.Applicat
     """
     loaded = options.pop("spec") if isinstance(options.get("spec"), Spec) else None
     if settings is None:
-        settings = build_settings(options)
+        settings = build_settings(options, explicit_name=keyword_name)
     sessions = Sessions(load(settings, loaded))
     app = web.Application(client_max_size=settings.max_body)
     app[SESSIONS_KEY] = sessions

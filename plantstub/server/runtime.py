@@ -57,7 +57,7 @@ def load(settings: Settings, spec: Spec | None = None) -> Runtime:
     folder = ScenarioFolder(settings.scenarios, spec, contract)
     if settings.scenarios is not None:
         if not settings.scenarios.is_dir():
-            raise ConfigError(f"--scenarios={str(settings.scenarios)!r}: no such folder")
+            raise ConfigError(f"{settings.name_of('scenarios')}={str(settings.scenarios)!r}: no such folder")
         if settings.watch:
             folder.watch()
         loaded = folder.load()

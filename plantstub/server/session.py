@@ -68,12 +68,13 @@ class Session:
 
             self.store = Store(runtime.contract.resources, most_bytes=limits.store_bytes, memory=self.memory)
         self.actions = runtime.contract.resources.actions if self.store is not None else {}
-        self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox)
+        self.webhooks = Webhooks(runtime.spec, settings.webhook, limits.delivery_bytes, self.memory, outbox,
+                                 settings.name_of("webhook"))
         self.sid = sid  # a sidecar session's id; None for the stub's default session
         # Dynamic answers (--dynamic, `Prefer: dynamic=true`): this session's own random streams.
         self.draws = Draws(runtime.seed, seed_key if seed_key is not None else sid)
         self.journal = Journal(settings.journal_size, settings.journal if shares_file is None else None,
-                               limits.journal_bytes, settings.journal_flush, self.memory, sid)
+                               limits.journal_bytes, settings.journal_flush, self.memory, sid, settings.name_of("journal"))
         if shares_file is not None:  # one journal file for the stub
             self.journal.file = shares_file.journal.file
         self._owns_file = shares_file is None
@@ -91,7 +92,7 @@ class Session:
             try:
                 self.use(settings.scenario)
             except UnknownScenario as exc:
-                raise ConfigError(f"--scenario={settings.scenario!r}: {exc.args[0]}") from None
+                raise ConfigError(f"{settings.name_of('scenario')}={settings.scenario!r}: {exc.args[0]}") from None
 
     # -- scenarios ---------------------------------------------------------------------------
     def use(self, name: str | None) -> None:

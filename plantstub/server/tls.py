@@ -24,7 +24,8 @@ def server_context(settings: Settings) -> ssl.SSLContext | None:
         context.load_cert_chain(settings.tls_cert, settings.tls_key)
     except (OSError, ssl.SSLError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"--tls-cert={str(settings.tls_cert)!r}, --tls-key={str(settings.tls_key)!r}: cannot load "
+        raise ConfigError(f"{settings.name_of('tls_cert')}={str(settings.tls_cert)!r}, "
+                          f"{settings.name_of('tls_key')}={str(settings.tls_key)!r}: cannot load "
                           f"the certificate and key ({reason}); expected PEM files, the key the certificate's") from None
     return context
 

@@ -247,7 +247,8 @@ class DeliveryChecks:
         if len(found) < n:
             pending = self._pending_deliveries()
             shown_found = "".join(f"\n  #{d.seq} {d.name} -> {d.url}  {d.status}" for d in found)
-            raise CallAssertionError(f"plantstub: expected {n} deliveries within {timeout:g} s; got {len(found)}"
+            raise CallAssertionError(f"plantstub: expected {plural(n, 'delivery', 'deliveries')} within {timeout:g} s; "
+                                     f"got {len(found)}"
                                      f" ({pending} still being sent).{shown_found}")
         return found
 

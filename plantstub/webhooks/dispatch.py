@@ -31,9 +31,9 @@ class Webhooks:
     """A stub's webhooks at run time: subscriptions, the sender and the delivery log."""
 
     def __init__(self, spec: Spec, subscribed: tuple[tuple[str, str], ...] = (), max_bytes: int = DEFAULT_LOG_BYTES,
-                 memory: Budget | None = None, outbox: Outbox | None = None) -> None:
+                 memory: Budget | None = None, outbox: Outbox | None = None, given_as: str = "--webhook") -> None:
         self.hooks = {hook.name: hook for hook in reversed(spec.webhooks)}  # a name's first method wins
-        self.subscriptions = Subscriptions(webhook_names(spec), subscribed)
+        self.subscriptions = Subscriptions(webhook_names(spec), subscribed, given_as)
         self.log = DeliveryLog(max_bytes=max_bytes, memory=memory)
         self.outbox = outbox if outbox is not None else Outbox()  # the stub's, shared by its sessions
         self.sender = Sender(self.log, self.outbox, memory)

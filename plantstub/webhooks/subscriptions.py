@@ -13,11 +13,11 @@ from plantstub.errors import SubscriptionError
 class Subscriptions:
     """Webhook name (or `*`) -> URL; the start-up ones (--webhook) come back on reset()."""
 
-    def __init__(self, names: list[str], initial: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, names: list[str], initial: tuple[tuple[str, str], ...] = (), given_as: str = "--webhook") -> None:
         self.names = names
         self.initial: dict[str, str] = {}
-        for name, url in initial:
-            self.initial[self.checked_name(name, "--webhook")] = url
+        for name, url in initial:  # `given_as`: how the start-up ones were given, for a refusal
+            self.initial[self.checked_name(name, given_as)] = url
         self._urls: dict[str, str] = dict(self.initial)
         self._targets: dict[str, tuple[str, ...]] = {}  # name -> targets(name), until the subscriptions change
         self.on_change: Callable[[dict[str, str]], None] | None = None  # told the new subscriptions when they change

@@ -133,7 +133,7 @@ def test_settings_that_cannot_start_a_stub_fail_in_one_line(project):
     result = run(project, "--plantstub-scenarios", "nowhere")
     result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines([
-        f"*plantstub: the stub cannot start: --scenarios='{project.path / 'nowhere'}': no such folder"])
+        f"*plantstub: the stub cannot start: --plantstub-scenarios='{project.path / 'nowhere'}': no such folder"])
     assert "Traceback" not in output(result) and "During handling" not in output(result)
 
 

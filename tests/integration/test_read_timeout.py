@@ -202,7 +202,7 @@ def test_read_timeout_must_be_a_positive_number_of_seconds(value):
     with pytest.raises(ConfigError) as caught:
         Stub(read_timeout=value)
     assert str(caught.value) == (
-        f"--read-timeout={value!r}: not a number of seconds (expected a number above 0, at most 86400)")
+        f"read_timeout={value!r}: not a number of seconds (expected a number above 0, at most 86400)")
 
 
 def _nothing_yet(conn: socket.socket) -> bool:

@@ -282,9 +282,9 @@ def test_webhook_subscribed_back_to_the_stub_does_not_loop(tmp_path: Path) -> No
 
 
 def test_webhook_startup_subscription_must_name_a_webhook() -> None:
-    with pytest.raises(ConfigError, match=r"^--webhook: 'nope' is not a webhook of the spec \(declared: /plant/webhook, or \* for every one\)$"):
+    with pytest.raises(ConfigError, match=r"^webhook: 'nope' is not a webhook of the spec \(declared: /plant/webhook, or \* for every one\)$"):
         Stub(spec="plant-store-full", webhook=["nope=http://127.0.0.1:9"]).start()
-    with pytest.raises(ConfigError, match=r"^--webhook: two URLs for every webhook \(http://a, http://b\); give one$"):
+    with pytest.raises(ConfigError, match=r"^webhook: two URLs for every webhook \(http://a, http://b\); give one$"):
         Stub(spec="plant-store-full", webhook=["http://a", "http://b"])
 
 
