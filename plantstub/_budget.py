@@ -40,6 +40,12 @@ class Budget:
         self._sheds: list[tuple[str, Shed]] = []
         self._lock = threading.Lock()
         self.released = False  # the session ended: nothing more is held, nothing given back counts
+        # The sessions' budgets: what they drop counts in our `dropped` too, added up when read (figures()), so a drop
+        # takes one lock, not one a level; a child's counts are folded into ours when it is released.
+        self._children: list[Budget] = []
+        if parent is not None:
+            with parent._lock:
+                parent._children.append(self)
 
     def sheds(self, kind: str, shed: Shed) -> None:
         """Let `shed` free bytes of `kind` (oldest first) when another kind is short of room, or another session
@@ -102,27 +108,48 @@ class Budget:
             budget = budget.parent
 
     def lost(self, kind: str, size: int, count: int = 1) -> None:
-        """Count `count` things of `kind` (`size` bytes) dropped for lack of room, here and in the parent."""
-        budget: Budget | None = self
-        while budget is not None:
-            lock = budget._lock
-            lock.acquire()  # not `with` (_try()): a full journal of a session counts its oldest call here, each call
-            try:
-                tally = budget.dropped.get(kind)
-                if tally is None:
-                    tally = budget.dropped[kind] = [0, 0]
+        """Count `count` things of `kind` (`size` bytes) dropped for lack of room, here (the parent reads them here:
+        figures())."""
+        if self.released and self.parent is not None:  # folded into the parent already: counted there
+            self.parent.lost(kind, size, count)
+            return
+        lock = self._lock
+        lock.acquire()  # not `with` (_try()): a full journal of a session counts its oldest call here, each call
+        try:
+            tally = self.dropped.get(kind)
+            if tally is None:
+                tally = self.dropped[kind] = [0, 0]
+            tally[0] += count
+            tally[1] += size
+        finally:
+            lock.release()
+
+    def _dropped(self) -> dict[str, list[int]]:
+        """What was dropped here and in the sessions' budgets, by kind: [count, bytes]."""
+        with self._lock:
+            total = {kind: list(tally) for kind, tally in self.dropped.items()}
+            children = list(self._children)
+        for child in children:
+            for kind, (count, size) in child._dropped().items():
+                tally = total.setdefault(kind, [0, 0])
                 tally[0] += count
                 tally[1] += size
-            finally:
-                lock.release()
-            budget = budget.parent
+        return total
 
     def release(self) -> None:
         """Give back everything held here (the session ended: its holders go with it)."""
         with self._lock:
             parts, self.parts, self.held, self.released = self.parts, {}, 0, True
+            dropped = {kind: list(tally) for kind, tally in self.dropped.items()}
         if self.parent is not None:
             self.parent._sheds[:] = [entry for entry in self.parent._sheds if entry not in self._sheds]
+            with self.parent._lock:  # what we dropped stays counted in the parent
+                if self in self.parent._children:
+                    self.parent._children.remove(self)
+                for kind, (count, size) in dropped.items():
+                    tally = self.parent.dropped.setdefault(kind, [0, 0])
+                    tally[0] += count
+                    tally[1] += size
         self._sheds.clear()
         if self.parent is not None:
             for kind, size in parts.items():
@@ -144,12 +171,13 @@ class Budget:
 
     def figures(self) -> dict[str, Any]:
         """`{"limit", "held", "parts": {kind: bytes}, "dropped": {kind: {"count", "bytes"}}}`, as health shows them."""
+        dropped = self._dropped()
         with self._lock:
             return {
                 "limit": self.limit,
                 "held": self.held,
                 "parts": {kind: size for kind, size in sorted(self.parts.items()) if size},
-                "dropped": {kind: {"count": n, "bytes": size} for kind, (n, size) in sorted(self.dropped.items())},
+                "dropped": {kind: {"count": n, "bytes": size} for kind, (n, size) in sorted(dropped.items())},
             }
 
     def _try(self, kind: str, size: int) -> bool:

@@ -51,6 +51,21 @@ def test_lost_counts_in_the_parent_too() -> None:
     assert not session.fits(60) and session.fits(50)
 
 
+def test_what_a_session_dropped_stays_counted_in_the_stubs_after_it_ends() -> None:
+    """A session's drops are read from it by the stub's figures, and folded into the stub's own when it ends; one it
+    counts after that is the stub's."""
+    stub = Budget(100)
+    ended, live = Budget(50, stub), Budget(50, stub)
+    ended.lost("calls", 30)
+    live.lost("calls", 5)
+    stub.lost("records", 7)
+    assert stub.figures()["dropped"] == {"calls": {"count": 2, "bytes": 35}, "records": {"count": 1, "bytes": 7}}
+    ended.release()
+    ended.lost("calls", 1)
+    assert stub.figures()["dropped"] == {"calls": {"count": 3, "bytes": 36}, "records": {"count": 1, "bytes": 7}}
+    assert live.figures()["dropped"] == {"calls": {"count": 1, "bytes": 5}}
+
+
 def test_another_sessions_droppable_kinds_shed_when_the_stubs_budget_is_short() -> None:
     stub = Budget(100)
     first, second = Budget(100, stub), Budget(50, stub)
