@@ -205,21 +205,9 @@ def test_plantstub_health_asks_over_https_when_the_stub_serves_it(serve, certifi
                                                 "request: this is plain HTTP on an HTTPS port; use https://\n")
 
 
-@pytest.mark.parametrize("sent", [b"", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"], ids=["nothing", "half-a-hello"])
-def test_a_tls_client_that_never_finishes_its_handshake_is_closed_after_the_read_timeout(sent):
-    import socket
-
-    with Stub(tls=True, read_timeout=1) as stub:
-        host, port = address(stub.url)
-        with socket.create_connection((host, int(port))) as sock:
-            sock.sendall(sent)
-            sock.settimeout(30)  # asyncio's own bound on a handshake is 60 s; --read-timeout is 1 s
-            assert sock.recv(1024) == b""  # closed by the stub, not timed out here
-
-
-@pytest.mark.parametrize("sent", [b"POST /plants HTTP/1.1\r\nHost: x\r\n", b"\x00"], ids=["half-a-head", "a-byte"])
-def test_plain_bytes_that_stop_short_on_an_https_stub_are_answered_after_the_read_timeout(sent):
-    """Plain HTTP whose head never ends held the connection open for good (no --read-timeout past TLS's door)."""
+def _sent_to_a_tls_stub(sent: bytes) -> tuple[bytes, list[int]]:
+    """What a stub with --tls and a --read-timeout of 1 s answers `sent` before it closes the connection (within 30 s:
+    asyncio's own bound on a handshake is 60 s), and the statuses of the calls it recorded."""
     import socket
 
     with Stub(tls=True, read_timeout=1) as stub:
@@ -230,10 +218,22 @@ def test_plain_bytes_that_stop_short_on_an_https_stub_are_answered_after_the_rea
             data = b""
             while chunk := sock.recv(65536):
                 data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head
-        assert json.loads(body) == {"error": 400, "message": "request: this is plain HTTP on an HTTPS port; use https://"}
-        assert [call.response["status"] for call in stub.calls] == [400]
+        return data, [call.response["status"] for call in stub.calls]
+
+
+@pytest.mark.parametrize("sent", [b"", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"], ids=["nothing", "half-a-hello"])
+def test_a_tls_client_that_never_finishes_its_handshake_is_closed_after_the_read_timeout(sent):
+    assert _sent_to_a_tls_stub(sent)[0] == b""  # closed by the stub, not timed out here
+
+
+@pytest.mark.parametrize("sent", [b"POST /plants HTTP/1.1\r\nHost: x\r\n", b"\x00"], ids=["half-a-head", "a-byte"])
+def test_plain_bytes_that_stop_short_on_an_https_stub_are_answered_after_the_read_timeout(sent):
+    """Plain HTTP whose head never ends held the connection open for good (no --read-timeout past TLS's door)."""
+    data, recorded = _sent_to_a_tls_stub(sent)
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head
+    assert json.loads(body) == {"error": 400, "message": "request: this is plain HTTP on an HTTPS port; use https://"}
+    assert recorded == [400]
 
 
 def test_plain_http_sent_to_an_https_stub_is_told_so_and_recorded():

@@ -294,39 +294,42 @@ class _Tls:
 def test_tls_requests_and_the_clients_close_notify_in_one_read_get_every_answer():
     """Over HTTPS, requests followed by the client's close_notify in one read: their answers go out before TLS shuts
     down (held to the end of the turn, they were dropped: the transport was shutting down by then)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
+    context = _trusting()
     with Stub(tls=True) as stub:
         host, port = address(stub.url)
         with socket.create_connection((host, port)) as one, socket.create_connection((host, port)) as other:
             client = _Tls(one, context)
             client.answered()
             _Tls(other, context).answered()  # the last answered is another client's: this one's answers are held
-            client.tls.write(client.ASK * 10)
-            with contextlib.suppress(ssl.SSLWantReadError):
-                client.tls.unwrap()  # close_notify, sent with the requests in one write
-            one.sendall(client.outgoing.read())
-            got = _tls_answers(client, one)
+            got = _ten_then_close_notify(client, one)
         assert got.count(b"HTTP/1.1 404 ") == 10, got
 
 
 def test_tls_requests_and_the_clients_close_notify_in_the_handshakes_last_read_get_every_answer():
     """Over HTTPS, the client's Finished, its requests and its close_notify in one read: the requests are answered
     before TLS shuts down (they waited for the handshake's hand-over, which came after the shutdown had begun)."""
+    with Stub(tls=True) as stub:
+        with socket.create_connection(address(stub.url)) as sock:
+            client = _Tls(sock, _trusting())  # its Finished not sent yet: it goes with the requests
+            got = _ten_then_close_notify(client, sock)
+        assert got.count(b"HTTP/1.1 404 ") == 10, got
+
+
+def _trusting() -> ssl.SSLContext:
+    """A client's TLS context that takes the stub's own certificate."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    with Stub(tls=True) as stub:
-        host, port = address(stub.url)
-        with socket.create_connection((host, port)) as sock:
-            client = _Tls(sock, context)  # its Finished not sent yet: it goes with the requests
-            client.tls.write(client.ASK * 10)
-            with contextlib.suppress(ssl.SSLWantReadError):
-                client.tls.unwrap()  # close_notify
-            sock.sendall(client.outgoing.read())
-            got = _tls_answers(client, sock)
-        assert got.count(b"HTTP/1.1 404 ") == 10, got
+    return context
+
+
+def _ten_then_close_notify(client: _Tls, sock: socket.socket) -> bytes:
+    """Ten requests and the client's close_notify (with what TLS still had to send) in one write: the answers."""
+    client.tls.write(client.ASK * 10)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        client.tls.unwrap()
+    sock.sendall(client.outgoing.read())
+    return _tls_answers(client, sock)
 
 
 def _tls_answers(client: _Tls, sock: socket.socket) -> bytes:
@@ -342,9 +345,7 @@ def test_tls_requests_then_the_clients_half_close_get_every_answer():
     """Over HTTPS, a half-close with no close_notify (shutdown(SHUT_WR) on a TLS socket) after requests: those that
     came with the handshake's end, and creates served once their bodies are read, all get their answers (held to the
     end of the turn, they were dropped: TLS had begun shutting down when the end of the client was read)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
+    context = _trusting()
     with Stub(tls=True) as stub:
         host, port = address(stub.url)
         with socket.create_connection((host, port)) as sock:
