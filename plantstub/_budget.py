@@ -130,10 +130,7 @@ class Budget:
             total = {kind: list(tally) for kind, tally in self.dropped.items()}
             children = list(self._children)
         for child in children:
-            for kind, (count, size) in child._dropped().items():
-                tally = total.setdefault(kind, [0, 0])
-                tally[0] += count
-                tally[1] += size
+            _add(total, child._dropped())
         return total
 
     def release(self) -> None:
@@ -146,10 +143,7 @@ class Budget:
             with self.parent._lock:  # what we dropped stays counted in the parent
                 if self in self.parent._children:
                     self.parent._children.remove(self)
-                for kind, (count, size) in dropped.items():
-                    tally = self.parent.dropped.setdefault(kind, [0, 0])
-                    tally[0] += count
-                    tally[1] += size
+                _add(self.parent.dropped, dropped)
         self._sheds.clear()
         if self.parent is not None:
             for kind, size in parts.items():
@@ -202,6 +196,14 @@ class Budget:
             short = max(short, budget.held + size - budget.limit)
             budget = budget.parent
         return short
+
+
+def _add(into: dict[str, list[int]], dropped: dict[str, list[int]]) -> None:
+    """Add `dropped`'s counts and bytes, by kind, to `into`'s."""
+    for kind, (count, size) in dropped.items():
+        tally = into.setdefault(kind, [0, 0])
+        tally[0] += count
+        tally[1] += size
 
 
 class Holding:

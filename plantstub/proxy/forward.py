@@ -133,12 +133,12 @@ class ProxyFigures(TypedDict):
     failed: int
 
 
-
 def _ended(task: asyncio.Future[Any]) -> None:
     """A forwarded request cancelled because its client left: what it ended with is read (asyncio would log an error
     it ended by, in the turn its cancellation came, as never retrieved)."""
     if not task.cancelled():
         task.exception()
+
 
 class Forwarder:
     """The stub's way to the real service: where (`url`), how long it may take, how big an answer may be; the

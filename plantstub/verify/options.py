@@ -9,7 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from plantstub.config import DEFAULT_SCENARIOS, _bool, _seconds, build_settings, env_name, proxy_url, shown_default
+from plantstub.config import (
+    DEFAULT_SCENARIOS,
+    _bool,
+    _seconds,
+    build_settings,
+    env_name,
+    flag_name,
+    proxy_url,
+    shown_default,
+)
 from plantstub.errors import ConfigError
 
 COMPARE = ("status", "class", "shape", "body")
@@ -106,7 +115,7 @@ def verify_settings(explicit: Mapping[str, object], env: Mapping[str, str] | Non
     values: dict[str, Any] = {}  # field -> its value, of the type its converter gives (its field's)
     for field, convert in _CONVERTERS.items():
         if explicit.get(field) not in (None, [], ()):
-            values[field] = convert("--" + field.replace("_", "-"), explicit[field])
+            values[field] = convert(flag_name(field), explicit[field])
         elif env.get(env_name(field)) not in (None, ""):
             values[field] = convert(env_name(field), env[env_name(field)])
     if "against" not in values:
